@@ -1,0 +1,168 @@
+import crypto from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HostEvents } from '../../router/host-events.ts';
+import type { GroupsStore } from '../../store/groups-store.ts';
+import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
+import type { Channel, InboundSink } from '../channel.ts';
+import { type ConsoleEvent, postMessageBody } from './local-api.ts';
+import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
+
+export const LOCAL_CHANNEL = 'local';
+
+export interface LocalChannelDeps {
+  groups: GroupsStore;
+  outbox: OutboxStore;
+  events: HostEvents;
+  isBusy(groupId: string): boolean;
+  ownerName: string;
+  logger: Logger;
+}
+
+/**
+ * The local console: the owner talks to groups of channel "local" through the host's socket. Delivery
+ * is the outbox itself: a reply is shown to connected clients once it is marked sent, and a client that
+ * reconnects replays everything after the last outbox id it saw, so nothing is lost or shown twice.
+ */
+export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, logger }: LocalChannelDeps) {
+  let sink: InboundSink | undefined;
+  const subscribers = new Map<string, Set<(e: ConsoleEvent) => void>>();
+
+  const stateOf = (groupId: string): ConsoleEvent | undefined => {
+    const g = groups.get(groupId);
+    if (!g || g.channel !== LOCAL_CHANNEL) return undefined;
+    return {
+      type: 'state',
+      groupId,
+      cursor: g.agentCursor,
+      pendingOutbox: outbox.pendingCount(LOCAL_CHANNEL, g.chatId),
+      busy: isBusy(groupId),
+      lastOutboxId: outbox.highWater(LOCAL_CHANNEL, g.chatId),
+    };
+  };
+  const publish = (chatId: string, e: ConsoleEvent | undefined) => {
+    if (e) for (const fn of subscribers.get(chatId) ?? []) fn(e);
+  };
+  const onDelivered = (item: OutboxItem) => {
+    if (item.channel !== LOCAL_CHANNEL) return;
+    publish(item.chatId, { type: 'reply', outboxId: item.id, key: item.idempotencyKey, text: item.text });
+    if (item.groupId) publish(item.chatId, stateOf(item.groupId));
+  };
+  const onGroupState = (groupId: string) => {
+    const g = groups.get(groupId);
+    if (g?.channel === LOCAL_CHANNEL) publish(g.chatId, stateOf(groupId));
+  };
+
+  const localGroup = (id: string) => {
+    const g = groups.get(id);
+    if (!g || g.channel !== LOCAL_CHANNEL) {
+      throw new NotFound(
+        `there is no local group "${id}"; add one with: carapace groups add ${id} --channel local`,
+      );
+    }
+    return g;
+  };
+
+  const postMessage: RouteHandler = async (req, res) => {
+    const parsed = postMessageBody.safeParse(await readJsonBody(req));
+    if (!parsed.success)
+      throw new BadRequest(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    let group;
+    try {
+      group = localGroup(parsed.data.group);
+    } catch (err) {
+      return sendJson(res, 404, { error: (err as Error).message });
+    }
+    if (!sink) return sendJson(res, 503, { error: 'the host is starting; try again in a moment' });
+    const after = outbox.highWater(LOCAL_CHANNEL, group.chatId);
+    const result = sink({
+      channel: LOCAL_CHANNEL,
+      chatId: group.chatId,
+      externalId: parsed.data.clientMessageId,
+      senderId: 'owner',
+      senderName: ownerName,
+      text: parsed.data.text,
+      sentAt: new Date().toISOString(),
+      mentionsBot: false,
+      repliesToBot: false,
+    });
+    sendJson(res, 200, {
+      groupId: group.id,
+      messageId: result.messageId ?? null,
+      triggered: result.triggered,
+      duplicate: result.duplicate,
+      after,
+    });
+  };
+
+  const streamEvents: RouteHandler = (req, res, url) => {
+    let group;
+    try {
+      group = localGroup(url.searchParams.get('group') ?? '');
+    } catch (err) {
+      return sendJson(res, 404, { error: (err as Error).message });
+    }
+    // "latest" skips the history: the client only wants what is delivered from now on.
+    const afterParam = url.searchParams.get('after') ?? '0';
+    const after =
+      afterParam === 'latest' ? outbox.highWater(LOCAL_CHANNEL, group.chatId) : Number(afterParam);
+    if (!Number.isSafeInteger(after) || after < 0) {
+      return sendJson(res, 400, { error: 'after must be a whole number or "latest"' });
+    }
+    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+    const write = (e: ConsoleEvent) => res.write(`${JSON.stringify(e)}\n`);
+    // Subscribe before replaying so that nothing delivered in between is missed (duplicates are
+    // harmless: clients drop keys they have seen).
+    const set = subscribers.get(group.chatId) ?? subscribers.set(group.chatId, new Set()).get(group.chatId);
+    set?.add(write);
+    for (const item of outbox.sentAfter(LOCAL_CHANNEL, group.chatId, after)) {
+      write({ type: 'reply', outboxId: item.id, key: item.idempotencyKey, text: item.text });
+    }
+    const state = stateOf(group.id);
+    if (state) write(state);
+    const cleanup = () => set?.delete(write);
+    req.on('close', cleanup);
+    res.on('close', cleanup);
+  };
+
+  const channel: Channel = {
+    name: LOCAL_CHANNEL,
+    textLimit: 64_000,
+    formattingRules:
+      'You are talking to the owner in a terminal. Use plain text or light Markdown; keep lines readable.',
+    async connect(s: InboundSink) {
+      sink = s;
+      events.on('outbox-delivered', onDelivered);
+      events.on('group-state', onGroupState);
+    },
+    async disconnect() {
+      sink = undefined;
+      events.off('outbox-delivered', onDelivered);
+      events.off('group-state', onGroupState);
+      subscribers.clear();
+    },
+    ownsChat(chatId: string) {
+      return groups.findByChat(LOCAL_CHANNEL, chatId) !== undefined;
+    },
+    async send(chatId: string) {
+      // Nothing to hand over: the outbox row is the console's copy, published once it is marked sent.
+      if (!channel.ownsChat(chatId)) throw new Error(`no local chat "${chatId}"`);
+    },
+    async setTyping() {},
+  };
+
+  logger.debug('local console channel ready');
+  return {
+    channel,
+    routes: { 'POST /v1/messages': postMessage, 'GET /v1/events': streamEvents } as Record<
+      string,
+      RouteHandler
+    >,
+  };
+}
+
+class NotFound extends Error {}
+
+/** A fresh id for a console message; random so two clients never collide. */
+export function newClientMessageId(): string {
+  return crypto.randomBytes(12).toString('base64url');
+}

@@ -1,0 +1,66 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ConsoleEvent } from './local-api.ts';
+import { newClientMessageId } from './local-channel.ts';
+import { HostUnreachable, type LocalClient } from './local-client.ts';
+
+export interface SendOptions {
+  client: LocalClient;
+  group: string;
+  text: string;
+  timeoutMs: number;
+  onReply(text: string): void;
+}
+
+export type SendResult =
+  { kind: 'answered'; replies: number } | { kind: 'not-triggered' } | { kind: 'timeout'; replies: number };
+
+/**
+ * Sends one message and waits until the group's cursor has passed it and every reply queued for the chat
+ * has been delivered. Survives a host restart: the message id is chosen here (re-sending is a no-op) and
+ * the event stream resumes after the last reply seen, dropping keys already printed.
+ */
+export async function sendAndWait({
+  client,
+  group,
+  text,
+  timeoutMs,
+  onReply,
+}: SendOptions): Promise<SendResult> {
+  const deadline = Date.now() + timeoutMs;
+  const clientMessageId = newClientMessageId();
+  // Not retried: if the host cannot be reached now, it is not running, and saying so beats waiting.
+  const posted = await client.postMessage({ group, text, clientMessageId });
+  if (!posted.triggered && !posted.duplicate) return { kind: 'not-triggered' };
+  const messageId = posted.messageId ?? Number.MAX_SAFE_INTEGER;
+
+  const seen = new Set<string>();
+  let after = posted.after;
+  let done = false;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
+  const onEvent = (e: ConsoleEvent) => {
+    if (e.type === 'reply') {
+      after = Math.max(after, e.outboxId);
+      if (seen.has(e.key)) return;
+      seen.add(e.key);
+      onReply(e.text);
+    } else if (e.cursor >= messageId && e.pendingOutbox === 0) {
+      done = true;
+      controller.abort();
+    }
+  };
+  try {
+    while (!done && !controller.signal.aborted) {
+      try {
+        await client.events(group, after, onEvent, controller.signal);
+      } catch (err) {
+        if (!(err instanceof HostUnreachable)) throw err;
+      }
+      if (!done && !controller.signal.aborted)
+        await sleep(200, undefined, { signal: controller.signal }).catch(() => {});
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return done ? { kind: 'answered', replies: seen.size } : { kind: 'timeout', replies: seen.size };
+}

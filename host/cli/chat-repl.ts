@@ -1,0 +1,79 @@
+import readline from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { newClientMessageId } from '../channels/local/local-channel.ts';
+import type { LocalClient } from '../channels/local/local-client.ts';
+
+export interface ChatOptions {
+  client: LocalClient;
+  group: string;
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream;
+  assistantName: string;
+}
+
+/**
+ * An interactive console on one group: every line is sent as a message, and replies are printed as they
+ * are delivered by an event stream that runs alongside, so typing never waits for an answer.
+ */
+export async function runChat({ client, group, input, output, assistantName }: ChatOptions): Promise<void> {
+  const rl = readline.createInterface({
+    input,
+    output,
+    terminal: (input as { isTTY?: boolean }).isTTY === true,
+  });
+  const controller = new AbortController();
+  const seen = new Set<string>();
+  let after: number | 'latest' = 'latest';
+  const print = (text: string) => {
+    readline.clearLine(output, 0);
+    readline.cursorTo(output, 0);
+    output.write(`${assistantName}: ${text}\n`);
+    rl.prompt(true);
+  };
+
+  const stream = (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        await client.events(
+          group,
+          after,
+          (e) => {
+            if (e.type === 'state') {
+              if (after === 'latest') after = e.lastOutboxId;
+              return;
+            }
+            after = Math.max(after === 'latest' ? 0 : after, e.outboxId);
+            if (seen.has(e.key)) return;
+            seen.add(e.key);
+            print(e.text);
+          },
+          controller.signal,
+        );
+      } catch (err) {
+        output.write(`(${(err as Error).message})\n`);
+      }
+      await sleep(500, undefined, { signal: controller.signal }).catch(() => undefined);
+    }
+  })();
+
+  output.write(`Talking to group "${group}". Type a message; /quit leaves.\n`);
+  rl.setPrompt(`${group}> `);
+  rl.prompt();
+  for await (const line of rl) {
+    const text = line.trim();
+    if (text === '/quit' || text === '/exit') break;
+    if (text) {
+      try {
+        const res = await client.postMessage({ group, text, clientMessageId: newClientMessageId() });
+        if (!res.triggered && !res.duplicate)
+          output.write(`(stored as context; mention @${assistantName} for a reply)\n`);
+      } catch (err) {
+        output.write(`(not sent: ${(err as Error).message})\n`);
+      }
+    }
+    rl.prompt();
+  }
+  controller.abort();
+  rl.close();
+  await stream;
+}

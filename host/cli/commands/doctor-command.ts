@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import Docker from 'dockerode';
+import { ConfigError } from '../../config/config-error.ts';
+import type { CliContext } from '../cli-context.ts';
+
+export interface CheckResult {
+  name: string;
+  ok: boolean;
+  detail: string;
+  /** How to fix a failure, as a command or a concrete step. */
+  fix?: string;
+}
+
+export type Check = (ctx: CliContext) => Promise<CheckResult>;
+
+const MIN_NODE: [number, number] = [20, 12];
+
+export const checkNode: Check = async () => {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
+  return {
+    name: 'node',
+    ok,
+    detail: `Node ${process.versions.node}`,
+    ...(ok ? {} : { fix: `install Node ${MIN_NODE.join('.')} or newer (20 LTS or 22 LTS)` }),
+  };
+};
+
+export const checkConfig: Check = async (ctx) => {
+  try {
+    ctx.config();
+    const exists = fs.existsSync(ctx.paths.configFile);
+    return {
+      name: 'config',
+      ok: true,
+      detail: exists ? ctx.paths.configFile : `no ${ctx.paths.configFile}; using defaults`,
+    };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return {
+      name: 'config',
+      ok: false,
+      detail: err.message,
+      fix: `edit ${ctx.paths.configFile} as listed above`,
+    };
+  }
+};
+
+export const checkDataDir: Check = async (ctx) => {
+  try {
+    fs.mkdirSync(ctx.paths.dataDir, { recursive: true, mode: 0o700 });
+    fs.accessSync(ctx.paths.dataDir, fs.constants.W_OK);
+    return { name: 'data folder', ok: true, detail: ctx.paths.dataDir };
+  } catch (err) {
+    return {
+      name: 'data folder',
+      ok: false,
+      detail: `${ctx.paths.dataDir}: ${(err as Error).message}`,
+      fix: 'set CARAPACE_DATA_DIR to a folder you can write, or fix its permissions',
+    };
+  }
+};
+
+export function checkDocker(docker: Docker = new Docker()): Check {
+  return async () => {
+    try {
+      const info = (await Promise.race([
+        docker.version(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref()),
+      ])) as { Version: string };
+      return { name: 'docker engine', ok: true, detail: `Docker ${info.Version}` };
+    } catch (err) {
+      return {
+        name: 'docker engine',
+        ok: false,
+        detail: `not reachable: ${(err as Error).message}`,
+        fix: 'install and start Docker (Debian: apt-get install docker.io && dockerd &), or add your user to the docker group',
+      };
+    }
+  };
+}
+
+export async function runChecks(ctx: CliContext, checks: Check[]): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (const check of checks) {
+    try {
+      results.push(await check(ctx));
+    } catch (err) {
+      results.push({
+        name: check.name || 'check',
+        ok: false,
+        detail: `the check itself failed: ${(err as Error).message}`,
+      });
+    }
+  }
+  return results;
+}
+
+export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []): Promise<number> {
+  const results = await runChecks(ctx, [checkNode, checkConfig, checkDataDir, checkDocker(), ...extraChecks]);
+  for (const r of results) {
+    ctx.out(`${r.ok ? 'ok  ' : 'FAIL'}  ${r.name}: ${r.detail}`);
+    if (!r.ok && r.fix) ctx.out(`      fix: ${r.fix}`);
+  }
+  const failed = results.filter((r) => !r.ok).length;
+  ctx.out(failed === 0 ? 'All checks passed.' : `${failed} check${failed === 1 ? '' : 's'} failed.`);
+  return failed === 0 ? 0 : 1;
+}

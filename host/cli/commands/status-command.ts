@@ -1,0 +1,56 @@
+import { parseArgs } from 'node:util';
+import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
+import { openStore } from '../../store/store.ts';
+import type { CliContext } from '../cli-context.ts';
+import fs from 'node:fs';
+
+export async function statusCommand(ctx: CliContext, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
+  let live: unknown;
+  try {
+    live = await createLocalClient(ctx.paths.socketFile).getJson('/v1/status');
+  } catch (err) {
+    if (!(err instanceof HostUnreachable)) throw err;
+  }
+  let stored: { runs: unknown[]; outboxPending: number } | undefined;
+  if (fs.existsSync(ctx.paths.databaseFile)) {
+    const store = openStore({ file: ctx.paths.databaseFile });
+    try {
+      stored = { runs: store.runs.recent(10), outboxPending: store.outbox.pendingCount() };
+    } finally {
+      store.close();
+    }
+  }
+  if (values.json) {
+    ctx.out(
+      JSON.stringify({ running: live !== undefined, host: live ?? null, recentRuns: stored?.runs ?? [] }),
+    );
+    return live ? 0 : 1;
+  }
+  if (!live) ctx.out(`host: not running (data folder ${ctx.paths.dataDir}); start it with: carapace start`);
+  else {
+    const h = live as {
+      pid: number;
+      startedAt: string;
+      queue: { active: unknown[]; waiting: unknown[]; retrying: unknown[] };
+      outboxPending: number;
+      groups: { id: string; channel: string; cursor: number }[];
+    };
+    ctx.out(`host: running (pid ${h.pid}, since ${h.startedAt})`);
+    ctx.out(
+      `runs: ${h.queue.active.length} active, ${h.queue.waiting.length} waiting, ${h.queue.retrying.length} waiting to retry`,
+    );
+    ctx.out(`outbox: ${h.outboxPending} repl${h.outboxPending === 1 ? 'y' : 'ies'} waiting for delivery`);
+    ctx.out(`groups: ${h.groups.map((g) => `${g.id} (${g.channel})`).join(', ')}`);
+  }
+  for (const r of (stored?.runs ?? []) as {
+    id: number;
+    groupId: string;
+    status: string;
+    exitReason: string | null;
+    startedAt: string;
+  }[]) {
+    ctx.out(`  run ${r.id}\t${r.groupId}\t${r.status}\t${r.startedAt}\t${r.exitReason ?? ''}`);
+  }
+  return live ? 0 : 1;
+}

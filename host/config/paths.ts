@@ -1,0 +1,46 @@
+import os from 'node:os';
+import path from 'node:path';
+
+export interface CarapacePaths {
+  /** Holds config.toml, mount-allowlist.toml and .env; outside the project so containers never see it. */
+  configDir: string;
+  configFile: string;
+  allowlistFile: string;
+  envFile: string;
+  /** Runtime state: the database, group folders, session folders, logs and the control socket. */
+  dataDir: string;
+  databaseFile: string;
+  groupsDir: string;
+  sessionsDir: string;
+  logsDir: string;
+  socketFile: string;
+}
+
+export interface PathInputs {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  homeDir?: string;
+}
+
+function expandHome(p: string, home: string): string {
+  if (p === '~') return home;
+  if (p.startsWith('~/')) return path.join(home, p.slice(2));
+  return p;
+}
+
+export function resolvePaths({ env, cwd, homeDir = os.homedir() }: PathInputs): CarapacePaths {
+  const configDir = path.resolve(cwd, expandHome(env.CARAPACE_CONFIG_DIR || '~/.config/carapace', homeDir));
+  const dataDir = path.resolve(cwd, expandHome(env.CARAPACE_DATA_DIR || './data', homeDir));
+  return {
+    configDir,
+    configFile: path.join(configDir, 'config.toml'),
+    allowlistFile: path.join(configDir, 'mount-allowlist.toml'),
+    envFile: path.join(configDir, '.env'),
+    dataDir,
+    databaseFile: path.join(dataDir, 'carapace.db'),
+    groupsDir: path.join(dataDir, 'groups'),
+    sessionsDir: path.join(dataDir, 'sessions'),
+    logsDir: path.join(dataDir, 'logs'),
+    socketFile: path.join(dataDir, 'carapace.sock'),
+  };
+}

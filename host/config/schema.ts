@@ -1,0 +1,67 @@
+import { z } from 'zod';
+
+/**
+ * The host configuration (`<config dir>/config.toml`). Every section is optional and every key has a
+ * default, so an absent file is a valid configuration; unknown keys are rejected so typos never pass
+ * silently. `config/config.example.toml` documents the same defaults and a test keeps the two equal.
+ */
+
+const ianaTimeZone = z.string().refine(
+  (tz) => {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: tz });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'not a known IANA time zone' },
+);
+
+export const assistantConfigSchema = z
+  .object({
+    /** The trigger word is `@<name>`. */
+    name: z
+      .string()
+      .regex(/^[A-Za-z][A-Za-z0-9_-]{0,31}$/, 'must be one word of letters, digits, "_" or "-" (at most 32)')
+      .default('Andy'),
+    timezone: ianaTimeZone.default('UTC'),
+  })
+  .strict();
+
+export const runsConfigSchema = z
+  .object({
+    /** Global cap on concurrently running agent containers. */
+    max_concurrent: z.number().int().min(1).max(64).default(3),
+    /** Attempts for a run that fails before its first reply (the first try included). */
+    max_attempts: z.number().int().min(1).max(10).default(3),
+    retry_base_ms: z.number().int().min(10).max(600_000).default(2_000),
+    max_tool_steps: z.number().int().min(1).max(200).default(25),
+    max_output_tokens: z.number().int().min(256).max(200_000).default(4_096),
+    wall_time_ms: z.number().int().min(1_000).max(3_600_000).default(300_000),
+  })
+  .strict();
+
+export const outboxConfigSchema = z
+  .object({
+    retry_base_ms: z.number().int().min(10).max(600_000).default(1_000),
+    retry_max_ms: z.number().int().min(100).max(3_600_000).default(300_000),
+  })
+  .strict();
+
+export const loggingConfigSchema = z
+  .object({
+    level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  })
+  .strict();
+
+export const hostConfigSchema = z
+  .object({
+    assistant: assistantConfigSchema.prefault({}),
+    runs: runsConfigSchema.prefault({}),
+    outbox: outboxConfigSchema.prefault({}),
+    logging: loggingConfigSchema.prefault({}),
+  })
+  .strict();
+
+export type HostConfig = z.infer<typeof hostConfigSchema>;

@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import { parseEnv } from 'node:util';
+
+export interface SecretSource {
+  /** The value of a secret variable, from the environment or `<config dir>/.env` (the environment wins). */
+  get(name: string): string | undefined;
+  /** Every secret value the host holds, for exact-match scanning and log redaction. */
+  held(): string[];
+  /** Problems found while loading (e.g. a .env readable by others), for `doctor` and the start-up log. */
+  warnings: string[];
+}
+
+export function loadSecrets({ envFile, env }: { envFile: string; env: NodeJS.ProcessEnv }): SecretSource {
+  const warnings: string[] = [];
+  let fileVars: Record<string, string> = {};
+  try {
+    const stat = fs.statSync(envFile);
+    if ((stat.mode & 0o077) !== 0) {
+      warnings.push(`${envFile} can be read by other users; restrict it with: chmod 600 ${envFile}`);
+    }
+    fileVars = parseEnv(fs.readFileSync(envFile, 'utf8')) as Record<string, string>;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      warnings.push(`cannot read ${envFile}: ${(err as Error).message}`);
+  }
+  const used = new Set<string>(Object.keys(fileVars));
+  const get = (name: string) => {
+    used.add(name);
+    const v = env[name] ?? fileVars[name];
+    return v === '' ? undefined : v;
+  };
+  return {
+    get,
+    held: () => [...used].map((n) => env[n] ?? fileVars[n]).filter((v): v is string => !!v),
+    warnings,
+  };
+}
+
+/** Exact-value redaction, the baseline every log line gets even before the full secret scanner loads. */
+export function exactRedactor(values: () => string[]): (s: string) => string {
+  return (s: string) => {
+    let out = s;
+    for (const v of values()) if (v.length >= 8 && out.includes(v)) out = out.split(v).join('[REDACTED]');
+    return out;
+  };
+}

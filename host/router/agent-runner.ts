@@ -1,0 +1,40 @@
+import type { GroupRecord } from '../store/groups-store.ts';
+import type { StoredMessage } from '../store/messages-store.ts';
+
+/**
+ * The seam between the router and whatever executes an agent turn. The real implementation runs a
+ * hardened container; tests may run an in-process double that is never wired into `carapace start`.
+ */
+export interface AgentRunner {
+  start(ctx: RunContext, callbacks: RunCallbacks): RunHandle;
+}
+
+export interface RunContext {
+  runId: number;
+  attempt: number;
+  group: GroupRecord;
+  /** Every message since the group's cursor, context and triggers alike, oldest first. */
+  messages: StoredMessage[];
+}
+
+export interface RunCallbacks {
+  /** Stores a reply to the run's own chat in the outbox; resolves once it is durable. */
+  reply(text: string): Promise<void>;
+}
+
+export interface RunHandle {
+  /** Resolves once the agent has taken in the start messages: only then may the cursor pass them. */
+  readonly accepted: Promise<void>;
+  /** Offers follow-up messages; true once the agent took them in, false when it was already finishing. */
+  input(messages: StoredMessage[]): Promise<boolean>;
+  stop(reason: string): void;
+  readonly done: Promise<RunOutcome>;
+}
+
+export interface RunOutcome {
+  ok: boolean;
+  /** Why the run ended: "completed", "timeout", "container exited with 137", … */
+  reason: string;
+  /** False when trying again cannot help (no engine, no image): the group is told at once. */
+  retryable?: boolean;
+}

@@ -1,0 +1,17 @@
+import { EventEmitter } from 'node:events';
+import type { OutboxItem } from '../store/outbox-store.ts';
+
+export interface HostEventMap {
+  /** A group's cursor or run state changed. */
+  'group-state': [groupId: string];
+  'outbox-delivered': [item: OutboxItem];
+}
+
+export type HostEvents = EventEmitter<HostEventMap>;
+
+export function createHostEvents(): HostEvents {
+  const events = new EventEmitter<HostEventMap>();
+  // Every connected console client subscribes; the default cap of 10 would warn for no reason.
+  events.setMaxListeners(0);
+  return events;
+}

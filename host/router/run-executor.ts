@@ -1,0 +1,152 @@
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.ts';
+import type { NewOutboxItem } from '../store/outbox-store.ts';
+import type { AgentRunner, RunOutcome } from './agent-runner.ts';
+import type { HostEvents } from './host-events.ts';
+
+export type RunEnd =
+  | { kind: 'succeeded' }
+  /** `replied` runs are never retried: a second run would answer the same messages again. */
+  | { kind: 'failed'; replied: boolean; retryable: boolean; reason: string; givenThrough: number };
+
+export interface ActiveRun {
+  readonly groupId: string;
+  readonly runId: number;
+  /** Hands messages stored since the last hand-over to the running agent. */
+  offerNewMessages(): void;
+  stop(reason: string): void;
+  readonly finished: Promise<RunEnd>;
+}
+
+export interface RunExecutorDeps {
+  store: Store;
+  runner: AgentRunner;
+  /** Must write synchronously (it is called inside store transactions) and deliver later. */
+  enqueueReply(item: NewOutboxItem): void;
+  events: HostEvents;
+  logger: Logger;
+}
+
+/** One run's lifecycle against the database: what it is given, what it acknowledged, how the cursor moves. */
+export function createRunExecutor({ store, runner, enqueueReply, events, logger }: RunExecutorDeps) {
+  return {
+    hasPending(groupId: string): boolean {
+      const group = store.groups.get(groupId);
+      return !!group && store.messages.latestTriggerAfter(groupId, group.agentCursor) !== undefined;
+    },
+
+    start(groupId: string, attempt: number): ActiveRun | undefined {
+      const group = store.groups.get(groupId);
+      if (!group || store.messages.latestTriggerAfter(group.id, group.agentCursor) === undefined)
+        return undefined;
+      const messages = store.messages.after(group.id, group.agentCursor);
+      let given = messages[messages.length - 1]?.id ?? group.agentCursor;
+      let acked = group.agentCursor;
+      let replies = 0;
+      const run = store.runs.start(group.id, attempt, given);
+      const log = logger.child({ runId: run.id, groupId: group.id, attempt });
+      log.info({ messages: messages.length, through: given }, 'run started');
+      const ack = (through: number) => {
+        acked = Math.max(acked, through);
+        store.runs.markAcked(run.id, acked);
+      };
+
+      const handle = runner.start(
+        { runId: run.id, attempt, group, messages },
+        {
+          reply: async (text: string) => {
+            replies += 1;
+            const item: NewOutboxItem = {
+              idempotencyKey: `run:${run.id}:${replies}`,
+              groupId: group.id,
+              channel: group.channel,
+              chatId: group.chatId,
+              runId: run.id,
+              text,
+            };
+            // One transaction, so "replied" is never recorded without the reply or the reverse.
+            store.transaction(() => {
+              enqueueReply(item);
+              store.runs.markReplied(run.id);
+            });
+          },
+        },
+      );
+      const startThrough = given;
+      handle.accepted.then(
+        () => ack(startThrough),
+        () => undefined,
+      );
+
+      const finished = handle.done
+        .catch((err: unknown): RunOutcome => ({
+          ok: false,
+          reason: `runner error: ${(err as Error).message}`,
+        }))
+        .then((outcome): RunEnd => {
+          const replied = store.runs.get(run.id)?.replied ?? false;
+          store.transaction(() => {
+            if (outcome.ok || replied) {
+              store.runs.finish(run.id, outcome.ok ? 'succeeded' : 'failed', outcome.reason);
+              store.groups.advanceCursor(group.id, acked);
+            } else {
+              store.runs.finish(run.id, 'failed', outcome.reason);
+            }
+          });
+          const end: RunEnd = outcome.ok
+            ? { kind: 'succeeded' }
+            : {
+                kind: 'failed',
+                replied,
+                retryable: outcome.retryable !== false,
+                reason: outcome.reason,
+                givenThrough: given,
+              };
+          log.info({ outcome: outcome.reason, ok: outcome.ok, replied, ackedThrough: acked }, 'run ended');
+          events.emit('group-state', group.id);
+          return end;
+        });
+
+      return {
+        groupId: group.id,
+        runId: run.id,
+        offerNewMessages() {
+          const fresh = store.messages.after(group.id, given);
+          const last = fresh[fresh.length - 1];
+          if (!last) return;
+          given = last.id;
+          store.runs.markGiven(run.id, given);
+          handle.input(fresh).then(
+            (accepted) => {
+              if (accepted) ack(last.id);
+            },
+            () => undefined,
+          );
+        },
+        stop: (reason: string) => handle.stop(reason),
+        finished,
+      };
+    },
+
+    /** After the last attempt failed: tell the group, and move past the messages so they do not loop forever. */
+    giveUp(groupId: string, end: Extract<RunEnd, { kind: 'failed' }>): void {
+      const group = store.groups.get(groupId);
+      if (!group) return;
+      // Notice and cursor move together: no observer may see the messages passed without the notice queued.
+      store.transaction(() => {
+        store.groups.advanceCursor(group.id, end.givenThrough);
+        enqueueReply({
+          idempotencyKey: `giveup:${group.id}:${end.givenThrough}`,
+          groupId: group.id,
+          channel: group.channel,
+          chatId: group.chatId,
+          runId: null,
+          text: `Sorry, I could not answer that (${end.reason}). Send the message again to retry.`,
+        });
+      });
+      events.emit('group-state', group.id);
+    },
+  };
+}
+
+export type RunExecutor = ReturnType<typeof createRunExecutor>;

@@ -1,0 +1,115 @@
+import type { Db } from './open-database.ts';
+
+export type NetworkMode = 'full' | 'gateway';
+
+export interface GroupRecord {
+  id: string;
+  channel: string;
+  chatId: string;
+  name: string;
+  isAdmin: boolean;
+  networkMode: NetworkMode;
+  agentCursor: number;
+  createdAt: string;
+}
+
+export interface NewGroup {
+  id: string;
+  channel: string;
+  chatId: string;
+  name: string;
+  isAdmin: boolean;
+  networkMode?: NetworkMode;
+}
+
+interface GroupRow {
+  id: string;
+  channel: string;
+  chat_id: string;
+  name: string;
+  is_admin: number;
+  network_mode: NetworkMode;
+  agent_cursor: number;
+  created_at: string;
+}
+
+/** Group ids name folders on disk, so they are restricted to a shape that can never traverse paths. */
+export const GROUP_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+function toRecord(r: GroupRow): GroupRecord {
+  return {
+    id: r.id,
+    channel: r.channel,
+    chatId: r.chat_id,
+    name: r.name,
+    isAdmin: r.is_admin === 1,
+    networkMode: r.network_mode,
+    agentCursor: r.agent_cursor,
+    createdAt: r.created_at,
+  };
+}
+
+export class GroupExistsError extends Error {}
+
+export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
+  const byId = db.prepare<[string], GroupRow>('SELECT * FROM groups WHERE id = ?');
+  const byChat = db.prepare<[string, string], GroupRow>(
+    'SELECT * FROM groups WHERE channel = ? AND chat_id = ?',
+  );
+  const all = db.prepare<[], GroupRow>('SELECT * FROM groups ORDER BY id');
+  const insert = db.prepare(
+    `INSERT INTO groups (id, channel, chat_id, name, is_admin, network_mode, created_at)
+     VALUES (@id, @channel, @chatId, @name, @isAdmin, @networkMode, @createdAt)`,
+  );
+  const remove = db.prepare('DELETE FROM groups WHERE id = ?');
+  // The cursor only moves forward: a late, smaller value from a slow path can never re-open answered messages.
+  const advance = db.prepare('UPDATE groups SET agent_cursor = MAX(agent_cursor, ?) WHERE id = ?');
+
+  return {
+    get(id: string): GroupRecord | undefined {
+      const r = byId.get(id);
+      return r && toRecord(r);
+    },
+    findByChat(channel: string, chatId: string): GroupRecord | undefined {
+      const r = byChat.get(channel, chatId);
+      return r && toRecord(r);
+    },
+    list(): GroupRecord[] {
+      return all.all().map(toRecord);
+    },
+    add(g: NewGroup): GroupRecord {
+      if (!GROUP_ID_PATTERN.test(g.id)) {
+        throw new Error(
+          `group id "${g.id}" is not valid: use 1-64 lowercase letters, digits, "-" or "_", e.g. "family"`,
+        );
+      }
+      try {
+        insert.run({
+          id: g.id,
+          channel: g.channel,
+          chatId: g.chatId,
+          name: g.name,
+          isAdmin: g.isAdmin ? 1 : 0,
+          networkMode: g.networkMode ?? (g.isAdmin ? 'full' : 'gateway'),
+          createdAt: now().toISOString(),
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) {
+          throw new GroupExistsError(
+            `a group with id "${g.id}" or chat ${g.channel}:${g.chatId} already exists`,
+          );
+        }
+        throw err;
+      }
+      return this.get(g.id) as GroupRecord;
+    },
+    remove(id: string): boolean {
+      return remove.run(id).changes > 0;
+    },
+    advanceCursor(id: string, through: number): void {
+      advance.run(through, id);
+    },
+  };
+}
+
+export type GroupsStore = ReturnType<typeof createGroupsStore>;

@@ -1,0 +1,48 @@
+import { createAuditStore } from './audit-store.ts';
+import { createGroupsStore } from './groups-store.ts';
+import { createMessagesStore } from './messages-store.ts';
+import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
+import { openDatabase, type Db } from './open-database.ts';
+import { createOutboxStore } from './outbox-store.ts';
+import { createRunsStore } from './runs-store.ts';
+
+export interface StoreOptions {
+  file: string;
+  now?: () => Date;
+  redact?: (s: string) => string;
+  migrationsDir?: string;
+}
+
+/** Opens and migrates the database and hands out one store per domain over the same connection. */
+export function openStore({
+  file,
+  now = () => new Date(),
+  redact,
+  migrationsDir = DEFAULT_MIGRATIONS_DIR,
+}: StoreOptions) {
+  const db = openDatabase(file);
+  try {
+    migrate(db, readMigrations(migrationsDir));
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return {
+    db,
+    groups: createGroupsStore(db, now),
+    messages: createMessagesStore(db, now),
+    runs: createRunsStore(db, now),
+    outbox: createOutboxStore(db, now),
+    audit: createAuditStore(db, redact, now),
+    /** Runs `fn` in one transaction: every multi-row change goes through here. */
+    transaction<T>(fn: () => T): T {
+      return db.transaction(fn)();
+    },
+    close(): void {
+      db.close();
+    },
+  };
+}
+
+export type Store = ReturnType<typeof openStore>;
+export type { Db };
