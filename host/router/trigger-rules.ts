@@ -6,7 +6,9 @@ export interface TriggerInput {
 
 /** `@Name` as its own word, case-insensitive; "mail@andy.com" or "@Andyman" do not count. */
 export function triggerPattern(assistantName: string): RegExp {
-  const escaped = assistantName.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
+  // Only syntax characters are escaped: with the `u` flag an escaped "-" outside a class is a SyntaxError,
+  // and the name schema allows "-".
+  const escaped = assistantName.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   return new RegExp(`(^|[^\\p{L}\\p{N}_@.])@${escaped}(?![\\p{L}\\p{N}_])`, 'iu');
 }
 

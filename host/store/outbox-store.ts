@@ -59,8 +59,14 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
      VALUES (@idempotencyKey, @groupId, @channel, @chatId, @runId, @text, @nextAttemptAt, @createdAt)
      ON CONFLICT (idempotency_key) DO NOTHING`,
   );
-  const due = db.prepare<[number, number], OutboxRow>(
-    `SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?`,
+  // A row waits while an older row of the same chat is still backing off: replies never overtake.
+  const due = db.prepare<{ now: number; limit: number }, OutboxRow>(
+    `SELECT * FROM outbox o
+     WHERE o.status = 'pending' AND o.next_attempt_at <= @now
+       AND NOT EXISTS (SELECT 1 FROM outbox p
+                       WHERE p.status = 'pending' AND p.channel = o.channel AND p.chat_id = o.chat_id
+                         AND p.id < o.id AND p.next_attempt_at > @now)
+     ORDER BY o.id LIMIT @limit`,
   );
   const nextDue = db.prepare<[], { at: number | null }>(
     `SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'`,
@@ -92,7 +98,7 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
       );
     },
     due(limit = 100): OutboxItem[] {
-      return due.all(now().getTime(), limit).map(toItem);
+      return due.all({ now: now().getTime(), limit }).map(toItem);
     },
     nextDueAt(): number | undefined {
       return nextDue.get()?.at ?? undefined;

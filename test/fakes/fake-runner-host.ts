@@ -1,0 +1,33 @@
+/**
+ * A host process for crash and integration tests: the production wiring (startHost) with the echo runner
+ * double and the socket channel. Run as `node --import tsx test/fakes/fake-runner-host.ts`; configured by
+ * the same CARAPACE_* variables as the real host. It is not reachable from `carapace start`.
+ */
+import path from 'node:path';
+import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
+import { resolvePaths } from '../../host/config/paths.ts';
+import { createLogger } from '../../host/logging/create-logger.ts';
+import { startHost } from '../../host/main.ts';
+import { createEchoRunner } from './echo-runner.ts';
+import { createSocketChannel } from './socket-channel.ts';
+
+const paths = resolvePaths({ env: process.env, cwd: process.cwd() });
+const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+const logger = createLogger({ level: 'info', redact: (s) => s });
+const host = await startHost({
+  paths,
+  config,
+  runner: createEchoRunner(),
+  logger,
+  redact: (s) => s,
+  extraChannels: [
+    createSocketChannel({
+      socketFile: path.join(paths.dataDir, 'fake-channel.sock'),
+      deliveriesFile: path.join(paths.dataDir, 'fake-deliveries.jsonl'),
+      dieMarker: path.join(paths.dataDir, 'died-once'),
+    }),
+  ],
+});
+process.stdout.write('ready\n');
+process.on('SIGTERM', () => void host.stop('SIGTERM').then(() => process.exit(0)));

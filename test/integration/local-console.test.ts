@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
+import { resolvePaths } from '../../host/config/paths.ts';
+import { startHost, type RunningHost } from '../../host/main.ts';
+import { createEchoRunner } from '../fakes/echo-runner.ts';
+import { runCli } from '../helpers/processes.ts';
+
+describe('local console through the real CLI', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let host: RunningHost;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-console-'));
+    env = { CARAPACE_CONFIG_DIR: path.join(dir, 'cfg'), CARAPACE_DATA_DIR: path.join(dir, 'data') };
+    fs.mkdirSync(env.CARAPACE_CONFIG_DIR as string);
+    fs.writeFileSync(
+      path.join(env.CARAPACE_CONFIG_DIR as string, 'config.toml'),
+      '[assistant]\nname = "Kit"\n',
+    );
+    const paths = resolvePaths({ env, cwd: dir });
+    host = await startHost({
+      paths,
+      config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
+      runner: createEchoRunner(),
+      logger: pino({ level: 'silent' }),
+      redact: (s) => s,
+    });
+  });
+  afterAll(async () => {
+    await host.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends a message to the admin group and prints the reply', async () => {
+    const res = await runCli(['send', '--group', 'main', 'hello host'], env);
+    expect(res.stderr).toBe('');
+    expect(res.stdout).toBe('echo: hello host\n');
+    expect(res.code).toBe(0);
+  });
+
+  it('answers in a non-admin group only when triggered', async () => {
+    expect((await runCli(['groups', 'add', 'family', '--channel', 'local'], env)).code).toBe(0);
+    const quiet = await runCli(['send', '--group', 'family', 'dinner at eight'], env);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toBe('');
+    expect(quiet.stderr).toMatch(/mention @Kit/);
+    const asked = await runCli(['send', '--group', 'family', '@kit what time is dinner?'], env);
+    expect(asked.stdout).toBe('echo: @kit what time is dinner?\n');
+    expect(asked.code).toBe(0);
+  });
+
+  it('refuses an unknown group with a way to fix it', async () => {
+    const res = await runCli(['send', '--group', 'nope', 'hi'], env);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/carapace groups add nope --channel local/);
+  });
+
+  it('shows the running host in status', async () => {
+    const res = await runCli(['status', '--json'], env);
+    expect(res.code).toBe(0);
+    const status = JSON.parse(res.stdout) as { running: boolean; host: { groups: { id: string }[] } };
+    expect(status.running).toBe(true);
+    expect(status.host.groups.map((g) => g.id).sort()).toEqual(['family', 'main']);
+  });
+});

@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createScriptedRunner } from '../fakes/scripted-runner.ts';
+import { createRouterHarness } from '../helpers/router-harness.ts';
+
+type Harness = ReturnType<typeof createRouterHarness>;
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+describe('cursor rules', () => {
+  it('advances the cursor to what a successful run acknowledged', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    const { messageId } = h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.reply('hello');
+    run.finish({ ok: true, reason: 'completed' });
+    await h.queue.whenIdle();
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
+    expect(h.store.runs.get(run.ctx.runId)?.status).toBe('succeeded');
+    expect((await h.delivered(1)).map((s) => s.text)).toEqual(['hello']);
+  });
+
+  it('retries a run that failed before replying, with the same messages, then succeeds', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3, retryBaseMs: 5 });
+    h.addGroup('fam');
+    const { messageId } = h.say('fam', '@Andy one');
+    const first = await scripted.run(1);
+    first.accept();
+    first.finish({ ok: false, reason: 'container exited with 1' });
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(0);
+    const second = await scripted.run(2);
+    expect(second.ctx.attempt).toBe(2);
+    expect(second.ctx.messages.map((m) => m.id)).toEqual([messageId]);
+    second.accept();
+    await second.callbacks.reply('finally');
+    second.finish({ ok: true, reason: 'completed' });
+    await h.queue.whenIdle();
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
+    expect((await h.delivered(1)).map((s) => s.text)).toEqual(['finally']);
+  });
+
+  it('never retries a run that already replied, so nothing is answered twice', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    const { messageId } = h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.reply('partial answer');
+    run.finish({ ok: false, reason: 'killed' });
+    await h.queue.whenIdle();
+    expect(scripted.runs).toHaveLength(1);
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
+    expect(h.store.runs.get(run.ctx.runId)?.status).toBe('failed');
+  });
+
+  it('gives up after the last attempt, tells the group once and moves on', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 2, retryBaseMs: 5 });
+    h.addGroup('fam');
+    const { messageId } = h.say('fam', '@Andy one');
+    for (const n of [1, 2]) {
+      const run = await scripted.run(n);
+      run.finish({ ok: false, reason: 'provider down' });
+    }
+    const sent = await h.delivered(1);
+    await h.queue.whenIdle();
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.text).toMatch(/could not answer.*provider down/);
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
+    expect(scripted.runs).toHaveLength(2);
+  });
+
+  it('tells the group at once when retrying cannot help', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3 });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    (await scripted.run(1)).finish({ ok: false, reason: 'no Docker engine', retryable: false });
+    expect((await h.delivered(1))[0]?.text).toMatch(/no Docker engine/);
+    await h.queue.whenIdle();
+    expect(scripted.runs).toHaveLength(1);
+  });
+
+  it('hands a follow-up to the active run instead of starting another', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    const follow = h.say('fam', '@Andy and also two');
+    await flush();
+    expect(run.inputs.map((batch) => batch.map((m) => m.text))).toEqual([['@Andy and also two']]);
+    run.finish({ ok: true, reason: 'completed' });
+    await h.queue.whenIdle();
+    expect(scripted.runs).toHaveLength(1);
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(follow.messageId);
+  });
+
+  it('starts a new run for a follow-up the finishing run did not take in', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    const first = h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    run.acceptInputs = false;
+    const late = h.say('fam', '@Andy two');
+    await flush();
+    run.finish({ ok: true, reason: 'completed' });
+    const next = await scripted.run(2);
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(first.messageId);
+    expect(next.ctx.messages.map((m) => m.id)).toEqual([late.messageId]);
+  });
+
+  it('does not move the cursor past messages the agent never acknowledged', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 1 });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    // The run "succeeds" without ever acknowledging its start messages (a broken agent).
+    run.finish({ ok: true, reason: 'completed' });
+    const again = await scripted.run(2);
+    expect(again.ctx.messages.map((m) => m.text)).toEqual(['@Andy one']);
+  });
+});
