@@ -1,0 +1,32 @@
+/**
+ * `npm run bench`: runs every benchmark in this folder and prints its figures. Each benchmark measures
+ * its own baseline in the same run and reports medians and ratios against it. Benchmarks that need a
+ * Docker engine say so and are skipped when none answers.
+ */
+import { printFigures } from './stats.ts';
+
+type Bench = { title: string; module: string; fn: string };
+
+const BENCHES: Bench[] = [
+  { title: 'router overhead (ingest → runner)', module: './bench-router.ts', fn: 'benchRouter' },
+  { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
+  { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
+  { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },
+  { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
+];
+
+const only = process.argv.slice(2);
+let failed = 0;
+for (const b of BENCHES) {
+  if (only.length && !only.some((o) => b.module.includes(o))) continue;
+  try {
+    const mod = (await import(b.module)) as Record<string, () => Promise<Record<string, number | string>>>;
+    const fn = mod[b.fn];
+    if (!fn) throw new Error(`${b.module} does not export ${b.fn}`);
+    printFigures(b.title, await fn());
+  } catch (err) {
+    failed += 1;
+    process.stdout.write(`\n${b.title}\n  FAILED: ${(err as Error).message}\n`);
+  }
+}
+process.exitCode = failed ? 1 : 0;
