@@ -33,9 +33,17 @@ export function chunkText(text: string, limit: number): string[] {
     pieces.push(piece);
     rest = rest.slice(cut);
     rest = open === undefined ? rest.trimStart() : rest.replace(/^[ \t]*\n/, '');
-    carry = open;
+    carry = open === undefined ? undefined : reopenInfo(open, limit);
   }
   return pieces;
+}
+
+/**
+ * The info string to reopen a split block with. A very long one (e.g. a title attribute) would leave no
+ * room in the next pieces, and a piece over the limit cannot be sent at all, so it is dropped instead.
+ */
+function reopenInfo(info: string, limit: number): string {
+  return `\`\`\`${info}\n`.length + FENCE_CLOSE.length <= limit / 2 ? info : '';
 }
 
 function pickCut(body: string, budget: number): number {

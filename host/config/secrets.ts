@@ -31,7 +31,8 @@ export function loadSecrets({ envFile, env }: { envFile: string; env: NodeJS.Pro
   };
   return {
     get,
-    held: () => [...used].map((n) => env[n] ?? fileVars[n]).filter((v): v is string => !!v),
+    // Both copies count: a .env value overridden by the environment is still a secret that must not leak.
+    held: () => [...used].flatMap((n) => [env[n], fileVars[n]]).filter((v): v is string => !!v),
     warnings,
   };
 }

@@ -4,12 +4,15 @@ export interface TriggerInput {
   repliesToBot: boolean;
 }
 
-/** `@Name` as its own word, case-insensitive; "mail@andy.com" or "@Andyman" do not count. */
+/**
+ * `@Name` as its own word, case-insensitive; "mail@andy.com", "@Andyman" and "@Andy-bot" (another name:
+ * names may contain "-") do not count.
+ */
 export function triggerPattern(assistantName: string): RegExp {
   // Only syntax characters are escaped: with the `u` flag an escaped "-" outside a class is a SyntaxError,
   // and the name schema allows "-".
   const escaped = assistantName.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  return new RegExp(`(^|[^\\p{L}\\p{N}_@.])@${escaped}(?![\\p{L}\\p{N}_])`, 'iu');
+  return new RegExp(`(^|[^\\p{L}\\p{N}_@.])@${escaped}(?![\\p{L}\\p{N}_]|-[\\p{L}\\p{N}])`, 'iu');
 }
 
 /**

@@ -68,8 +68,14 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
                          AND p.id < o.id AND p.next_attempt_at > @now)
      ORDER BY o.id LIMIT @limit`,
   );
+  // Must agree with `due`: only the oldest pending row of a chat can become due first, so a row held back
+  // behind a retrying one never reports a time in the past (the dispatcher would wake at once and spin).
   const nextDue = db.prepare<[], { at: number | null }>(
-    `SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'`,
+    `SELECT MIN(o.next_attempt_at) AS at FROM outbox o
+     WHERE o.status = 'pending'
+       AND NOT EXISTS (SELECT 1 FROM outbox p
+                       WHERE p.status = 'pending' AND p.channel = o.channel AND p.chat_id = o.chat_id
+                         AND p.id < o.id)`,
   );
   const sent = db.prepare(
     `UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1 WHERE id = ?`,

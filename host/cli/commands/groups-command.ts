@@ -1,13 +1,26 @@
 import { parseArgs } from 'node:util';
 import { ensureAdminGroup, ensureDataDirs } from '../../main.ts';
-import { openStore } from '../../store/store.ts';
+import { GroupExistsError, type NewGroup } from '../../store/groups-store.ts';
+import { openStore, type Store } from '../../store/store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 
 const CHANNELS = ['local', 'telegram', 'whatsapp'] as const;
 
-export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat <chat id>] [--name <name>] [--network full|gateway]
+export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat=<chat id>] [--name <name>] [--network full|gateway]
 carapace groups list
 carapace groups remove <id>`;
+
+/** A duplicate or malformed id is the user's input to fix, not a crash: report it as bad usage. */
+function addGroupOrExplain(store: Store, g: NewGroup) {
+  try {
+    return store.groups.add(g);
+  } catch (err) {
+    if (err instanceof GroupExistsError || /is not valid/.test((err as Error).message)) {
+      throw new UsageError((err as Error).message);
+    }
+    throw err;
+  }
+}
 
 export async function groupsCommand(ctx: CliContext, args: string[]): Promise<number> {
   const [sub, ...rest] = args;
@@ -46,7 +59,7 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         if (network !== undefined && network !== 'full' && network !== 'gateway') {
           throw new UsageError('--network must be "full" or "gateway"');
         }
-        const g = store.groups.add({
+        const g = addGroupOrExplain(store, {
           id,
           channel,
           chatId: channel === 'local' ? id : (values.chat as string),

@@ -13,6 +13,8 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
   });
   const text = positionals.join(' ').trim();
   if (!text) throw new UsageError(`send needs the message text: ${sendUsage}`);
+  // Validated up front: a broken config.toml is reported (exit 2) whether or not a host is running.
+  const name = ctx.config().assistant.name;
   const timeoutS = Number(values.timeout);
   if (!Number.isFinite(timeoutS) || timeoutS <= 0)
     throw new UsageError('--timeout must be a positive number of seconds');
@@ -27,7 +29,6 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
     case 'answered':
       return 0;
     case 'not-triggered': {
-      const name = ctx.config().assistant.name;
       ctx.err(`(stored as context; nothing triggers a reply in this group: mention @${name} to get one)`);
       return 0;
     }

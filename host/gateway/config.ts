@@ -1,0 +1,99 @@
+import { z } from 'zod';
+
+const httpUrl = z
+  .string()
+  .url('must be a URL such as "https://api.openai.com/v1"')
+  .refine((value) => /^https?:\/\//i.test(value), 'must start with http:// or https://');
+
+const modelName = z.string().trim().min(1, 'model names must not be empty');
+
+const priceSchema = z
+  .object({
+    input_per_mtok_usd: z.number().nonnegative(),
+    output_per_mtok_usd: z.number().nonnegative(),
+  })
+  .strict();
+
+/** `[gateway]` section of config.toml. Every field has a default so an empty section is valid. */
+export const gatewayConfigSchema = z
+  .object({
+    /** 0 picks a free port at start. */
+    port: z.number().int().min(0).max(65_535).default(0),
+    max_request_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
+    /** Wait for upstream response headers, and the longest silence between two body chunks. */
+    upstream_timeout_ms: z.number().int().positive().default(300_000),
+    /** Extra attempts per model on 429/5xx/connection errors, before any byte reached the client. */
+    retry_attempts: z.number().int().min(0).max(10).default(2),
+    retry_base_ms: z.number().int().min(0).default(500),
+    /** A retry-after (or backoff) longer than this ends the retries for that model instead of waiting. */
+    retry_max_delay_ms: z.number().int().min(0).default(20_000),
+    daily_cap_usd: z.number().nonnegative().default(5),
+    /** Per-group overrides of `daily_cap_usd`, keyed by group id. */
+    group_caps_usd: z.record(z.string(), z.number().nonnegative()).default({}),
+    /** Models a container may ask for. Unset: the provider model plus its fallbacks. */
+    allowed_models: z.array(modelName).optional(),
+    /** USD per million tokens, keyed by the model name sent upstream. Unknown models cost 0. */
+    prices: z.record(z.string(), priceSchema).default({}),
+  })
+  .strict();
+
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+export type ModelPrice = z.output<typeof priceSchema>;
+
+export const PROVIDER_DEFAULTS = {
+  openai: { base_url: 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY', model: 'gpt-4.1-mini' },
+  anthropic: {
+    base_url: 'https://api.anthropic.com',
+    api_key_env: 'ANTHROPIC_API_KEY',
+    model: 'claude-sonnet-4-5',
+  },
+} as const;
+
+/**
+ * `[provider]` section. The defaults of base_url, api_key_env and model depend on `kind`, so they are
+ * filled in after parsing; the output type has them all set.
+ */
+export const providerConfigSchema = z
+  .object({
+    kind: z.enum(['openai', 'anthropic']).default('openai'),
+    base_url: httpUrl.optional(),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name such as OPENAI_API_KEY')
+      .optional(),
+    model: modelName.optional(),
+    fallback_models: z.array(modelName).default([]),
+  })
+  .strict()
+  .transform((provider) => {
+    const defaults = PROVIDER_DEFAULTS[provider.kind];
+    return {
+      kind: provider.kind,
+      base_url: provider.base_url ?? defaults.base_url,
+      api_key_env: provider.api_key_env ?? defaults.api_key_env,
+      model: provider.model ?? defaults.model,
+      fallback_models: provider.fallback_models,
+    };
+  });
+
+export type ProviderConfig = z.output<typeof providerConfigSchema>;
+export type ProviderKind = ProviderConfig['kind'];
+
+/** The models a container may request: the configured allowlist, always including the gateway's own chain. */
+export function allowedModels(gateway: GatewayConfig, provider: ProviderConfig): ReadonlySet<string> {
+  return new Set([...(gateway.allowed_models ?? []), provider.model, ...provider.fallback_models]);
+}
+
+/**
+ * The URL prefix that the `/v1/...` routes are appended to (without the `/v1`): OpenAI-style base URLs
+ * already end in `/v1` (or `/api/v1`), Anthropic's is the bare origin.
+ */
+export function upstreamApiBase(provider: ProviderConfig): string {
+  const trimmed = provider.base_url.replace(/\/+$/, '');
+  if (provider.kind === 'anthropic' && !/\/v1$/.test(trimmed)) return `${trimmed}/v1`;
+  return trimmed;
+}

@@ -1,0 +1,24 @@
+/**
+ * Returns a function mapping an epoch-millisecond instant to its calendar day ("YYYY-MM-DD") in the given
+ * IANA time zone. Spend caps reset at the owner's midnight, not UTC's. Throws at creation for an unknown zone.
+ */
+export function createDayFormatter(timezone: string): (epochMs: number) => string {
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat('en-CA', {
+      timeZone: timezone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    });
+  } catch {
+    throw new Error(
+      `unknown time zone "${timezone}": set [assistant].timezone to an IANA name such as "Europe/Berlin"`,
+    );
+  }
+  return (epochMs) => {
+    const parts = format.formatToParts(new Date(epochMs));
+    const get = (type: string) => parts.find((part) => part.type === type)?.value ?? '';
+    return `${get('year')}-${get('month')}-${get('day')}`;
+  };
+}

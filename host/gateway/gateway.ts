@@ -1,0 +1,163 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Agent, type Dispatcher } from 'undici';
+import { validateBindAddresses } from './bind-address.ts';
+import { allowedModels, upstreamApiBase, type GatewayConfig, type ProviderConfig } from './config.ts';
+import { createDayFormatter } from './day.ts';
+import { createRequestHandler } from './handler.ts';
+import { createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
+import type { GatewayLogger } from './logger.ts';
+import { createSpendCap } from './spend-cap.ts';
+import type { UsageStore } from './usage-store.ts';
+
+export interface GatewayDeps {
+  config: GatewayConfig;
+  provider: ProviderConfig;
+  /** The real provider key, read by the host from its environment. Empty for providers without keys. */
+  providerApiKey: string;
+  usageStore: UsageStore;
+  clock: { now(): number };
+  /** IANA zone of the assistant; spend is counted per calendar day there. */
+  timezone: string;
+  logger: GatewayLogger;
+  /** Called once per group and day when the group's spend reaches its cap. */
+  onSpendCapReached: (groupId: string) => void;
+  /** Waits between retries; injectable so tests can see the delays without waiting them out. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Upstream HTTP dispatcher; by default the gateway owns an undici Agent and closes it. */
+  dispatcher?: Dispatcher;
+}
+
+export interface ListeningInfo {
+  port: number;
+  addresses: string[];
+}
+
+export interface Gateway {
+  /** Binds every address on one port (`port`, else `[gateway].port`, 0 = pick one). Wildcards are refused. */
+  listen(addresses: readonly string[], port?: number): Promise<ListeningInfo>;
+  issueKey(owner: KeyOwner): IssuedKey;
+  /** The OpenAI-style base URL a container should use when it reaches the gateway at `address`. */
+  baseUrlFor(address: string): string;
+  readonly port: number | undefined;
+  close(): Promise<void>;
+}
+
+function hostForUrl(address: string): string {
+  return address.includes(':') ? `[${address}]` : address;
+}
+
+function listenOn(server: Server, address: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => {
+      server.off('listening', onListening);
+      reject(new Error(`gateway cannot listen on ${hostForUrl(address)}:${port}: ${error.message}`));
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen({ host: address, port, exclusive: true });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    server.close(() => resolve());
+    // Streams in flight would keep close() waiting for as long as a reply takes.
+    server.closeAllConnections();
+  });
+}
+
+export function createGateway(deps: GatewayDeps): Gateway {
+  const dayOf = createDayFormatter(deps.timezone);
+  const ownsDispatcher = deps.dispatcher === undefined;
+  const dispatcher = deps.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
+  const keys = createKeyRegistry();
+  const logger = deps.logger;
+  const spendCap = createSpendCap({
+    config: deps.config,
+    usageStore: deps.usageStore,
+    onSpendCapReached: deps.onSpendCapReached,
+    onNotifyError: (error, groupId) =>
+      logger.error(
+        { groupId, err: error instanceof Error ? error.message : String(error) },
+        'gateway: onSpendCapReached failed',
+      ),
+  });
+  const handler = createRequestHandler({
+    config: deps.config,
+    provider: deps.provider,
+    providerApiKey: deps.providerApiKey,
+    allowedModels: allowedModels(deps.config, deps.provider),
+    keys,
+    spendCap,
+    usageStore: deps.usageStore,
+    dayOf,
+    now: () => deps.clock.now(),
+    logger,
+    upstream: {
+      dispatcher,
+      apiBase: upstreamApiBase(deps.provider),
+      timeoutMs: deps.config.upstream_timeout_ms,
+      retryAttempts: deps.config.retry_attempts,
+      retryBaseMs: deps.config.retry_base_ms,
+      retryMaxDelayMs: deps.config.retry_max_delay_ms,
+      sleep: deps.sleep ?? ((ms, signal) => delay(ms, undefined, { signal })),
+      now: () => deps.clock.now(),
+      logger,
+    },
+  });
+
+  const servers: Server[] = [];
+  let boundPort: number | undefined;
+  let state: 'idle' | 'listening' | 'closed' = 'idle';
+
+  return {
+    async listen(addresses, port) {
+      if (state !== 'idle') throw new Error(`gateway.listen called on a gateway that is already ${state}`);
+      const checked = validateBindAddresses(addresses);
+      state = 'listening';
+      let chosen = port ?? deps.config.port;
+      try {
+        for (const address of checked) {
+          const server = createServer({ noDelay: true }, handler);
+          servers.push(server);
+          chosen = await listenOn(server, address, chosen);
+        }
+      } catch (error) {
+        await Promise.all(servers.map(closeServer));
+        servers.length = 0;
+        state = 'idle';
+        throw error;
+      }
+      boundPort = chosen;
+      logger.info({ addresses: checked, port: chosen, provider: deps.provider.kind }, 'gateway: listening');
+      return { port: chosen, addresses: checked };
+    },
+    issueKey(owner) {
+      return keys.issue(owner);
+    },
+    baseUrlFor(address) {
+      if (boundPort === undefined)
+        throw new Error('gateway.baseUrlFor needs a listening gateway: call listen() first');
+      return `http://${hostForUrl(address)}:${boundPort}/v1`;
+    },
+    get port() {
+      return boundPort;
+    },
+    async close() {
+      state = 'closed';
+      await Promise.all(servers.map(closeServer));
+      servers.length = 0;
+      if (ownsDispatcher) await dispatcher.destroy();
+    },
+  };
+}

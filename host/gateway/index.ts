@@ -1,0 +1,18 @@
+export { createGateway, type Gateway, type GatewayDeps, type ListeningInfo } from './gateway.ts';
+export {
+  gatewayConfigSchema,
+  providerConfigSchema,
+  PROVIDER_DEFAULTS,
+  type GatewayConfig,
+  type ProviderConfig,
+  type ProviderKind,
+} from './config.ts';
+export type { GatewayLogger } from './logger.ts';
+export type { IssuedKey, KeyOwner } from './key-registry.ts';
+export type { UsageRecord, UsageStore } from './usage-store.ts';
+export {
+  USAGE_MIGRATION_SQL,
+  createSqliteUsageStore,
+  type SqliteUsageStore,
+  type UsageTotals,
+} from './usage-store-sqlite.ts';

@@ -1,0 +1,26 @@
+import type { ModelPrice } from './config.ts';
+
+export interface TokenCounts {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * Cost in integer micro-dollars. A price is USD per million tokens, so tokens × price is already in
+ * micro-dollars. Models without a price cost 0 (local models, or prices the owner has not configured).
+ */
+export function costMicros(
+  model: string,
+  tokens: TokenCounts,
+  prices: Readonly<Record<string, ModelPrice>>,
+): number {
+  const price = Object.hasOwn(prices, model) ? prices[model] : undefined;
+  if (price === undefined) return 0;
+  return Math.round(
+    tokens.promptTokens * price.input_per_mtok_usd + tokens.completionTokens * price.output_per_mtok_usd,
+  );
+}
+
+export function usdToMicros(usd: number): number {
+  return Math.round(usd * 1_000_000);
+}

@@ -1,0 +1,121 @@
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { clientResponseHeaders } from './headers.ts';
+import { createUsageTap } from './usage-tap.ts';
+import type { PartialUsage } from './usage-extract.ts';
+
+type UpstreamBody = Dispatcher.ResponseData['body'];
+type UpstreamHeaders = Dispatcher.ResponseData['headers'];
+
+export type RelayEnd = 'complete' | 'client_gone' | 'upstream_failed';
+
+export interface StreamRelayResult {
+  end: RelayEnd;
+  usage: PartialUsage | undefined;
+  bytes: number;
+  error?: string;
+}
+
+const MAX_JSON_FOR_USAGE = 16 * 1024 * 1024;
+const MAX_BUFFERED_BODY = 8 * 1024 * 1024;
+
+/**
+ * Relays a successful upstream response as it arrives: headers are flushed at once, every chunk is written
+ * when it comes (SSE stays unbuffered), backpressure from the client pauses the upstream read. Usage is
+ * read off the bytes on the way through. On 'complete' the response is left open for the caller to end
+ * once usage is recorded, so a client never sees a finished reply whose cost is not yet counted.
+ */
+export async function relayStream(
+  res: ServerResponse,
+  upstream: { status: number; headers: UpstreamHeaders; body: UpstreamBody },
+  options: { stripUsageOnlyChunks: boolean; signal: AbortSignal },
+): Promise<StreamRelayResult> {
+  const contentType =
+    typeof upstream.headers['content-type'] === 'string' ? upstream.headers['content-type'] : undefined;
+  const tap = createUsageTap({
+    contentType,
+    stripUsageOnlyChunks: options.stripUsageOnlyChunks,
+    maxJsonBytes: MAX_JSON_FOR_USAGE,
+  });
+  res.writeHead(upstream.status, clientResponseHeaders(upstream.headers));
+  res.flushHeaders();
+  let bytes = 0;
+  const write = async (data: Buffer) => {
+    if (data.length === 0) return;
+    bytes += data.length;
+    if (!res.write(data)) await once(res, 'drain', { signal: options.signal });
+  };
+  try {
+    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
+      await write(tap.chunk(chunk));
+    }
+    const { tail, usage } = tap.finish();
+    await write(tail);
+    return { end: 'complete', usage, bytes };
+  } catch (error) {
+    const { usage } = tap.finish();
+    if (options.signal.aborted) return { end: 'client_gone', usage, bytes };
+    // Headers (and maybe bytes) are out; cutting the connection is the only honest way to say "incomplete".
+    res.destroy();
+    upstream.body.destroy();
+    return {
+      end: 'upstream_failed',
+      usage,
+      bytes,
+      error: error instanceof Error ? error.message : String(error),
+    };
+  }
+}
+
+/** Reads a whole (small) upstream body, e.g. an error or the model list. Undefined when too large. */
+export async function readUpstreamBody(
+  body: UpstreamBody,
+  limit = MAX_BUFFERED_BODY,
+): Promise<Buffer | undefined> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      return undefined;
+    }
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts, size);
+}
+
+export function sendBuffered(
+  res: ServerResponse,
+  status: number,
+  upstreamHeaders: UpstreamHeaders,
+  body: Buffer | string,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const headers = {
+    ...clientResponseHeaders(upstreamHeaders),
+    ...extraHeaders,
+    'content-length': String(Buffer.byteLength(body)),
+  };
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+/** Keeps only the allowed models in an OpenAI (`{data: [{id}]}`) or Anthropic model list. */
+export function filterModelList(body: Buffer, allowed: ReadonlySet<string>): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || !Array.isArray((parsed as { data?: unknown }).data))
+    return undefined;
+  const list = parsed as { data: unknown[] } & Record<string, unknown>;
+  const data = list.data.filter((entry) => {
+    const id = typeof entry === 'object' && entry !== null ? (entry as { id?: unknown }).id : undefined;
+    return typeof id === 'string' && allowed.has(id);
+  });
+  return JSON.stringify({ ...list, data });
+}

@@ -1,0 +1,154 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { request, type Dispatcher } from 'undici';
+import type { GatewayLogger } from './logger.ts';
+import { backoffMs, isRetryableStatus, retryAfterMs } from './retry-policy.ts';
+
+export interface UpstreamSettings {
+  dispatcher: Dispatcher;
+  /** Base URL the route suffix is appended to, e.g. "https://api.openai.com/v1". */
+  apiBase: string;
+  timeoutMs: number;
+  retryAttempts: number;
+  retryBaseMs: number;
+  retryMaxDelayMs: number;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  now: () => number;
+  logger: GatewayLogger;
+}
+
+export interface UpstreamCall {
+  method: 'GET' | 'POST';
+  /** Path after the API base, e.g. "/chat/completions". */
+  suffix: string;
+  headers: Record<string, string>;
+  /** The JSON request body; its `model` is replaced for each model of the chain. */
+  body: Record<string, unknown> | undefined;
+  /** Models to try in order: the requested one, then the fallbacks. Empty for calls without a model. */
+  models: readonly string[];
+  signal: AbortSignal;
+}
+
+export type UpstreamOutcome =
+  | {
+      kind: 'response';
+      /** The model actually sent (undefined for model-less calls such as GET /models). */
+      model: string | undefined;
+      status: number;
+      headers: IncomingHttpHeaders;
+      body: Dispatcher.ResponseData['body'];
+      /** The gateway already retried or fell back: the client should not retry a failure on top. */
+      exhaustedRetries: boolean;
+    }
+  | { kind: 'timeout' }
+  | { kind: 'unreachable'; reason: string; model: string | undefined }
+  | { kind: 'aborted' };
+
+type Attempt =
+  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Dispatcher.ResponseData['body'] }
+  | { kind: 'timeout' }
+  | { kind: 'unreachable'; reason: string }
+  | { kind: 'aborted' };
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  return errorCode((error as { cause?: unknown }).cause);
+}
+
+function describe(error: unknown): string {
+  const code = errorCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+async function attempt(
+  settings: UpstreamSettings,
+  call: UpstreamCall,
+  model: string | undefined,
+): Promise<Attempt> {
+  const body =
+    call.body === undefined
+      ? undefined
+      : JSON.stringify(model === undefined ? call.body : { ...call.body, model });
+  try {
+    const response = await request(settings.apiBase + call.suffix, {
+      dispatcher: settings.dispatcher,
+      method: call.method,
+      headers: call.headers,
+      body,
+      signal: call.signal,
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+    });
+    return { kind: 'response', status: response.statusCode, headers: response.headers, body: response.body };
+  } catch (error) {
+    if (call.signal.aborted) return { kind: 'aborted' };
+    if (errorCode(error) === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout' };
+    return { kind: 'unreachable', reason: describe(error) };
+  }
+}
+
+async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {
+  try {
+    await body.dump({ limit: 1024 * 1024 });
+  } catch {
+    // The connection is dropped instead of reused; nothing else to do.
+  }
+}
+
+/**
+ * Sends a call upstream. Retries 429/5xx and connection failures with backoff (honouring retry-after up to
+ * retryMaxDelayMs), then moves down the model chain. All of this happens before the caller has written
+ * anything to the client, so a retry never duplicates streamed output. A timeout waiting for response
+ * headers is final: retrying a provider that hangs would multiply the wait.
+ */
+export async function callUpstream(settings: UpstreamSettings, call: UpstreamCall): Promise<UpstreamOutcome> {
+  const chain: readonly (string | undefined)[] = call.models.length > 0 ? call.models : [undefined];
+  let tried = 0;
+  for (const [modelIndex, model] of chain.entries()) {
+    const lastModel = modelIndex === chain.length - 1;
+    for (let retry = 0; ; retry++) {
+      const result = await attempt(settings, call, model);
+      tried++;
+      if (result.kind === 'aborted' || result.kind === 'timeout') return result;
+      if (result.kind === 'response' && !isRetryableStatus(result.status)) {
+        return { ...result, model, exhaustedRetries: tried > 1 };
+      }
+
+      const requested = result.kind === 'response' ? retryAfterMs(result.headers, settings.now()) : undefined;
+      const delay = requested ?? backoffMs(retry, settings.retryBaseMs);
+      const retryThisModel = retry < settings.retryAttempts && delay <= settings.retryMaxDelayMs;
+      const what = result.kind === 'response' ? `HTTP ${result.status}` : result.reason;
+
+      if (!retryThisModel && lastModel) {
+        if (result.kind === 'unreachable') return { ...result, model };
+        return {
+          ...result,
+          model,
+          exhaustedRetries: tried > 1 || chain.length > 1 || settings.retryAttempts > 0,
+        };
+      }
+      if (result.kind === 'response') await discard(result.body);
+      if (!retryThisModel) {
+        settings.logger.warn(
+          { model, next: chain[modelIndex + 1], failure: what },
+          'gateway: falling back to the next model',
+        );
+        break;
+      }
+      settings.logger.warn(
+        { model, attempt: retry + 1, delayMs: delay, failure: what },
+        'gateway: retrying upstream request',
+      );
+      try {
+        await settings.sleep(delay, call.signal);
+      } catch {
+        return { kind: 'aborted' };
+      }
+      if (call.signal.aborted) return { kind: 'aborted' };
+    }
+  }
+  // The loop always returns on the last model; this satisfies the type checker.
+  return { kind: 'unreachable', reason: 'no model to try', model: undefined };
+}

@@ -1,0 +1,108 @@
+import type Database from 'better-sqlite3';
+import type { UsageRecord, UsageStore } from './usage-store.ts';
+
+/**
+ * Schema for the gateway's usage table, to be applied once as a numbered migration by the store
+ * subsystem. One row per (run, day, model): requests add to it, so the table grows with runs, not tokens.
+ */
+export const USAGE_MIGRATION_SQL = `
+CREATE TABLE gateway_usage (
+  run_id            TEXT    NOT NULL,
+  group_id          TEXT    NOT NULL,
+  day               TEXT    NOT NULL,
+  model             TEXT    NOT NULL,
+  requests          INTEGER NOT NULL,
+  prompt_tokens     INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL,
+  cost_micros       INTEGER NOT NULL,
+  PRIMARY KEY (run_id, day, model)
+) STRICT;
+CREATE INDEX gateway_usage_group_day ON gateway_usage (group_id, day);
+`;
+
+export interface UsageTotals {
+  groupId: string;
+  model: string;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: number;
+}
+
+export interface SqliteUsageStore extends UsageStore {
+  recordUsage(record: UsageRecord): void;
+  spentTodayMicros(groupId: string, day: string): number;
+  /** Per group and model totals for one day, for status output. */
+  totalsForDay(day: string): UsageTotals[];
+  /** Totals of one run per model. */
+  totalsForRun(runId: string): UsageTotals[];
+}
+
+interface TotalsRow {
+  group_id: string;
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_micros: number;
+}
+
+function toTotals(row: TotalsRow): UsageTotals {
+  return {
+    groupId: row.group_id,
+    model: row.model,
+    requests: row.requests,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    costMicros: row.cost_micros,
+  };
+}
+
+/** Usage store on the host's database. Expects USAGE_MIGRATION_SQL to have been applied; creates nothing. */
+export function createSqliteUsageStore(db: Database.Database): SqliteUsageStore {
+  const insert = db.prepare(`
+    INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
+    VALUES (@runId, @groupId, @day, @model, 1, @promptTokens, @completionTokens, @costMicros)
+    ON CONFLICT (run_id, day, model) DO UPDATE SET
+      requests          = requests + 1,
+      prompt_tokens     = prompt_tokens + excluded.prompt_tokens,
+      completion_tokens = completion_tokens + excluded.completion_tokens,
+      cost_micros       = cost_micros + excluded.cost_micros
+  `);
+  const spent = db.prepare<[string, string], { total: number }>(
+    'SELECT COALESCE(SUM(cost_micros), 0) AS total FROM gateway_usage WHERE group_id = ? AND day = ?',
+  );
+  const byDay = db.prepare<[string], TotalsRow>(`
+    SELECT group_id, model, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+           SUM(completion_tokens) AS completion_tokens, SUM(cost_micros) AS cost_micros
+    FROM gateway_usage WHERE day = ? GROUP BY group_id, model ORDER BY group_id, model
+  `);
+  const byRun = db.prepare<[string], TotalsRow>(`
+    SELECT group_id, model, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+           SUM(completion_tokens) AS completion_tokens, SUM(cost_micros) AS cost_micros
+    FROM gateway_usage WHERE run_id = ? GROUP BY group_id, model ORDER BY model
+  `);
+
+  return {
+    recordUsage(record) {
+      insert.run({
+        runId: record.runId,
+        groupId: record.groupId,
+        day: record.day,
+        model: record.model,
+        promptTokens: Math.trunc(record.promptTokens),
+        completionTokens: Math.trunc(record.completionTokens),
+        costMicros: Math.trunc(record.costMicros),
+      });
+    },
+    spentTodayMicros(groupId, day) {
+      return spent.get(groupId, day)?.total ?? 0;
+    },
+    totalsForDay(day) {
+      return byDay.all(day).map(toTotals);
+    },
+    totalsForRun(runId) {
+      return byRun.all(runId).map(toTotals);
+    },
+  };
+}

@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import { buildCopMessages, type CopMessage, type CopReviewKind } from './cop-prompts.ts';
+import { parseCopAnswer } from './cop-verdict.ts';
+
+export type { CopMessage, CopReviewKind } from './cop-prompts.ts';
+
+/** `[security.cop]` (or wherever the lead mounts it). Every key has a default, so `{}` is valid. */
+export const copConfigSchema = z
+  .object({
+    /** A review that takes longer counts as flagged (the action goes to the owner). */
+    timeout_ms: z.number().int().min(100).max(600_000).default(30_000),
+    /** Model for Cop calls when it should differ from `[provider] model`; used by whoever builds `complete`. */
+    model: z.string().min(1).optional(),
+    /** Longer parameters are flagged unseen rather than truncated: a cut payload could hide the attack. */
+    max_review_chars: z.number().int().min(1_000).max(1_000_000).default(60_000),
+  })
+  .strict();
+
+export type CopConfig = z.infer<typeof copConfigSchema>;
+
+/** One chat-completion call to the configured provider; must honour `signal` (the Cop also stops waiting). */
+export type CopComplete = (messages: CopMessage[], signal: AbortSignal) => Promise<string>;
+
+export interface CopReviewRequest {
+  kind: CopReviewKind;
+  /** What is being done, e.g. `task.schedule` or `message.send`; shown to the model as untrusted data. */
+  operation: string;
+  params: unknown;
+  /** Computed by the host. Never taken from a container's payload. */
+  taint: { corruption: boolean; secret: boolean };
+  /** Extra background for the model (e.g. the group); treated as untrusted data like the params. */
+  context?: string;
+}
+
+export interface CopVerdict {
+  flagged: boolean;
+  reason: string;
+  /** `error`: the Cop could not give a verdict, so `flagged` is true and the owner decides. */
+  source: 'cop' | 'error';
+}
+
+export interface CopLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface Cop {
+  /** Never rejects and never passes on failure: every error is a flagged verdict with `source: 'error'`. */
+  review(request: CopReviewRequest): Promise<CopVerdict>;
+}
+
+const MAX_REASON_CHARS = 500;
+
+class CopTimeout extends Error {}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 200);
+
+export function createCop(deps: {
+  complete: CopComplete;
+  logger?: CopLogger;
+  config?: z.input<typeof copConfigSchema>;
+}): Cop {
+  const config = copConfigSchema.parse(deps.config ?? {});
+
+  // A throwing logger must not turn a verdict into a rejected review.
+  const log = (level: 'info' | 'warn', obj: object, msg: string) => {
+    try {
+      deps.logger?.[level](obj, msg);
+    } catch {
+      /* logging is best effort */
+    }
+  };
+
+  function unavailable(request: CopReviewRequest, why: string): CopVerdict {
+    log(
+      'warn',
+      { kind: request.kind, operation: request.operation, why },
+      'cop unavailable; counted as flagged',
+    );
+    return { flagged: true, reason: `cop unavailable: ${why}`, source: 'error' };
+  }
+
+  async function ask(messages: CopMessage[]): Promise<string> {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new CopTimeout(`no answer within ${config.timeout_ms} ms`);
+        controller.abort(err);
+        reject(err);
+      }, config.timeout_ms);
+    });
+    try {
+      // Raced rather than trusted to honour the signal: a `complete` that ignores it must not hold the
+      // review open. `Promise.resolve().then` also turns a synchronous throw into a rejection.
+      return await Promise.race([
+        Promise.resolve().then(() => deps.complete(messages, controller.signal)),
+        timedOut,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    async review(request) {
+      try {
+        const built = buildCopMessages(request, config.max_review_chars);
+        if ('error' in built) return unavailable(request, built.error);
+        let answer: unknown;
+        try {
+          answer = await ask(built.messages);
+        } catch (err) {
+          return unavailable(
+            request,
+            err instanceof CopTimeout ? err.message : `the provider call failed: ${errorText(err)}`,
+          );
+        }
+        if (typeof answer !== 'string') return unavailable(request, 'the provider returned no text');
+        const parsed = parseCopAnswer(answer);
+        if (!parsed.ok) return unavailable(request, parsed.problem);
+        const reason = parsed.answer.reason.trim().slice(0, MAX_REASON_CHARS) || '(no reason given)';
+        log(
+          'info',
+          { kind: request.kind, operation: request.operation, flagged: parsed.answer.flagged },
+          'cop verdict',
+        );
+        return { flagged: parsed.answer.flagged, reason, source: 'cop' };
+      } catch (err) {
+        // Belt and braces: whatever went wrong above, the answer is "flagged".
+        return unavailable(request, `internal error: ${errorText(err)}`);
+      }
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * PEM private-key blocks that secretlint's privatekey rule (v11) lets through: it wants a base64 body of
+ * at least 100 characters starting with "MI", so Ed25519 keys (PKCS#8 body "MC4…", 64 characters), P-256
+ * keys in SEC1 form ("MHc…"), and encrypted legacy PEM (with `Proc-Type:`/`DEK-Info:` headers) are missed.
+ * Here a block counts when BEGIN and a matching END enclose a plausible base64 body, so documentation
+ * with placeholder bodies ("MIIE...", "<your key>") stays quiet.
+ */
+
+const BEGIN = /-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----/g;
+/** Bounds the search for END so that a lone BEGIN costs a bounded scan (no regex backtracking involved). */
+const MAX_BLOCK_CHARS = 20_000;
+const MIN_BODY_CHARS = 40;
+
+export interface PrivateKeyBlock {
+  start: number;
+  end: number;
+  /** The block's label, e.g. `OPENSSH PRIVATE KEY`; not secret. */
+  label: string;
+}
+
+function plausibleBody(raw: string): boolean {
+  const lines = raw
+    // Inside JSON strings the line breaks are written as \n or \r\n escapes.
+    .replace(/\\r\\n|\\n|\\r/g, '\n')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    // Encryption headers (Proc-Type:, DEK-Info:), PGP armor headers, and the PGP checksum line.
+    .filter((l) => l !== '' && !l.includes(':') && !/^=[A-Za-z0-9+/]{4}$/.test(l));
+  return new RegExp(`^[A-Za-z0-9+/]{${MIN_BODY_CHARS},}={0,2}$`).test(lines.join(''));
+}
+
+export function findPrivateKeyBlocks(text: string): PrivateKeyBlock[] {
+  if (!text.includes('PRIVATE KEY')) return [];
+  const blocks: PrivateKeyBlock[] = [];
+  for (const m of text.matchAll(BEGIN)) {
+    const label = m[1] as string;
+    const bodyStart = m.index + m[0].length;
+    const endMarker = `-----END ${label}-----`;
+    const endAt = text.indexOf(endMarker, bodyStart);
+    if (endAt === -1 || endAt - m.index > MAX_BLOCK_CHARS) continue;
+    if (!plausibleBody(text.slice(bodyStart, endAt))) continue;
+    blocks.push({ start: m.index, end: endAt + endMarker.length, label });
+  }
+  return blocks;
+}

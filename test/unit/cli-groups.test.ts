@@ -1,0 +1,144 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../host/cli/main.ts';
+import { openStore } from '../../host/store/store.ts';
+import { useTempDirs } from '../helpers/temp-dir.ts';
+
+const tempDir = useTempDirs();
+let configDir: string;
+let dataDir: string;
+
+beforeEach(() => {
+  const root = tempDir();
+  configDir = path.join(root, 'config');
+  dataDir = path.join(root, 'data');
+  fs.mkdirSync(configDir);
+});
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const code = await main(argv, {
+    stdout,
+    stderr,
+    stdin: new PassThrough(),
+    env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: dataDir },
+    cwd: path.dirname(dataDir),
+  });
+  return { code, stdout: out, stderr: err };
+}
+
+function listIds(stdout: string): string[] {
+  return stdout
+    .trim()
+    .split('\n')
+    .map((l) => l.split('\t')[0] ?? '');
+}
+
+describe('carapace groups', () => {
+  it('lists the admin group "main" on a fresh data folder and creates the database there', async () => {
+    const r = await cli('groups', 'list');
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^main\tlocal:main\tadmin\tnetwork=full\t/);
+    expect(fs.existsSync(path.join(dataDir, 'carapace.db'))).toBe(true);
+    expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
+  });
+
+  it('adds a local group, lists it, and removes it', async () => {
+    const add = await cli('groups', 'add', 'family', '--channel', 'local', '--name', 'The Family');
+    expect(add).toMatchObject({ code: 0, stderr: '' });
+    expect(add.stdout).toContain('added group family (local:family, network gateway)');
+
+    const list = await cli('groups', 'list', '--json');
+    expect(list.code).toBe(0);
+    const groups = JSON.parse(list.stdout) as { id: string; name: string; isAdmin: boolean }[];
+    expect(groups.map((g) => [g.id, g.name, g.isAdmin])).toEqual([
+      ['family', 'The Family', false],
+      ['main', 'Admin console', true],
+    ]);
+
+    const remove = await cli('groups', 'remove', 'family');
+    expect(remove.code).toBe(0);
+    expect(remove.stdout).toMatch(/removed group family/);
+    expect(listIds((await cli('groups', 'list')).stdout)).toEqual(['main']);
+  });
+
+  it('adds a telegram group under its (negative) chat id with the chosen network mode', async () => {
+    // Telegram group ids start with "-"; node's parseArgs takes them only as --chat=<id> and says so.
+    const spaced = await cli('groups', 'add', 'team', '--channel', 'telegram', '--chat', '-100987');
+    expect(spaced.code).toBe(2);
+    expect(spaced.stderr).toContain("'--chat=-XYZ'");
+
+    const r = await cli(
+      'groups',
+      'add',
+      'team',
+      '--channel',
+      'telegram',
+      '--chat=-100987',
+      '--network',
+      'full',
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('added group team (telegram:-100987, network full)');
+    const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+    try {
+      expect(store.groups.findByChat('telegram', '-100987')).toMatchObject({
+        id: 'team',
+        networkMode: 'full',
+      });
+    } finally {
+      store.close();
+    }
+  });
+
+  it.each([
+    [['groups', 'add', 'family'], /--channel must be one of local, telegram, whatsapp/],
+    [['groups', 'add', 'family', '--channel', 'irc'], /--channel must be one of/],
+    [['groups', 'add', 'family', '--channel', 'telegram'], /--chat is needed for telegram groups/],
+    [['groups', 'add', 'family', '--channel', 'whatsapp'], /--chat is needed for whatsapp groups/],
+    [['groups', 'add', '--channel', 'local'], /needs a group id/],
+    [
+      ['groups', 'add', 'family', '--channel', 'local', '--network', 'open'],
+      /--network must be "full" or "gateway"/,
+    ],
+    [['groups', 'remove', 'main'], /"main" is the admin group; it cannot be removed/],
+    [['groups', 'remove', 'nobody'], /there is no group "nobody"/],
+    [['groups', 'remove'], /needs a group id/],
+    [['groups', 'rename', 'x'], /usage:\ncarapace groups add/],
+    [['groups', 'list', '--bogus'], /--bogus/],
+  ])('exits 2 with a usage message for %j', async (argv, message) => {
+    const r = await cli(...argv);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).toBe('');
+    // Nothing was added by a refused command.
+    expect(listIds((await cli('groups', 'list')).stdout)).toEqual(['main']);
+  });
+
+  it('refuses a duplicate group with a non-zero exit and says why', async () => {
+    expect((await cli('groups', 'add', 'family', '--channel', 'local')).code).toBe(0);
+    const r = await cli('groups', 'add', 'family', '--channel', 'local');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/"family" or chat local:family already exists/);
+  });
+
+  it('refuses a group id that could not name a folder', async () => {
+    const r = await cli('groups', 'add', '../escape', '--channel', 'local');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/group id "\.\.\/escape" is not valid/);
+    expect(fs.existsSync(path.join(dataDir, '..', 'escape'))).toBe(false);
+  });
+
+  it('prints the groups usage for --help', async () => {
+    const r = await cli('groups', '--help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^carapace groups add <id> --channel/);
+  });
+});
