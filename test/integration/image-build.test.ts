@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { runOnce } from '../../host/containers/docker-run-once.ts';
+import { AGENT_USER, offlineBaseRecipe, offlineBaseTag } from '../../host/containers/image-base-offline.ts';
+import { localImageId, pullImage } from '../../host/containers/image-base-online.ts';
+import { ensureAgentImage } from '../../host/containers/image-ensure.ts';
+import { ensureProbeImage, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
+import { describeDocker } from '../helpers/docker-available.ts';
+
+const docker = new Docker();
+const testRun = randomUUID().slice(0, 8);
+const pruneRepository = `carapace-agent-prunetest-${testRun}`;
+let tmp = '';
+let image = '';
+
+await describeDocker('agent image build', () => {
+  beforeAll(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
+    image = await ensureProbeImage(docker, (line) => console.log(line));
+  }, 15 * 60_000);
+
+  afterAll(async () => {
+    const images = await docker.listImages({ filters: { reference: [pruneRepository] } });
+    for (const tag of images.flatMap((i) => i.RepoTags ?? []))
+      await docker
+        .getImage(tag)
+        .remove()
+        .catch(() => {});
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('builds once; the same source gives the same tag without building', async () => {
+    expect(image).toMatch(/^carapace-agent-test:[0-9a-f]{12}$/);
+    const again = await ensureAgentImage({
+      docker,
+      projectRoot: PROJECT_ROOT,
+      entry: path.join(PROJECT_ROOT, 'test', 'fixtures', 'agent-entries', 'probe.ts'),
+      outFile: path.join(tmp, 'again', 'agent.mjs'),
+      repository: 'carapace-agent-test',
+    });
+    expect(again).toMatchObject({ tag: image, built: false });
+  });
+
+  it('the image runs the bundle as the agent user, from /workspace, with the tools', async () => {
+    const info = await docker.getImage(image).inspect();
+    expect(info.Config.Entrypoint).toEqual(['node', '/app/agent.mjs']);
+    expect(info.Config.User).toBe('agent');
+    expect(info.Config.WorkingDir).toBe('/workspace');
+    const result = await runOnce(docker, {
+      image,
+      user: AGENT_USER,
+      entrypoint: ['/bin/bash', '-c'],
+      cmd: [
+        'id -un; pwd; node -e "process.stdout.write(process.version+String.fromCharCode(10))"; ' +
+          'git --version; rg --version | sed -n 1p; jq --version; ls /app | sort | tr "\\n" " "',
+      ],
+    });
+    expect(result.stderr).toBe('');
+    expect(result.exitCode).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toBe('agent');
+    expect(lines[1]).toBe('/workspace');
+    expect(lines[2]).toMatch(/^v\d+\.\d+\.\d+$/);
+    expect(lines[3]).toMatch(/^git version/);
+    expect(lines[4]).toMatch(/^ripgrep/);
+    expect(lines[5]).toMatch(/^jq-/);
+    expect(lines[6]?.trim()).toBe('agent.mjs tree-sitter-bash.wasm tree-sitter.wasm');
+  });
+
+  it('uses the cached offline base for this machine when no online base is present', async () => {
+    if (await localImageId(docker, 'node:22-bookworm-slim')) return; // built online here
+    const baseTag = offlineBaseTag(await offlineBaseRecipe());
+    expect(await localImageId(docker, baseTag)).toBeDefined();
+    const history = await docker.getImage(image).history();
+    const baseId = await localImageId(docker, baseTag);
+    expect(history.map((layer: { Id: string }) => layer.Id)).toContain(baseId);
+  });
+
+  it('an agent-only change builds a new tag from the cached base and prunes to the newest two', async () => {
+    const entry = path.join(tmp, 'variant.ts');
+    const tags: string[] = [];
+    for (const variant of ['one', 'two', 'three']) {
+      fs.writeFileSync(entry, `process.stdout.write(${JSON.stringify(variant)} + '\\n');\n`);
+      const result = await ensureAgentImage({
+        docker,
+        projectRoot: PROJECT_ROOT,
+        entry,
+        outFile: path.join(tmp, 'variant-dist', 'agent.mjs'),
+        repository: pruneRepository,
+      });
+      expect(result.built).toBe(true);
+      tags.push(result.tag);
+    }
+    expect(new Set(tags).size).toBe(3);
+    const left = (await docker.listImages({ filters: { reference: [pruneRepository] } })).flatMap(
+      (i) => i.RepoTags ?? [],
+    );
+    expect(left.sort()).toEqual(tags.slice(1).sort());
+    const run = await runOnce(docker, { image: tags[2]!, user: AGENT_USER });
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'three\n' });
+  });
+
+  it('a pull that cannot succeed fails fast with the reason', async () => {
+    await expect(
+      pullImage(docker, 'registry.invalid/carapace/nothing:1', { firstByteTimeoutMs: 10_000 }),
+    ).rejects.toThrow(/Cannot pull registry\.invalid\/carapace\/nothing:1/);
+  });
+});
