@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
 
 /**
  * The host configuration (`<config dir>/config.toml`). Every section is optional and every key has a
@@ -58,6 +59,8 @@ export const loggingConfigSchema = z
 export const hostConfigSchema = z
   .object({
     assistant: assistantConfigSchema.prefault({}),
+    provider: providerConfigSchema.prefault({}),
+    gateway: gatewayConfigSchema.prefault({}),
     runs: runsConfigSchema.prefault({}),
     outbox: outboxConfigSchema.prefault({}),
     logging: loggingConfigSchema.prefault({}),

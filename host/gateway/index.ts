@@ -11,7 +11,6 @@ export type { GatewayLogger } from './logger.ts';
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
 export type { UsageRecord, UsageStore } from './usage-store.ts';
 export {
-  USAGE_MIGRATION_SQL,
   createSqliteUsageStore,
   type SqliteUsageStore,
   type UsageTotals,

@@ -5,20 +5,6 @@ import type { UsageRecord, UsageStore } from './usage-store.ts';
  * Schema for the gateway's usage table, to be applied once as a numbered migration by the store
  * subsystem. One row per (run, day, model): requests add to it, so the table grows with runs, not tokens.
  */
-export const USAGE_MIGRATION_SQL = `
-CREATE TABLE gateway_usage (
-  run_id            TEXT    NOT NULL,
-  group_id          TEXT    NOT NULL,
-  day               TEXT    NOT NULL,
-  model             TEXT    NOT NULL,
-  requests          INTEGER NOT NULL,
-  prompt_tokens     INTEGER NOT NULL,
-  completion_tokens INTEGER NOT NULL,
-  cost_micros       INTEGER NOT NULL,
-  PRIMARY KEY (run_id, day, model)
-) STRICT;
-CREATE INDEX gateway_usage_group_day ON gateway_usage (group_id, day);
-`;
 
 export interface UsageTotals {
   groupId: string;
@@ -58,7 +44,7 @@ function toTotals(row: TotalsRow): UsageTotals {
   };
 }
 
-/** Usage store on the host's database. Expects USAGE_MIGRATION_SQL to have been applied; creates nothing. */
+/** Usage store on the host's database. Its table comes from migration 002-gateway-usage; this creates nothing. */
 export function createSqliteUsageStore(db: Database.Database): SqliteUsageStore {
   const insert = db.prepare(`
     INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)

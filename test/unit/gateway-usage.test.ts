@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openStore, type Store } from '../../host/store/store.ts';
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   createSqliteUsageStore,
-  USAGE_MIGRATION_SQL,
   type SqliteUsageStore,
 } from '../../host/gateway/usage-store-sqlite.ts';
 import { reply } from '../fakes/fake-provider.ts';
@@ -24,18 +24,19 @@ import {
 let h: Harness | undefined;
 let dir: string;
 let db: Database.Database;
+let hostStore: Store;
 let store: SqliteUsageStore;
 
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
-  db = new Database(path.join(dir, 'usage.db'));
-  db.exec(USAGE_MIGRATION_SQL);
+  hostStore = openStore({ file: path.join(dir, 'carapace.db') });
+  db = hostStore.db;
   store = createSqliteUsageStore(db);
 });
 afterEach(async () => {
   await h?.close();
   h = undefined;
-  db.close();
+  hostStore.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
