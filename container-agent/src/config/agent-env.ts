@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/** The agent's environment, set by the host's container runner. */
+export const agentEnvSchema = z.object({
+  /** The host gateway (OpenAI-compatible), e.g. http://172.17.0.1:7878/v1. */
+  OPENAI_BASE_URL: z.url({ protocol: /^https?$/ }),
+  /** A per-run gateway key (never a provider key). */
+  OPENAI_API_KEY: z.string().min(1),
+  CARAPACE_WORKSPACE: z.string().min(1).default('/workspace'),
+  /** Used when run.start names no model. */
+  CARAPACE_MODEL: z.string().min(1).optional(),
+  /** What a bash command that needs the host's decision does when the host cannot be asked. */
+  CARAPACE_BASH_GATE_ON_ERROR: z.enum(['block', 'allow']).default('block'),
+  /** How long to wait for the host's bash decision; it may wait for a human (approvals expire at 300 s). */
+  CARAPACE_BASH_CHECK_TIMEOUT_MS: z.coerce.number().int().min(1000).default(330_000),
+  /** Stored conversation above this estimate (4 characters per token) is compacted. */
+  CARAPACE_HISTORY_TOKENS: z.coerce.number().int().min(1000).default(40_000),
+  /** Directory holding tree-sitter.wasm and tree-sitter-bash.wasm; default: next to the agent script. */
+  CARAPACE_WASM_DIR: z.string().min(1).optional(),
+});
+export type AgentEnv = z.infer<typeof agentEnvSchema>;
+
+export class AgentEnvError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AgentEnvError';
+  }
+}
+
+export function parseAgentEnv(env: NodeJS.ProcessEnv): AgentEnv {
+  const parsed = agentEnvSchema.safeParse(stripEmpty(env));
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+      .join('; ');
+    throw new AgentEnvError(
+      `the agent's environment is invalid (${problems}); the host's container runner sets these variables`,
+    );
+  }
+  return parsed.data;
+}
+
+/** An empty variable means "not set", as a shell user expects. */
+function stripEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined && value !== '') out[key] = value;
+  return out;
+}

@@ -1,0 +1,50 @@
+/**
+ * The in-container bash classifier as the bash tool sees it. The real one (container-agent/src/bash-gate)
+ * parses commands with tree-sitter; anything that cannot classify fails closed to "escalate", which asks
+ * the host instead of running.
+ */
+
+export interface BashClassification {
+  class: 'local' | 'escalate';
+  reason: string;
+  network: boolean;
+}
+
+export interface BashClassifier {
+  classify(command: string): BashClassification;
+}
+
+/** Sends every command to the host: used when the real classifier cannot be loaded. */
+export function createEscalateAllClassifier(reason: string): BashClassifier {
+  return {
+    classify: () => ({ class: 'escalate', reason, network: false }),
+  };
+}
+
+/** Wraps a classifier so that a throw or a malformed answer escalates instead of running locally. */
+export function failClosed(classifier: BashClassifier): BashClassifier {
+  return {
+    classify(command) {
+      try {
+        const result = classifier.classify(command);
+        if (result && result.class === 'local' && typeof result.reason === 'string') {
+          return { class: 'local', reason: result.reason, network: result.network === true };
+        }
+        if (result && result.class === 'escalate') {
+          return {
+            class: 'escalate',
+            reason: String(result.reason ?? 'escalated'),
+            network: result.network === true,
+          };
+        }
+        return { class: 'escalate', reason: 'the classifier gave no usable answer', network: false };
+      } catch (error) {
+        return {
+          class: 'escalate',
+          reason: `the classifier failed: ${error instanceof Error ? error.message : String(error)}`,
+          network: false,
+        };
+      }
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * ChatModel over the openai SDK's chat completions, pointed at the host's gateway.
+ */
+import OpenAI from 'openai';
+import type {
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
+import type { ChatModel, CompletionRequest, CompletionResponse, ModelMessage } from './chat-model.ts';
+
+export interface OpenAiChatModelOptions {
+  baseURL: string;
+  apiKey: string;
+  /** Per HTTP request; the run's wall-time signal aborts earlier. */
+  timeoutMs?: number;
+  maxRetries?: number;
+  /** For tests: a fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+type TokenLimitParam = 'max_completion_tokens' | 'max_tokens';
+
+export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatModel {
+  const client = new OpenAI({
+    baseURL: options.baseURL,
+    apiKey: options.apiKey,
+    timeout: options.timeoutMs ?? 10 * 60_000,
+    maxRetries: options.maxRetries ?? 2,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  // Newer OpenAI models only accept max_completion_tokens; some compatible servers only max_tokens.
+  // Start with the current name and switch once if the provider rejects it.
+  let tokenParam: TokenLimitParam = 'max_completion_tokens';
+  // Some compatible servers omit tool call ids; the history needs unique ones to pair results.
+  let generatedIds = 0;
+
+  const create = (request: CompletionRequest, param: TokenLimitParam) => {
+    const body: ChatCompletionCreateParamsNonStreaming = {
+      model: request.model,
+      messages: request.messages.map(toOpenAiMessage),
+      [param]: request.maxOutputTokens,
+    };
+    if (request.tools.length > 0) {
+      body.tools = request.tools.map((tool): ChatCompletionTool => ({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+      }));
+      body.tool_choice = request.toolChoice;
+    }
+    return client.chat.completions.create(body, { signal: request.signal });
+  };
+
+  return {
+    async complete(request): Promise<CompletionResponse> {
+      let completion;
+      try {
+        completion = await create(request, tokenParam);
+      } catch (error) {
+        const other: TokenLimitParam =
+          tokenParam === 'max_completion_tokens' ? 'max_tokens' : 'max_completion_tokens';
+        if (!(error instanceof OpenAI.BadRequestError) || !String(error.message).includes(tokenParam))
+          throw error;
+        tokenParam = other;
+        completion = await create(request, tokenParam);
+      }
+      const choice = completion.choices[0];
+      if (!choice) throw new Error('the model returned no choices');
+      const message = choice.message;
+      const toolCalls = (message.tool_calls ?? []).flatMap((call) =>
+        call.type === 'function'
+          ? [
+              {
+                id: call.id || `call_generated_${++generatedIds}`,
+                name: call.function.name,
+                arguments: call.function.arguments ?? '',
+              },
+            ]
+          : [],
+      );
+      return {
+        content: message.content ?? null,
+        toolCalls,
+        finishReason: choice.finish_reason ?? 'stop',
+        usage: {
+          promptTokens: completion.usage?.prompt_tokens ?? 0,
+          completionTokens: completion.usage?.completion_tokens ?? 0,
+        },
+      };
+    },
+  };
+}
+
+function toOpenAiMessage(message: ModelMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content };
+    case 'user':
+      return { role: 'user', content: message.content };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    case 'assistant':
+      if (message.toolCalls && message.toolCalls.length > 0) {
+        return {
+          role: 'assistant',
+          content: message.content,
+          tool_calls: message.toolCalls.map((call) => ({
+            id: call.id,
+            type: 'function' as const,
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        };
+      }
+      return { role: 'assistant', content: message.content ?? '' };
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The tool list of one run. register_group, list_groups and propose_config are offered to the admin
+ * group only (the host enforces the same from the run's identity).
+ */
+import type { BashClassifier } from '../gate/bash-classifier.ts';
+import type { HostClient } from '../ipc/host-client.ts';
+import type { AgentLogger } from '../logging/stderr-logger.ts';
+import type { Workspace } from '../workspace/confine.ts';
+import { createAdminTools } from './admin-tools.ts';
+import { createBashTool } from './bash.ts';
+import { createEditFileTool } from './edit-file.ts';
+import { createGrepTool } from './grep.ts';
+import { createListFilesTool } from './list-files.ts';
+import { createReadFileTool } from './read-file.ts';
+import { createSendMessageTool } from './send-message.ts';
+import { createTaskTools } from './tasks.ts';
+import type { AgentTool } from './tool.ts';
+import { createWebFetchTool } from './web-fetch.ts';
+import { createWriteFileTool } from './write-file.ts';
+
+export interface AgentToolsOptions {
+  workspace: Workspace;
+  host: HostClient;
+  classifier: BashClassifier;
+  isAdmin: boolean;
+  /** Environment for bash commands. */
+  commandEnv: NodeJS.ProcessEnv;
+  bashGateOnError: 'block' | 'allow';
+  bashCheckTimeoutMs: number;
+  ripgrep: () => Promise<string | null>;
+  onMessageSent?: (message: { text: string; to?: string }) => void;
+  logger?: AgentLogger;
+}
+
+export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
+  const { workspace, host, isAdmin } = options;
+  const tools: AgentTool[] = [
+    createBashTool({
+      classifier: options.classifier,
+      host,
+      cwd: workspace.cwd,
+      env: options.commandEnv,
+      onGateError: options.bashGateOnError,
+      checkTimeoutMs: options.bashCheckTimeoutMs,
+      ...(options.logger ? { logger: options.logger } : {}),
+    }),
+    createReadFileTool(workspace),
+    createWriteFileTool(workspace),
+    createEditFileTool(workspace),
+    createListFilesTool(workspace),
+    createGrepTool({ workspace, ripgrep: options.ripgrep }),
+    createSendMessageTool({
+      host,
+      isAdmin,
+      ...(options.onMessageSent ? { onSent: options.onMessageSent } : {}),
+    }),
+    ...createTaskTools({ host, isAdmin }),
+    createWebFetchTool({ host }),
+  ];
+  if (isAdmin) tools.push(...createAdminTools({ host }));
+  return tools;
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import type { HostClient } from '../ipc/host-client.ts';
+import { LIMITS, groupIdSchema } from '../protocol.ts';
+import { defineTool, type AgentTool } from './tool.ts';
+
+export interface SendMessageToolOptions {
+  host: HostClient;
+  isAdmin: boolean;
+  /** Told about every message the host queued, so the final answer is not posted twice. */
+  onSent?: (message: { text: string; to?: string }) => void;
+}
+
+export function createSendMessageTool(options: SendMessageToolOptions): AgentTool {
+  const schema = z
+    .object({
+      text: z.string().min(1).max(LIMITS.chatText).describe('The message text, formatted for the chat.'),
+      to: groupIdSchema
+        .optional()
+        .describe(
+          options.isAdmin
+            ? 'Group id of another chat; omit for this chat.'
+            : 'Omit: this chat may only write to itself.',
+        ),
+    })
+    .strict();
+  return defineTool({
+    name: 'send_message',
+    description:
+      'Post a message now (e.g. a progress update). Your final answer is posted automatically; do not repeat it here.',
+    schema,
+    async run(args, context) {
+      await options.host.request(
+        'message.send',
+        args.to ? { text: args.text, to: args.to } : { text: args.text },
+        { signal: context.signal },
+      );
+      options.onSent?.(args);
+      return args.to ? `Message queued for ${args.to}.` : 'Message queued.';
+    },
+  });
+}

@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import type { HostClient } from '../ipc/host-client.ts';
+import { LIMITS, groupIdSchema, taskIdSchema, taskScheduleSchema, type TaskSummary } from '../protocol.ts';
+import { defineTool, type AgentTool } from './tool.ts';
+
+const scheduleArg = taskScheduleSchema.describe(
+  'When to run: {"kind":"cron","expr":"0 9 * * 1-5"} (in the group time zone), {"kind":"once","at":"<ISO 8601 with offset>"}, or {"kind":"interval","everyMs":3600000} (at least 60000).',
+);
+
+export function createTaskTools(options: { host: HostClient; isAdmin: boolean }): AgentTool[] {
+  const { host } = options;
+  const groupArg = groupIdSchema
+    .optional()
+    .describe(
+      options.isAdmin
+        ? 'Group id the task belongs to; omit for this group.'
+        : 'Omit: tasks belong to this group.',
+    );
+
+  const scheduleTask = defineTool({
+    name: 'schedule_task',
+    description:
+      'Schedule a prompt to run later, once or repeatedly. When it runs, you get the prompt and answer in the chat.',
+    schema: z
+      .object({
+        prompt: z
+          .string()
+          .min(1)
+          .max(LIMITS.prompt)
+          .describe('What to do when the task runs, written as an instruction to yourself.'),
+        schedule: scheduleArg,
+        group: groupArg,
+      })
+      .strict(),
+    async run(args, context) {
+      const { taskId } = await host.request('task.schedule', withoutUndefined(args), {
+        signal: context.signal,
+      });
+      return `Scheduled task ${taskId}.`;
+    },
+  });
+
+  const listTasks = defineTool({
+    name: 'list_tasks',
+    description: 'List scheduled tasks.',
+    schema: z.object({ group: groupArg }).strict(),
+    async run(args, context) {
+      const { tasks } = await host.request('task.list', withoutUndefined(args), { signal: context.signal });
+      if (tasks.length === 0) return 'No scheduled tasks.';
+      return tasks.map(formatTask).join('\n');
+    },
+  });
+
+  const updateTask = defineTool({
+    name: 'update_task',
+    description: 'Change the prompt and/or the schedule of a task.',
+    schema: z
+      .object({
+        task_id: taskIdSchema,
+        prompt: z.string().min(1).max(LIMITS.prompt).optional(),
+        schedule: scheduleArg.optional(),
+      })
+      .strict()
+      .refine((a) => a.prompt !== undefined || a.schedule !== undefined, {
+        message: 'give a new prompt, a new schedule, or both',
+      }),
+    async run(args, context) {
+      await host.request(
+        'task.update',
+        withoutUndefined({ taskId: args.task_id, prompt: args.prompt, schedule: args.schedule }),
+        {
+          signal: context.signal,
+        },
+      );
+      return `Task ${args.task_id} updated.`;
+    },
+  });
+
+  const cancelTask = defineTool({
+    name: 'cancel_task',
+    description: 'Cancel a scheduled task for good.',
+    schema: z.object({ task_id: taskIdSchema }).strict(),
+    async run(args, context) {
+      await host.request('task.cancel', { taskId: args.task_id }, { signal: context.signal });
+      return `Task ${args.task_id} cancelled.`;
+    },
+  });
+
+  return [scheduleTask, listTasks, updateTask, cancelTask];
+}
+
+function formatTask(task: TaskSummary): string {
+  const schedule =
+    task.schedule.kind === 'cron'
+      ? `cron "${task.schedule.expr}"`
+      : task.schedule.kind === 'once'
+        ? `once at ${task.schedule.at}`
+        : `every ${Math.round(task.schedule.everyMs / 60_000)} min`;
+  const next = task.nextRunAt ? `, next ${task.nextRunAt}` : '';
+  return `${task.taskId} [${task.group}, ${task.status}, ${schedule}${next}]: ${task.prompt}`;
+}
+
+/** Optional protocol fields are omitted rather than sent as undefined. */
+export function withoutUndefined<T extends Record<string, unknown>>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
