@@ -5,7 +5,7 @@ export const copAnswerSchema = z.object({ flagged: z.boolean(), reason: z.string
 
 export type CopAnswer = z.infer<typeof copAnswerSchema>;
 
-/** A ```json (or bare ```) fence around the whole answer is the one wrapping models add often enough to allow. */
+/** A ```json (or bare ```) fence around the whole answer, the one wrapping models add often. */
 const FENCED = /^\s*```(?:json)?[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```\s*$/i;
 
 /** Parses the model's answer; anything but the exact JSON object (optionally fenced) is a problem. */

@@ -9,7 +9,7 @@ export const copConfigSchema = z
   .object({
     /** A review that takes longer counts as flagged (the action goes to the owner). */
     timeout_ms: z.number().int().min(100).max(600_000).default(30_000),
-    /** Model for Cop calls when it should differ from `[provider] model`; used by whoever builds `complete`. */
+    /** Model for Cop calls if not `[provider] model`; read by whoever builds `complete`. */
     model: z.string().min(1).optional(),
     /** Longer parameters are flagged unseen rather than truncated: a cut payload could hide the attack. */
     max_review_chars: z.number().int().min(1_000).max(1_000_000).default(60_000),

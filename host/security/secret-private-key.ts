@@ -7,7 +7,8 @@
  */
 
 const BEGIN = /-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----/g;
-/** Bounds the search for END so that a lone BEGIN costs a bounded scan (no regex backtracking involved). */
+const END = /-----END ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----/g;
+/** Longer BEGIN…END spans are not one key (the largest RSA keys are about 6,000 characters). */
 const MAX_BLOCK_CHARS = 20_000;
 const MIN_BODY_CHARS = 40;
 
@@ -31,15 +32,35 @@ function plausibleBody(raw: string): boolean {
 
 export function findPrivateKeyBlocks(text: string): PrivateKeyBlock[] {
   if (!text.includes('PRIVATE KEY')) return [];
+  // Every END marker's position by label, found in one pass, so that many BEGIN lines without an END
+  // cost linear time rather than one search to the end of the text each.
+  const ends = new Map<string, number[]>();
+  for (const m of text.matchAll(END)) {
+    const label = m[1] as string;
+    const list = ends.get(label) ?? [];
+    list.push(m.index);
+    ends.set(label, list);
+  }
+  if (ends.size === 0) return [];
   const blocks: PrivateKeyBlock[] = [];
   for (const m of text.matchAll(BEGIN)) {
     const label = m[1] as string;
     const bodyStart = m.index + m[0].length;
-    const endMarker = `-----END ${label}-----`;
-    const endAt = text.indexOf(endMarker, bodyStart);
-    if (endAt === -1 || endAt - m.index > MAX_BLOCK_CHARS) continue;
+    const endAt = firstAtOrAfter(ends.get(label) ?? [], bodyStart);
+    if (endAt === undefined || endAt - m.index > MAX_BLOCK_CHARS) continue;
     if (!plausibleBody(text.slice(bodyStart, endAt))) continue;
-    blocks.push({ start: m.index, end: endAt + endMarker.length, label });
+    blocks.push({ start: m.index, end: endAt + `-----END ${label}-----`.length, label });
   }
   return blocks;
+}
+
+function firstAtOrAfter(sorted: number[], at: number): number | undefined {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((sorted[mid] as number) < at) lo = mid + 1;
+    else hi = mid;
+  }
+  return sorted[lo];
 }

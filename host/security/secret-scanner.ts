@@ -8,7 +8,8 @@ import { findPrivateKeyBlocks } from './secret-private-key.ts';
 export interface Finding {
   /**
    * `<secretlint rule>/<message id>` (e.g. `aws/AWSAccessKeyID`, `github/GITHUB_TOKEN`),
-   * `held-secret/<encoding>`, or `private-key/PrivateKeyBlock` (blocks secretlint misses).
+   * `held-secret/<encoding>`, `private-key/PrivateKeyBlock` (blocks secretlint misses), or `scanner/error`
+   * (the pattern rules failed, so the whole text counts as a finding).
    */
   rule: string;
   message: string;
@@ -18,9 +19,9 @@ export interface Finding {
 }
 
 export interface SecretScanner {
-  /** Findings of the pattern rules (secretlint's recommended preset), private-key blocks and held secrets, by start. */
+  /** Findings of secretlint's recommended rules, private-key blocks and held secrets, ordered by start. */
   scan(text: string): Promise<Finding[]>;
-  /** Replaces the held secrets (every encoding `scan` knows) with `[REDACTED]`. For logs and the audit table. */
+  /** Replaces held secrets (every encoding `scan` knows) with `[REDACTED]`; for logs and the audit table. */
   redact(text: string): string;
 }
 
@@ -29,7 +30,7 @@ export interface SecretScannerLogger {
 }
 
 export interface SecretScannerOptions {
-  /** The real values the host holds; values shorter than 8 characters are ignored (see secret-held-matcher). */
+  /** The real values the host holds; ones shorter than 8 characters are ignored (see secret-held-matcher). */
   heldSecrets: readonly string[];
   logger?: SecretScannerLogger;
 }
@@ -57,6 +58,8 @@ function buildConfig(): CoreConfig {
       })),
   };
 }
+
+const shortRuleId = (id: string) => (id.startsWith(RULE_PREFIX) ? id.slice(RULE_PREFIX.length) : id);
 
 /** Masks the reported substring wherever it still shows in a rule's message (core masks only `data`). */
 function maskMessage(message: string, secretText: string): string {
@@ -102,7 +105,7 @@ export function createSecretScanner(options: SecretScannerOptions): SecretScanne
       const start = m.range[0] + shift;
       const end = m.range[1] + shift;
       return {
-        rule: `${m.ruleId.startsWith(RULE_PREFIX) ? m.ruleId.slice(RULE_PREFIX.length) : m.ruleId}/${m.messageId}`,
+        rule: `${shortRuleId(m.ruleId)}/${m.messageId}`,
         message: held.redact(maskMessage(m.message, text.slice(start, end))),
         start,
         end,
@@ -112,9 +115,28 @@ export function createSecretScanner(options: SecretScannerOptions): SecretScanne
 
   return {
     async scan(text) {
-      const findings = await lint(text);
+      let findings: Finding[];
+      try {
+        findings = await lint(text);
+      } catch (err) {
+        // Fails closed: a text the rules could not check is reported as a finding, never as clean.
+        const why = err instanceof Error ? err.message : String(err);
+        options.logger?.warn(
+          { err: why },
+          'secret scanner: pattern rules failed; reporting the text as a finding',
+        );
+        findings = [
+          {
+            rule: 'scanner/error',
+            message: 'the pattern rules failed on this text',
+            start: 0,
+            end: text.length,
+          },
+        ];
+      }
+      const keyFindings = findings.filter((f) => f.rule.startsWith('privatekey/'));
       for (const block of findPrivateKeyBlocks(text)) {
-        const overlaps = findings.some((f) => f.start < block.end && block.start < f.end);
+        const overlaps = keyFindings.some((f) => f.start < block.end && block.start < f.end);
         if (overlaps) continue;
         findings.push({
           rule: 'private-key/PrivateKeyBlock',

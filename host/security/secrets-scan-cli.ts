@@ -7,12 +7,14 @@ import type { Finding, SecretScanner } from './secret-scanner.ts';
  *
  * - Default: the whole input is one text; the output is one line `{"findings":[…]}`.
  * - `--jsonl`: every input line is `{"text": "…"}` and produces exactly one output line, in order:
- *   `{"findings":[…]}` for a valid line, `{"error":"line N: …"}` for an invalid one (blank lines included,
- *   so output line N always answers input line N). The final newline ends the last line; it does not add one.
+ *   `{"findings":[…]}` for a valid line, `{"error":"line N: …"}` for an invalid one (blank lines
+ *   included, so output line N always answers input line N). The final newline ends the last line; it
+ *   does not start an empty one.
  *
  * Exit codes: 0 nothing found; 1 at least one finding; 2 the input (or at least one line) could not be
- * scanned (invalid JSON, wrong shape, scanner failure; the output then holds `{"error": …}`). 2 wins over 1: a partial scan must never read as a verdict.
- * Errors never quote the input line, which may itself hold the secret (V8's JSON.parse messages do quote it).
+ * scanned (invalid JSON, wrong shape, scanner failure; the output then holds `{"error": …}`).
+ * 2 wins over 1: a partial scan must never read as a verdict.
+ * Errors never quote the input line, which may itself hold the secret (V8's JSON.parse errors quote it).
  */
 export type SecretsScanExitCode = 0 | 1 | 2;
 
@@ -25,7 +27,7 @@ export interface SecretsScanResult {
 export const secretsScanUsage =
   'carapace secrets scan [--jsonl]  (text on stdin; exit 1 when a secret is found)';
 
-/** Parses the arguments after `secrets scan`; throws a TypeError naming the bad option (node:util parseArgs). */
+/** Parses the arguments after `secrets scan`; throws (node:util parseArgs) naming a bad option. */
 export function parseSecretsScanArgs(args: string[]): { jsonl: boolean } {
   const { values } = parseArgs({
     args,
