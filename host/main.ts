@@ -9,7 +9,7 @@ import { createOutboxDispatcher } from './channels/outbox-dispatcher.ts';
 import type { CarapacePaths } from './config/paths.ts';
 import type { HostConfig } from './config/schema.ts';
 import type { AgentRunner } from './router/agent-runner.ts';
-import { createGroupQueue } from './router/group-queue.ts';
+import { createGroupQueue, type GroupQueue } from './router/group-queue.ts';
 import { createHostEvents } from './router/host-events.ts';
 import { createIngest } from './router/ingest.ts';
 import { recoverInterruptedRuns } from './router/recover-runs.ts';
@@ -18,10 +18,21 @@ import { openStore, type Store } from './store/store.ts';
 
 export const ADMIN_GROUP_ID = 'main';
 
+export interface RunnerRuntime {
+  runner: AgentRunner;
+  close(): Promise<void>;
+}
+
+/** What a runner factory may use; it runs after the host holds its data folder, before any run starts. */
+export interface RunnerFactoryDeps {
+  store: Store;
+  logger: Logger;
+}
+
 export interface HostDeps {
   paths: CarapacePaths;
   config: HostConfig;
-  runner: AgentRunner;
+  createRunner(deps: RunnerFactoryDeps): Promise<RunnerRuntime>;
   logger: Logger;
   /** Removes held secrets from text stored in the audit log. */
   redact: (s: string) => string;
@@ -55,11 +66,16 @@ export function ensureAdminGroup(store: Store): void {
   }
 }
 
+/** For a runner that needs nothing from the host (tests, doubles). */
+export function staticRunner(runner: AgentRunner): HostDeps['createRunner'] {
+  return async () => ({ runner, close: async () => undefined });
+}
+
 /** Wiring only: every subsystem gets its dependencies here and nowhere else. */
 export async function startHost({
   paths,
   config,
-  runner,
+  createRunner,
   logger,
   redact,
   extraChannels = [],
@@ -67,10 +83,41 @@ export async function startHost({
   ensureDataDirs(paths);
   const store = openStore({ file: paths.databaseFile, redact });
   let server: http.Server | undefined;
+  let runtime: RunnerRuntime | undefined;
   try {
     ensureAdminGroup(store);
     const events = createHostEvents();
     const channels = new Map<string, Channel>();
+    // Bound late: the console's routes exist before the queue does (the socket is taken first).
+    const late: { queue?: GroupQueue } = {};
+    const local = createLocalChannel({
+      groups: store.groups,
+      outbox: store.outbox,
+      events,
+      isBusy: (id) => late.queue?.isBusy(id) ?? false,
+      ownerName: os.userInfo().username,
+      logger: logger.child({ channel: LOCAL_CHANNEL }),
+    });
+    const startedAt = new Date().toISOString();
+    // The socket is the lock: one host per data folder. Nothing that touches shared state (containers,
+    // unfinished runs) may happen before it is held.
+    server = await listenOnSocket(paths.socketFile, {
+      ...local.routes,
+      'GET /v1/status': (_req, res) =>
+        sendJson(res, 200, {
+          pid: process.pid,
+          startedAt,
+          assistant: config.assistant.name,
+          queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
+          outboxPending: store.outbox.pendingCount(),
+          groups: store.groups
+            .list()
+            .map((g) => ({ id: g.id, channel: g.channel, admin: g.isAdmin, cursor: g.agentCursor })),
+        }),
+    });
+    const openRuntime = await createRunner({ store, logger });
+    runtime = openRuntime;
+
     const dispatcher = createOutboxDispatcher({
       outbox: store.outbox,
       channelFor: (name) => channels.get(name),
@@ -81,46 +128,24 @@ export async function startHost({
     });
     const executor = createRunExecutor({
       store,
-      runner,
+      runner: openRuntime.runner,
       enqueueReply: dispatcher.enqueue,
       events,
       logger: logger.child({ subsystem: 'runs' }),
     });
-    const queue = createGroupQueue({
+    const activeQueue = createGroupQueue({
       executor,
       maxConcurrent: config.runs.max_concurrent,
       maxAttempts: config.runs.max_attempts,
       retryBaseMs: config.runs.retry_base_ms,
       logger: logger.child({ subsystem: 'queue' }),
     });
+    late.queue = activeQueue;
     const ingest = createIngest({
       store,
       assistantName: config.assistant.name,
-      onTriggered: (groupId) => queue.notify(groupId),
+      onTriggered: (groupId) => activeQueue.notify(groupId),
       logger: logger.child({ subsystem: 'ingest' }),
-    });
-    const local = createLocalChannel({
-      groups: store.groups,
-      outbox: store.outbox,
-      events,
-      isBusy: (id) => queue.isBusy(id),
-      ownerName: os.userInfo().username,
-      logger: logger.child({ channel: LOCAL_CHANNEL }),
-    });
-    const startedAt = new Date().toISOString();
-    server = await listenOnSocket(paths.socketFile, {
-      ...local.routes,
-      'GET /v1/status': (_req, res) =>
-        sendJson(res, 200, {
-          pid: process.pid,
-          startedAt,
-          assistant: config.assistant.name,
-          queue: queue.snapshot(),
-          outboxPending: store.outbox.pendingCount(),
-          groups: store.groups
-            .list()
-            .map((g) => ({ id: g.id, channel: g.channel, admin: g.isAdmin, cursor: g.agentCursor })),
-        }),
     });
 
     for (const ch of [local.channel, ...extraChannels]) {
@@ -128,17 +153,18 @@ export async function startHost({
       await ch.connect(ingest);
     }
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
-    for (const groupId of recoverInterruptedRuns(store, logger)) queue.notify(groupId);
+    for (const groupId of recoverInterruptedRuns(store, logger)) activeQueue.notify(groupId);
     dispatcher.kick();
     logger.info({ socket: paths.socketFile, groups: store.groups.list().length }, 'host started');
 
     const openServer = server;
     return {
       store,
-      whenIdle: () => queue.whenIdle(),
+      whenIdle: () => activeQueue.whenIdle(),
       async stop(reason = 'host stopping') {
-        await queue.close(reason);
+        await activeQueue.close(reason);
         await dispatcher.stop();
+        await openRuntime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed'));
         for (const ch of channels.values()) await ch.disconnect().catch(() => undefined);
         openServer.closeAllConnections();
         await new Promise<void>((resolve) => openServer.close(() => resolve()));
@@ -147,6 +173,7 @@ export async function startHost({
       },
     };
   } catch (err) {
+    await runtime?.close().catch(() => undefined);
     server?.close();
     store.close();
     throw err;

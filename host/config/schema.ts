@@ -1,5 +1,8 @@
 import { z } from 'zod';
+import { containersConfigSchema } from '../containers/container-config.ts';
+import { extraMountRequestSchema } from '../containers/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
+import { copConfigSchema } from '../security/cop.ts';
 
 /**
  * The host configuration (`<config dir>/config.toml`). Every section is optional and every key has a
@@ -56,11 +59,34 @@ export const loggingConfigSchema = z
   })
   .strict();
 
+/** Per-group settings, keyed by group id (`[groups.family]`). */
+export const groupConfigSchema = z
+  .object({
+    /** Host folders mounted at /workspace/extra/<name>, each checked against mount-allowlist.toml. */
+    extra_mounts: z.array(extraMountRequestSchema).default([]),
+    /** The group's workspace holds secrets: reading it taints a run as secret. */
+    contains_secrets: z.boolean().default(false),
+  })
+  .strict();
+
+export const securityConfigSchema = z
+  .object({
+    /** How long a human approval waits in the admin chat before it counts as denied. */
+    approval_timeout_ms: z.number().int().min(10_000).max(3_600_000).default(300_000),
+    cop: copConfigSchema.prefault({}),
+  })
+  .strict();
+
 export const hostConfigSchema = z
   .object({
     assistant: assistantConfigSchema.prefault({}),
     provider: providerConfigSchema.prefault({}),
     gateway: gatewayConfigSchema.prefault({}),
+    containers: containersConfigSchema.prefault({}),
+    security: securityConfigSchema.prefault({}),
+    groups: z
+      .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be a group id'), groupConfigSchema)
+      .default({}),
     runs: runsConfigSchema.prefault({}),
     outbox: outboxConfigSchema.prefault({}),
     logging: loggingConfigSchema.prefault({}),

@@ -57,6 +57,15 @@ export const containerSpecSchema = z
       .strict(),
     labels: z.record(z.string(), z.string()).optional(),
     hostInstanceId: z.string().min(1),
+    /**
+     * uid:gid to run as; default the image's agent user. A host that is not root cannot hand the
+     * group folders to that user, so it runs the agent under its own (never root) ids instead.
+     */
+    user: z
+      .string()
+      .regex(/^\d+:\d+$/, 'user must be numeric uid:gid')
+      .refine((u) => !u.split(':').includes('0'), 'the agent never runs as root (uid or gid 0)')
+      .optional(),
   })
   .strict();
 
@@ -86,7 +95,7 @@ export function containerCreateOptions(
   return {
     name: containerName(spec.groupId, spec.runId),
     Image: spec.image,
-    User: AGENT_USER,
+    User: spec.user ?? AGENT_USER,
     WorkingDir: '/workspace',
     Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
     // Our labels last: a caller's labels cannot disguise the container's owner or run.

@@ -20,6 +20,11 @@ export interface RunContext {
 export interface RunCallbacks {
   /** Stores a reply to the run's own chat in the outbox; resolves once it is durable. */
   reply(text: string): Promise<void>;
+  /**
+   * Stores a message to another group's chat. Only the IPC layer decides whether the run may do this
+   * (the admin group may, others may not); this just performs it.
+   */
+  sendToGroup(groupId: string, text: string): Promise<void>;
 }
 
 export interface RunHandle {

@@ -70,6 +70,19 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
               store.runs.markReplied(run.id);
             });
           },
+          sendToGroup: async (groupId: string, text: string) => {
+            const target = store.groups.get(groupId);
+            if (!target) throw new Error(`there is no group "${groupId}"`);
+            replies += 1;
+            enqueueReply({
+              idempotencyKey: `run:${run.id}:${replies}`,
+              groupId: target.id,
+              channel: target.channel,
+              chatId: target.chatId,
+              runId: run.id,
+              text,
+            });
+          },
         },
       );
       const startThrough = given;
@@ -141,7 +154,9 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           channel: group.channel,
           chatId: group.chatId,
           runId: null,
-          text: `Sorry, I could not answer that (${end.reason}). Send the message again to retry.`,
+          text: end.retryable
+            ? `Sorry, I could not answer that (${end.reason}). Send the message again to retry.`
+            : `I cannot answer yet: ${end.reason}.`,
         });
       });
       events.emit('group-state', group.id);

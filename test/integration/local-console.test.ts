@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
-import { startHost, type RunningHost } from '../../host/main.ts';
+import { staticRunner, startHost, type RunningHost } from '../../host/main.ts';
 import { createEchoRunner } from '../fakes/echo-runner.ts';
 import { runCli } from '../helpers/processes.ts';
 
@@ -27,7 +27,7 @@ describe('local console through the real CLI', () => {
     host = await startHost({
       paths,
       config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
-      runner: createEchoRunner(),
+      createRunner: staticRunner(createEchoRunner()),
       logger: pino({ level: 'silent' }),
       redact: (s) => s,
     });

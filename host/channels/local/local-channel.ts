@@ -4,6 +4,7 @@ import type { HostEvents } from '../../router/host-events.ts';
 import type { GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
 import type { Channel, InboundSink } from '../channel.ts';
+import { formattingRulesFor } from '../formatting-rules.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
 import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
 
@@ -127,8 +128,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
   const channel: Channel = {
     name: LOCAL_CHANNEL,
     textLimit: 64_000,
-    formattingRules:
-      'You are talking to the owner in a terminal. Use plain text or light Markdown; keep lines readable.',
+    formattingRules: formattingRulesFor(LOCAL_CHANNEL),
     async connect(s: InboundSink) {
       sink = s;
       events.on('outbox-delivered', onDelivered);

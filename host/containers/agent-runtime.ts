@@ -1,0 +1,216 @@
+import crypto from 'node:crypto';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import type { HostConfig } from '../config/schema.ts';
+import type { CarapacePaths } from '../config/paths.ts';
+import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
+import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
+import type { RunnerRuntime } from '../main.ts';
+import { createHostHandlers, type BashDecision, type RunIdentity } from '../ipc/host-handlers.ts';
+import type { AgentRunner, RunContext } from '../router/agent-runner.ts';
+import { createUnavailableRunner } from '../router/unavailable-runner.ts';
+import type { Store } from '../store/store.ts';
+import { removeOrphans } from './container-orphans.ts';
+import { createDockerAgentRunner, type RunNetworks } from './docker-agent-runner.ts';
+import { planGroupMounts } from './group-mounts.ts';
+import { ensureAgentImage } from './image-ensure.ts';
+import { loadMountAllowlist } from './mount-allowlist.ts';
+import { applyGatewayFirewall } from './network-host-firewall.ts';
+import { defaultBridgeAddress, ensureGatewayNetwork } from './network-gateway.ts';
+
+/** The security decisions the runtime delegates (the security subsystem implements them). */
+export interface RunPolicy {
+  bashCheck(identity: RunIdentity, command: string): Promise<BashDecision>;
+  callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
+}
+
+export interface AgentRuntimeDeps {
+  docker: Docker;
+  config: HostConfig;
+  paths: CarapacePaths;
+  projectRoot: string;
+  store: Store;
+  /** The real provider key (empty for keyless local servers); lives only in host memory. */
+  providerApiKey: string | undefined;
+  policy: RunPolicy;
+  /** Channel formatting rules for the agent's prompt, by channel name. */
+  formattingFor(channel: string): string;
+  /** Image build progress, for the person waiting at the terminal. */
+  onProgress(line: string): void;
+  logger: Logger;
+}
+
+/** The label that scopes orphan cleanup to containers of this data folder. */
+export const LABEL_DATA = 'carapace.data';
+
+/** A runner that answers with host notices instead of running agents (nothing to run them with). */
+function noticeRuntime(reason: string): RunnerRuntime {
+  return { runner: createUnavailableRunner(reason), close: async () => undefined };
+}
+
+export function providerConfigured(config: HostConfig, apiKey: string | undefined): boolean {
+  // A keyless provider is fine when the owner pointed base_url somewhere of their own (Ollama, vLLM).
+  return !!apiKey || config.provider.base_url !== PROVIDER_DEFAULTS[config.provider.kind].base_url;
+}
+
+/**
+ * Everything agent runs need, brought up in order: provider settings, the Docker engine, orphans of an
+ * earlier host, the agent image, the networks, the LLM gateway and the gateway network's firewall.
+ * Anything missing turns into a runner that tells the group what to fix, so the host still starts.
+ */
+export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<RunnerRuntime> {
+  const { docker, config, paths, store, logger } = deps;
+  if (!providerConfigured(config, deps.providerApiKey)) {
+    const env = config.provider.api_key_env;
+    return noticeRuntime(
+      `no LLM provider is configured. Put ${env}=<your key> in ${paths.envFile} (or the environment), ` +
+        `or set [provider] base_url in ${paths.configFile} to a local server such as http://localhost:11434/v1, then restart Carapace`,
+    );
+  }
+  try {
+    await docker.ping();
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'no Docker engine answers');
+    return noticeRuntime(
+      `no Docker engine answers (${(err as Error).message}); start Docker and restart Carapace (carapace doctor says more)`,
+    );
+  }
+
+  const hostInstanceId = crypto.randomUUID();
+  const dataLabel = crypto.createHash('sha256').update(paths.dataDir).digest('hex').slice(0, 16);
+  const removed = await removeOrphans(docker, {
+    exceptHostInstanceId: hostInstanceId,
+    onlyWithLabels: { [LABEL_DATA]: dataLabel },
+  });
+  if (removed > 0) logger.warn({ removed }, 'removed agent containers left by an earlier host process');
+
+  let image: string;
+  try {
+    image = (
+      await ensureAgentImage({
+        docker,
+        projectRoot: deps.projectRoot,
+        mode: config.containers.image_build,
+        keep: config.containers.keep_images,
+        onProgress: deps.onProgress,
+      })
+    ).tag;
+  } catch (err) {
+    logger.error({ err }, 'the agent image could not be built');
+    return noticeRuntime(`the agent image could not be built: ${(err as Error).message}`);
+  }
+
+  const gateway = createGateway({
+    config: config.gateway,
+    provider: config.provider,
+    providerApiKey: deps.providerApiKey ?? '',
+    usageStore: createSqliteUsageStore(store.db),
+    clock: { now: () => Date.now() },
+    timezone: config.assistant.timezone,
+    logger: logger.child({ subsystem: 'gateway' }),
+    onSpendCapReached: (groupId) => {
+      const g = store.groups.get(groupId);
+      if (!g) return;
+      store.outbox.add({
+        idempotencyKey: `spend-cap:${groupId}:${new Date().toISOString().slice(0, 10)}`,
+        groupId,
+        channel: g.channel,
+        chatId: g.chatId,
+        runId: null,
+        text: 'This group reached its daily LLM spending cap; I will answer again tomorrow (the owner can raise [gateway] daily_cap_usd).',
+      });
+    },
+  });
+
+  const bridge = await defaultBridgeAddress(docker);
+  const networks: RunNetworks = { full: { hostAddress: bridge }, gateway: { unavailable: 'not set up yet' } };
+  const addresses = ['127.0.0.1', bridge];
+  let gatewayNet: { networkName: string; hostAddress: string } | undefined;
+  try {
+    gatewayNet = await ensureGatewayNetwork(docker, config.containers.gateway_network);
+    addresses.push(gatewayNet.hostAddress);
+  } catch (err) {
+    networks.gateway = {
+      unavailable: `the isolated "gateway" network could not be created: ${(err as Error).message}`,
+    };
+  }
+  await gateway.listen(addresses);
+  if (gatewayNet) {
+    const firewall = await applyGatewayFirewall(docker, {
+      networkName: gatewayNet.networkName,
+      hostAddress: gatewayNet.hostAddress,
+      allowTcpPorts: [gateway.port as number],
+    });
+    if (firewall.applied) networks.gateway = gatewayNet;
+    else {
+      // Without the rules a "gateway" container could reach every service on the host: fail closed.
+      networks.gateway = {
+        unavailable:
+          `groups in "gateway" network mode cannot run: their isolation rules are not in place (${firewall.reason ?? 'unknown'}). ` +
+          `Run Carapace as root, or run as root: ${firewall.commands.join(' && ')}`,
+      };
+      logger.error(
+        { reason: firewall.reason },
+        'gateway network firewall not applied; gateway-mode groups will not run',
+      );
+    }
+  }
+
+  const runner: AgentRunner = createDockerAgentRunner({
+    docker,
+    image,
+    hostInstanceId,
+    labels: { [LABEL_DATA]: dataLabel },
+    containers: config.containers,
+    networks,
+    gateway,
+    planMounts: (group) =>
+      planGroupMounts({
+        dataDir: paths.dataDir,
+        projectRoot: deps.projectRoot,
+        configDir: paths.configDir,
+        group: {
+          id: group.id,
+          isAdmin: group.isAdmin,
+          extraMounts: config.groups[group.id]?.extra_mounts ?? [],
+        },
+        allowlistResult: loadMountAllowlist(paths.configDir),
+        assistantName: config.assistant.name,
+      }),
+    startParams: (ctx: RunContext) => ({
+      assistantName: config.assistant.name,
+      timezone: config.assistant.timezone,
+      formatting: deps.formattingFor(ctx.group.channel),
+      limits: {
+        maxToolSteps: config.runs.max_tool_steps,
+        maxOutputTokens: config.runs.max_output_tokens,
+        wallTimeMs: config.runs.wall_time_ms,
+      },
+      model: config.provider.model,
+    }),
+    env: { TZ: config.assistant.timezone, CARAPACE_MODEL: config.provider.model },
+    handlersFor: (identity, callbacks, onDone) =>
+      createHostHandlers({
+        identity,
+        callbacks,
+        groups: store.groups,
+        audit: store.audit,
+        onDone,
+        bashCheck: (id, command) => deps.policy.bashCheck(id, command),
+        callService: (id, service, params) => deps.policy.callService(id, service, params),
+      }),
+    onProtocolProblem: (identity, problem) =>
+      store.audit.record({
+        runId: identity.runId,
+        groupId: identity.group.id,
+        operation: 'ipc.frame',
+        decision: 'rejected',
+        reason: `${problem.kind}: ${problem.message}`.slice(0, 500),
+        details: { method: problem.method },
+      }),
+    hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
+    logger: logger.child({ subsystem: 'containers' }),
+  });
+  logger.info({ image, gateway: gateway.port, addresses }, 'agent runtime ready');
+  return { runner, close: () => gateway.close() };
+}

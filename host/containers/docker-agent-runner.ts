@@ -1,0 +1,205 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import type { RunStartParams } from '../../container-agent/src/protocol.ts';
+import type { ProtocolProblem } from '../../container-agent/src/rpc/peer.ts';
+import type { RunDone, RunIdentity } from '../ipc/host-handlers.ts';
+import { createRunSession, toChatMessage } from '../ipc/run-session.ts';
+import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../router/agent-runner.ts';
+import type { StoredMessage } from '../store/messages-store.ts';
+import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
+import type { HostMethods } from '../../container-agent/src/protocol.ts';
+import type { ContainersConfig } from './container-config.ts';
+import { launchContainer } from './container-launch.ts';
+import type { ContainerSpec } from './container-spec.ts';
+import { AGENT_UID, AGENT_USER } from './image-base-offline.ts';
+import type { GroupMountPlan } from './group-mounts.ts';
+
+/** Where a container reaches the host, per network mode. */
+export interface RunNetworks {
+  full: { hostAddress: string };
+  gateway: { networkName: string; hostAddress: string } | { unavailable: string };
+}
+
+export interface DockerAgentRunnerDeps {
+  docker: Docker;
+  image: string;
+  hostInstanceId: string;
+  /** Extra labels on every container (the data folder's identity, so orphan cleanup stays in its lane). */
+  labels: Record<string, string>;
+  containers: ContainersConfig;
+  networks: RunNetworks;
+  gateway: {
+    issueKey(owner: { runId: string; groupId: string }): { key: string; revoke(): void };
+    baseUrlFor(address: string): string;
+  };
+  planMounts(group: RunContext['group']): GroupMountPlan;
+  /** The run.start params the agent gets, apart from runId, group and messages. */
+  startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages'>;
+  env: Record<string, string>;
+  handlersFor(
+    identity: RunIdentity,
+    callbacks: RunCallbacks,
+    onDone: (done: RunDone) => void,
+  ): RpcHandlers<HostMethods>;
+  onProtocolProblem(identity: RunIdentity, problem: ProtocolProblem): void;
+  /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
+  hostIds: { uid: number; gid: number };
+  logger: Logger;
+}
+
+/** One run.start frame must stay under the 1 MiB IPC limit; older context beyond this is left out. */
+const MAX_START_MESSAGES = 200;
+const MAX_START_TEXT_BYTES = 512 * 1024;
+
+export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
+  const kept: StoredMessage[] = [];
+  let bytes = 0;
+  for (let i = messages.length - 1; i >= 0 && kept.length < MAX_START_MESSAGES; i--) {
+    const m = messages[i] as StoredMessage;
+    bytes += Buffer.byteLength(m.text) + Buffer.byteLength(m.senderName) + 128;
+    if (bytes > MAX_START_TEXT_BYTES && kept.length > 0) break;
+    kept.push(m);
+  }
+  return kept.reverse();
+}
+
+/**
+ * The agent runs as uid 10001 in the image. A root host hands it the folders it writes; any other host
+ * cannot chown, so it runs the agent under its own ids (never root) instead.
+ */
+function prepareOwnership(
+  plan: GroupMountPlan,
+  hostIds: DockerAgentRunnerDeps['hostIds'],
+): string | undefined {
+  if (hostIds.uid !== 0) return `${hostIds.uid}:${hostIds.gid}`;
+  for (const m of plan.mounts) {
+    if (m.readOnly || (m.kind !== 'group' && m.kind !== 'session')) continue;
+    fs.chownSync(m.hostPath, AGENT_UID, AGENT_UID);
+    for (const entry of fs.readdirSync(m.hostPath, { withFileTypes: true })) {
+      // Only what the host itself creates (AGENT.md); files the agent made are its own already.
+      if (entry.isFile()) {
+        const file = path.join(m.hostPath, entry.name);
+        if (fs.lstatSync(file).uid === 0) fs.lchownSync(file, AGENT_UID, AGENT_UID);
+      }
+    }
+  }
+  return AGENT_USER;
+}
+
+/** Runs every agent turn in a fresh, hardened container that speaks the IPC protocol on its stdio. */
+export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunner {
+  const { docker, containers, networks, logger } = deps;
+
+  async function launch(ctx: RunContext, callbacks: RunCallbacks) {
+    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group };
+    let specNetwork: ContainerSpec['network'];
+    let hostAddress: string;
+    if (ctx.group.networkMode === 'full') {
+      specNetwork = { mode: 'full' };
+      hostAddress = networks.full.hostAddress;
+    } else {
+      const g = networks.gateway;
+      if ('unavailable' in g) throw new NonRetryable(g.unavailable);
+      specNetwork = { mode: 'gateway', networkName: g.networkName, hostAddress: g.hostAddress };
+      hostAddress = g.hostAddress;
+    }
+    const plan = deps.planMounts(ctx.group);
+    for (const r of plan.rejected)
+      logger.warn({ groupId: ctx.group.id, reason: r.reason }, 'extra mount rejected');
+    const user = prepareOwnership(plan, deps.hostIds);
+    const key = deps.gateway.issueKey({ runId: String(ctx.runId), groupId: ctx.group.id });
+    try {
+      const spec: ContainerSpec = {
+        groupId: ctx.group.id,
+        runId: ctx.runId,
+        image: deps.image,
+        mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
+          hostPath,
+          containerPath,
+          readOnly,
+        })),
+        env: {
+          ...deps.env,
+          OPENAI_API_KEY: key.key,
+          OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress),
+        },
+        network: specNetwork,
+        limits: { memoryMb: containers.memory_mb, cpus: containers.cpus, pids: containers.pids },
+        timeouts: {
+          hardMs: containers.hard_timeout_ms,
+          idleMs: containers.idle_timeout_ms,
+          graceMs: containers.stop_grace_ms,
+        },
+        labels: deps.labels,
+        hostInstanceId: deps.hostInstanceId,
+        ...(user ? { user } : {}),
+      };
+      const container = await launchContainer(docker, spec);
+      const session = createRunSession({
+        container,
+        start: {
+          ...deps.startParams(ctx),
+          runId: ctx.runId,
+          group: {
+            id: ctx.group.id,
+            name: ctx.group.name,
+            isAdmin: ctx.group.isAdmin,
+            channel: ctx.group.channel,
+          },
+          messages: fitStartMessages(ctx.messages).map(toChatMessage),
+        },
+        handlers: (onDone) => deps.handlersFor(identity, callbacks, onDone),
+        onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
+        stopGraceMs: containers.stop_grace_ms,
+        logger: logger.child({ runId: ctx.runId, groupId: ctx.group.id, container: container.name }),
+      });
+      return { session, key };
+    } catch (err) {
+      key.revoke();
+      throw err;
+    }
+  }
+
+  return {
+    start(ctx, callbacks): RunHandle {
+      const launched = launch(ctx, callbacks);
+      launched.catch(() => undefined);
+      let stopReason: string | undefined;
+      launched.then(
+        (l) => {
+          if (stopReason !== undefined) l.session.stop(stopReason);
+        },
+        () => undefined,
+      );
+      const accepted = launched.then((l) => l.session.accepted);
+      accepted.catch(() => undefined);
+      return {
+        accepted,
+        input: (messages) => launched.then((l) => l.session.input(messages)).catch(() => false),
+        stop(reason) {
+          stopReason = reason;
+          void launched.then((l) => l.session.stop(reason)).catch(() => undefined);
+        },
+        done: launched.then(
+          (l) => l.session.done.finally(() => l.key.revoke()),
+          (err: unknown) => {
+            logger.error(
+              { err, groupId: ctx.group.id, runId: ctx.runId },
+              'could not start the agent container',
+            );
+            return {
+              ok: false,
+              reason: `could not start the agent: ${(err as Error).message}`,
+              retryable: !(err instanceof NonRetryable),
+            };
+          },
+        ),
+      };
+    },
+  };
+}
+
+/** A launch failure that trying again cannot fix (configuration, missing isolation). */
+export class NonRetryable extends Error {}

@@ -1,0 +1,121 @@
+import type { z } from 'zod';
+import {
+  RPC_ERROR_CODES,
+  type bashCheckResultSchema,
+  type HostMethods,
+  type runDoneParamsSchema,
+} from '../../container-agent/src/protocol.ts';
+import { RpcError } from '../../container-agent/src/rpc/errors.ts';
+import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
+import type { RunCallbacks } from '../router/agent-runner.ts';
+import type { AuditStore } from '../store/audit-store.ts';
+import type { GroupRecord, GroupsStore } from '../store/groups-store.ts';
+
+export type RunDone = z.infer<typeof runDoneParamsSchema>;
+export type BashDecision = z.infer<typeof bashCheckResultSchema>;
+
+/** Who the run is: fixed by the host when it attached the container's stdio, never by a payload. */
+export interface RunIdentity {
+  runId: number;
+  group: GroupRecord;
+}
+
+export interface HostHandlerDeps {
+  identity: RunIdentity;
+  callbacks: RunCallbacks;
+  groups: GroupsStore;
+  audit: AuditStore;
+  onDone(done: RunDone): void;
+  /** The host's decision on a command the in-container gate escalated. */
+  bashCheck(identity: RunIdentity, command: string): Promise<BashDecision>;
+  /** Host services (web_fetch, …); unknown names must throw an RpcError. */
+  callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
+}
+
+const forbidden = (message: string) => new RpcError(RPC_ERROR_CODES.forbidden, message);
+const unavailable = (what: string) =>
+  new RpcError(RPC_ERROR_CODES.methodNotFound, `${what} is not available in this version of Carapace`);
+
+/**
+ * The container → host methods of one run. Every authorization below is decided from `identity`;
+ * fields in the params only say what the container asks for. Each decision is audited.
+ */
+export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMethods> {
+  const { identity, callbacks, groups, audit } = deps;
+  const { group, runId } = identity;
+  const record = (operation: string, decision: string, reason: string, details?: unknown) =>
+    audit.record({ runId, groupId: group.id, operation, decision, reason, details });
+  const adminOnly = (operation: string, details?: unknown) => {
+    if (group.isAdmin) return;
+    record(operation, 'denied', 'only the admin group may do this', details);
+    throw forbidden(`${operation} is only allowed in the admin group`);
+  };
+
+  return {
+    async 'message.send'({ text, to }) {
+      if (to === undefined || to === group.id) {
+        await callbacks.reply(text);
+        return { queued: true };
+      }
+      if (!group.isAdmin) {
+        record('message.send', 'denied', 'a non-admin group may only write to its own chat', { to });
+        throw forbidden('this group may only send messages to its own chat');
+      }
+      if (!groups.get(to)) throw new RpcError(RPC_ERROR_CODES.invalidParams, `there is no group "${to}"`);
+      await callbacks.sendToGroup(to, text);
+      record('message.send', 'allowed', 'admin group writing to another chat', { to });
+      return { queued: true };
+    },
+
+    async 'group.list'() {
+      adminOnly('group.list');
+      return {
+        groups: groups
+          .list()
+          .map((g) => ({ id: g.id, name: g.name, channel: g.channel, isAdmin: g.isAdmin })),
+      };
+    },
+
+    async 'group.register'(params) {
+      adminOnly('group.register', params);
+      throw unavailable('registering groups from the agent');
+    },
+
+    async 'security.bash_check'({ command }) {
+      return deps.bashCheck(identity, command);
+    },
+
+    async 'service.call'({ service, params }) {
+      return { result: await deps.callService(identity, service, params) };
+    },
+
+    async 'config.propose'(params) {
+      adminOnly('config.propose', { reason: params.reason });
+      throw unavailable('config changes from the agent');
+    },
+
+    async 'task.schedule'() {
+      throw unavailable('scheduled tasks');
+    },
+    async 'task.list'() {
+      throw unavailable('scheduled tasks');
+    },
+    async 'task.update'() {
+      throw unavailable('scheduled tasks');
+    },
+    async 'task.pause'() {
+      throw unavailable('scheduled tasks');
+    },
+    async 'task.resume'() {
+      throw unavailable('scheduled tasks');
+    },
+    async 'task.cancel'() {
+      throw unavailable('scheduled tasks');
+    },
+
+    async 'run.done'(done) {
+      deps.onDone(done);
+      return { ok: true };
+    },
+  };
+}

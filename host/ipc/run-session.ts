@@ -1,0 +1,109 @@
+import type { Logger } from 'pino';
+import {
+  agentMethods,
+  hostMethods,
+  type ChatMessage,
+  type HostMethods,
+  type RunStartParams,
+} from '../../container-agent/src/protocol.ts';
+import { createRpcPeer, type ProtocolProblem, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
+import type { ContainerExit, ContainerProcess } from '../containers/container-launch.ts';
+import type { RunHandle, RunOutcome } from '../router/agent-runner.ts';
+import type { StoredMessage } from '../store/messages-store.ts';
+import type { RunDone } from './host-handlers.ts';
+
+export function toChatMessage(m: StoredMessage): ChatMessage {
+  return {
+    id: m.id,
+    sender: m.senderId,
+    senderName: m.senderName,
+    text: m.text,
+    timestamp: m.sentAt,
+    fromAssistant: false,
+  };
+}
+
+export interface RunSessionDeps {
+  container: ContainerProcess;
+  start: RunStartParams;
+  /** Built per run with the run's identity (see createHostHandlers); `run.done` must call `onDone`. */
+  handlers: (onDone: (done: RunDone) => void) => RpcHandlers<HostMethods>;
+  onProtocolProblem(problem: ProtocolProblem): void;
+  stopGraceMs: number;
+  logger: Logger;
+}
+
+/** Why a run ended, in words for the run record and, when it failed, for the group. */
+export function describeExit(exit: ContainerExit, done: RunDone | undefined): RunOutcome {
+  if (exit.reason === 'hard_timeout') return { ok: false, reason: 'the run took too long and was stopped' };
+  if (exit.reason === 'idle_timeout') return { ok: false, reason: 'the agent went quiet and was stopped' };
+  if (exit.reason === 'oom') return { ok: false, reason: 'the agent ran out of memory' };
+  if (exit.reason === 'stopped') return { ok: false, reason: `stopped: ${exit.detail ?? 'by the host'}` };
+  if (exit.reason === 'error') return { ok: false, reason: `container error: ${exit.detail ?? 'unknown'}` };
+  if (done?.status === 'ok') return { ok: true, reason: 'completed' };
+  if (done?.status === 'error') return { ok: false, reason: `agent error: ${done.error ?? 'unknown'}` };
+  return { ok: false, reason: `the agent exited (code ${exit.exitCode ?? 'unknown'}) without finishing` };
+}
+
+/**
+ * Speaks the IPC protocol with one agent container over its attached stdio and presents it as a
+ * RunHandle. The stream is the identity: the handlers were built for this run before it started.
+ */
+export function createRunSession({
+  container,
+  start,
+  handlers,
+  onProtocolProblem,
+  stopGraceMs,
+  logger,
+}: RunSessionDeps): RunHandle {
+  let done: RunDone | undefined;
+  const peer = createRpcPeer({
+    input: container.stdout,
+    output: container.stdin,
+    localMethods: hostMethods,
+    remoteMethods: agentMethods,
+    handlers: handlers((d) => {
+      done = d;
+    }),
+    onProtocolError: (problem) => {
+      logger.warn({ problem }, 'IPC protocol problem');
+      onProtocolProblem(problem);
+    },
+    logger,
+  });
+  container.stderr.setEncoding('utf8');
+  container.stderr.on('data', (chunk: string) => {
+    for (const line of chunk.split('\n'))
+      if (line.trim()) logger.debug({ agent: line.slice(0, 2000) }, 'agent log');
+  });
+
+  const accepted = peer.request('run.start', start).then(() => undefined);
+  accepted.catch(() => undefined);
+
+  const finished = container.exited.then((exit) => {
+    peer.close();
+    return describeExit(exit, done);
+  });
+
+  return {
+    accepted,
+    async input(messages) {
+      try {
+        const res = await peer.request('run.input', { messages: messages.map(toChatMessage) });
+        return res.accepted;
+      } catch {
+        return false;
+      }
+    },
+    stop(reason) {
+      try {
+        peer.notify('run.stop', { reason: reason.slice(0, 500) });
+      } catch {
+        // the stream may already be gone; stopping the container below is what counts
+      }
+      void container.stop(reason, stopGraceMs);
+    },
+    done: finished,
+  };
+}
