@@ -9,6 +9,7 @@ import { groupsCommand, groupsUsage } from './commands/groups-command.ts';
 import { sendCommand, sendUsage } from './commands/send-command.ts';
 import { startCommand } from './commands/start-command.ts';
 import { statusCommand } from './commands/status-command.ts';
+import { gateCommand, imageCommand, mountsCommand, secretsCommand } from './commands/tool-commands.ts';
 
 type Command = { usage: string; summary: string; run(ctx: CliContext, args: string[]): Promise<number> };
 
@@ -43,6 +44,26 @@ const COMMANDS: Record<string, Command> = {
     usage: 'carapace audit [--tail N] [--json]',
     summary: 'show the newest audit rows',
     run: auditCommand,
+  },
+  image: {
+    usage: 'carapace image build [--online | --offline] [--force]',
+    summary: 'build the agent image (start does it too when it is missing or stale)',
+    run: imageCommand,
+  },
+  gate: {
+    usage: 'carapace gate classify [--json] < commands',
+    summary: 'classify bash commands as local or escalate, one JSON line each',
+    run: gateCommand,
+  },
+  secrets: {
+    usage: 'carapace secrets scan [--jsonl] < text',
+    summary: 'find secrets in text (exit 1 when any)',
+    run: secretsCommand,
+  },
+  mounts: {
+    usage: 'carapace mounts check <group>',
+    summary: "show what a group's container mounts, and every rejected extra mount",
+    run: mountsCommand,
   },
 };
 

@@ -1,6 +1,10 @@
 import fs from 'node:fs';
 import Docker from 'dockerode';
 import { ConfigError } from '../../config/config-error.ts';
+import { loadSecrets } from '../../config/secrets.ts';
+import { providerConfigured } from '../../containers/agent-runtime.ts';
+import { AGENT_IMAGE_REPOSITORY } from '../../containers/image-ensure.ts';
+import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
 import type { CliContext } from '../cli-context.ts';
 
 export interface CheckResult {
@@ -97,7 +101,17 @@ export async function runChecks(ctx: CliContext, checks: Check[]): Promise<Check
 }
 
 export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []): Promise<number> {
-  const results = await runChecks(ctx, [checkNode, checkConfig, checkDataDir, checkDocker(), ...extraChecks]);
+  const results = await runChecks(ctx, [
+    checkNode,
+    checkConfig,
+    checkDataDir,
+    checkProvider,
+    checkAllowlist,
+    checkDocker(),
+    checkAgentImage(),
+    checkIsolation,
+    ...extraChecks,
+  ]);
   for (const r of results) {
     ctx.out(`${r.ok ? 'ok  ' : 'FAIL'}  ${r.name}: ${r.detail}`);
     if (!r.ok && r.fix) ctx.out(`      fix: ${r.fix}`);
@@ -106,3 +120,80 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
   ctx.out(failed === 0 ? 'All checks passed.' : `${failed} check${failed === 1 ? '' : 's'} failed.`);
   return failed === 0 ? 0 : 1;
 }
+
+export const checkProvider: Check = async (ctx) => {
+  const config = ctx.config();
+  const key = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env }).get(config.provider.api_key_env);
+  const ok = providerConfigured(config, key);
+  return {
+    name: 'llm provider',
+    ok,
+    detail: ok
+      ? `${config.provider.kind} at ${config.provider.base_url}, model ${config.provider.model}${key ? '' : ' (no key)'}`
+      : `${config.provider.api_key_env} is not set`,
+    ...(ok
+      ? {}
+      : {
+          fix: `put ${config.provider.api_key_env}=<key> in ${ctx.paths.envFile}, or set [provider] base_url to a local server`,
+        }),
+  };
+};
+
+export const checkAllowlist: Check = async (ctx) => {
+  const result = loadMountAllowlist(ctx.paths.configDir);
+  if (result.ok) {
+    const roots = result.allowlist.roots.length;
+    const unusable = result.allowlist.unusableRoots.map((r) => `${r.configuredPath}: ${r.reason}`);
+    return {
+      name: 'mount allowlist',
+      ok: unusable.length === 0,
+      detail: `${roots} allowed root${roots === 1 ? '' : 's'}${unusable.length ? `; unusable: ${unusable.join('; ')}` : ''}`,
+      ...(unusable.length ? { fix: `fix or remove those roots in ${ctx.paths.allowlistFile}` } : {}),
+    };
+  }
+  // A missing allowlist is a safe default (no extra mounts), not a failure; an invalid one is.
+  const missing = !fs.existsSync(ctx.paths.allowlistFile);
+  return {
+    name: 'mount allowlist',
+    ok: missing,
+    detail: missing ? 'none: extra mounts are blocked (that is fine if you need none)' : result.reason,
+    ...(missing
+      ? {}
+      : { fix: `correct ${ctx.paths.allowlistFile} (see config/mount-allowlist.example.toml)` }),
+  };
+};
+
+export function checkAgentImage(docker: Docker = new Docker()): Check {
+  return async () => {
+    try {
+      const images = await docker.listImages({ filters: { reference: [`${AGENT_IMAGE_REPOSITORY}:*`] } });
+      const tags = images.flatMap((i) => i.RepoTags ?? []);
+      return tags.length
+        ? {
+            name: 'agent image',
+            ok: true,
+            detail: `${tags.join(', ')} (start rebuilds it when the agent changed)`,
+          }
+        : {
+            name: 'agent image',
+            ok: false,
+            detail: 'not built yet',
+            fix: 'carapace image build (start also builds it)',
+          };
+    } catch (err) {
+      return { name: 'agent image', ok: false, detail: `cannot ask Docker: ${(err as Error).message}` };
+    }
+  };
+}
+
+export const checkIsolation: Check = async () => {
+  const root = process.getuid?.() === 0;
+  return {
+    name: 'gateway-mode isolation',
+    ok: root,
+    detail: root
+      ? 'running as root: the gateway network firewall can be applied'
+      : 'not root: the firewall that keeps "gateway" containers away from host services cannot be applied, so those groups will not run',
+    ...(root ? {} : { fix: 'run Carapace as root, or apply the iptables rules that carapace start logs' }),
+  };
+};
