@@ -3,10 +3,11 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    // Docker-backed suites share one engine; running files in parallel on two cores
-    // mostly adds contention, so integration files opt into isolation themselves.
+    // Separate processes: suites start servers, containers and child processes, and a crash or a
+    // leaked handle in one must not take the others down.
     pool: 'forks',
   },
 });
