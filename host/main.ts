@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import type http from 'node:http';
 import type { Logger } from 'pino';
+import { createAdminCommandHandler } from './admin/admin-command-handler.ts';
+import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
+import { isLocalOwnerMessage } from './admin/owner-check.ts';
 import type { Channel } from './channels/channel.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channel.ts';
 import { listenOnSocket, sendJson } from './channels/local/socket-server.ts';
@@ -14,6 +17,7 @@ import { createHostEvents } from './router/host-events.ts';
 import { createIngest } from './router/ingest.ts';
 import { recoverInterruptedRuns } from './router/recover-runs.ts';
 import { createRunExecutor } from './router/run-executor.ts';
+import type { NewOutboxItem } from './store/outbox-store.ts';
 import { openStore, type Store } from './store/store.ts';
 
 export const ADMIN_GROUP_ID = 'main';
@@ -27,6 +31,8 @@ export interface RunnerRuntime {
 export interface RunnerFactoryDeps {
   store: Store;
   logger: Logger;
+  /** Human approval in the admin chat, for decisions the policy leaves to the owner. */
+  approvals: ApprovalService;
 }
 
 export interface HostDeps {
@@ -52,6 +58,19 @@ export function ensureDataDirs(paths: CarapacePaths): void {
   }
   // The socket's only authentication is that nobody else can reach into this folder.
   fs.chmodSync(paths.dataDir, 0o700);
+}
+
+/** A message from the host itself to the admin chat (approval requests, notices). */
+export function adminMessage(store: Store, idempotencyKey: string, text: string): NewOutboxItem {
+  const admin = store.groups.get(ADMIN_GROUP_ID);
+  return {
+    idempotencyKey,
+    groupId: ADMIN_GROUP_ID,
+    channel: admin?.channel ?? LOCAL_CHANNEL,
+    chatId: admin?.chatId ?? ADMIN_GROUP_ID,
+    runId: null,
+    text,
+  };
 }
 
 export function ensureAdminGroup(store: Store): void {
@@ -84,6 +103,7 @@ export async function startHost({
   const store = openStore({ file: paths.databaseFile, redact });
   let server: http.Server | undefined;
   let runtime: RunnerRuntime | undefined;
+  const lateApprovals: { service?: ApprovalService } = {};
   try {
     ensureAdminGroup(store);
     const events = createHostEvents();
@@ -115,9 +135,6 @@ export async function startHost({
             .map((g) => ({ id: g.id, channel: g.channel, admin: g.isAdmin, cursor: g.agentCursor })),
         }),
     });
-    const openRuntime = await createRunner({ store, logger });
-    runtime = openRuntime;
-
     const dispatcher = createOutboxDispatcher({
       outbox: store.outbox,
       channelFor: (name) => channels.get(name),
@@ -126,6 +143,20 @@ export async function startHost({
       onDelivered: (item) => events.emit('outbox-delivered', item),
       logger: logger.child({ subsystem: 'outbox' }),
     });
+    const approvals = createApprovalService({
+      store,
+      redact,
+      timeoutMs: config.security.approval_timeout_ms,
+      logger: logger.child({ subsystem: 'approvals' }),
+      notifyAdmin: async (text, { approvalId }) =>
+        dispatcher.enqueue(adminMessage(store, `approval:${approvalId}`, text)),
+    });
+    lateApprovals.service = approvals;
+    // Requests of runs that died with the previous host can never be executed: close them first.
+    approvals.expireOrphans();
+    const openRuntime = await createRunner({ store, logger, approvals });
+    runtime = openRuntime;
+
     const executor = createRunExecutor({
       store,
       runner: openRuntime.runner,
@@ -143,6 +174,22 @@ export async function startHost({
     late.queue = activeQueue;
     const ingest = createIngest({
       store,
+      adminCommands: createAdminCommandHandler({
+        approvals,
+        isOwnerMessage: isLocalOwnerMessage,
+        reply: (text, group, m) =>
+          dispatcher.enqueue({
+            idempotencyKey: `admin-command:${m.channel}:${m.chatId}:${m.externalId}`,
+            groupId: group.id,
+            channel: group.channel,
+            chatId: group.chatId,
+            runId: null,
+            text,
+          }),
+        audit: store.audit,
+        redact,
+        logger: logger.child({ subsystem: 'admin' }),
+      }),
       assistantName: config.assistant.name,
       onTriggered: (groupId) => activeQueue.notify(groupId),
       logger: logger.child({ subsystem: 'ingest' }),
@@ -162,6 +209,7 @@ export async function startHost({
       store,
       whenIdle: () => activeQueue.whenIdle(),
       async stop(reason = 'host stopping') {
+        approvals.close();
         await activeQueue.close(reason);
         await dispatcher.stop();
         await openRuntime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed'));
@@ -173,6 +221,7 @@ export async function startHost({
       },
     };
   } catch (err) {
+    lateApprovals.service?.close();
     await runtime?.close().catch(() => undefined);
     server?.close();
     store.close();

@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/config-error.ts';
 import { ApiError, HostUnreachable } from '../channels/local/local-client.ts';
+import { CleanRoomError } from '../security/admin-clean-room.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { createCliContext, UsageError, type CliContext, type CliIo } from './cli-context.ts';
 import { auditCommand } from './commands/audit-command.ts';
@@ -109,6 +110,10 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     return await command.run(ctx, args);
   } catch (err) {
     if (err instanceof UsageError) {
+      ctx.err(err.message);
+      return 2;
+    }
+    if (err instanceof CleanRoomError) {
       ctx.err(err.message);
       return 2;
     }

@@ -1,7 +1,4 @@
 import Docker from 'dockerode';
-import type { Logger } from 'pino';
-import { RPC_ERROR_CODES } from '../../container-agent/src/protocol.ts';
-import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import { formattingRulesFor } from '../channels/formatting-rules.ts';
@@ -10,7 +7,11 @@ import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createAgentRuntime } from '../containers/agent-runtime.ts';
 import { upstreamApiBase } from '../gateway/config.ts';
-import type { HostDeps } from '../main.ts';
+import { ADMIN_GROUP_ID, type HostDeps, type RunnerFactoryDeps } from '../main.ts';
+import { assertAdminCleanRoom } from '../security/admin-clean-room.ts';
+import { createServicePolicy } from '../security/service-policy.ts';
+import { createServiceRegistry } from '../services/service-registry.ts';
+import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
 import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts';
 import { createCop } from '../security/cop.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
@@ -31,13 +32,7 @@ export interface ProductionRunnerOptions {
  * built here; test doubles never are.
  */
 export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps['createRunner'] {
-  return async ({
-    store,
-    logger,
-  }: {
-    store: Parameters<HostDeps['createRunner']>[0]['store'];
-    logger: Logger;
-  }) => {
+  return async ({ store, logger, approvals }: RunnerFactoryDeps) => {
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
@@ -59,8 +54,24 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       config: config.security.cop,
       logger: logger.child({ subsystem: 'cop' }),
     });
-    // Until approvals are wired, anything that needs the owner is denied (and audited as such).
-    const human: HumanApproval = { ask: async () => false };
+    const human: HumanApproval = {
+      // Approved means: the owner said so in the admin chat, for exactly these parameters, once.
+      async ask(identity, operation, reason, params) {
+        try {
+          const r = await approvals.request({
+            runId: identity.runId,
+            groupId: identity.group.id,
+            operation,
+            reason,
+            params,
+          });
+          return r.outcome === 'approved' && approvals.consume(r.id, params);
+        } catch (err) {
+          logger.error({ err }, 'approval request failed; treating it as denied');
+          return false;
+        }
+      },
+    };
     const bashCheck = createBashPolicy({
       classifier,
       taint,
@@ -68,6 +79,29 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       human,
       scanSecrets: (text) => opts.scanner.scan(text),
       audit: store.audit,
+    });
+    const registry = createServiceRegistry({
+      web_fetch: createWebFetchService({ config: config.web_fetch }),
+    });
+    const grantedTo = (group: { id: string; isAdmin: boolean }) =>
+      config.groups[group.id]?.services ?? (group.isAdmin ? [] : [WEB_FETCH_SERVICE]);
+    assertAdminCleanRoom({
+      adminServices: grantedTo({ id: ADMIN_GROUP_ID, isAdmin: true }),
+      registry,
+      servicesConfig: config.services,
+      adminGroupId: ADMIN_GROUP_ID,
+    });
+    const callService = createServicePolicy({
+      registry,
+      servicesConfig: config.services,
+      grantedTo,
+      taint,
+      cop,
+      human,
+      scanSecrets: (text) => opts.scanner.scan(text),
+      audit: store.audit,
+      // A call outlives its run by at most its own timeout; web_fetch bounds itself too.
+      signalFor: () => AbortSignal.timeout(config.web_fetch.timeout_ms + 5_000),
     });
     return createAgentRuntime({
       docker: new Docker(),
@@ -78,9 +112,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       providerApiKey,
       policy: {
         bashCheck,
-        callService: async (_identity, service) => {
-          throw new RpcError(RPC_ERROR_CODES.methodNotFound, `there is no service "${service}"`);
-        },
+        callService,
       },
       formattingFor: formattingRulesFor,
       onProgress: opts.onProgress,

@@ -3,6 +3,8 @@ import { containersConfigSchema } from '../containers/container-config.ts';
 import { extraMountRequestSchema } from '../containers/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
 import { copConfigSchema } from '../security/cop.ts';
+import { servicesConfigSchema } from '../services/service-trust.ts';
+import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
 
 /**
  * The host configuration (`<config dir>/config.toml`). Every section is optional and every key has a
@@ -66,6 +68,8 @@ export const groupConfigSchema = z
     extra_mounts: z.array(extraMountRequestSchema).default([]),
     /** The group's workspace holds secrets: reading it taints a run as secret. */
     contains_secrets: z.boolean().default(false),
+    /** Host services the group may call; default: web_fetch for other groups, none for the admin group. */
+    services: z.array(z.string()).optional(),
   })
   .strict();
 
@@ -84,6 +88,8 @@ export const hostConfigSchema = z
     gateway: gatewayConfigSchema.prefault({}),
     containers: containersConfigSchema.prefault({}),
     security: securityConfigSchema.prefault({}),
+    services: servicesConfigSchema,
+    web_fetch: webFetchConfigSchema.prefault({}),
     groups: z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be a group id'), groupConfigSchema)
       .default({}),

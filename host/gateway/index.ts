@@ -10,8 +10,4 @@ export {
 export type { GatewayLogger } from './logger.ts';
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
 export type { UsageRecord, UsageStore } from './usage-store.ts';
-export {
-  createSqliteUsageStore,
-  type SqliteUsageStore,
-  type UsageTotals,
-} from './usage-store-sqlite.ts';
+export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './usage-store-sqlite.ts';

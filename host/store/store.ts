@@ -1,3 +1,4 @@
+import { createApprovalsStore } from './approvals-store.ts';
 import { createAuditStore } from './audit-store.ts';
 import { createGroupsStore } from './groups-store.ts';
 import { createMessagesStore } from './messages-store.ts';
@@ -34,6 +35,7 @@ export function openStore({
     runs: createRunsStore(db, now),
     outbox: createOutboxStore(db, now),
     audit: createAuditStore(db, redact, now),
+    approvals: createApprovalsStore(db),
     /** Runs `fn` in one transaction: every multi-row change goes through here. */
     transaction<T>(fn: () => T): T {
       return db.transaction(fn)();

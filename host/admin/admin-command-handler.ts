@@ -1,0 +1,107 @@
+import type { Logger } from 'pino';
+import type { InboundMessage } from '../channels/channel.ts';
+import type { AuditStore } from '../store/audit-store.ts';
+import type { GroupRecord } from '../store/groups-store.ts';
+import { parseAdminCommand, type AdminCommand } from './admin-commands.ts';
+import { formatPendingList } from './approval-message.ts';
+import type { ApprovalService } from './approval-service.ts';
+
+export interface AdminCommandHandlerDeps {
+  approvals: Pick<ApprovalService, 'decide' | 'pending'>;
+  /**
+   * Whether the sender is the owner, from channel metadata the host trusts (never from message text).
+   * The local console: `isLocalOwnerMessage`. A throw counts as "not the owner".
+   */
+  isOwnerMessage(m: InboundMessage, group: GroupRecord): boolean;
+  /** Answers in the admin chat the command came from; `command` gives an idempotency key (its externalId). */
+  reply(text: string, group: GroupRecord, command: InboundMessage): void | Promise<void>;
+  audit: Pick<AuditStore, 'record'>;
+  /** Removes held secrets from the `pending` listing. */
+  redact: (s: string) => string;
+  logger: Logger;
+}
+
+/** What the audit says an ignored approval attempt tried; the operation column is this constant. */
+export const IGNORED_COMMAND_OPERATION = 'admin.command';
+
+/**
+ * Handles the owner's admin commands. Call `handle` for every inbound message of a registered group before it
+ * is stored or triggers a run: true means the message was a command and is done with. A command from any
+ * chat but an admin group, or from anyone but the owner, is not consumed (it stays an ordinary message) and
+ * is audited as an ignored attempt: approvals come only from the owner in the admin chat.
+ */
+export function createAdminCommandHandler({
+  approvals,
+  isOwnerMessage,
+  reply,
+  audit,
+  redact,
+  logger,
+}: AdminCommandHandlerDeps) {
+  const send = (text: string, group: GroupRecord, m: InboundMessage) => {
+    void Promise.resolve()
+      .then(() => reply(text, group, m))
+      .catch((err: unknown) => logger.error({ err, groupId: group.id }, 'could not answer an admin command'));
+  };
+
+  const ownerSent = (m: InboundMessage, group: GroupRecord): boolean => {
+    try {
+      return isOwnerMessage(m, group) === true;
+    } catch (err) {
+      logger.error({ err, groupId: group.id }, 'owner check failed; treating the sender as not the owner');
+      return false;
+    }
+  };
+
+  const ignore = (m: InboundMessage, group: GroupRecord, command: AdminCommand, reason: string) => {
+    audit.record({
+      groupId: group.id,
+      operation: IGNORED_COMMAND_OPERATION,
+      decision: 'ignored',
+      reason,
+      approver: `${m.channel}:${m.senderId}`,
+      details: {
+        command: command.kind,
+        approvalId: 'id' in command ? command.id : undefined,
+        channel: m.channel,
+        chatId: m.chatId,
+        senderName: m.senderName,
+        externalId: m.externalId,
+      },
+    });
+    logger.warn(
+      { groupId: group.id, senderId: m.senderId, command: command.kind, reason },
+      'admin command ignored',
+    );
+    return false;
+  };
+
+  return {
+    handle(m: InboundMessage, group: GroupRecord): boolean {
+      const command = parseAdminCommand(m.text);
+      if (!command) return false;
+      if (!group.isAdmin)
+        return ignore(m, group, command, 'approval commands are only accepted in the admin chat');
+      if (!ownerSent(m, group))
+        return ignore(m, group, command, 'approval commands are only accepted from the owner');
+      // From here the message is the owner's command: it never reaches the agent, even if deciding fails.
+      try {
+        if (command.kind === 'pending') {
+          send(formatPendingList(approvals.pending(), redact), group, m);
+        } else {
+          send(approvals.decide(command.id, command.kind, `${m.channel}:${m.senderId}`).message, group, m);
+        }
+      } catch (err) {
+        logger.error({ err, command: command.kind }, 'admin command failed');
+        send(
+          `That command failed (${(err as Error).message}). Send "pending" to see what is still open.`,
+          group,
+          m,
+        );
+      }
+      return true;
+    },
+  };
+}
+
+export type AdminCommandHandler = ReturnType<typeof createAdminCommandHandler>;
