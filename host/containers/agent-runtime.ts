@@ -6,6 +6,7 @@ import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { RunnerRuntime } from '../main.ts';
+import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type BashDecision, type RunIdentity } from '../ipc/host-handlers.ts';
 import type { AgentRunner, RunContext } from '../router/agent-runner.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
@@ -199,15 +200,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
         bashCheck: (id, command) => deps.policy.bashCheck(id, command),
         callService: (id, service, params) => deps.policy.callService(id, service, params),
       }),
-    onProtocolProblem: (identity, problem) =>
-      store.audit.record({
-        runId: identity.runId,
-        groupId: identity.group.id,
-        operation: 'ipc.frame',
-        decision: 'rejected',
-        reason: `${problem.kind}: ${problem.message}`.slice(0, 500),
-        details: { method: problem.method },
-      }),
+    onProtocolProblem: (identity, problem) => auditProtocolProblem(store.audit, identity, problem),
     hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
     logger: logger.child({ subsystem: 'containers' }),
   });

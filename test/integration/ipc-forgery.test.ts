@@ -1,0 +1,197 @@
+/**
+ * A container that lies: frames claiming another group, admin status or an approval, oversized and
+ * malformed frames. Driven over in-memory stdio against the real session, handlers and SQLite; the run
+ * must go on, the claim must have no effect, and the audit must say what was refused.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ContainerExit, ContainerProcess } from '../../host/containers/container-launch.ts';
+import { auditProtocolProblem } from '../../host/ipc/audit-protocol-problem.ts';
+import { createHostHandlers, type RunIdentity } from '../../host/ipc/host-handlers.ts';
+import { createRunSession } from '../../host/ipc/run-session.ts';
+import type { RunHandle } from '../../host/router/agent-runner.ts';
+import { openStore, type Store } from '../../host/store/store.ts';
+
+let dir: string;
+let store: Store;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-forgery-'));
+  store = openStore({ file: path.join(dir, 'carapace.db') });
+});
+afterEach(() => {
+  store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** The container's side of the stdio, written and read by the test. */
+function fakeContainer() {
+  const toHost = new PassThrough(); // the agent's stdout
+  const fromHost = new PassThrough(); // the agent's stdin
+  let exit!: (e: ContainerExit) => void;
+  const exited = new Promise<ContainerExit>((r) => (exit = r));
+  const replies: Record<string, unknown>[] = [];
+  let buffered = '';
+  fromHost.setEncoding('utf8');
+  fromHost.on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      replies.push(JSON.parse(buffered.slice(0, nl)) as Record<string, unknown>);
+      buffered = buffered.slice(nl + 1);
+    }
+  });
+  const container: ContainerProcess = {
+    name: 'fake',
+    id: 'fake',
+    stdin: fromHost,
+    stdout: toHost,
+    stderr: new PassThrough(),
+    touch() {},
+    async stop() {
+      exit({ exitCode: 137, reason: 'stopped' });
+    },
+    exited,
+  };
+  const send = (frame: unknown) =>
+    toHost.write(`${typeof frame === 'string' ? frame : JSON.stringify(frame)}\n`);
+  const replyTo = async (id: number) => {
+    for (let i = 0; i < 200; i++) {
+      // Responses only: the host's own requests (run.start) carry ids of their own.
+      const r = replies.find((x) => x.id === id && !('method' in x));
+      if (r) return r;
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    throw new Error(`no reply to request ${id}`);
+  };
+  return { container, send, replies, replyTo, exit };
+}
+
+function startSession(isAdmin: boolean) {
+  for (const [id, admin] of [
+    ['main', true],
+    ['fam', false],
+    ['work', false],
+  ] as const) {
+    if (!store.groups.get(id))
+      store.groups.add({ id, channel: 'local', chatId: id, name: id, isAdmin: admin });
+  }
+  const group = store.groups.get(isAdmin ? 'main' : 'fam');
+  if (!group) throw new Error('setup');
+  const identity: RunIdentity = { runId: 42, group };
+  const sent: { to: string; text: string }[] = [];
+  const fake = fakeContainer();
+  const handle: RunHandle = createRunSession({
+    container: fake.container,
+    start: {
+      runId: 42,
+      group: { id: group.id, name: group.name, isAdmin: group.isAdmin, channel: 'local' },
+      assistantName: 'Andy',
+      timezone: 'UTC',
+      formatting: 'plain',
+      messages: [],
+      limits: { maxToolSteps: 5, maxOutputTokens: 100, wallTimeMs: 60_000 },
+    },
+    handlers: (onDone) =>
+      createHostHandlers({
+        identity,
+        callbacks: {
+          reply: async (text) => void sent.push({ to: group.id, text }),
+          sendToGroup: async (to, text) => void sent.push({ to, text }),
+        },
+        groups: store.groups,
+        audit: store.audit,
+        onDone,
+        bashCheck: async () => ({ decision: 'deny', reason: 'test' }),
+        callService: async () => null,
+      }),
+    onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
+    stopGraceMs: 10,
+    logger: pino({ level: 'silent' }),
+  });
+  return { ...fake, sent, handle };
+}
+
+const audits = () => store.audit.tail(50);
+
+describe('IPC forgery and bad frames', () => {
+  it('ignores a non-admin container naming another group: forbidden, audited, nothing sent', async () => {
+    const s = startSession(false);
+    s.send({ jsonrpc: '2.0', id: 1, method: 'message.send', params: { text: 'hi work', to: 'work' } });
+    expect(await s.replyTo(1)).toMatchObject({ error: { code: -32001 } });
+    expect(s.sent).toEqual([]);
+    expect(audits().at(-1)).toMatchObject({ operation: 'message.send', decision: 'denied', groupId: 'fam' });
+  });
+
+  it('rejects fields that claim admin status or an approval, and audits the frame', async () => {
+    const s = startSession(false);
+    s.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'message.send',
+      params: { text: 'x', to: 'work', isAdmin: true },
+    });
+    s.send({
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'security.bash_check',
+      params: { command: 'curl x', localReason: 'r', approved: true },
+    });
+    s.send({ jsonrpc: '2.0', id: 4, method: 'group.list', params: { asGroup: 'main' } });
+    for (const id of [2, 3, 4]) expect(await s.replyTo(id)).toMatchObject({ error: { code: -32602 } });
+    expect(s.sent).toEqual([]);
+    const rejected = audits().filter((a) => a.operation === 'ipc.frame');
+    expect(rejected.map((a) => a.reason)).toEqual([
+      expect.stringMatching(/invalid-params.*isAdmin/),
+      expect.stringMatching(/invalid-params.*approved/),
+      expect.stringMatching(/invalid-params.*asGroup/),
+    ]);
+  });
+
+  it('keeps admin-only methods from other groups whatever they send', async () => {
+    const s = startSession(false);
+    s.send({ jsonrpc: '2.0', id: 5, method: 'group.list', params: {} });
+    expect(await s.replyTo(5)).toMatchObject({ error: { code: -32001 } });
+    const admin = startSession(true);
+    admin.send({ jsonrpc: '2.0', id: 6, method: 'group.list', params: {} });
+    expect(((await admin.replyTo(6)).result as { groups: unknown[] }).groups).toHaveLength(3);
+  });
+
+  it('survives malformed and oversized frames and goes on serving valid ones', async () => {
+    const s = startSession(false);
+    s.send('{this is not json');
+    s.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'message.send',
+        params: { text: 'x'.repeat(2 * 1024 * 1024) },
+      }),
+    );
+    s.send({ jsonrpc: '2.0', id: 8, method: 'no.such.method', params: {} });
+    s.send({ jsonrpc: '2.0', id: 9, method: 'message.send', params: { text: 'still here' } });
+    expect(await s.replyTo(8)).toMatchObject({ error: { code: -32601 } });
+    expect(await s.replyTo(9)).toMatchObject({ result: { queued: true } });
+    expect(s.sent).toEqual([{ to: 'fam', text: 'still here' }]);
+    expect(s.replies.some((r) => (r.error as { code?: number } | undefined)?.code === -32700)).toBe(true);
+    expect(s.replies.some((r) => (r.error as { code?: number } | undefined)?.code === -32003)).toBe(true);
+    const kinds = audits()
+      .filter((a) => a.operation === 'ipc.frame')
+      .map((a) => a.reason?.split(':')[0]);
+    expect(kinds).toEqual(expect.arrayContaining(['parse-error', 'frame-too-large', 'unknown-method']));
+  });
+
+  it('ends a run as failed when the agent exits without run.done, and as completed with it', async () => {
+    const failing = startSession(false);
+    failing.exit({ exitCode: 0, reason: 'exited' });
+    expect(await failing.handle.done).toMatchObject({ ok: false });
+    const ok = startSession(false);
+    ok.send({ jsonrpc: '2.0', id: 10, method: 'run.done', params: { status: 'ok' } });
+    await ok.replyTo(10);
+    ok.exit({ exitCode: 0, reason: 'exited' });
+    expect(await ok.handle.done).toEqual({ ok: true, reason: 'completed' });
+  });
+});
