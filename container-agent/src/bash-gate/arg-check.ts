@@ -1,0 +1,44 @@
+/**
+ * The shape of a per-command argument rule, and helpers the rules share.
+ */
+import { scanOptions } from './option-scan.ts';
+import type { OptionSpec } from './option-scan.ts';
+import { quote } from './verdict.ts';
+import type { Finding } from './verdict.ts';
+import type { WordInfo } from './word-analysis.ts';
+
+/** Returns why the arguments make the command escalate, or null when they are fine. */
+export type ArgCheck = (command: string, args: readonly WordInfo[]) => Finding | null;
+
+export function computedArgFinding(command: string, arg: WordInfo): Finding {
+  return {
+    reason: `${command} has an argument computed at run time (${quote(arg.text)}) that cannot be checked`,
+    network: true,
+  };
+}
+
+/** For tools whose every argument must be checked: nothing may be computed at run time. */
+export function firstComputed(command: string, args: readonly WordInfo[]): Finding | null {
+  const arg = args.find((a) => a.value === null);
+  return arg === undefined ? null : computedArgFinding(command, arg);
+}
+
+/** A rule that only scans options against a spec (deny lists, or an allowlist when strict). */
+export function optionsRule(spec: OptionSpec): ArgCheck {
+  return (command, args) => scanOptions(command, args, spec).finding;
+}
+
+/** Runs several checks; the first finding wins. */
+export function allOf(...checks: ArgCheck[]): ArgCheck {
+  return (command, args) => {
+    for (const check of checks) {
+      const found = check(command, args);
+      if (found !== null) return found;
+    }
+    return null;
+  };
+}
+
+export function noArguments(reasonWhenGiven: (command: string) => string): ArgCheck {
+  return (command, args) => (args.length === 0 ? null : { reason: reasonWhenGiven(command), network: true });
+}
