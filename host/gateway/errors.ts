@@ -93,12 +93,17 @@ export const gatewayErrors = {
     type: 'timeout_error',
     code: 'upstream_timeout',
     message: `the LLM provider did not answer within ${ms} ms ([gateway].upstream_timeout_ms)`,
+    // The gateway does not retry a provider that hangs (that would multiply the wait); neither may the
+    // client: the OpenAI SDK retries a 504 twice by default.
+    headers: { 'x-should-retry': 'false' },
   }),
   unreachable: (reason: string): GatewayError => ({
     status: 502,
     type: 'api_error',
     code: 'upstream_unreachable',
     message: `the LLM provider could not be reached: ${reason}`,
+    // Sent after the gateway's own retries; a client retrying on top would multiply them.
+    headers: { 'x-should-retry': 'false' },
   }),
   upstreamAuth: (status: number): GatewayError => ({
     status: 502,

@@ -1,0 +1,330 @@
+/**
+ * End-to-end harness: a fake OpenAI-compatible provider and a real host wired like `carapace start`
+ * (productionRunnerFactory: real Docker containers, the real gateway and security policy) on a fresh config
+ * and data folder, driven through the real `carapace` CLI. It records what Docker started, what the host
+ * logged and what the provider received, and removes everything again (host, containers, network, files).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Docker from 'dockerode';
+import { stringify } from 'smol-toml';
+import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT } from '../../host/cli/cli-context.ts';
+import { productionRunnerFactory } from '../../host/cli/production-runner.ts';
+import { LABEL_DATA } from '../../host/containers/agent-runtime.ts';
+import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
+import { removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
+import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
+import type { HostConfig } from '../../host/config/schema.ts';
+import { loadSecrets } from '../../host/config/secrets.ts';
+import { createLogger } from '../../host/logging/create-logger.ts';
+import { startHost, type RunningHost } from '../../host/main.ts';
+import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import {
+  startFakeProvider,
+  type FakeProvider,
+  type FakeRequest,
+  type Responder,
+} from '../fakes/fake-provider.ts';
+import { groupIdOf } from '../fakes/e2e-responders.ts';
+import { runCli, type CliResult } from '../helpers/processes.ts';
+
+type Section = Exclude<keyof HostConfig, 'groups'>;
+
+export interface E2eHostOptions {
+  /** config.toml sections, merged key by key over the harness defaults (e.g. `{ runs: { max_attempts: 1 } }`). */
+  config?: Partial<Record<Section, Record<string, unknown>>>;
+  /** The provider's answer when nothing is scripted (default: echo the last user message). */
+  responder?: Responder;
+}
+
+/** A container lifecycle event of this host's containers, as Docker reported it. */
+export interface ContainerEvent {
+  action: string;
+  name: string;
+  group: string;
+  at: number;
+}
+
+export interface OutboxRow {
+  id: number;
+  runId: number | null;
+  key: string;
+  text: string;
+  status: string;
+}
+
+export interface RunRow {
+  id: number;
+  status: string;
+  attempt: number;
+  givenThrough: number;
+  ackedThrough: number;
+  replied: boolean;
+  exitReason: string | null;
+}
+
+export interface E2eHost {
+  readonly fake: FakeProvider;
+  /** The real provider key: only the host holds it (read from `<config dir>/.env`). */
+  readonly providerKey: string;
+  readonly paths: CarapacePaths;
+  /** CARAPACE_CONFIG_DIR and CARAPACE_DATA_DIR, for the CLI. */
+  readonly env: NodeJS.ProcessEnv;
+  readonly host: RunningHost;
+  readonly docker: Docker;
+  readonly events: readonly ContainerEvent[];
+  /** `carapace <args>` against this host, as a separate process. */
+  cli(args: string[]): Promise<CliResult>;
+  /** `carapace send --group <group> "<text>"`: resolves when the CLI exits (it prints the replies). */
+  send(group: string, text: string, timeoutS?: number): Promise<CliResult>;
+  /** Everything the host logged so far (debug level, including the agents' stderr), as written. */
+  logText(): string;
+  /** The host's log lines with this `msg`, parsed. */
+  logEntries(msg: string): Record<string, unknown>[];
+  /** Names of this host's containers Docker started, oldest first. */
+  started(group?: string): string[];
+  /** Waits until a container of `group` runs and returns its `docker inspect`. */
+  runningContainer(group: string, timeoutMs?: number): Promise<Docker.ContainerInspectInfo>;
+  outbox(group: string): OutboxRow[];
+  runs(group: string): RunRow[];
+  /** The stored id of the message with exactly this text. */
+  messageId(group: string, text: string): number;
+  /** Provider requests made for `group` (identified by its system prompt). */
+  requestsOf(group: string): FakeRequest[];
+  /** Resolves with the first provider request (from index `from`) that satisfies `match`. */
+  waitForRequest(match: (r: FakeRequest) => boolean, from?: number): Promise<FakeRequest>;
+  stop(): Promise<void>;
+}
+
+function mergeSections(
+  base: Record<string, Record<string, unknown>>,
+  extra: E2eHostOptions['config'] = {},
+): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const key of new Set([...Object.keys(base), ...Object.keys(extra)]))
+    out[key] = { ...base[key], ...(extra as Record<string, Record<string, unknown>>)[key] };
+  return out;
+}
+
+/** Polls `check` until it returns a value; fails with `what` after `timeoutMs`. */
+export async function eventually<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHost> {
+  const docker = new Docker();
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-e2e-')));
+  const env = { CARAPACE_CONFIG_DIR: path.join(dir, 'config'), CARAPACE_DATA_DIR: path.join(dir, 'data') };
+  const paths = resolvePaths({ env, cwd: dir });
+  const providerKey = `sk-e2e-${crypto.randomBytes(24).toString('hex')}`;
+  const suffix = crypto.randomBytes(4).toString('hex');
+  // A network (and so a firewall chain) of its own: hosts sharing one gateway network replace each other's
+  // firewall rules, and test files run side by side.
+  const gatewayNetwork = `carapace-e2e-${suffix}`;
+  const logs: string[] = [];
+  const events: ContainerEvent[] = [];
+  let fake: FakeProvider | undefined;
+  let host: RunningHost | undefined;
+  let eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
+  const dataLabel = crypto.createHash('sha256').update(paths.dataDir).digest('hex').slice(0, 16);
+
+  const cleanup = async () => {
+    await host?.stop('end of the e2e test file').catch(() => undefined);
+    await fake?.close().catch(() => undefined);
+    eventStream?.destroy?.();
+    const leftovers = await docker
+      .listContainers({ all: true, filters: { label: [`${LABEL_DATA}=${dataLabel}`] } })
+      .catch(() => []);
+    for (const c of leftovers)
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
+    await removeGatewayFirewall(docker, gatewayNetwork).catch(() => undefined);
+    await docker
+      .getNetwork(gatewayNetwork)
+      .remove()
+      .catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    fake = await startFakeProvider({
+      apiKey: providerKey,
+      ...(options.responder ? { responder: options.responder } : {}),
+    });
+    fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(paths.envFile, `E2E_PROVIDER_KEY=${providerKey}\n`, { mode: 0o600 });
+    const sections = mergeSections(
+      {
+        assistant: { name: 'Andy' },
+        provider: { base_url: fake.openaiBaseUrl, api_key_env: 'E2E_PROVIDER_KEY', model: 'fake-model' },
+        gateway: { retry_base_ms: 50 },
+        containers: { gateway_network: gatewayNetwork, stop_grace_ms: 500 },
+        runs: { retry_base_ms: 200 },
+      },
+      options.config,
+    );
+    fs.writeFileSync(paths.configFile, stringify(sections));
+    const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+    // The host's own environment does not hold the key: it comes from .env like a real installation.
+    const secrets = loadSecrets({ envFile: paths.envFile, env: {} });
+    secrets.get(config.provider.api_key_env);
+    const scanner = createSecretScanner({ heldSecrets: secrets.held() });
+    const echo = process.env.CARAPACE_E2E_LOG === '1';
+    const logger = createLogger({
+      level: 'debug',
+      redact: scanner.redact,
+      destination: {
+        write(line: string) {
+          logs.push(line);
+          if (echo) process.stderr.write(line);
+        },
+      },
+    });
+
+    eventStream = (await docker.getEvents({
+      filters: { type: ['container'], label: [`${LABEL_DATA}=${dataLabel}`] },
+    })) as NodeJS.ReadableStream & { destroy?: () => void };
+    let pending = '';
+    eventStream.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (!line) continue;
+        const e = JSON.parse(line) as {
+          Action?: string;
+          status?: string;
+          Actor?: { Attributes?: Record<string, string> };
+        };
+        const attributes = e.Actor?.Attributes ?? {};
+        events.push({
+          action: e.Action ?? e.status ?? '',
+          name: attributes.name ?? '',
+          group: attributes[LABEL_GROUP] ?? '',
+          at: Date.now(),
+        });
+      }
+    });
+    eventStream.on('error', () => undefined);
+
+    host = await startHost({
+      paths,
+      config,
+      logger,
+      redact: scanner.redact,
+      createRunner: productionRunnerFactory({
+        config,
+        paths,
+        projectRoot: PROJECT_ROOT,
+        secrets,
+        scanner,
+        onProgress: (line) => logs.push(`[agent image] ${line}\n`),
+      }),
+    });
+    // Container names are carapace-<group>-<run id>, and every data folder counts run ids from 1: hosts of
+    // test files running side by side would collide on "carapace-main-1". Start this one's ids elsewhere.
+    const db = host.store.db;
+    db.transaction(() => {
+      db.prepare(`DELETE FROM sqlite_sequence WHERE name = 'runs'`).run();
+      db.prepare(`INSERT INTO sqlite_sequence (name, seq) VALUES ('runs', ?)`).run(
+        crypto.randomInt(1_000, 1_000_000_000),
+      );
+    })();
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+
+  const openHost = host;
+  const openFake = fake;
+  const db = openHost.store.db;
+  const send = (group: string, text: string, timeoutS = 90) =>
+    runCli(['send', '--group', group, '--timeout', String(timeoutS), text], env);
+
+  return {
+    fake: openFake,
+    providerKey,
+    paths,
+    env,
+    host: openHost,
+    docker,
+    events,
+    cli: (args) => runCli(args, env),
+    send,
+    logText: () => logs.join(''),
+    logEntries: (msg) =>
+      logs
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((entry) => entry.msg === msg),
+    started: (group) =>
+      events
+        .filter((e) => e.action === 'start' && (group === undefined || e.group === group))
+        .map((e) => e.name),
+    async runningContainer(group, timeoutMs = 30_000) {
+      const found = await eventually(
+        `a running container of group ${group}`,
+        async () =>
+          (
+            await docker.listContainers({
+              filters: {
+                label: [`${LABEL_DATA}=${dataLabel}`, `${LABEL_GROUP}=${group}`],
+                status: ['running'],
+              },
+            })
+          )[0],
+        timeoutMs,
+      );
+      return docker.getContainer(found.Id).inspect();
+    },
+    outbox: (group) =>
+      db
+        .prepare(
+          'SELECT id, run_id AS runId, idempotency_key AS key, text, status FROM outbox WHERE group_id = ? ORDER BY id',
+        )
+        .all(group) as OutboxRow[],
+    runs: (group) =>
+      (
+        db
+          .prepare(
+            `SELECT id, status, attempt, given_through AS givenThrough, acked_through AS ackedThrough,
+                    replied, exit_reason AS exitReason FROM runs WHERE group_id = ? ORDER BY id`,
+          )
+          .all(group) as (Omit<RunRow, 'replied'> & { replied: number })[]
+      ).map((r) => ({ ...r, replied: r.replied === 1 })),
+    messageId(group, text) {
+      const row = db
+        .prepare('SELECT id FROM messages WHERE group_id = ? AND text = ? ORDER BY id DESC LIMIT 1')
+        .get(group, text) as { id: number } | undefined;
+      if (!row) throw new Error(`no stored message "${text}" in group ${group}`);
+      return row.id;
+    },
+    requestsOf: (group) => openFake.requests.filter((r) => groupIdOf(r.body) === group),
+    async waitForRequest(match, from = 0) {
+      for (let seen = from; ;) {
+        const all = await openFake.waitForRequests(seen + 1);
+        const hit = all.slice(from).find(match);
+        if (hit) return hit;
+        seen = all.length;
+      }
+    },
+    stop: cleanup,
+  };
+}
