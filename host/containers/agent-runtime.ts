@@ -128,7 +128,12 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
   const addresses = ['127.0.0.1', bridge];
   let gatewayNet: { networkName: string; hostAddress: string } | undefined;
   try {
-    gatewayNet = await ensureGatewayNetwork(docker, config.containers.gateway_network);
+    // One network per data folder: its firewall chain allows only this host's gateway port, so a second
+    // host sharing the network would cut the first one's containers off.
+    gatewayNet = await ensureGatewayNetwork(
+      docker,
+      `${config.containers.gateway_network}-${dataLabel.slice(0, 8)}`,
+    );
     addresses.push(gatewayNet.hostAddress);
   } catch (err) {
     networks.gateway = {
@@ -162,6 +167,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
     image,
     hostInstanceId,
     labels: { [LABEL_DATA]: dataLabel },
+    nameScope: dataLabel.slice(0, 8),
     containers: config.containers,
     networks,
     gateway,

@@ -45,7 +45,7 @@ const OUTPUT_DRAIN_MS = 2000;
  */
 export async function launchContainer(docker: Docker, input: ContainerSpec): Promise<ContainerProcess> {
   const spec = containerSpecSchema.parse(input);
-  const name = containerName(spec.groupId, spec.runId);
+  const name = containerName(spec.groupId, spec.runId, spec.nameScope);
   const hostAddress =
     spec.network.mode === 'gateway'
       ? (spec.network.hostAddress ?? (await gatewayHostAddress(docker, spec.network.networkName)))

@@ -57,6 +57,11 @@ export const containerSpecSchema = z
       .strict(),
     labels: z.record(z.string(), z.string()).optional(),
     hostInstanceId: z.string().min(1),
+    /** Appended to the container name: the data folder's short id, so two hosts never collide. */
+    nameScope: z
+      .string()
+      .regex(/^[a-z0-9]{1,16}$/)
+      .optional(),
     /**
      * uid:gid to run as; default the image's agent user. A host that is not root cannot hand the
      * group folders to that user, so it runs the agent under its own (never root) ids instead.
@@ -77,10 +82,13 @@ export const LABEL_GROUP = 'carapace.group';
 export const LABEL_RUN = 'carapace.run';
 export const LABEL_HOST = 'carapace.host';
 
-/** Docker names allow [a-zA-Z0-9_.-]; group ids (e.g. WhatsApp JIDs) may hold anything else. */
-export function containerName(groupId: string, runId: number | string): string {
+/**
+ * Docker names allow [a-zA-Z0-9_.-]; group ids (e.g. WhatsApp JIDs) may hold anything else. Run ids count
+ * from 1 in every data folder, so hosts of different data folders on one engine add a scope to stay apart.
+ */
+export function containerName(groupId: string, runId: number | string, scope?: string): string {
   const clean = (s: string) => s.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 64);
-  return `carapace-${clean(groupId)}-${clean(String(runId))}`;
+  return `carapace-${clean(groupId)}-${clean(String(runId))}${scope ? `-${clean(scope)}` : ''}`;
 }
 
 /**
@@ -93,7 +101,7 @@ export function containerCreateOptions(
 ): Docker.ContainerCreateOptions {
   const memory = spec.limits.memoryMb * 1024 * 1024;
   return {
-    name: containerName(spec.groupId, spec.runId),
+    name: containerName(spec.groupId, spec.runId, spec.nameScope),
     Image: spec.image,
     User: spec.user ?? AGENT_USER,
     WorkingDir: '/workspace',

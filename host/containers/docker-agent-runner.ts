@@ -28,6 +28,8 @@ export interface DockerAgentRunnerDeps {
   hostInstanceId: string;
   /** Extra labels on every container (the data folder's identity, so orphan cleanup stays in its lane). */
   labels: Record<string, string>;
+  /** The data folder's short id, part of every container name. */
+  nameScope: string;
   containers: ContainersConfig;
   networks: RunNetworks;
   gateway: {
@@ -133,6 +135,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
           graceMs: containers.stop_grace_ms,
         },
         labels: deps.labels,
+        nameScope: deps.nameScope,
         hostInstanceId: deps.hostInstanceId,
         ...(user ? { user } : {}),
       };

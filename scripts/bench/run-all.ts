@@ -10,9 +10,11 @@ type Bench = { title: string; module: string; fn: string };
 const BENCHES: Bench[] = [
   { title: 'router overhead (ingest → runner)', module: './bench-router.ts', fn: 'benchRouter' },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
+  { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
   { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
+  { title: 'cold reply latency vs bare docker run', module: './bench-cold-reply.ts', fn: 'benchColdReply' },
 ];
 
 const only = process.argv.slice(2);

@@ -238,15 +238,6 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
         onProgress: (line) => logs.push(`[agent image] ${line}\n`),
       }),
     });
-    // Container names are carapace-<group>-<run id>, and every data folder counts run ids from 1: hosts of
-    // test files running side by side would collide on "carapace-main-1". Start this one's ids elsewhere.
-    const db = host.store.db;
-    db.transaction(() => {
-      db.prepare(`DELETE FROM sqlite_sequence WHERE name = 'runs'`).run();
-      db.prepare(`INSERT INTO sqlite_sequence (name, seq) VALUES ('runs', ?)`).run(
-        crypto.randomInt(1_000, 1_000_000_000),
-      );
-    })();
   } catch (err) {
     await cleanup();
     throw err;

@@ -97,7 +97,7 @@ await describeDocker('e2e: faults between the group, the container and the provi
     const sent = h.send('main', 'this run gets killed');
     const held = await h.waitForRequest(() => true, from);
     const box = await h.runningContainer('main');
-    expect(box.Name).toMatch(/^\/carapace-main-\d+$/);
+    expect(box.Name).toMatch(/^\/carapace-main-\d+-[0-9a-f]{8}$/);
     await h.docker.getContainer(box.Id).kill();
 
     const res = await sent;

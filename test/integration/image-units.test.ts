@@ -293,6 +293,9 @@ describe('container config and spec', () => {
 
   it('names containers safely and never lets caller labels override ownership', () => {
     expect(containerName('1203630@g.us', 42)).toBe('carapace-1203630-g.us-42');
+    // Two data folders on one engine both have a run 42 of group main: the scope keeps them apart.
+    expect(containerName('main', 42, 'a1b2c3d4')).toBe('carapace-main-42-a1b2c3d4');
+    expect(containerName('main', 42, 'a1b2c3d4')).not.toBe(containerName('main', 42, 'ffff0000'));
     const spec = containerSpecSchema.parse({
       groupId: 'g',
       runId: 1,

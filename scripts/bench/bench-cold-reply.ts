@@ -1,0 +1,387 @@
+/**
+ * Cold reply latency: one full turn through the real product (fake provider on loopback, `startHost` with
+ * the production runner: real container, real agent, real gateway), from posting a message over the local
+ * console socket until its reply is delivered to the console client, minus the time the provider itself
+ * spent answering. Baseline: `docker run --rm --entrypoint true <the same agent image>`, measured in the same run and
+ * interleaved with the turns. The responder answers in text only, so a turn is one LLM call and one reply.
+ *
+ * To show where a turn's time goes it also records, from outside the container: docker events (create,
+ * start, die, destroy), the host's debug log lines (run started/ended, the agent's own log lines with their
+ * timestamps: "agent ready", "run.start", "run finished") and the fake provider's request times.
+ */
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Writable } from 'node:stream';
+import Docker from 'dockerode';
+import { z } from 'zod';
+import { createLocalClient } from '../../host/channels/local/local-client.ts';
+import { sendAndWait } from '../../host/channels/local/send-and-wait.ts';
+import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT } from '../../host/cli/cli-context.ts';
+import { productionRunnerFactory } from '../../host/cli/production-runner.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
+import { resolvePaths } from '../../host/config/paths.ts';
+import { loadSecrets } from '../../host/config/secrets.ts';
+import { LABEL_DATA } from '../../host/containers/agent-runtime.ts';
+import { createLogger } from '../../host/logging/create-logger.ts';
+import { startHost, type HostDeps } from '../../host/main.ts';
+import type { AgentRunner } from '../../host/router/agent-runner.ts';
+import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import { reply, startFakeProvider, type FakeRequest } from '../../test/fakes/fake-provider.ts';
+import { isMain, median, printFigures, round } from './stats.ts';
+
+const TURNS = 9;
+const TURN_TIMEOUT_MS = 120_000;
+const PROVIDER_KEY = 'sk-bench-provider-key-0123456789';
+const REPLY_TEXT = 'Noted, thank you.';
+
+/** Epoch milliseconds (Docker, pino, the agent's ISO times) on this process's performance.now() scale. */
+const fromEpoch = (epochMs: number) => epochMs - performance.timeOrigin;
+
+/**
+ * `docker run --rm` of the agent image, timed. With `--entrypoint true` it is the bare container
+ * lifecycle (the image's entrypoint is the agent, which would otherwise run); without it, the agent's
+ * node starts, loads its bundle and exits at once on its missing environment: container plus node start.
+ */
+function dockerRun(image: string, bare: boolean): Promise<number> {
+  const args = bare ? ['run', '--rm', '--entrypoint', 'true', image] : ['run', '--rm', image];
+  const start = performance.now();
+  return new Promise((resolve, reject) =>
+    execFile('docker', args, { timeout: 60_000 }, (error, _out, stderr) => {
+      const ms = performance.now() - start;
+      // The agent without its environment exits non-zero by design; docker's own failures are 125-127.
+      const code = (error as { code?: unknown } | null)?.code;
+      if (error && (bare || typeof code !== 'number' || code >= 125))
+        reject(new Error(`docker ${args.join(' ')}: ${stderr || error.message}`));
+      else resolve(ms);
+    }),
+  );
+}
+
+const hostLine = z.looseObject({ time: z.number(), msg: z.string() });
+const agentLine = z.looseObject({ time: z.string(), msg: z.string() });
+const dockerEvent = z.looseObject({ Action: z.string().optional(), timeNano: z.number() });
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Mark {
+  at: number;
+  what: string;
+}
+
+/** Records every host log line (and the agent lines it relays) as a timestamped mark. */
+function createLogRecorder(marks: Mark[]) {
+  let image: string | undefined;
+  const stdioLagMs: number[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const text of chunk.toString('utf8').split('\n')) {
+        if (!text) continue;
+        const parsed = hostLine.safeParse(parseJson(text));
+        if (!parsed.success) continue;
+        const line = parsed.data;
+        if (line.msg === 'agent runtime ready' && typeof line.image === 'string') image = line.image;
+        if (line.msg === 'agent log' && typeof line.agent === 'string') {
+          // The agent's own timestamp says when it happened; the host line only when stderr was read.
+          const inner = agentLine.safeParse(parseJson(line.agent));
+          if (inner.success) {
+            const at = Date.parse(inner.data.time);
+            marks.push({ at: fromEpoch(at), what: `agent: ${inner.data.msg}` });
+            // From the agent writing a line to the host reading it: the container's stdio path.
+            stdioLagMs.push(line.time - at);
+          }
+          continue;
+        }
+        marks.push({ at: fromEpoch(line.time), what: `host: ${line.msg}` });
+      }
+      done();
+    },
+  });
+  return { stream, image: () => image, stdioLagMs };
+}
+
+/** Follows docker's container events for this bench's data folder. */
+async function followDockerEvents(docker: Docker, dataLabel: string, marks: Mark[]) {
+  const events = (await docker.getEvents({
+    filters: { type: ['container'], label: [`${LABEL_DATA}=${dataLabel}`] },
+  })) as NodeJS.ReadableStream & { destroy(): void };
+  let pending = '';
+  events.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    let newline;
+    while ((newline = pending.indexOf('\n')) !== -1) {
+      const text = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      const parsed = dockerEvent.safeParse(parseJson(text));
+      if (parsed.success && parsed.data.Action)
+        marks.push({ at: fromEpoch(parsed.data.timeNano / 1e6), what: `docker: ${parsed.data.Action}` });
+    }
+  });
+  events.on('error', () => undefined);
+  return () => events.destroy();
+}
+
+/**
+ * Wraps the production runner at the router's seam (no product code changes) to note when the host asks
+ * for a run, when the agent acknowledged run.start, and when its reply reached the host and was stored.
+ */
+function observedRunner(
+  createRunner: HostDeps['createRunner'],
+  mark: (what: string) => void,
+): HostDeps['createRunner'] {
+  return async (deps) => {
+    const runtime = await createRunner(deps);
+    const runner: AgentRunner = {
+      start(ctx, callbacks) {
+        mark('host: runner.start');
+        const handle = runtime.runner.start(ctx, {
+          ...callbacks,
+          async reply(text) {
+            mark('host: reply received');
+            await callbacks.reply(text);
+            mark('host: reply stored');
+          },
+        });
+        handle.accepted.then(
+          () => mark('host: run.start acknowledged'),
+          () => undefined,
+        );
+        return handle;
+      },
+    };
+    return { ...runtime, runner };
+  };
+}
+
+interface Turn {
+  postedAt: number;
+  replyAt: number;
+  returnedAt: number;
+  providerMs: number;
+  requests: number;
+  marks: Mark[];
+}
+
+/** First mark named `what` at or after `from` (NaN if none). */
+function markAfter(turn: Turn, what: string, from = turn.postedAt): number {
+  return turn.marks.find((m) => m.what === what && m.at >= from - 1)?.at ?? Number.NaN;
+}
+
+export async function benchColdReply(
+  options: { turns?: number } = {},
+): Promise<Record<string, number | string>> {
+  const turns = options.turns ?? TURNS;
+  // Other work on the machine slows containers and node starts; the load average says how busy it was.
+  const loadAtStart = os.loadavg()[0] ?? 0;
+  const docker = new Docker();
+  try {
+    await docker.ping();
+  } catch (err) {
+    return { skipped: `needs a Docker engine, and none answers: ${(err as Error).message}` };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
+  const cleanups: (() => unknown)[] = [() => fs.rmSync(dir, { recursive: true, force: true })];
+  const marks: Mark[] = [];
+  try {
+    // The provider's own time: arrival to the last byte written, per request.
+    const providerSpans: { start: number; end: number }[] = [];
+    const fake = await startFakeProvider({
+      apiKey: PROVIDER_KEY,
+      responder: (request: FakeRequest) => {
+        void fake.waitForEnd(request).then(() => {
+          providerSpans.push({ start: request.receivedAt, end: performance.now() });
+          marks.push(
+            { at: request.receivedAt, what: 'provider: request' },
+            { at: performance.now(), what: 'provider: answered' },
+          );
+        });
+        return reply.text(REPLY_TEXT);
+      },
+    });
+    cleanups.push(() => fake.close());
+
+    const env = {
+      CARAPACE_CONFIG_DIR: path.join(dir, 'config'),
+      CARAPACE_DATA_DIR: path.join(dir, 'data'),
+      BENCH_PROVIDER_KEY: PROVIDER_KEY,
+    };
+    fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true });
+    fs.writeFileSync(
+      path.join(env.CARAPACE_CONFIG_DIR, 'config.toml'),
+      `[provider]\nbase_url = "${fake.openaiBaseUrl}"\napi_key_env = "BENCH_PROVIDER_KEY"\nmodel = "fake-model"\n`,
+    );
+    const paths = resolvePaths({ env, cwd: dir });
+    const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+    const secrets = loadSecrets({ envFile: paths.envFile, env });
+    // Reading the key is what makes it a held secret, as at a real start.
+    secrets.get(config.provider.api_key_env);
+    const scanner = createSecretScanner({ heldSecrets: secrets.held() });
+    const recorder = createLogRecorder(marks);
+    const logger = createLogger({ level: 'debug', redact: scanner.redact, destination: recorder.stream });
+
+    // Same label the runtime puts on its containers, so events and the final sweep stay in our lane.
+    const dataLabel = crypto.createHash('sha256').update(paths.dataDir).digest('hex').slice(0, 16);
+    const stopEvents = await followDockerEvents(docker, dataLabel, marks);
+    cleanups.push(stopEvents);
+    cleanups.push(async () => {
+      const left = await docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL_DATA}=${dataLabel}`] },
+      });
+      for (const c of left)
+        await docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined);
+    });
+
+    const host = await startHost({
+      paths,
+      config,
+      logger,
+      redact: scanner.redact,
+      createRunner: observedRunner(
+        productionRunnerFactory({
+          config,
+          paths,
+          projectRoot: PROJECT_ROOT,
+          secrets,
+          scanner,
+          onProgress: () => undefined,
+        }),
+        (what) => marks.push({ at: performance.now(), what }),
+      ),
+    });
+    cleanups.push(() => host.stop('bench over'));
+    const image = recorder.image();
+    if (!image)
+      throw new Error('the host did not report an agent image (is Docker usable, did the build fail?)');
+    const client = createLocalClient(paths.socketFile);
+
+    const turn = async (n: number): Promise<Turn> => {
+      const postedAt = performance.now();
+      let replyAt = Number.NaN;
+      const result = await sendAndWait({
+        client,
+        group: 'main',
+        text: `Please note item ${n}.`,
+        timeoutMs: TURN_TIMEOUT_MS,
+        onReply: () => {
+          if (Number.isNaN(replyAt)) replyAt = performance.now();
+        },
+      });
+      const returnedAt = performance.now();
+      if (result.kind !== 'answered' || Number.isNaN(replyAt))
+        throw new Error(`turn ${n} did not answer: ${JSON.stringify(result)}`);
+      // Let the container go away completely, so the next measurement starts from a quiet engine.
+      await host.whenIdle();
+      const destroyed = Date.now() + 10_000;
+      while (Date.now() < destroyed && !marks.some((m) => m.what === 'docker: destroy' && m.at > postedAt))
+        await new Promise((r) => setTimeout(r, 20));
+      const spans = providerSpans.filter((s) => s.start >= postedAt && s.start <= replyAt);
+      return {
+        postedAt,
+        replyAt,
+        returnedAt,
+        providerMs: spans.reduce((sum, s) => sum + (s.end - s.start), 0),
+        requests: spans.length,
+        marks: marks
+          .filter((m) => m.at >= postedAt - 1 && m.at <= returnedAt + 2_000)
+          .sort((a, b) => a.at - b.at),
+      };
+    };
+
+    // Warm-up: one turn and one bare run (page cache, image layers, JIT), then alternate.
+    await turn(0);
+    await dockerRun(image, true);
+    await dockerRun(image, false);
+    const measured: Turn[] = [];
+    const bare: number[] = [];
+    const withNode: number[] = [];
+    for (let i = 1; i <= turns; i++) {
+      measured.push(await turn(i));
+      bare.push(await dockerRun(image, true));
+      withNode.push(await dockerRun(image, false));
+    }
+
+    // BENCH_TRACE=1: every measured turn's timeline, relative to posting, on stderr.
+    if (process.env.BENCH_TRACE)
+      for (const [i, t] of measured.entries()) {
+        const lines = [
+          ...t.marks,
+          { at: t.replyAt, what: 'client: reply delivered' },
+          { at: t.returnedAt, what: 'client: sendAndWait returned' },
+        ]
+          .sort((a, b) => a.at - b.at)
+          .map((m) => `  ${(m.at - t.postedAt).toFixed(1).padStart(8)} ms  ${m.what}`);
+        process.stderr.write(`turn ${i + 1}\n${lines.join('\n')}\n`);
+      }
+    const replyMs = measured.map((t) => t.replyAt - t.postedAt - t.providerMs);
+    const turnMs = measured.map((t) => t.returnedAt - t.postedAt - t.providerMs);
+    const bareMs = median(bare);
+    // Where the time goes: medians of the gaps between marks seen from outside the container.
+    const gap = (from: (t: Turn) => number, to: (t: Turn) => number) =>
+      round(median(measured.map((t) => to(t) - from(t)).filter((v) => Number.isFinite(v))), 1);
+    const runStarted = (t: Turn) => markAfter(t, 'host: run started');
+    const created = (t: Turn) => markAfter(t, 'docker: create');
+    const started = (t: Turn) => markAfter(t, 'docker: start');
+    const agentReady = (t: Turn) => markAfter(t, 'agent: agent ready');
+    const runStart = (t: Turn) => markAfter(t, 'agent: run.start');
+    const acked = (t: Turn) => markAfter(t, 'host: run.start acknowledged');
+    const request = (t: Turn) => markAfter(t, 'provider: request');
+    const replyReceived = (t: Turn) => markAfter(t, 'host: reply received');
+    const replyStored = (t: Turn) => markAfter(t, 'host: reply stored');
+    const answered = (t: Turn) => markAfter(t, 'provider: answered');
+    const finished = (t: Turn) => markAfter(t, 'agent: run finished');
+    const died = (t: Turn) => markAfter(t, 'docker: die');
+    const ended = (t: Turn) => markAfter(t, 'host: run ended');
+    return {
+      turns,
+      cpus: os.cpus().length,
+      load_avg_1m_at_start: round(loadAtStart, 2),
+      load_avg_1m_at_end: round(os.loadavg()[0] ?? 0, 2),
+      agent_image: image,
+      llm_requests_per_turn: median(measured.map((t) => t.requests)),
+      provider_ms_per_turn: round(median(measured.map((t) => t.providerMs)), 1),
+      reply_minus_provider_median_ms: Math.round(median(replyMs)),
+      'docker_run_rm_true_median_ms (--entrypoint true)': Math.round(bareMs),
+      docker_run_rm_agent_node_start_median_ms: Math.round(median(withNode)),
+      'reply_vs_docker_run_ratio (goal <= 1.3)': round(median(replyMs) / bareMs, 2),
+      turn_complete_minus_provider_median_ms: Math.round(median(turnMs)),
+      turn_complete_vs_docker_run_ratio: round(median(turnMs) / bareMs, 2),
+      'agent stderr line → host, median lag ms (1 ms clock resolution)': median(recorder.stdioLagMs),
+      'split: post → host run started ms': gap((t) => t.postedAt, runStarted),
+      'split: run started → docker create ms': gap(runStarted, created),
+      'split: docker create → docker start ms': gap(created, started),
+      'split: docker start → agent ready ms': gap(started, agentReady),
+      'split: agent ready → agent run.start ms': gap(agentReady, runStart),
+      'split: agent run.start → host has ack ms': gap(runStart, acked),
+      'split: host has ack → LLM request ms': gap(acked, request),
+      'split: LLM request → answered ms': gap(request, answered),
+      'split: answered → host has reply ms': gap(answered, replyReceived),
+      'split: host has reply → reply stored ms': gap(replyReceived, replyStored),
+      'split: reply stored → reply delivered ms': gap(replyStored, (t) => t.replyAt),
+      'split: reply → agent run finished ms': gap((t) => t.replyAt, finished),
+      'split: run finished → docker die ms': gap(finished, died),
+      'split: docker die → host run ended ms': gap(died, ended),
+      'split: run ended → sendAndWait returned ms': gap(ended, (t) => t.returnedAt),
+    };
+  } finally {
+    for (const fn of cleanups.reverse())
+      await Promise.resolve()
+        .then(fn)
+        .catch(() => undefined);
+  }
+}
+
+if (isMain(import.meta.url))
+  printFigures('cold reply latency (vs. docker run --rm true)', await benchColdReply());
