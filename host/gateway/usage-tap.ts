@@ -24,6 +24,22 @@ const EMPTY = Buffer.alloc(0);
 const USAGE_KEY = Buffer.from('"usage"');
 const USAGE_HINT = /"usage"\s*:\s*\{/;
 
+const SPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0x3a]); // whitespace and ':'
+const OPEN_BRACE = 0x7b;
+
+/**
+ * True when the event holds `"usage"` followed by an object. OpenAI streams with include_usage put
+ * `"usage":null` in every chunk, so matching the key alone would decode every token event.
+ */
+export function mentionsUsageObject(event: Buffer): boolean {
+  for (let at = event.indexOf(USAGE_KEY); at >= 0; at = event.indexOf(USAGE_KEY, at + USAGE_KEY.length)) {
+    let i = at + USAGE_KEY.length;
+    while (i < event.length && SPACE.has(event[i] as number)) i++;
+    if (event[i] === OPEN_BRACE) return true;
+  }
+  return false;
+}
+
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
@@ -59,7 +75,7 @@ function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
   // the token stream itself passes at memcpy speed.
   const framer = createSseFramer((event) => {
     let keep = true;
-    if (event.includes(USAGE_KEY)) {
+    if (mentionsUsageObject(event)) {
       for (const data of eventData(event.toString('utf8'))) {
         if (!USAGE_HINT.test(data)) continue;
         const payload = parseJson(data);

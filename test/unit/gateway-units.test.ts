@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { mentionsUsageObject } from '../../host/gateway/usage-tap.ts';
 import { validateBindAddresses } from '../../host/gateway/bind-address.ts';
 import {
   allowedModels,
@@ -365,5 +366,14 @@ describe('gateway usage parsing', () => {
     expect(createDayFormatter('America/New_York')(instant)).toBe('2024-03-10');
     expect(createDayFormatter('UTC')(instant)).toBe('2024-03-10');
     expect(() => createDayFormatter('Mars/Olympus')).toThrow(/unknown time zone/);
+  });
+});
+
+describe('usage tap fast path', () => {
+  it('decodes only events whose usage is an object, not the null of every streamed chunk', () => {
+    expect(mentionsUsageObject(Buffer.from('data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n'))).toBe(false);
+    expect(mentionsUsageObject(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":3}}\n\n'))).toBe(true);
+    expect(mentionsUsageObject(Buffer.from('data: {"usage" : \n {"input_tokens":1}}\n\n'))).toBe(true);
+    expect(mentionsUsageObject(Buffer.from('data: {"text":"the word \\"usage\\" here","usage":null}\n\n'))).toBe(false);
   });
 });
