@@ -9,6 +9,8 @@ import { createAgentRuntime } from '../containers/agent-runtime.ts';
 import { upstreamApiBase } from '../gateway/config.ts';
 import { ADMIN_GROUP_ID, type HostDeps, type RunnerFactoryDeps } from '../main.ts';
 import { assertAdminCleanRoom } from '../security/admin-clean-room.ts';
+import { createMessagePolicy } from '../security/message-policy.ts';
+import { createMutationReview } from '../security/mutation-review.ts';
 import { createServicePolicy } from '../security/service-policy.ts';
 import { createServiceRegistry } from '../services/service-registry.ts';
 import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
@@ -113,6 +115,13 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       policy: {
         bashCheck,
         callService,
+        reviewMessage: createMessagePolicy({
+          scanSecrets: (text) => opts.scanner.scan(text),
+          taint,
+          human,
+          audit: store.audit,
+        }),
+        reviewMutation: createMutationReview({ cop, human, taint, audit: store.audit }),
       },
       formattingFor: formattingRulesFor,
       onProgress: opts.onProgress,

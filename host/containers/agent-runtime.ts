@@ -7,7 +7,7 @@ import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { RunnerRuntime } from '../main.ts';
 import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
-import { createHostHandlers, type BashDecision, type RunIdentity } from '../ipc/host-handlers.ts';
+import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
 import type { AgentRunner, RunContext } from '../router/agent-runner.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
@@ -20,10 +20,10 @@ import { applyGatewayFirewall } from './network-host-firewall.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from './network-gateway.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
-export interface RunPolicy {
-  bashCheck(identity: RunIdentity, command: string): Promise<BashDecision>;
-  callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
-}
+export type RunPolicy = Pick<
+  HostHandlerDeps,
+  'bashCheck' | 'callService' | 'reviewMessage' | 'reviewMutation'
+>;
 
 export interface AgentRuntimeDeps {
   docker: Docker;
@@ -203,8 +203,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
         groups: store.groups,
         audit: store.audit,
         onDone,
-        bashCheck: (id, command) => deps.policy.bashCheck(id, command),
-        callService: (id, service, params) => deps.policy.callService(id, service, params),
+        ...deps.policy,
       }),
     onProtocolProblem: (identity, problem) => auditProtocolProblem(store.audit, identity, problem),
     hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },

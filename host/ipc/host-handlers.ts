@@ -30,7 +30,19 @@ export interface HostHandlerDeps {
   bashCheck(identity: RunIdentity, command: string): Promise<BashDecision>;
   /** Host services (web_fetch, …); unknown names must throw an RpcError. */
   callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
+  /** Whether a chat message may go out (secrets, taint); may ask the owner. */
+  reviewMessage(identity: RunIdentity, text: string, to: string): Promise<Verdict>;
+  /** Host-mutating operations (register a group, …): the Cop, then the owner on a flag. */
+  reviewMutation(identity: RunIdentity, operation: string, params: Record<string, unknown>): Promise<Verdict>;
 }
+
+export interface Verdict {
+  allowed: boolean;
+  reason: string;
+}
+
+/** Channels a group can be registered on. */
+const REGISTRABLE_CHANNELS = new Set(['local', 'telegram', 'whatsapp']);
 
 const forbidden = (message: string) => new RpcError(RPC_ERROR_CODES.forbidden, message);
 const unavailable = (what: string) =>
@@ -53,15 +65,19 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
   return {
     async 'message.send'({ text, to }) {
-      if (to === undefined || to === group.id) {
-        await callbacks.reply(text);
-        return { queued: true };
-      }
-      if (!group.isAdmin) {
+      const own = to === undefined || to === group.id;
+      if (!own && !group.isAdmin) {
         record('message.send', 'denied', 'a non-admin group may only write to its own chat', { to });
         throw forbidden('this group may only send messages to its own chat');
       }
-      if (!groups.get(to)) throw new RpcError(RPC_ERROR_CODES.invalidParams, `there is no group "${to}"`);
+      if (!own && !groups.get(to))
+        throw new RpcError(RPC_ERROR_CODES.invalidParams, `there is no group "${to}"`);
+      const verdict = await deps.reviewMessage(identity, text, own ? group.id : to);
+      if (!verdict.allowed) throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
+      if (own) {
+        await callbacks.reply(text);
+        return { queued: true };
+      }
       await callbacks.sendToGroup(to, text);
       record('message.send', 'allowed', 'admin group writing to another chat', { to });
       return { queued: true };
@@ -78,7 +94,32 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'group.register'(params) {
       adminOnly('group.register', params);
-      throw unavailable('registering groups from the agent');
+      if (!REGISTRABLE_CHANNELS.has(params.channel)) {
+        throw new RpcError(
+          RPC_ERROR_CODES.invalidParams,
+          `channel must be one of ${[...REGISTRABLE_CHANNELS].join(', ')}`,
+        );
+      }
+      if (groups.get(params.id) || groups.findByChat(params.channel, params.chatId)) {
+        throw new RpcError(
+          RPC_ERROR_CODES.invalidParams,
+          `group "${params.id}" or chat ${params.channel}:${params.chatId} is already registered`,
+        );
+      }
+      const verdict = await deps.reviewMutation(identity, 'group.register', params);
+      if (!verdict.allowed) {
+        record('group.register', 'denied', verdict.reason, params);
+        throw new RpcError(RPC_ERROR_CODES.denied, `not registered: ${verdict.reason}`);
+      }
+      groups.add({
+        id: params.id,
+        channel: params.channel,
+        chatId: params.chatId,
+        name: params.name,
+        isAdmin: false,
+      });
+      record('group.register', 'allowed', verdict.reason, params);
+      return { ok: true };
     },
 
     async 'security.bash_check'({ command }) {

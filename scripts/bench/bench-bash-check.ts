@@ -56,6 +56,8 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       onDone: () => undefined,
       bashCheck: (identity, command) => policy({ ...identity, runId: ++runId }, command),
       callService: async () => null,
+      reviewMessage: async () => ({ allowed: true, reason: 'bench' }),
+      reviewMutation: async () => ({ allowed: false, reason: 'bench' }),
     });
     const toHost = new PassThrough();
     const toAgent = new PassThrough();

@@ -107,6 +107,8 @@ function startSession(isAdmin: boolean) {
         onDone,
         bashCheck: async () => ({ decision: 'deny', reason: 'test' }),
         callService: async () => null,
+        reviewMessage: async () => ({ allowed: true, reason: 'test' }),
+        reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
       }),
     onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
     stopGraceMs: 10,
@@ -193,5 +195,29 @@ describe('IPC forgery and bad frames', () => {
     await ok.replyTo(10);
     ok.exit({ exitCode: 0, reason: 'exited' });
     expect(await ok.handle.done).toEqual({ ok: true, reason: 'completed' });
+  });
+});
+
+describe('group registration over IPC', () => {
+  it('lets only the admin group ask, and registers nothing the review refused', async () => {
+    const member = startSession(false);
+    member.send({
+      jsonrpc: '2.0',
+      id: 11,
+      method: 'group.register',
+      params: { id: 'new', channel: 'local', chatId: 'new', name: 'New' },
+    });
+    expect(await member.replyTo(11)).toMatchObject({ error: { code: -32001 } });
+    const admin = startSession(true);
+    admin.send({
+      jsonrpc: '2.0',
+      id: 12,
+      method: 'group.register',
+      params: { id: 'new', channel: 'local', chatId: 'new', name: 'New' },
+    });
+    expect(await admin.replyTo(12)).toMatchObject({
+      error: { code: -32002, message: expect.stringMatching(/the owner said no/) },
+    });
+    expect(store.groups.get('new')).toBeUndefined();
   });
 });

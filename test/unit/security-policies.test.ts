@@ -12,6 +12,8 @@ import { assertAdminCleanRoom, CleanRoomError } from '../../host/security/admin-
 import { createBashPolicy, type HumanApproval } from '../../host/security/bash-policy.ts';
 import { createCop } from '../../host/security/cop.ts';
 import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import { createMessagePolicy } from '../../host/security/message-policy.ts';
+import { createMutationReview } from '../../host/security/mutation-review.ts';
 import { createServicePolicy } from '../../host/security/service-policy.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { createServiceRegistry } from '../../host/services/service-registry.ts';
@@ -293,5 +295,66 @@ describe('admin clean room', () => {
     expect(() =>
       assertAdminCleanRoom({ adminServices: [], registry, servicesConfig: {}, adminGroupId: 'main' }),
     ).not.toThrow();
+  });
+});
+
+describe('message and host-mutation reviews', () => {
+  const identity = (admin: boolean): RunIdentity => ({ runId: 9, group: group(admin) });
+
+  it('sends an ordinary reply, but asks the owner for one carrying a held secret', async () => {
+    const human = recordingHuman(false);
+    const scanner = createSecretScanner({ heldSecrets: [HELD] });
+    const taint = createTaintRegistry(() => ({ corruption: true, secret: false }));
+    const review = createMessagePolicy({
+      scanSecrets: (t) => scanner.scan(t),
+      taint,
+      human,
+      audit: store.audit,
+    });
+    expect(await review(identity(false), 'dinner is at eight', 'fam')).toMatchObject({ allowed: true });
+    expect(human.asked).toEqual([]);
+    expect(await review(identity(false), `the key is ${HELD}`, 'fam')).toMatchObject({ allowed: false });
+    expect(human.asked[0]).toMatch(/contains a secret/);
+  });
+
+  it('asks the owner before a run with secret and corruption taint says anything', async () => {
+    const human = recordingHuman(true);
+    const scanner = createSecretScanner({ heldSecrets: [HELD] });
+    const taint = createTaintRegistry(() => ({ corruption: true, secret: true }));
+    const review = createMessagePolicy({
+      scanSecrets: (t) => scanner.scan(t),
+      taint,
+      human,
+      audit: store.audit,
+    });
+    expect(await review(identity(false), 'hello', 'fam')).toMatchObject({ allowed: true });
+    expect(human.asked[0]).toMatch(/read secrets and untrusted content/);
+    expect(store.audit.tail(1)[0]).toMatchObject({
+      operation: 'message.send',
+      decision: 'allowed',
+      approver: 'owner',
+    });
+  });
+
+  it('reviews host mutations with the Cop and sends a flag to the owner', async () => {
+    const taint = createTaintRegistry(() => ({ corruption: false, secret: false }));
+    const passing = createMutationReview({
+      cop: scriptedCop({ flagged: false, reason: 'fine' }).cop,
+      human: recordingHuman(false),
+      taint,
+      audit: store.audit,
+    });
+    expect(await passing(identity(true), 'group.register', { id: 'work' })).toMatchObject({ allowed: true });
+    const human = recordingHuman(false);
+    const flagging = createMutationReview({
+      cop: scriptedCop('error').cop,
+      human,
+      taint,
+      audit: store.audit,
+    });
+    expect(await flagging(identity(true), 'group.register', { id: 'work' })).toMatchObject({
+      allowed: false,
+    });
+    expect(human.asked[0]).toMatch(/group.register: the Cop flagged it: cop unavailable/);
   });
 });

@@ -1,0 +1,46 @@
+import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { AuditStore } from '../store/audit-store.ts';
+import type { HumanApproval } from './bash-policy.ts';
+import type { Finding } from './secret-scanner.ts';
+import { describeTaint, type TaintRegistry } from './taint.ts';
+import type { MutationVerdict } from './mutation-review.ts';
+
+/**
+ * A chat message is a public sink. Answering in its own chat is the agent's job, so a message is reviewed
+ * only when it could leak: a secret in the text (the scanner, including every secret the host holds) or a
+ * run that read both secrets and untrusted content goes to the owner; anything else is sent.
+ */
+export function createMessagePolicy(deps: {
+  scanSecrets(text: string): Promise<Finding[]>;
+  taint: TaintRegistry;
+  human: HumanApproval;
+  audit: AuditStore;
+}) {
+  return async function reviewMessage(
+    identity: RunIdentity,
+    text: string,
+    to: string,
+  ): Promise<MutationVerdict> {
+    const t = deps.taint.get(identity.runId);
+    const findings = await deps.scanSecrets(text);
+    let why: string | undefined;
+    if (findings.length > 0)
+      why = `the message contains a secret (${findings.map((f) => f.rule).join(', ')})`;
+    else if (t.corruption && t.secret)
+      why = 'a run that read secrets and untrusted content wants to send a message';
+    if (!why) return { allowed: true, reason: 'nothing in it could leak' };
+    const approved = await deps.human.ask(identity, 'message.send', why, { to, text });
+    deps.audit.record({
+      runId: identity.runId,
+      groupId: identity.group.id,
+      operation: 'message.send',
+      decision: approved ? 'allowed' : 'denied',
+      taint: describeTaint(t),
+      reason: approved ? `approved by the owner (${why})` : `not approved by the owner (${why})`,
+      approver: approved ? 'owner' : null,
+    });
+    return approved
+      ? { allowed: true, reason: why }
+      : { allowed: false, reason: `not approved by the owner (${why})` };
+  };
+}
