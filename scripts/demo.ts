@@ -8,14 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLocalClient } from '../host/channels/local/local-client.ts';
 import { sendAndWait } from '../host/channels/local/send-and-wait.ts';
-import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT } from '../host/cli/cli-context.ts';
-import { productionRunnerFactory } from '../host/cli/production-runner.ts';
+import { EXAMPLE_CONFIG_FILE } from '../host/cli/cli-context.ts';
+import { startProductionHost } from '../host/cli/start-production-host.ts';
 import { loadConfig } from '../host/config/load-config.ts';
 import { resolvePaths } from '../host/config/paths.ts';
-import { loadSecrets } from '../host/config/secrets.ts';
-import { createLogger } from '../host/logging/create-logger.ts';
-import { startHost } from '../host/main.ts';
-import { createSecretScanner } from '../host/security/secret-scanner.ts';
 import { startFakeProvider } from '../test/fakes/fake-provider.ts';
 import { demoResponder } from '../test/fakes/demo-responder.ts';
 
@@ -35,25 +31,13 @@ fs.writeFileSync(
 );
 const paths = resolvePaths({ env, cwd: dir });
 const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
-const secrets = loadSecrets({ envFile: paths.envFile, env });
-secrets.get(config.provider.api_key_env);
-const scanner = createSecretScanner({ heldSecrets: secrets.held() });
-const logger = createLogger({ level: process.env.CARAPACE_DEMO_LOG ?? 'warn', redact: scanner.redact });
-
 say(`fake provider: ${fake.openaiBaseUrl}; data: ${paths.dataDir}`);
-const host = await startHost({
+const { host } = await startProductionHost({
   paths,
   config,
-  logger,
-  redact: scanner.redact,
-  createRunner: productionRunnerFactory({
-    config,
-    paths,
-    projectRoot: PROJECT_ROOT,
-    secrets,
-    scanner,
-    onProgress: (line) => say(`[agent image] ${line}`),
-  }),
+  env,
+  logLevel: process.env.CARAPACE_DEMO_LOG ?? 'warn',
+  onProgress: (line) => say(`[agent image] ${line}`),
 });
 try {
   const text = 'Hello Carapace, please remember this.';

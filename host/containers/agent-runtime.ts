@@ -44,6 +44,11 @@ export interface AgentRuntimeDeps {
 /** The label that scopes orphan cleanup to containers of this data folder. */
 export const LABEL_DATA = 'carapace.data';
 
+/** A data folder's short, stable id: the value of LABEL_DATA on its containers. */
+export function dataFolderLabel(dataDir: string): string {
+  return crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16);
+}
+
 /** A runner that answers with host notices instead of running agents (nothing to run them with). */
 function noticeRuntime(reason: string): RunnerRuntime {
   return { runner: createUnavailableRunner(reason), close: async () => undefined };
@@ -78,7 +83,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
   }
 
   const hostInstanceId = crypto.randomUUID();
-  const dataLabel = crypto.createHash('sha256').update(paths.dataDir).digest('hex').slice(0, 16);
+  const dataLabel = dataFolderLabel(paths.dataDir);
   const removed = await removeOrphans(docker, {
     exceptHostInstanceId: hostInstanceId,
     onlyWithLabels: { [LABEL_DATA]: dataLabel },

@@ -10,7 +10,6 @@
  * timestamps: "agent ready", "run.start", "run finished") and the fake provider's request times.
  */
 import { execFile } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,7 +24,7 @@ import { productionRunnerFactory } from '../../host/cli/production-runner.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
 import { loadSecrets } from '../../host/config/secrets.ts';
-import { LABEL_DATA } from '../../host/containers/agent-runtime.ts';
+import { dataFolderLabel, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
 import { startHost, type HostDeps } from '../../host/main.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
@@ -229,7 +228,7 @@ export async function benchColdReply(
     const logger = createLogger({ level: 'debug', redact: scanner.redact, destination: recorder.stream });
 
     // Same label the runtime puts on its containers, so events and the final sweep stay in our lane.
-    const dataLabel = crypto.createHash('sha256').update(paths.dataDir).digest('hex').slice(0, 16);
+    const dataLabel = dataFolderLabel(paths.dataDir);
     const stopEvents = await followDockerEvents(docker, dataLabel, marks);
     cleanups.push(stopEvents);
     cleanups.push(async () => {

@@ -11,18 +11,15 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { stringify } from 'smol-toml';
-import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT } from '../../host/cli/cli-context.ts';
-import { productionRunnerFactory } from '../../host/cli/production-runner.ts';
-import { LABEL_DATA } from '../../host/containers/agent-runtime.ts';
+import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
+import { startProductionHost } from '../../host/cli/start-production-host.ts';
+import { dataFolderLabel, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
 import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
 import { removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
 import type { HostConfig } from '../../host/config/schema.ts';
-import { loadSecrets } from '../../host/config/secrets.ts';
-import { createLogger } from '../../host/logging/create-logger.ts';
-import { startHost, type RunningHost } from '../../host/main.ts';
-import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import type { RunningHost } from '../../host/main.ts';
 import {
   startFakeProvider,
   type FakeProvider,
@@ -140,7 +137,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
   let fake: FakeProvider | undefined;
   let host: RunningHost | undefined;
   let eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
-  const dataLabel = crypto.createHash('sha256').update(paths.dataDir).digest('hex').slice(0, 16);
+  const dataLabel = dataFolderLabel(paths.dataDir);
 
   const cleanup = async () => {
     await host?.stop('end of the e2e test file').catch(() => undefined);
@@ -181,22 +178,6 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     );
     fs.writeFileSync(paths.configFile, stringify(sections));
     const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
-    // The host's own environment does not hold the key: it comes from .env like a real installation.
-    const secrets = loadSecrets({ envFile: paths.envFile, env: {} });
-    secrets.get(config.provider.api_key_env);
-    const scanner = createSecretScanner({ heldSecrets: secrets.held() });
-    const echo = process.env.CARAPACE_E2E_LOG === '1';
-    const logger = createLogger({
-      level: 'debug',
-      redact: scanner.redact,
-      destination: {
-        write(line: string) {
-          logs.push(line);
-          if (echo) process.stderr.write(line);
-        },
-      },
-    });
-
     eventStream = (await docker.getEvents({
       filters: { type: ['container'], label: [`${LABEL_DATA}=${dataLabel}`] },
     })) as NodeJS.ReadableStream & { destroy?: () => void };
@@ -224,20 +205,21 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     });
     eventStream.on('error', () => undefined);
 
-    host = await startHost({
+    const echo = process.env.CARAPACE_E2E_LOG === '1';
+    ({ host } = await startProductionHost({
       paths,
       config,
-      logger,
-      redact: scanner.redact,
-      createRunner: productionRunnerFactory({
-        config,
-        paths,
-        projectRoot: PROJECT_ROOT,
-        secrets,
-        scanner,
-        onProgress: (line) => logs.push(`[agent image] ${line}\n`),
-      }),
-    });
+      // The host's own environment does not hold the key: it comes from .env like a real installation.
+      env: {},
+      logLevel: 'debug',
+      logDestination: {
+        write(line: string) {
+          logs.push(line);
+          if (echo) process.stderr.write(line);
+        },
+      },
+      onProgress: (line: string) => logs.push(`[agent image] ${line}\n`),
+    }));
   } catch (err) {
     await cleanup();
     throw err;

@@ -1,0 +1,55 @@
+import type { DestinationStream, Logger } from 'pino';
+import type { CarapacePaths } from '../config/paths.ts';
+import type { HostConfig } from '../config/schema.ts';
+import { loadSecrets } from '../config/secrets.ts';
+import { createLogger } from '../logging/create-logger.ts';
+import { startHost, type RunningHost } from '../main.ts';
+import { createSecretScanner, type SecretScanner } from '../security/secret-scanner.ts';
+import { PROJECT_ROOT } from './cli-context.ts';
+import { productionRunnerFactory } from './production-runner.ts';
+
+export interface ProductionHostOptions {
+  paths: CarapacePaths;
+  config: HostConfig;
+  /** Where secrets are looked up besides `<config dir>/.env`. */
+  env: NodeJS.ProcessEnv;
+  logLevel?: string;
+  logDestination?: DestinationStream;
+  /** Agent image build progress. */
+  onProgress(line: string): void;
+}
+
+/**
+ * The host exactly as `carapace start` runs it: secrets read first (so the scanner and the log redactor
+ * know them), then the host with real containers behind the real security policy. The demo, the
+ * end-to-end tests and the benchmarks start it through here too, so they exercise what users run.
+ */
+export async function startProductionHost(
+  opts: ProductionHostOptions,
+): Promise<{ host: RunningHost; scanner: SecretScanner; logger: Logger }> {
+  const { paths, config } = opts;
+  const secrets = loadSecrets({ envFile: paths.envFile, env: opts.env });
+  secrets.get(config.provider.api_key_env);
+  const scanner = createSecretScanner({ heldSecrets: secrets.held() });
+  const logger = createLogger({
+    level: opts.logLevel ?? config.logging.level,
+    redact: scanner.redact,
+    ...(opts.logDestination ? { destination: opts.logDestination } : {}),
+  });
+  for (const w of secrets.warnings) logger.warn(w);
+  const host = await startHost({
+    paths,
+    config,
+    logger,
+    redact: scanner.redact,
+    createRunner: productionRunnerFactory({
+      config,
+      paths,
+      projectRoot: PROJECT_ROOT,
+      secrets,
+      scanner,
+      onProgress: opts.onProgress,
+    }),
+  });
+  return { host, scanner, logger };
+}
