@@ -199,13 +199,12 @@ describe('migrate', () => {
 
     // Once the migration is fixed, it applies normally.
     fs.writeFileSync(path.join(broken, '002-broken.sql'), 'CREATE TABLE half_done (id INTEGER);\n');
-    const store = openStore({ file: dbFile, migrationsDir: broken });
-    try {
-      expect(versions(store.db)).toEqual([1, 2]);
-      expect(tables(store.db)).toContain('half_done');
-    } finally {
-      store.close();
-    }
+    // migrate() itself: the domain stores need tables that this reduced set of migrations lacks.
+    withDb((db) => {
+      expect(migrate(db, readMigrations(broken)).applied).toEqual([2]);
+      expect(versions(db)).toEqual([1, 2]);
+      expect(tables(db)).toContain('half_done');
+    });
   });
 
   it('refuses a migration whose file changed after it was applied', () => {
