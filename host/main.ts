@@ -4,6 +4,8 @@ import type http from 'node:http';
 import type { Logger } from 'pino';
 import { createAdminCommandHandler } from './admin/admin-command-handler.ts';
 import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
+import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
+import { createTaskDelivery } from './scheduler/task-delivery.ts';
 import { isLocalOwnerMessage } from './admin/owner-check.ts';
 import type { Channel } from './channels/channel.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channel.ts';
@@ -33,6 +35,8 @@ export interface RunnerFactoryDeps {
   logger: Logger;
   /** Human approval in the admin chat, for decisions the policy leaves to the owner. */
   approvals: ApprovalService;
+  /** Scheduled tasks; the runner's task.* handlers change them. */
+  scheduler: Scheduler;
 }
 
 export interface HostDeps {
@@ -103,7 +107,7 @@ export async function startHost({
   const store = openStore({ file: paths.databaseFile, redact });
   let server: http.Server | undefined;
   let runtime: RunnerRuntime | undefined;
-  const lateApprovals: { service?: ApprovalService } = {};
+  const lateApprovals: { service?: ApprovalService; scheduler?: Scheduler } = {};
   try {
     ensureAdminGroup(store);
     const events = createHostEvents();
@@ -154,7 +158,21 @@ export async function startHost({
     lateApprovals.service = approvals;
     // Requests of runs that died with the previous host can never be executed: close them first.
     approvals.expireOrphans();
-    const openRuntime = await createRunner({ store, logger, approvals });
+    const scheduler = createScheduler({
+      tasks: store.tasks,
+      transaction: store.transaction,
+      ...createTaskDelivery({
+        groups: store.groups,
+        messages: store.messages,
+        notify: (id) => late.queue?.notify(id),
+      }),
+      timezone: config.assistant.timezone,
+      audit: store.audit,
+      logger: logger.child({ subsystem: 'scheduler' }),
+      retryMs: config.scheduler.delivery_retry_ms,
+    });
+    lateApprovals.scheduler = scheduler;
+    const openRuntime = await createRunner({ store, logger, approvals, scheduler });
     runtime = openRuntime;
 
     const executor = createRunExecutor({
@@ -201,6 +219,8 @@ export async function startHost({
     }
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
     for (const groupId of recoverInterruptedRuns(store, logger)) activeQueue.notify(groupId);
+    // Tasks that fell due while the host was down fire once now, then on their own timer.
+    scheduler.start();
     dispatcher.kick();
     logger.info({ socket: paths.socketFile, groups: store.groups.list().length }, 'host started');
 
@@ -209,6 +229,7 @@ export async function startHost({
       store,
       whenIdle: () => activeQueue.whenIdle(),
       async stop(reason = 'host stopping') {
+        scheduler.stop();
         approvals.close();
         await activeQueue.close(reason);
         await dispatcher.stop();
@@ -221,6 +242,7 @@ export async function startHost({
       },
     };
   } catch (err) {
+    lateApprovals.scheduler?.stop();
     lateApprovals.service?.close();
     await runtime?.close().catch(() => undefined);
     server?.close();

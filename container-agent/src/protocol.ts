@@ -91,7 +91,7 @@ export const taskScheduleSchema = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('cron'),
-      /** A cron expression, evaluated in the group's timezone by the host. */
+      /** A cron expression, evaluated by the host in its [assistant] timezone. */
       expr: nonEmptyText(128),
     })
     .strict(),

@@ -34,7 +34,7 @@ export interface ProductionRunnerOptions {
  * built here; test doubles never are.
  */
 export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps['createRunner'] {
-  return async ({ store, logger, approvals }: RunnerFactoryDeps) => {
+  return async ({ store, logger, approvals, scheduler }: RunnerFactoryDeps) => {
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
@@ -111,6 +111,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       paths: opts.paths,
       projectRoot: opts.projectRoot,
       store,
+      scheduler,
       providerApiKey,
       policy: {
         bashCheck,

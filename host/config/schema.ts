@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { containersConfigSchema } from '../containers/container-config.ts';
 import { extraMountRequestSchema } from '../containers/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
+import { schedulerConfigSchema } from '../scheduler/scheduler-config.ts';
 import { copConfigSchema } from '../security/cop.ts';
 import { servicesConfigSchema } from '../services/service-trust.ts';
 import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
@@ -90,6 +91,7 @@ export const hostConfigSchema = z
     security: securityConfigSchema.prefault({}),
     services: servicesConfigSchema,
     web_fetch: webFetchConfigSchema.prefault({}),
+    scheduler: schedulerConfigSchema.prefault({}),
     groups: z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be a group id'), groupConfigSchema)
       .default({}),

@@ -8,6 +8,8 @@ import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { RunnerRuntime } from '../main.ts';
 import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
+import type { Scheduler } from '../scheduler/scheduler.ts';
+import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { AgentRunner, RunContext } from '../router/agent-runner.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
@@ -34,6 +36,7 @@ export interface AgentRuntimeDeps {
   /** The real provider key (empty for keyless local servers); lives only in host memory. */
   providerApiKey: string | undefined;
   policy: RunPolicy;
+  scheduler: Scheduler;
   /** Channel formatting rules for the agent's prompt, by channel name. */
   formattingFor(channel: string): string;
   /** Image build progress, for the person waiting at the terminal. */
@@ -43,6 +46,11 @@ export interface AgentRuntimeDeps {
 
 /** The label that scopes orphan cleanup to containers of this data folder. */
 export const LABEL_DATA = 'carapace.data';
+
+/** The gateway network of a data folder: each gets its own, so its firewall chain is its own. */
+export function gatewayNetworkName(prefix: string, dataDir: string): string {
+  return `${prefix}-${dataFolderLabel(dataDir).slice(0, 8)}`;
+}
 
 /** A data folder's short, stable id: the value of LABEL_DATA on its containers. */
 export function dataFolderLabel(dataDir: string): string {
@@ -137,7 +145,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
     // host sharing the network would cut the first one's containers off.
     gatewayNet = await ensureGatewayNetwork(
       docker,
-      `${config.containers.gateway_network}-${dataLabel.slice(0, 8)}`,
+      gatewayNetworkName(config.containers.gateway_network, paths.dataDir),
     );
     addresses.push(gatewayNet.hostAddress);
   } catch (err) {
@@ -209,6 +217,16 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
         audit: store.audit,
         onDone,
         ...deps.policy,
+        tasks: createTaskHandlers({
+          identity,
+          tasks: store.tasks,
+          groups: store.groups,
+          scheduler: deps.scheduler,
+          timezone: config.assistant.timezone,
+          reviewMutation: deps.policy.reviewMutation,
+          audit: store.audit,
+          maxTasksPerGroup: config.scheduler.max_tasks_per_group,
+        }),
       }),
     onProtocolProblem: (identity, problem) => auditProtocolProblem(store.audit, identity, problem),
     hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },

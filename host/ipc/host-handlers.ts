@@ -8,6 +8,7 @@ import {
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
+import type { TaskHandlers } from '../scheduler/task-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupRecord, GroupsStore } from '../store/groups-store.ts';
 
@@ -34,6 +35,8 @@ export interface HostHandlerDeps {
   reviewMessage(identity: RunIdentity, text: string, to: string): Promise<Verdict>;
   /** Host-mutating operations (register a group, …): the Cop, then the owner on a flag. */
   reviewMutation(identity: RunIdentity, operation: string, params: Record<string, unknown>): Promise<Verdict>;
+  /** The task.* methods, built for the same run identity (see host/scheduler/task-handlers.ts). */
+  tasks: TaskHandlers;
 }
 
 export interface Verdict {
@@ -135,24 +138,7 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       throw unavailable('config changes from the agent');
     },
 
-    async 'task.schedule'() {
-      throw unavailable('scheduled tasks');
-    },
-    async 'task.list'() {
-      throw unavailable('scheduled tasks');
-    },
-    async 'task.update'() {
-      throw unavailable('scheduled tasks');
-    },
-    async 'task.pause'() {
-      throw unavailable('scheduled tasks');
-    },
-    async 'task.resume'() {
-      throw unavailable('scheduled tasks');
-    },
-    async 'task.cancel'() {
-      throw unavailable('scheduled tasks');
-    },
+    ...deps.tasks,
 
     async 'run.done'(done) {
       deps.onDone(done);

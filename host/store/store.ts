@@ -6,6 +6,7 @@ import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
 import { openDatabase, type Db } from './open-database.ts';
 import { createOutboxStore } from './outbox-store.ts';
 import { createRunsStore } from './runs-store.ts';
+import { createTasksStore } from './tasks-store.ts';
 
 export interface StoreOptions {
   file: string;
@@ -36,6 +37,7 @@ export function openStore({
     outbox: createOutboxStore(db, now),
     audit: createAuditStore(db, redact, now),
     approvals: createApprovalsStore(db),
+    tasks: createTasksStore(db, now),
     /** Runs `fn` in one transaction: every multi-row change goes through here. */
     transaction<T>(fn: () => T): T {
       return db.transaction(fn)();

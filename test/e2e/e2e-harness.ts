@@ -13,7 +13,7 @@ import Docker from 'dockerode';
 import { stringify } from 'smol-toml';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { startProductionHost } from '../../host/cli/start-production-host.ts';
-import { dataFolderLabel, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
+import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
 import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
 import { removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
@@ -131,13 +131,15 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
   const suffix = crypto.randomBytes(4).toString('hex');
   // A network (and so a firewall chain) of its own: hosts sharing one gateway network replace each other's
   // firewall rules, and test files run side by side.
-  const gatewayNetwork = `carapace-e2e-${suffix}`;
+  const networkPrefix = `carapace-e2e-${suffix}`;
   const logs: string[] = [];
   const events: ContainerEvent[] = [];
   let fake: FakeProvider | undefined;
   let host: RunningHost | undefined;
   let eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
   const dataLabel = dataFolderLabel(paths.dataDir);
+  // The runtime appends the data folder's id to the configured prefix.
+  const gatewayNetwork = gatewayNetworkName(networkPrefix, paths.dataDir);
 
   const cleanup = async () => {
     await host?.stop('end of the e2e test file').catch(() => undefined);
@@ -171,7 +173,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
         assistant: { name: 'Andy' },
         provider: { base_url: fake.openaiBaseUrl, api_key_env: 'E2E_PROVIDER_KEY', model: 'fake-model' },
         gateway: { retry_base_ms: 50 },
-        containers: { gateway_network: gatewayNetwork, stop_grace_ms: 500 },
+        containers: { gateway_network: networkPrefix, stop_grace_ms: 500 },
         runs: { retry_base_ms: 200 },
       },
       options.config,

@@ -13,6 +13,8 @@ import type { ContainerExit, ContainerProcess } from '../../host/containers/cont
 import { auditProtocolProblem } from '../../host/ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type RunIdentity } from '../../host/ipc/host-handlers.ts';
 import { createRunSession } from '../../host/ipc/run-session.ts';
+import { createScheduler } from '../../host/scheduler/scheduler.ts';
+import { createTaskHandlers } from '../../host/scheduler/task-handlers.ts';
 import type { RunHandle } from '../../host/router/agent-runner.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 
@@ -109,6 +111,22 @@ function startSession(isAdmin: boolean) {
         callService: async () => null,
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
         reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
+        tasks: createTaskHandlers({
+          identity,
+          tasks: store.tasks,
+          groups: store.groups,
+          scheduler: createScheduler({
+            tasks: store.tasks,
+            transaction: store.transaction,
+            deliver: () => undefined,
+            onDelivered: () => undefined,
+            timezone: 'UTC',
+            logger: pino({ level: 'silent' }),
+          }),
+          timezone: 'UTC',
+          reviewMutation: async () => ({ allowed: true, reason: 'test' }),
+          audit: store.audit,
+        }),
       }),
     onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
     stopGraceMs: 10,
@@ -151,6 +169,26 @@ describe('IPC forgery and bad frames', () => {
       expect.stringMatching(/invalid-params.*approved/),
       expect.stringMatching(/invalid-params.*asGroup/),
     ]);
+  });
+
+  it('keeps a non-admin container to its own tasks, whichever group it names', async () => {
+    const s = startSession(false);
+    const schedule = { kind: 'interval', everyMs: 3_600_000 };
+    s.send({
+      jsonrpc: '2.0',
+      id: 20,
+      method: 'task.schedule',
+      params: { prompt: 'spam', schedule, group: 'work' },
+    });
+    expect(await s.replyTo(20)).toMatchObject({ error: { code: -32001 } });
+    s.send({
+      jsonrpc: '2.0',
+      id: 21,
+      method: 'task.schedule',
+      params: { prompt: 'water the plants', schedule },
+    });
+    expect(await s.replyTo(21)).toMatchObject({ result: { taskId: expect.any(String) } });
+    expect(store.tasks.list(undefined, 10).map((t) => t.groupId)).toEqual(['fam']);
   });
 
   it('keeps admin-only methods from other groups whatever they send', async () => {
