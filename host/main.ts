@@ -105,9 +105,13 @@ export async function startHost({
 }: HostDeps): Promise<RunningHost> {
   ensureDataDirs(paths);
   const store = openStore({ file: paths.databaseFile, redact });
-  let server: http.Server | undefined;
-  let runtime: RunnerRuntime | undefined;
-  const lateApprovals: { service?: ApprovalService; scheduler?: Scheduler } = {};
+  // What has been brought up so far, so that a failed start takes down exactly that.
+  const up: {
+    server?: http.Server;
+    runtime?: RunnerRuntime;
+    approvals?: ApprovalService;
+    scheduler?: Scheduler;
+  } = {};
   try {
     ensureAdminGroup(store);
     const events = createHostEvents();
@@ -125,7 +129,7 @@ export async function startHost({
     const startedAt = new Date().toISOString();
     // The socket is the lock: one host per data folder. Nothing that touches shared state (containers,
     // unfinished runs) may happen before it is held.
-    server = await listenOnSocket(paths.socketFile, {
+    const server = await listenOnSocket(paths.socketFile, {
       ...local.routes,
       'GET /v1/status': (_req, res) =>
         sendJson(res, 200, {
@@ -139,6 +143,7 @@ export async function startHost({
             .map((g) => ({ id: g.id, channel: g.channel, admin: g.isAdmin, cursor: g.agentCursor })),
         }),
     });
+    up.server = server;
     const dispatcher = createOutboxDispatcher({
       outbox: store.outbox,
       channelFor: (name) => channels.get(name),
@@ -155,7 +160,7 @@ export async function startHost({
       notifyAdmin: async (text, { approvalId }) =>
         dispatcher.enqueue(adminMessage(store, `approval:${approvalId}`, text)),
     });
-    lateApprovals.service = approvals;
+    up.approvals = approvals;
     // Requests of runs that died with the previous host can never be executed: close them first.
     approvals.expireOrphans();
     const scheduler = createScheduler({
@@ -171,13 +176,13 @@ export async function startHost({
       logger: logger.child({ subsystem: 'scheduler' }),
       retryMs: config.scheduler.delivery_retry_ms,
     });
-    lateApprovals.scheduler = scheduler;
-    const openRuntime = await createRunner({ store, logger, approvals, scheduler });
-    runtime = openRuntime;
+    up.scheduler = scheduler;
+    const runtime = await createRunner({ store, logger, approvals, scheduler });
+    up.runtime = runtime;
 
     const executor = createRunExecutor({
       store,
-      runner: openRuntime.runner,
+      runner: runtime.runner,
       enqueueReply: dispatcher.enqueue,
       events,
       logger: logger.child({ subsystem: 'runs' }),
@@ -224,7 +229,6 @@ export async function startHost({
     dispatcher.kick();
     logger.info({ socket: paths.socketFile, groups: store.groups.list().length }, 'host started');
 
-    const openServer = server;
     return {
       store,
       whenIdle: () => activeQueue.whenIdle(),
@@ -233,19 +237,19 @@ export async function startHost({
         approvals.close();
         await activeQueue.close(reason);
         await dispatcher.stop();
-        await openRuntime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed'));
+        await runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed'));
         for (const ch of channels.values()) await ch.disconnect().catch(() => undefined);
-        openServer.closeAllConnections();
-        await new Promise<void>((resolve) => openServer.close(() => resolve()));
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
         store.close();
         logger.info({ reason }, 'host stopped');
       },
     };
   } catch (err) {
-    lateApprovals.scheduler?.stop();
-    lateApprovals.service?.close();
-    await runtime?.close().catch(() => undefined);
-    server?.close();
+    up.scheduler?.stop();
+    up.approvals?.close();
+    await up.runtime?.close().catch(() => undefined);
+    up.server?.close();
     store.close();
     throw err;
   }
