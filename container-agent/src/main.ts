@@ -33,13 +33,17 @@ function exit(code: number): void {
 
 async function main(): Promise<void> {
   const env = parseAgentEnv(process.env);
-  const classifier = await loadBashClassifier({
+  // Not awaited: the host's run.start is answered at once, and the bash tool awaits the parser.
+  const classifier = loadBashClassifier({
     create: (wasm) => createBashClassifier(wasm),
     scriptUrl: import.meta.url,
     wasmDir: env.CARAPACE_WASM_DIR,
     logger,
   });
   const model = createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: env.OPENAI_API_KEY });
+  // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it now,
+  // while the agent waits for run.start, without touching the network.
+  void fetch('data:,').catch(() => undefined);
 
   // The peer looks handlers up per call, so the controller (which needs the peer) fills them in after.
   const handlers = {} as RpcHandlers<AgentMethods>;

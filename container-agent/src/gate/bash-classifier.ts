@@ -14,6 +14,12 @@ export interface BashClassifier {
   classify(command: string): BashClassification;
 }
 
+/**
+ * The classifier as the tools get it: loading its parser (wasm) takes a while, and no command needs it
+ * before the model's first answer, so the agent starts listening at once and the bash tool awaits it.
+ */
+export type BashClassifierSource = BashClassifier | Promise<BashClassifier>;
+
 /** Sends every command to the host: used when the real classifier cannot be loaded. */
 export function createEscalateAllClassifier(reason: string): BashClassifier {
   return {

@@ -7,14 +7,14 @@
 import type { HostClient } from '../ipc/host-client.ts';
 import { LIMITS } from '../protocol.ts';
 import { isNoAnswerError } from '../rpc/errors.ts';
-import type { BashClassifier } from './bash-classifier.ts';
+import type { BashClassifierSource } from './bash-classifier.ts';
 
 export type BashDecision =
   | { run: true; via: 'local' | 'host' | 'unreachable-host-allowed'; reason: string }
   | { run: false; reason: string };
 
 export interface DecideBashOptions {
-  classifier: BashClassifier;
+  classifier: BashClassifierSource;
   host: HostClient;
   onGateError: 'block' | 'allow';
   checkTimeoutMs: number;
@@ -22,7 +22,7 @@ export interface DecideBashOptions {
 }
 
 export async function decideBash(command: string, options: DecideBashOptions): Promise<BashDecision> {
-  const classification = options.classifier.classify(command);
+  const classification = (await options.classifier).classify(command);
   if (classification.class === 'local') return { run: true, via: 'local', reason: classification.reason };
   if (command.length > LIMITS.command) {
     return {

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { BashClassifier } from '../gate/bash-classifier.ts';
+import type { BashClassifierSource } from '../gate/bash-classifier.ts';
 import { compactConversation } from '../history/compaction.ts';
 import { maxChatId, type ConversationMessage, type UserMessage } from '../history/conversation.ts';
 import { createHistoryStore, type HistoryStore } from '../history/history-store.ts';
@@ -47,7 +47,7 @@ export interface RunControllerSettings {
 export interface RunControllerDeps {
   host: HostClient;
   model: ChatModel;
-  classifier: BashClassifier;
+  classifier: BashClassifierSource;
   settings: RunControllerSettings;
   now: () => Date;
   logger: AgentLogger;

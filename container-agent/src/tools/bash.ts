@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BashClassifier } from '../gate/bash-classifier.ts';
+import type { BashClassifierSource } from '../gate/bash-classifier.ts';
 import { decideBash } from '../gate/decide-bash.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
@@ -8,7 +8,7 @@ import { runBash, type BashRunResult } from './bash-runner.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
 export interface BashToolOptions {
-  classifier: BashClassifier;
+  classifier: BashClassifierSource;
   host: HostClient;
   /** Where commands run: the group folder. */
   cwd: string;
