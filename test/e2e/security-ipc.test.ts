@@ -151,8 +151,8 @@ await describeDocker('e2e security: the IPC authorization table', () => {
   it('a non-admin group is not offered list_groups or register_group, and the host refuses them anyway', async () => {
     const t = tag();
     // The container hides the admin tools; a run that speaks to the host directly (here: a command that
-    // writes JSON-RPC frames onto the container's IPC stream, which the local bash gate lets through) meets
-    // the host's own check, made from the run's identity.
+    // writes JSON-RPC frames onto the container's IPC stream through /proc, which the gate escalates and
+    // the Cop lets pass in this script) meets the host's own check, made from the run's identity.
     const forged = [
       frame(`forged-list-${t}`, 'group.list', {}),
       frame(`forged-register-${t}`, 'group.register', {
@@ -187,8 +187,10 @@ await describeDocker('e2e security: the IPC authorization table', () => {
 
     const rows = auditSince(h, mark);
     const runId = h.runs('alpha').at(-1)?.id;
-    // The writing command itself counted as local: the host was not asked about it.
+    // The writing command itself was escalated (it names /proc), reviewed, allowed; its frames were not.
     expect(rows.map((r) => [r.operation, r.decision, r.groupId, r.runId])).toEqual([
+      ['bash.cop', 'passed', 'alpha', runId],
+      ['bash', 'allowed', 'alpha', runId],
       ['group.list', 'denied', 'alpha', runId],
       ['group.register', 'denied', 'alpha', runId],
       ['message.send', 'denied', 'alpha', runId],

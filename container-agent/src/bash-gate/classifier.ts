@@ -37,6 +37,7 @@ function hasControlCharacters(text: string): boolean {
   }
   return false;
 }
+const PROC_PATH_RE = /(?:^|[^\w.-])\/?proc(?:\/|$|[\s'";|&)<>])/;
 const SOCKET_PATH_RE = /\/dev\/+(?:tcp|udp)\//;
 
 function escalate(reason: string): GateVerdict {
@@ -73,6 +74,9 @@ export function createBashClassifierWithParser(
     // A safety net under the per-word checks: bash opens sockets for these paths in any redirection.
     if (SOCKET_PATH_RE.test(command) && !ctx.findings.some((f) => f.network))
       ctx.findings.push({ reason: 'the command mentions a /dev/tcp or /dev/udp socket path', network: true });
+    // The same net for /proc, whose per-process fds include the IPC stream (see isProcPath).
+    if (PROC_PATH_RE.test(command) && ctx.findings.length === 0)
+      ctx.findings.push({ reason: 'the command mentions a /proc path', network: false });
     const verdict = verdictFromFindings(ctx.findings);
     return verdict.class === 'local' ? { ...verdict, reason: LOCAL_REASON } : verdict;
   };

@@ -49,6 +49,15 @@ export function isNetworkPath(path: string): boolean {
   return NETWORK_PATH_PREFIXES.some((p) => normalized.startsWith(p));
 }
 
+/**
+ * `/proc/<pid>/fd/…` of the agent's own processes includes the container's attached stdio, which carries
+ * the IPC frames: writing there would put frames on the host's stream. The host trusts no frame, but such
+ * a command is not harmless local work, so it goes to the host like any other.
+ */
+export function isProcPath(value: string): boolean {
+  return /(?:^|\/)proc(?:\/|$)/.test(collapseSlashes(value));
+}
+
 /** Can a path that starts with `prefix` (the rest computed at run time) be a /dev/tcp path? */
 function prefixRulesOutNetwork(prefix: string): boolean {
   if (prefix === '') return false;
@@ -225,6 +234,8 @@ function checkRedirectTarget(ctx: WalkContext, target: SyntaxNode, operator: str
   if (info.value !== null) {
     if (isNetworkPath(info.value))
       report(ctx, `redirection to ${quote(info.value)} reaches the network`, true);
+    if (isProcPath(info.value))
+      report(ctx, `redirection to ${quote(info.value)} reaches into processes through /proc`, false);
     return;
   }
   if (!prefixRulesOutNetwork(info.prefix)) {
@@ -306,6 +317,9 @@ function handleCommand(ctx: WalkContext, node: SyntaxNode, extra: readonly Synta
   for (const arg of args) {
     if (mentionsNetworkPath(arg.text) || (arg.value !== null && isNetworkPath(arg.value))) {
       report(ctx, `argument ${quote(arg.text)} names a /dev/tcp or /dev/udp socket`, true);
+    }
+    if (arg.value !== null && isProcPath(arg.value)) {
+      report(ctx, `argument ${quote(arg.text)} reaches into processes through /proc`, false);
     }
   }
   if (nameNode === undefined) return;
