@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import type http from 'node:http';
 import type { Logger } from 'pino';
-import { createAdminCommandHandler } from './admin/admin-command-handler.ts';
+import { adminCommandReplyKey, createAdminCommandHandler } from './admin/admin-command-handler.ts';
 import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
 import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
 import { createTaskDelivery } from './scheduler/task-delivery.ts';
@@ -202,7 +202,7 @@ export async function startHost({
         isOwnerMessage: isLocalOwnerMessage,
         reply: (text, group, m) =>
           dispatcher.enqueue({
-            idempotencyKey: `admin-command:${m.channel}:${m.chatId}:${m.externalId}`,
+            idempotencyKey: adminCommandReplyKey(m),
             groupId: group.id,
             channel: group.channel,
             chatId: group.chatId,

@@ -105,3 +105,11 @@ export function createAdminCommandHandler({
 }
 
 export type AdminCommandHandler = ReturnType<typeof createAdminCommandHandler>;
+
+/**
+ * The outbox key of the host's answer to an admin command: stable for the command's message, so a
+ * redelivered command never produces a second answer, and a client can wait for exactly this reply.
+ */
+export function adminCommandReplyKey(m: { channel: string; chatId: string; externalId: string }): string {
+  return `admin-command:${m.channel}:${m.chatId}:${m.externalId}`;
+}

@@ -20,6 +20,8 @@ export interface InboundResult {
   triggered: boolean;
   messageId?: number;
   groupId?: string;
+  /** Set when the message was an owner command (approve, deny, pending): the key of the host's answer. */
+  commandReplyKey?: string;
 }
 
 export type InboundSink = (m: InboundMessage) => InboundResult;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { adminCommandReplyKey } from '../admin/admin-command-handler.ts';
 import type { InboundMessage, InboundResult } from '../channels/channel.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { Store } from '../store/store.ts';
@@ -26,8 +27,15 @@ export function createIngest({ store, assistantName, onTriggered, logger, adminC
       return { stored: false, duplicate: false, triggered: false };
     }
     // Decided before storing: an approval is an instruction to the host, never context for an agent.
-    if (adminCommands?.handle(m, group))
-      return { stored: false, duplicate: false, triggered: false, groupId: group.id };
+    if (adminCommands?.handle(m, group)) {
+      return {
+        stored: false,
+        duplicate: false,
+        triggered: false,
+        groupId: group.id,
+        commandReplyKey: adminCommandReplyKey(m),
+      };
+    }
     const triggers = shouldTrigger(group, m, pattern);
     const messageId = store.messages.insert({
       groupId: group.id,

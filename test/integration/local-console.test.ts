@@ -69,3 +69,37 @@ describe('local console through the real CLI', () => {
     expect(status.host.groups.map((g) => g.id).sort()).toEqual(['family', 'main']);
   });
 });
+
+describe('owner commands through the real CLI', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let host: RunningHost;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-console-cmd-'));
+    env = { CARAPACE_CONFIG_DIR: path.join(dir, 'cfg'), CARAPACE_DATA_DIR: path.join(dir, 'data') };
+    const paths = resolvePaths({ env, cwd: dir });
+    host = await startHost({
+      paths,
+      config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
+      createRunner: staticRunner(createEchoRunner()),
+      logger: pino({ level: 'silent' }),
+      redact: (s) => s,
+    });
+  });
+  afterAll(async () => {
+    await host.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints the host answer to an owner command instead of running the agent', async () => {
+    const pending = await runCli(['send', '--group', 'main', 'pending'], env);
+    expect(pending.code).toBe(0);
+    expect(pending.stdout).not.toMatch(/echo:/);
+    expect(pending.stdout.trim()).not.toBe('');
+    const unknown = await runCli(['send', '--group', 'main', 'approve ab12cd'], env);
+    expect(unknown.code).toBe(0);
+    expect(unknown.stdout).toMatch(/ab12cd/i);
+    expect(unknown.stderr).not.toMatch(/stored as context/);
+  });
+});

@@ -22,6 +22,8 @@ export const postMessageResult = z.object({
   duplicate: z.boolean(),
   /** Outbox id before this message; replies to it come after. */
   after: z.number().int(),
+  /** The message was an owner command; the host's answer is delivered under this key. */
+  commandReplyKey: z.string().nullable(),
 });
 export type PostMessageResult = z.infer<typeof postMessageResult>;
 

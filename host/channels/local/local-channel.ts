@@ -92,6 +92,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
       triggered: result.triggered,
       duplicate: result.duplicate,
       after,
+      commandReplyKey: result.commandReplyKey ?? null,
     });
   };
 

@@ -30,7 +30,8 @@ export async function sendAndWait({
   const clientMessageId = newClientMessageId();
   // Not retried: if the host cannot be reached now, it is not running, and saying so beats waiting.
   const posted = await client.postMessage({ group, text, clientMessageId });
-  if (!posted.triggered && !posted.duplicate) return { kind: 'not-triggered' };
+  const commandKey = posted.commandReplyKey;
+  if (!posted.triggered && !posted.duplicate && commandKey === null) return { kind: 'not-triggered' };
   const messageId = posted.messageId ?? Number.MAX_SAFE_INTEGER;
 
   const seen = new Set<string>();
@@ -44,7 +45,12 @@ export async function sendAndWait({
       if (seen.has(e.key)) return;
       seen.add(e.key);
       onReply(e.text);
-    } else if (e.cursor >= messageId && e.pendingOutbox === 0) {
+      // An owner command has exactly one answer: the host's, under the key it told us.
+      if (e.key === commandKey) {
+        done = true;
+        controller.abort();
+      }
+    } else if (commandKey === null && e.cursor >= messageId && e.pendingOutbox === 0) {
       done = true;
       controller.abort();
     }
