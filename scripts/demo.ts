@@ -8,29 +8,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLocalClient } from '../host/channels/local/local-client.ts';
 import { sendAndWait } from '../host/channels/local/send-and-wait.ts';
-import { EXAMPLE_CONFIG_FILE } from '../host/cli/cli-context.ts';
 import { startProductionHost } from '../host/cli/start-production-host.ts';
-import { loadConfig } from '../host/config/load-config.ts';
-import { resolvePaths } from '../host/config/paths.ts';
 import { startFakeProvider } from '../test/fakes/fake-provider.ts';
 import { demoResponder } from '../test/fakes/demo-responder.ts';
+import { fakeProviderHostSetup } from '../test/fakes/fake-provider-host-setup.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-demo-'));
 const providerKey = 'sk-demo-provider-key-0123456789';
 const fake = await startFakeProvider({ apiKey: providerKey, responder: demoResponder });
-const env = {
-  CARAPACE_CONFIG_DIR: path.join(dir, 'config'),
-  CARAPACE_DATA_DIR: path.join(dir, 'data'),
-  DEMO_KEY: providerKey,
-};
-fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true });
-fs.writeFileSync(
-  path.join(env.CARAPACE_CONFIG_DIR, 'config.toml'),
-  `[provider]\nbase_url = "${fake.openaiBaseUrl}"\napi_key_env = "DEMO_KEY"\nmodel = "fake-model"\n`,
-);
-const paths = resolvePaths({ env, cwd: dir });
-const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+const { env, paths, config } = fakeProviderHostSetup({
+  dir,
+  providerUrl: fake.openaiBaseUrl,
+  keyEnv: 'DEMO_KEY',
+  key: providerKey,
+});
 say(`fake provider: ${fake.openaiBaseUrl}; data: ${paths.dataDir}`);
 const { host } = await startProductionHost({
   paths,

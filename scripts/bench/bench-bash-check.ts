@@ -13,15 +13,13 @@ import { createBashClassifier } from '../../container-agent/src/bash-gate/index.
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import { agentMethods, hostMethods } from '../../container-agent/src/protocol.ts';
 import { createRpcPeer } from '../../container-agent/src/rpc/peer.ts';
-import pino from 'pino';
 import { createHostHandlers } from '../../host/ipc/host-handlers.ts';
-import { createScheduler } from '../../host/scheduler/scheduler.ts';
-import { createTaskHandlers } from '../../host/scheduler/task-handlers.ts';
 import { createBashPolicy } from '../../host/security/bash-policy.ts';
 import { createCop } from '../../host/security/cop.ts';
 import { createSecretScanner } from '../../host/security/secret-scanner.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
+import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
 const N = 2000;
@@ -61,22 +59,7 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       callService: async () => null,
       reviewMessage: async () => ({ allowed: true, reason: 'bench' }),
       reviewMutation: async () => ({ allowed: false, reason: 'bench' }),
-      tasks: createTaskHandlers({
-        identity: { runId: 1, group },
-        tasks: store.tasks,
-        groups: store.groups,
-        scheduler: createScheduler({
-          tasks: store.tasks,
-          transaction: store.transaction,
-          deliver: () => undefined,
-          onDelivered: () => undefined,
-          timezone: 'UTC',
-          logger: pino({ level: 'silent' }),
-        }),
-        timezone: 'UTC',
-        reviewMutation: async () => ({ allowed: false, reason: 'bench' }),
-        audit: store.audit,
-      }),
+      tasks: idleTaskHandlers(store, { runId: 1, group }, async () => ({ allowed: false, reason: 'bench' })),
     });
     const toHost = new PassThrough();
     const toAgent = new PassThrough();

@@ -19,10 +19,8 @@ import Docker from 'dockerode';
 import { z } from 'zod';
 import { createLocalClient } from '../../host/channels/local/local-client.ts';
 import { sendAndWait } from '../../host/channels/local/send-and-wait.ts';
-import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT } from '../../host/cli/cli-context.ts';
+import { PROJECT_ROOT } from '../../host/cli/cli-context.ts';
 import { productionRunnerFactory } from '../../host/cli/production-runner.ts';
-import { loadConfig } from '../../host/config/load-config.ts';
-import { resolvePaths } from '../../host/config/paths.ts';
 import { loadSecrets } from '../../host/config/secrets.ts';
 import { dataFolderLabel, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
@@ -30,6 +28,7 @@ import { startHost, type HostDeps } from '../../host/main.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { createSecretScanner } from '../../host/security/secret-scanner.ts';
 import { reply, startFakeProvider, type FakeRequest } from '../../test/fakes/fake-provider.ts';
+import { fakeProviderHostSetup } from '../../test/fakes/fake-provider-host-setup.ts';
 import { isMain, median, printFigures, round } from './stats.ts';
 
 const TURNS = 9;
@@ -208,18 +207,12 @@ export async function benchColdReply(
     });
     cleanups.push(() => fake.close());
 
-    const env = {
-      CARAPACE_CONFIG_DIR: path.join(dir, 'config'),
-      CARAPACE_DATA_DIR: path.join(dir, 'data'),
-      BENCH_PROVIDER_KEY: PROVIDER_KEY,
-    };
-    fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true });
-    fs.writeFileSync(
-      path.join(env.CARAPACE_CONFIG_DIR, 'config.toml'),
-      `[provider]\nbase_url = "${fake.openaiBaseUrl}"\napi_key_env = "BENCH_PROVIDER_KEY"\nmodel = "fake-model"\n`,
-    );
-    const paths = resolvePaths({ env, cwd: dir });
-    const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+    const { env, paths, config } = fakeProviderHostSetup({
+      dir,
+      providerUrl: fake.openaiBaseUrl,
+      keyEnv: 'BENCH_PROVIDER_KEY',
+      key: PROVIDER_KEY,
+    });
     const secrets = loadSecrets({ envFile: paths.envFile, env });
     // Reading the key is what makes it a held secret, as at a real start.
     secrets.get(config.provider.api_key_env);

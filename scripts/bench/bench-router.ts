@@ -17,7 +17,9 @@ function timingRunner(onStart: (groupId: string) => void, hold: (groupId: string
     start(ctx) {
       onStart(ctx.group.id);
       let finish!: () => void;
-      const done = new Promise<{ ok: boolean; reason: string }>((r) => (finish = () => r({ ok: true, reason: 'completed' })));
+      const done = new Promise<{ ok: boolean; reason: string }>(
+        (r) => (finish = () => r({ ok: true, reason: 'completed' })),
+      );
       if (hold(ctx.group.id)) finishers.set(ctx.group.id, finish);
       else queueMicrotask(finish);
       return {

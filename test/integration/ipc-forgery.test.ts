@@ -13,10 +13,9 @@ import type { ContainerExit, ContainerProcess } from '../../host/containers/cont
 import { auditProtocolProblem } from '../../host/ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type RunIdentity } from '../../host/ipc/host-handlers.ts';
 import { createRunSession } from '../../host/ipc/run-session.ts';
-import { createScheduler } from '../../host/scheduler/scheduler.ts';
-import { createTaskHandlers } from '../../host/scheduler/task-handlers.ts';
 import type { RunHandle } from '../../host/router/agent-runner.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import { idleTaskHandlers } from '../helpers/idle-task-handlers.ts';
 
 let dir: string;
 let store: Store;
@@ -111,22 +110,7 @@ function startSession(isAdmin: boolean) {
         callService: async () => null,
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
         reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
-        tasks: createTaskHandlers({
-          identity,
-          tasks: store.tasks,
-          groups: store.groups,
-          scheduler: createScheduler({
-            tasks: store.tasks,
-            transaction: store.transaction,
-            deliver: () => undefined,
-            onDelivered: () => undefined,
-            timezone: 'UTC',
-            logger: pino({ level: 'silent' }),
-          }),
-          timezone: 'UTC',
-          reviewMutation: async () => ({ allowed: true, reason: 'test' }),
-          audit: store.audit,
-        }),
+        tasks: idleTaskHandlers(store, identity, async () => ({ allowed: true, reason: 'test' })),
       }),
     onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
     stopGraceMs: 10,
