@@ -74,13 +74,17 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
             const target = store.groups.get(groupId);
             if (!target) throw new Error(`there is no group "${groupId}"`);
             replies += 1;
-            enqueueReply({
-              idempotencyKey: `run:${run.id}:${replies}`,
-              groupId: target.id,
-              channel: target.channel,
-              chatId: target.chatId,
-              runId: run.id,
-              text,
+            // Any message sent counts: a retried run would send this one again.
+            store.transaction(() => {
+              enqueueReply({
+                idempotencyKey: `run:${run.id}:${replies}`,
+                groupId: target.id,
+                channel: target.channel,
+                chatId: target.chatId,
+                runId: run.id,
+                text,
+              });
+              store.runs.markReplied(run.id);
             });
           },
         },

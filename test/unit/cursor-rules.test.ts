@@ -134,3 +134,20 @@ describe('cursor rules', () => {
     expect(again.ctx.messages.map((m) => m.text)).toEqual(['@Andy one']);
   });
 });
+
+describe('messages to other chats', () => {
+  it('count as replies: a run that wrote to another chat is not retried', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('main', true);
+    h.addGroup('fam');
+    h.say('main', 'tell the family dinner is ready');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.sendToGroup('fam', 'dinner is ready');
+    run.finish({ ok: false, reason: 'killed' });
+    expect((await h.delivered(1)).map((s) => [s.chatId, s.text])).toEqual([['chat-fam', 'dinner is ready']]);
+    await h.queue.whenIdle();
+    expect(scripted.runs).toHaveLength(1);
+  });
+});
