@@ -8,6 +8,7 @@ import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
 import { createTaskDelivery } from './scheduler/task-delivery.ts';
 import { isLocalOwnerMessage } from './admin/owner-check.ts';
 import type { Channel } from './channels/channel.ts';
+import type { HostStatus } from './channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channel.ts';
 import { listenOnSocket, sendJson } from './channels/local/socket-server.ts';
 import { createOutboxDispatcher } from './channels/outbox-dispatcher.ts';
@@ -131,17 +132,24 @@ export async function startHost({
     // unfinished runs) may happen before it is held.
     const server = await listenOnSocket(paths.socketFile, {
       ...local.routes,
-      'GET /v1/status': (_req, res) =>
-        sendJson(res, 200, {
+      'GET /v1/status': (_req, res) => {
+        const status: HostStatus = {
           pid: process.pid,
           startedAt,
           assistant: config.assistant.name,
           queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
           outboxPending: store.outbox.pendingCount(),
-          groups: store.groups
-            .list()
-            .map((g) => ({ id: g.id, channel: g.channel, admin: g.isAdmin, cursor: g.agentCursor })),
-        }),
+          approvalsPending: store.approvals.listPending().length,
+          groups: store.groups.list().map((g) => ({
+            id: g.id,
+            channel: g.channel,
+            admin: g.isAdmin,
+            cursor: g.agentCursor,
+            openTasks: store.tasks.openCount(g.id),
+          })),
+        };
+        sendJson(res, 200, status);
+      },
     });
     up.server = server;
     const dispatcher = createOutboxDispatcher({

@@ -46,3 +46,26 @@ export const consoleEvent = z.discriminatedUnion('type', [replyEvent, stateEvent
 export type ConsoleEvent = z.infer<typeof consoleEvent>;
 
 export const apiError = z.object({ error: z.string() });
+
+export const hostStatus = z.object({
+  pid: z.number().int(),
+  startedAt: z.string(),
+  assistant: z.string(),
+  queue: z.object({
+    active: z.array(z.object({ groupId: z.string(), runId: z.number().int() })),
+    waiting: z.array(z.string()),
+    retrying: z.array(z.object({ groupId: z.string(), attempt: z.number().int() })),
+  }),
+  outboxPending: z.number().int(),
+  approvalsPending: z.number().int(),
+  groups: z.array(
+    z.object({
+      id: z.string(),
+      channel: z.string(),
+      admin: z.boolean(),
+      cursor: z.number().int(),
+      openTasks: z.number().int(),
+    }),
+  ),
+});
+export type HostStatus = z.infer<typeof hostStatus>;

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { hostStatus, type HostStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { openStore } from '../../store/store.ts';
 import type { CliContext } from '../cli-context.ts';
@@ -6,9 +7,9 @@ import fs from 'node:fs';
 
 export async function statusCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
-  let live: unknown;
+  let live: HostStatus | undefined;
   try {
-    live = await createLocalClient(ctx.paths.socketFile).getJson('/v1/status');
+    live = hostStatus.parse(await createLocalClient(ctx.paths.socketFile).getJson('/v1/status'));
   } catch (err) {
     if (!(err instanceof HostUnreachable)) throw err;
   }
@@ -29,19 +30,25 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
   }
   if (!live) ctx.out(`host: not running (data folder ${ctx.paths.dataDir}); start it with: carapace start`);
   else {
-    const h = live as {
-      pid: number;
-      startedAt: string;
-      queue: { active: unknown[]; waiting: unknown[]; retrying: unknown[] };
-      outboxPending: number;
-      groups: { id: string; channel: string; cursor: number }[];
-    };
+    const h = live;
     ctx.out(`host: running (pid ${h.pid}, since ${h.startedAt})`);
     ctx.out(
       `runs: ${h.queue.active.length} active, ${h.queue.waiting.length} waiting, ${h.queue.retrying.length} waiting to retry`,
     );
     ctx.out(`outbox: ${h.outboxPending} repl${h.outboxPending === 1 ? 'y' : 'ies'} waiting for delivery`);
-    ctx.out(`groups: ${h.groups.map((g) => `${g.id} (${g.channel})`).join(', ')}`);
+    if (h.approvalsPending > 0) {
+      ctx.out(
+        `approvals: ${h.approvalsPending} waiting for you (send "pending" in the admin chat to see them)`,
+      );
+    }
+    ctx.out(
+      `groups: ${h.groups
+        .map(
+          (g) =>
+            `${g.id} (${g.channel}${g.openTasks ? `, ${g.openTasks} scheduled task${g.openTasks === 1 ? '' : 's'}` : ''})`,
+        )
+        .join(', ')}`,
+    );
   }
   for (const r of (stored?.runs ?? []) as {
     id: number;
