@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
+import { bodyPolicyViolation } from './body-policy.ts';
 import type { GatewayConfig, ProviderConfig } from './config.ts';
 import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
@@ -56,6 +57,8 @@ function prepareBody(raw: Buffer, route: Route, defaultModel: string): PreparedB
     };
   }
   const body: Record<string, unknown> = { ...parsed.data };
+  const violation = bodyPolicyViolation(body);
+  if (violation) return { ok: false, message: violation };
   const model = parsed.data.model ?? defaultModel;
   body.model = model;
   let stripUsageOnlyChunks = false;

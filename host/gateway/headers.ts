@@ -10,7 +10,7 @@ const FORWARDED_REQUEST_HEADERS = [
   'content-type',
   'openai-beta',
   'anthropic-version',
-  'anthropic-beta',
+  // Not anthropic-beta: beta flags switch on provider-side tools (MCP connector, code execution, …).
   'idempotency-key',
 ];
 

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { bodyPolicyViolation } from '../../host/gateway/body-policy.ts';
 import { mentionsUsageObject } from '../../host/gateway/usage-tap.ts';
 import { validateBindAddresses } from '../../host/gateway/bind-address.ts';
 import {
@@ -185,8 +186,8 @@ describe('gateway keys', () => {
     expect(
       upstreamRequestHeaders(client, { kind: 'openai', apiKey: 'sk-real', anthropicAuth: 'bearer' }),
     ).toEqual({
+      // anthropic-beta is dropped: beta flags switch on tools that run on the provider's side.
       'content-type': 'application/json',
-      'anthropic-beta': 'x',
       'accept-encoding': 'identity',
       'user-agent': 'carapace-gateway',
       authorization: 'Bearer sk-real',
@@ -371,9 +372,34 @@ describe('gateway usage parsing', () => {
 
 describe('usage tap fast path', () => {
   it('decodes only events whose usage is an object, not the null of every streamed chunk', () => {
-    expect(mentionsUsageObject(Buffer.from('data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n'))).toBe(false);
-    expect(mentionsUsageObject(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":3}}\n\n'))).toBe(true);
+    expect(
+      mentionsUsageObject(Buffer.from('data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n')),
+    ).toBe(false);
+    expect(mentionsUsageObject(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":3}}\n\n'))).toBe(
+      true,
+    );
     expect(mentionsUsageObject(Buffer.from('data: {"usage" : \n {"input_tokens":1}}\n\n'))).toBe(true);
-    expect(mentionsUsageObject(Buffer.from('data: {"text":"the word \\"usage\\" here","usage":null}\n\n'))).toBe(false);
+    expect(
+      mentionsUsageObject(Buffer.from('data: {"text":"the word \\"usage\\" here","usage":null}\n\n')),
+    ).toBe(false);
+  });
+});
+
+describe('request body policy', () => {
+  it('lets function tools through and refuses tools that would run on the provider side', () => {
+    expect(
+      bodyPolicyViolation({ tools: [{ type: 'function', function: { name: 'bash' } }] }),
+    ).toBeUndefined();
+    expect(bodyPolicyViolation({ tools: [{ name: 'bash', input_schema: {} }] })).toBeUndefined();
+    expect(bodyPolicyViolation({ tools: [{ type: 'web_search' }] })).toMatch(/provider's side/);
+    expect(bodyPolicyViolation({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] })).toMatch(
+      /not allowed/,
+    );
+    expect(bodyPolicyViolation({ tools: [{ type: 'mcp', server_url: 'https://evil.example' }] })).toMatch(
+      /not allowed/,
+    );
+    expect(bodyPolicyViolation({ tools: [{ type: 'code_interpreter' }] })).toMatch(/not allowed/);
+    expect(bodyPolicyViolation({ mcp_servers: [{ url: 'https://evil.example' }] })).toMatch(/mcp_servers/);
+    expect(bodyPolicyViolation({ web_search_options: {} })).toMatch(/web_search_options/);
   });
 });

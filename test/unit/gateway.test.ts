@@ -35,6 +35,20 @@ describe('gateway forwarding', () => {
     expect(seen?.headers['x-api-key']).toBeUndefined();
   });
 
+  it('refuses provider-side tools before anything reaches the provider', async () => {
+    h = await startHarness();
+    for (const tools of [[{ type: 'web_search' }], [{ type: 'mcp', server_url: 'https://evil.example' }]]) {
+      const res = await rawRequest(h.port, {
+        path: '/v1/chat/completions',
+        headers: jsonHeaders(h.run.key),
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], tools }),
+      });
+      expect(res.status).toBe(400);
+      expect(res.text).toMatch(/provider's side/);
+    }
+    expect(h.fake.requests).toHaveLength(0);
+  });
+
   it('fills in the provider model when the request omits it', async () => {
     h = await startHarness();
     const res = await rawRequest(h.port, {
