@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
+import type { GroupRecord } from '../store/groups-store.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
 import type { HostEvents } from './host-events.ts';
@@ -51,45 +52,40 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
         store.runs.markAcked(run.id, acked);
       };
 
+      // A run may only send while it runs: an approval granted after its end must not speak for it.
+      let ended = false;
+      const startThrough = given;
+      const send = (target: GroupRecord, text: string) => {
+        if (ended) throw new Error('the run has ended; nothing more is sent for it');
+        // The agent answers run.start before it can say anything, but that answer may still be a queued
+        // microtask here: a message from the run proves the start batch was taken in.
+        ack(startThrough);
+        replies += 1;
+        // One transaction, so "replied" is never recorded without the message or the reverse. Any message
+        // counts, to this chat or another: a retried run would send it again.
+        store.transaction(() => {
+          enqueueReply({
+            idempotencyKey: `run:${run.id}:${replies}`,
+            groupId: target.id,
+            channel: target.channel,
+            chatId: target.chatId,
+            runId: run.id,
+            text,
+          });
+          store.runs.markReplied(run.id, acked);
+        });
+      };
       const handle = runner.start(
         { runId: run.id, attempt, group, messages },
         {
-          reply: async (text: string) => {
-            replies += 1;
-            const item: NewOutboxItem = {
-              idempotencyKey: `run:${run.id}:${replies}`,
-              groupId: group.id,
-              channel: group.channel,
-              chatId: group.chatId,
-              runId: run.id,
-              text,
-            };
-            // One transaction, so "replied" is never recorded without the reply or the reverse.
-            store.transaction(() => {
-              enqueueReply(item);
-              store.runs.markReplied(run.id);
-            });
-          },
+          reply: async (text: string) => send(group, text),
           sendToGroup: async (groupId: string, text: string) => {
             const target = store.groups.get(groupId);
             if (!target) throw new Error(`there is no group "${groupId}"`);
-            replies += 1;
-            // Any message sent counts: a retried run would send this one again.
-            store.transaction(() => {
-              enqueueReply({
-                idempotencyKey: `run:${run.id}:${replies}`,
-                groupId: target.id,
-                channel: target.channel,
-                chatId: target.chatId,
-                runId: run.id,
-                text,
-              });
-              store.runs.markReplied(run.id);
-            });
+            send(target, text);
           },
         },
       );
-      const startThrough = given;
       handle.accepted.then(
         () => ack(startThrough),
         () => undefined,
@@ -101,14 +97,16 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           reason: `runner error: ${(err as Error).message}`,
         }))
         .then((outcome): RunEnd => {
-          const replied = store.runs.get(run.id)?.replied ?? false;
+          ended = true;
+          const record = store.runs.get(run.id);
+          const replied = record?.replied ?? false;
           store.transaction(() => {
-            if (outcome.ok || replied) {
-              store.runs.finish(run.id, outcome.ok ? 'succeeded' : 'failed', outcome.reason);
-              store.groups.advanceCursor(group.id, acked);
-            } else {
-              store.runs.finish(run.id, 'failed', outcome.reason);
-            }
+            store.runs.finish(run.id, outcome.ok ? 'succeeded' : 'failed', outcome.reason);
+            // A success covers everything the agent took in. A failure after a reply covers only what it
+            // had taken in when it last spoke: later follow-ups get a new run instead of being dropped.
+            if (outcome.ok) store.groups.advanceCursor(group.id, acked);
+            else if (replied)
+              store.groups.advanceCursor(group.id, record?.repliedThrough ?? group.agentCursor);
           });
           const end: RunEnd = outcome.ok
             ? { kind: 'succeeded' }

@@ -11,6 +11,8 @@ export interface GroupRecord {
   networkMode: NetworkMode;
   agentCursor: number;
   createdAt: string;
+  /** Set once a run of the group read untrusted content / secrets; cleared only by the owner. */
+  taint: { corruption: boolean; secret: boolean };
 }
 
 export interface NewGroup {
@@ -31,6 +33,8 @@ interface GroupRow {
   network_mode: NetworkMode;
   agent_cursor: number;
   created_at: string;
+  taint_corruption: number;
+  taint_secret: number;
 }
 
 /** Group ids name folders on disk, so they are restricted to a shape that can never traverse paths. */
@@ -46,6 +50,7 @@ function toRecord(r: GroupRow): GroupRecord {
     networkMode: r.network_mode,
     agentCursor: r.agent_cursor,
     createdAt: r.created_at,
+    taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
   };
 }
 
@@ -64,6 +69,11 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
   const remove = db.prepare('DELETE FROM groups WHERE id = ?');
   // The cursor only moves forward: a late, smaller value from a slow path can never re-open answered messages.
   const advance = db.prepare('UPDATE groups SET agent_cursor = MAX(agent_cursor, ?) WHERE id = ?');
+  // Taint only grows here; clearing it is a separate, owner-only operation.
+  const taint = db.prepare(
+    'UPDATE groups SET taint_corruption = MAX(taint_corruption, ?), taint_secret = MAX(taint_secret, ?) WHERE id = ?',
+  );
+  const untaint = db.prepare('UPDATE groups SET taint_corruption = 0, taint_secret = 0 WHERE id = ?');
 
   return {
     get(id: string): GroupRecord | undefined {
@@ -108,6 +118,12 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
     },
     advanceCursor(id: string, through: number): void {
       advance.run(through, id);
+    },
+    markTainted(id: string, t: { corruption: boolean; secret: boolean }): void {
+      taint.run(t.corruption ? 1 : 0, t.secret ? 1 : 0, id);
+    },
+    clearTaint(id: string): boolean {
+      return untaint.run(id).changes > 0;
     },
   };
 }

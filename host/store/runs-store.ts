@@ -10,6 +10,8 @@ export interface RunRecord {
   givenThrough: number;
   ackedThrough: number;
   replied: boolean;
+  /** How far the agent had acknowledged when the run last sent a message. */
+  repliedThrough: number;
   exitReason: string | null;
   startedAt: string;
   endedAt: string | null;
@@ -23,6 +25,7 @@ interface RunRow {
   given_through: number;
   acked_through: number;
   replied: number;
+  replied_through: number;
   exit_reason: string | null;
   started_at: string;
   ended_at: string | null;
@@ -37,6 +40,7 @@ function toRecord(r: RunRow): RunRecord {
     givenThrough: r.given_through,
     ackedThrough: r.acked_through,
     replied: r.replied === 1,
+    repliedThrough: r.replied_through,
     exitReason: r.exit_reason,
     startedAt: r.started_at,
     endedAt: r.ended_at,
@@ -50,7 +54,9 @@ export function createRunsStore(db: Db, now: () => Date = () => new Date()) {
   const byId = db.prepare<[number], RunRow>('SELECT * FROM runs WHERE id = ?');
   const given = db.prepare('UPDATE runs SET given_through = MAX(given_through, ?) WHERE id = ?');
   const acked = db.prepare('UPDATE runs SET acked_through = MAX(acked_through, ?) WHERE id = ?');
-  const replied = db.prepare('UPDATE runs SET replied = 1 WHERE id = ?');
+  const replied = db.prepare(
+    'UPDATE runs SET replied = 1, replied_through = MAX(replied_through, ?) WHERE id = ?',
+  );
   const finish = db.prepare(
     `UPDATE runs SET status = ?, exit_reason = ?, ended_at = ? WHERE id = ? AND status = 'running'`,
   );
@@ -72,8 +78,8 @@ export function createRunsStore(db: Db, now: () => Date = () => new Date()) {
     markAcked(id: number, through: number): void {
       acked.run(through, id);
     },
-    markReplied(id: number): void {
-      replied.run(id);
+    markReplied(id: number, ackedThrough: number): void {
+      replied.run(ackedThrough, id);
     },
     finish(id: number, status: Exclude<RunStatus, 'running'>, exitReason: string): void {
       finish.run(status, exitReason, now().toISOString(), id);

@@ -151,3 +151,35 @@ describe('messages to other chats', () => {
     expect(scripted.runs).toHaveLength(1);
   });
 });
+
+describe('follow-ups after the last reply', () => {
+  it('are answered by a new run when the run that took them in fails', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    const first = h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.reply('answer to one');
+    const second = h.say('fam', '@Andy two');
+    await flush();
+    expect(run.inputs.flat().map((m) => m.id)).toEqual([second.messageId]);
+    run.finish({ ok: false, reason: 'killed' });
+    const next = await scripted.run(2);
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(first.messageId);
+    expect(next.ctx.messages.map((m) => m.text)).toEqual(['@Andy two']);
+  });
+
+  it('refuses to send for a run that has ended', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    run.finish({ ok: true, reason: 'completed' });
+    await h.queue.whenIdle();
+    await expect(run.callbacks.reply('too late')).rejects.toThrow(/run has ended/);
+    expect(h.store.outbox.pendingCount()).toBe(0);
+  });
+});

@@ -130,7 +130,15 @@ describe('migrate', () => {
     try {
       // Later migrations add tables; these are the ones the host cannot run without.
       expect(tables(store.db)).toEqual(
-        expect.arrayContaining(['audit', 'gateway_usage', 'groups', 'messages', 'outbox', 'runs', 'schema_migrations']),
+        expect.arrayContaining([
+          'audit',
+          'gateway_usage',
+          'groups',
+          'messages',
+          'outbox',
+          'runs',
+          'schema_migrations',
+        ]),
       );
       const rows = store.db.prepare('SELECT * FROM schema_migrations ORDER BY version').all() as {
         version: number;
@@ -210,7 +218,10 @@ describe('migrate', () => {
   it('refuses a migration whose file changed after it was applied', () => {
     withDb((db) => {
       migrate(db, readMigrations(DEFAULT_MIGRATIONS_DIR));
-      const changed = migrationsDir({ ...SHIPPED, '001-initial.sql': `${INITIAL_SQL}\n-- an innocent-looking edit\n` });
+      const changed = migrationsDir({
+        ...SHIPPED,
+        '001-initial.sql': `${INITIAL_SQL}\n-- an innocent-looking edit\n`,
+      });
       const err = catchError(() => migrate(db, readMigrations(changed)));
       expect(err).toBeInstanceOf(MigrationError);
       expect(err.message).toMatch(/1-initial was changed after it was applied/);
@@ -228,7 +239,9 @@ describe('migrate', () => {
 
     const err = catchError(() => openStore({ file: dbFile }));
     expect(err).toBeInstanceOf(MigrationError);
-    expect(err.message).toMatch(new RegExp(`migration ${future}, which this version of Carapace does not know`));
+    expect(err.message).toMatch(
+      new RegExp(`migration ${future}, which this version of Carapace does not know`),
+    );
     expect(err.message).toMatch(/upgrade Carapace/);
     withDb((db) => expect(versions(db)).toHaveLength(future));
   });

@@ -46,6 +46,7 @@ const group = (isAdmin: boolean) => ({
   networkMode: 'gateway' as const,
   agentCursor: 0,
   createdAt: '',
+  taint: { corruption: false, secret: false },
 });
 
 /** The Cop with a scripted model answer; its HTTP path and failure modes are tested in cop.test.ts. */

@@ -32,6 +32,7 @@ describe('groups store', () => {
       isAdmin: false,
       networkMode: 'gateway',
       agentCursor: 0,
+      taint: { corruption: false, secret: false },
       createdAt: NOW.toISOString(),
     });
     expect(store.groups.get('family')).toEqual(g);

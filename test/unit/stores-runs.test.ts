@@ -26,6 +26,7 @@ describe('runs store', () => {
       givenThrough: 42,
       ackedThrough: 0,
       replied: false,
+      repliedThrough: 0,
       exitReason: null,
       startedAt: new Date(clock).toISOString(),
       endedAt: null,
@@ -44,11 +45,13 @@ describe('runs store', () => {
     store.runs.markGiven(id, 12);
     store.runs.markAcked(id, 9);
     store.runs.markAcked(id, 3);
-    store.runs.markReplied(id);
+    store.runs.markReplied(id, 9);
+    store.runs.markReplied(id, 4);
     expect(store.runs.get(id)).toMatchObject({
       givenThrough: 15,
       ackedThrough: 9,
       replied: true,
+      repliedThrough: 9,
       status: 'running',
     });
   });
