@@ -18,6 +18,7 @@ import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts
 import { createCop } from '../security/cop.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
 import type { SecretScanner } from '../security/secret-scanner.ts';
+import { createRunSignals } from '../router/run-signals.ts';
 import { createTaintRegistry } from '../security/taint.ts';
 
 export interface ProductionRunnerOptions {
@@ -38,14 +39,25 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
-    const taint = createTaintRegistry((runId) => {
+    const runSignals = createRunSignals();
+    const groupOfRun = (runId: number) => {
       const run = store.runs.get(runId);
-      const group = run ? store.groups.get(run.groupId) : undefined;
-      // Messages of any group but the owner's own admin chat can be written by strangers.
-      return {
-        corruption: !group?.isAdmin,
-        secret: !!(group && config.groups[group.id]?.contains_secrets),
-      };
+      return run ? store.groups.get(run.groupId) : undefined;
+    };
+    const taint = createTaintRegistry({
+      initial: (runId) => {
+        const group = groupOfRun(runId);
+        // Messages of any group but the owner's own admin chat can be written by strangers, and a group
+        // keeps whatever taint its earlier runs left in its history until the owner clears it.
+        return {
+          corruption: !group?.isAdmin || !!group?.taint.corruption,
+          secret: !!group && (config.groups[group.id]?.contains_secrets === true || group.taint.secret),
+        };
+      },
+      onTainted: (runId, t) => {
+        const group = groupOfRun(runId);
+        if (group) store.groups.markTainted(group.id, t);
+      },
     });
     const cop = createCop({
       complete: createOpenAiCopComplete({
@@ -66,6 +78,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
             operation,
             reason,
             params,
+            // An approval ends with its run: granted later, it would act for nobody.
+            signal: runSignals.signal(identity.runId),
           });
           return r.outcome === 'approved' && approvals.consume(r.id, params);
         } catch (err) {
@@ -102,8 +116,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       human,
       scanSecrets: (text) => opts.scanner.scan(text),
       audit: store.audit,
-      // A call outlives its run by at most its own timeout; web_fetch bounds itself too.
-      signalFor: () => AbortSignal.timeout(config.web_fetch.timeout_ms + 5_000),
+      signalFor: (runId) =>
+        AbortSignal.any([runSignals.signal(runId), AbortSignal.timeout(config.web_fetch.timeout_ms + 5_000)]),
     });
     return createAgentRuntime({
       docker: new Docker(),
@@ -112,6 +126,10 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       projectRoot: opts.projectRoot,
       store,
       scheduler,
+      onRunEnded: (runId) => {
+        runSignals.end(runId);
+        taint.forget(runId);
+      },
       providerApiKey,
       policy: {
         bashCheck,
@@ -119,6 +137,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         reviewMessage: createMessagePolicy({
           scanSecrets: (text) => opts.scanner.scan(text),
           taint,
+          cop,
           human,
           audit: store.audit,
         }),

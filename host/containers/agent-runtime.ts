@@ -37,6 +37,8 @@ export interface AgentRuntimeDeps {
   providerApiKey: string | undefined;
   policy: RunPolicy;
   scheduler: Scheduler;
+  /** Releases what the security layer holds for a run (its taint, its pending approvals). */
+  onRunEnded(runId: number): void;
   /** Channel formatting rules for the agent's prompt, by channel name. */
   formattingFor(channel: string): string;
   /** Image build progress, for the person waiting at the terminal. */
@@ -229,6 +231,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
         }),
       }),
     onProtocolProblem: (identity, problem) => auditProtocolProblem(store.audit, identity, problem),
+    onRunEnded: deps.onRunEnded,
     hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
     logger: logger.child({ subsystem: 'containers' }),
   });

@@ -46,6 +46,8 @@ export interface DockerAgentRunnerDeps {
     onDone: (done: RunDone) => void,
   ): RpcHandlers<HostMethods>;
   onProtocolProblem(identity: RunIdentity, problem: ProtocolProblem): void;
+  /** Called once when a run has ended, however it ended (to release what the host holds for it). */
+  onRunEnded(runId: number): void;
   /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
   hostIds: { uid: number; gid: number };
   logger: Logger;
@@ -185,20 +187,22 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
           stopReason = reason;
           void launched.then((l) => l.session.stop(reason)).catch(() => undefined);
         },
-        done: launched.then(
-          (l) => l.session.done.finally(() => l.key.revoke()),
-          (err: unknown) => {
-            logger.error(
-              { err, groupId: ctx.group.id, runId: ctx.runId },
-              'could not start the agent container',
-            );
-            return {
-              ok: false,
-              reason: `could not start the agent: ${(err as Error).message}`,
-              retryable: !(err instanceof NonRetryable),
-            };
-          },
-        ),
+        done: launched
+          .then(
+            (l) => l.session.done.finally(() => l.key.revoke()),
+            (err: unknown) => {
+              logger.error(
+                { err, groupId: ctx.group.id, runId: ctx.runId },
+                'could not start the agent container',
+              );
+              return {
+                ok: false,
+                reason: `could not start the agent: ${(err as Error).message}`,
+                retryable: !(err instanceof NonRetryable),
+              };
+            },
+          )
+          .finally(() => deps.onRunEnded(ctx.runId)),
       };
     },
   };

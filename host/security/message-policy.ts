@@ -1,18 +1,21 @@
 import type { RunIdentity } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
+import type { Cop } from './cop.ts';
 import type { Finding } from './secret-scanner.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 import type { MutationVerdict } from './mutation-review.ts';
 
 /**
  * A chat message is a public sink. Answering in its own chat is the agent's job, so a message is reviewed
- * only when it could leak: a secret in the text (the scanner, including every secret the host holds) or a
- * run that read both secrets and untrusted content goes to the owner; anything else is sent.
+ * only when it could leak or carry an attack elsewhere: a secret in the text (the scanner, including every
+ * secret the host holds) or a run that read both secrets and untrusted content goes to the owner; a
+ * corrupted run writing to another chat goes to the Cop (a flag goes to the owner); the rest is sent.
  */
 export function createMessagePolicy(deps: {
   scanSecrets(text: string): Promise<Finding[]>;
   taint: TaintRegistry;
+  cop: Pick<Cop, 'review'>;
   human: HumanApproval;
   audit: AuditStore;
 }) {
@@ -28,6 +31,23 @@ export function createMessagePolicy(deps: {
       why = `the message contains a secret (${findings.map((f) => f.rule).join(', ')})`;
     else if (t.corruption && t.secret)
       why = 'a run that read secrets and untrusted content wants to send a message';
+    else if (t.corruption && to !== identity.group.id) {
+      const review = await deps.cop.review({
+        kind: 'tainted_write',
+        operation: 'message.send',
+        params: { to, text },
+        taint: t,
+      });
+      deps.audit.record({
+        runId: identity.runId,
+        groupId: identity.group.id,
+        operation: 'message.send.cop',
+        decision: review.flagged ? 'flagged' : 'passed',
+        taint: describeTaint(t),
+        reason: review.reason.slice(0, 1000),
+      });
+      if (review.flagged) why = `the Cop flagged a message to ${to}: ${review.reason.slice(0, 300)}`;
+    }
     if (!why) return { allowed: true, reason: 'nothing in it could leak' };
     const approved = await deps.human.ask(identity, 'message.send', why, { to, text });
     deps.audit.record({

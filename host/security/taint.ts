@@ -16,26 +16,39 @@ export function describeTaint(t: Taint): string {
   return 'none';
 }
 
-/** Per-run taint, set by the host as the run reads; it only ever grows. */
-export function createTaintRegistry(initial: (runId: number) => Taint, maxRuns = 1000) {
+export interface TaintRegistryDeps {
+  /** A run's taint when it starts (its group's standing taint, the group's trust). */
+  initial(runId: number): Taint;
+  /**
+   * Called whenever a run's taint grows. What a tainted run read may stay in its group's history or memory
+   * file, so the caller makes it the group's standing taint for later runs.
+   */
+  onTainted(runId: number, taint: Taint): void;
+}
+
+/** Per-run taint, set by the host as the run reads; it only ever grows, and is forgotten when the run ends. */
+export function createTaintRegistry({ initial, onTainted }: TaintRegistryDeps) {
   const runs = new Map<number, Taint>();
   const get = (runId: number): Taint => {
     let t = runs.get(runId);
     if (!t) {
       t = { ...initial(runId) };
       runs.set(runId, t);
-      // Runs end; a bounded map keeps the host from growing forever without tracking run ends here.
-      if (runs.size > maxRuns) runs.delete(runs.keys().next().value as number);
     }
     return t;
   };
+  const grow = (runId: number, change: Partial<Taint>) => {
+    const t = get(runId);
+    const before = describeTaint(t);
+    Object.assign(t, change);
+    if (describeTaint(t) !== before) onTainted(runId, { ...t });
+  };
   return {
     get: (runId: number): Taint => ({ ...get(runId) }),
-    markCorrupted(runId: number): void {
-      get(runId).corruption = true;
-    },
-    markSecret(runId: number): void {
-      get(runId).secret = true;
+    markCorrupted: (runId: number) => grow(runId, { corruption: true }),
+    markSecret: (runId: number) => grow(runId, { secret: true }),
+    forget(runId: number): void {
+      runs.delete(runId);
     },
   };
 }

@@ -37,7 +37,10 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
     });
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
     const scanner = createSecretScanner({ heldSecrets: ['sk-bench-held-secret-0123456789'] });
-    const taint = createTaintRegistry(() => ({ corruption: false, secret: false }));
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: false, secret: false }),
+      onTainted: () => undefined,
+    });
     const policy = createBashPolicy({
       classifier,
       taint,

@@ -79,7 +79,10 @@ function setup(opts: {
   cop: ReturnType<typeof scriptedCop>;
   human: ReturnType<typeof recordingHuman>;
 }) {
-  const taint = createTaintRegistry(() => ({ corruption: !opts.admin, secret: !!opts.secret }));
+  const taint = createTaintRegistry({
+    initial: () => ({ corruption: !opts.admin, secret: !!opts.secret }),
+    onTainted: () => undefined,
+  });
   const scanner = createSecretScanner({ heldSecrets: [HELD] });
   const identity: RunIdentity = { runId: 7, group: group(opts.admin) };
   const bash = createBashPolicy({
@@ -194,7 +197,10 @@ describe('service write policy', () => {
     config?: Record<string, Partial<Record<keyof ServiceTrust, boolean | 'forbidden'>>>;
   }) {
     const { registry, calls } = services(opts.t);
-    const taint = createTaintRegistry(() => ({ corruption: !opts.admin, secret: !!opts.secret }));
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: !opts.admin, secret: !!opts.secret }),
+      onTainted: () => undefined,
+    });
     const scanner = createSecretScanner({ heldSecrets: [HELD] });
     const human = opts.human ?? recordingHuman(false);
     const cop = opts.cop ?? scriptedCop({ flagged: false, reason: 'fine' });
@@ -305,10 +311,14 @@ describe('message and host-mutation reviews', () => {
   it('sends an ordinary reply, but asks the owner for one carrying a held secret', async () => {
     const human = recordingHuman(false);
     const scanner = createSecretScanner({ heldSecrets: [HELD] });
-    const taint = createTaintRegistry(() => ({ corruption: true, secret: false }));
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: true, secret: false }),
+      onTainted: () => undefined,
+    });
     const review = createMessagePolicy({
       scanSecrets: (t) => scanner.scan(t),
       taint,
+      cop: scriptedCop({ flagged: false, reason: 'fine' }).cop,
       human,
       audit: store.audit,
     });
@@ -321,10 +331,14 @@ describe('message and host-mutation reviews', () => {
   it('asks the owner before a run with secret and corruption taint says anything', async () => {
     const human = recordingHuman(true);
     const scanner = createSecretScanner({ heldSecrets: [HELD] });
-    const taint = createTaintRegistry(() => ({ corruption: true, secret: true }));
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: true, secret: true }),
+      onTainted: () => undefined,
+    });
     const review = createMessagePolicy({
       scanSecrets: (t) => scanner.scan(t),
       taint,
+      cop: scriptedCop({ flagged: false, reason: 'fine' }).cop,
       human,
       audit: store.audit,
     });
@@ -338,7 +352,10 @@ describe('message and host-mutation reviews', () => {
   });
 
   it('reviews host mutations with the Cop and sends a flag to the owner', async () => {
-    const taint = createTaintRegistry(() => ({ corruption: false, secret: false }));
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: false, secret: false }),
+      onTainted: () => undefined,
+    });
     const passing = createMutationReview({
       cop: scriptedCop({ flagged: false, reason: 'fine' }).cop,
       human: recordingHuman(false),
@@ -357,5 +374,46 @@ describe('message and host-mutation reviews', () => {
       allowed: false,
     });
     expect(human.asked[0]).toMatch(/group.register: the Cop flagged it: cop unavailable/);
+  });
+});
+
+describe('taint registry', () => {
+  it('reports only growth, and a forgotten run starts again from its initial taint', () => {
+    const grown: string[] = [];
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: false, secret: false }),
+      onTainted: (runId, t) => grown.push(`${runId}:${t.corruption}:${t.secret}`),
+    });
+    taint.markCorrupted(1);
+    taint.markCorrupted(1);
+    taint.markSecret(1);
+    expect(grown).toEqual(['1:true:false', '1:true:true']);
+    taint.forget(1);
+    expect(taint.get(1)).toEqual({ corruption: false, secret: false });
+  });
+});
+
+describe('messages from a corrupted run to another chat', () => {
+  it('go to the Cop, and a flag goes to the owner', async () => {
+    const human = recordingHuman(false);
+    const scanner = createSecretScanner({ heldSecrets: [HELD] });
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: true, secret: false }),
+      onTainted: () => undefined,
+    });
+    const cop = scriptedCop({ flagged: true, reason: 'spreads an injected link' });
+    const review = createMessagePolicy({
+      scanSecrets: (t) => scanner.scan(t),
+      taint,
+      cop: cop.cop,
+      human,
+      audit: store.audit,
+    });
+    const admin: RunIdentity = { runId: 4, group: group(true) };
+    expect(await review(admin, 'all good here', 'main')).toMatchObject({ allowed: true });
+    expect(cop.seen).toHaveLength(0);
+    expect(await review(admin, 'click https://evil.example', 'fam')).toMatchObject({ allowed: false });
+    expect(cop.seen).toHaveLength(1);
+    expect(human.asked[0]).toMatch(/Cop flagged a message to fam/);
   });
 });

@@ -8,7 +8,8 @@ const CHANNELS = ['local', 'telegram', 'whatsapp'] as const;
 
 export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat=<chat id>] [--name <name>] [--network full|gateway]
 carapace groups list
-carapace groups remove <id>`;
+carapace groups remove <id>
+carapace groups untaint <id>`;
 
 /** A duplicate or malformed id is the user's input to fix, not a crash: report it as bad usage. */
 function addGroupOrExplain(store: Store, g: NewGroup) {
@@ -89,6 +90,25 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         if (!store.groups.remove(id))
           throw new UsageError(`there is no group "${id}" (see carapace groups list)`);
         ctx.out(`removed group ${id}; its folders under ${ctx.paths.groupsDir} are kept`);
+        return 0;
+      }
+      case 'untaint': {
+        const id = positionals[0];
+        if (!id) throw new UsageError('groups untaint needs a group id');
+        const g = store.groups.get(id);
+        if (!g) throw new UsageError(`there is no group "${id}" (see carapace groups list)`);
+        store.groups.clearTaint(id);
+        store.audit.record({
+          groupId: id,
+          operation: 'group.untaint',
+          decision: 'allowed',
+          approver: 'owner',
+          reason: 'cleared from the CLI',
+        });
+        ctx.out(
+          `cleared the standing taint of ${id}; its next run starts clean` +
+            (g.isAdmin ? '' : ' (its messages still come from other people, so it stays corrupted)'),
+        );
         return 0;
       }
       default:
