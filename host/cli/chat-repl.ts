@@ -56,6 +56,8 @@ export async function runChat({ client, group, input, output, assistantName }: C
     }
   })();
 
+  // Ctrl+C leaves like /quit, so the host behind an interactive `start` shuts down cleanly.
+  rl.on('SIGINT', () => rl.close());
   output.write(`Talking to group "${group}". Type a message; /quit leaves.\n`);
   rl.setPrompt(`${group}> `);
   rl.prompt();
@@ -65,7 +67,7 @@ export async function runChat({ client, group, input, output, assistantName }: C
     if (text) {
       try {
         const res = await client.postMessage({ group, text, clientMessageId: newClientMessageId() });
-        if (!res.triggered && !res.duplicate)
+        if (!res.triggered && !res.duplicate && res.commandReplyKey === null)
           output.write(`(stored as context; mention @${assistantName} for a reply)\n`);
       } catch (err) {
         output.write(`(not sent: ${(err as Error).message})\n`);

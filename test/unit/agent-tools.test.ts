@@ -155,7 +155,7 @@ describe('tool argument validation', () => {
   });
 
   it('offers admin tools to the admin group only', () => {
-    const admin = ['register_group', 'list_groups', 'propose_config'];
+    const admin = ['register_group', 'list_groups'];
     expect(tools({ isAdmin: false }).names.filter((n) => admin.includes(n))).toEqual([]);
     expect(tools({ isAdmin: true }).names.filter((n) => admin.includes(n))).toEqual(admin);
     expect(tools({}).names).toEqual([

@@ -43,25 +43,7 @@ export function createAdminTools(options: { host: HostClient }): AgentTool[] {
     },
   });
 
-  const proposeConfig = defineTool({
-    name: 'propose_config',
-    description:
-      "Propose a change to the host's configuration as a TOML fragment; the host validates it and may ask the owner first.",
-    schema: z
-      .object({
-        patch: z
-          .string()
-          .min(1)
-          .max(LIMITS.configPatch)
-          .describe('TOML fragment with the sections and keys to change.'),
-        reason: z.string().min(1).max(LIMITS.reason).describe('Why, in one or two sentences, for the owner.'),
-      })
-      .strict(),
-    async run(args, context) {
-      const answer = await host.request('config.propose', args, { signal: context.signal });
-      return `Config change ${answer.status}${answer.detail ? `: ${answer.detail}` : '.'}`;
-    },
-  });
-
-  return [registerGroup, listGroups, proposeConfig];
+  // No propose_config yet: the host answers config.propose with "not available" until config editing
+  // from the admin chat exists, and a tool that can only fail wastes the model's steps.
+  return [registerGroup, listGroups];
 }

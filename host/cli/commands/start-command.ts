@@ -25,6 +25,8 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
   const stop = (reason: string) => (stopping ??= host.stop(reason));
 
   if (interactive) {
+    // The console owns the terminal; a SIGTERM from outside must still stop the host cleanly.
+    process.once('SIGTERM', () => void stop('received SIGTERM').then(() => process.exit(0)));
     ctx.out(`Carapace is running (logs: ${logFile}). Other terminals can join with: carapace chat`);
     await runChat({
       client: createLocalClient(ctx.paths.socketFile),
