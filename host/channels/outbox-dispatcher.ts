@@ -66,7 +66,6 @@ export function createOutboxDispatcher({
       await Promise.all([...byChat.values()].map(deliverChat));
       if (due.length === 200) again = true;
     } while (again && !stopped);
-    scheduleNext();
   }
 
   function scheduleNext(): void {
@@ -90,6 +89,8 @@ export function createOutboxDispatcher({
       .catch((err: unknown) => logger.error({ err }, 'outbox drain failed'))
       .finally(() => {
         draining = undefined;
+        // Re-armed whatever happened in the drain: a failed drain must not leave replies without a timer.
+        scheduleNext();
         if (again) kick();
       });
   }

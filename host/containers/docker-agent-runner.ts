@@ -62,7 +62,8 @@ export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
   let bytes = 0;
   for (let i = messages.length - 1; i >= 0 && kept.length < MAX_START_MESSAGES; i--) {
     const m = messages[i] as StoredMessage;
-    bytes += Buffer.byteLength(m.text) + Buffer.byteLength(m.senderName) + 128;
+    // The frame carries JSON: escaping can double the size of text full of quotes or newlines.
+    bytes += Buffer.byteLength(JSON.stringify(toChatMessage(m)));
     if (bytes > MAX_START_TEXT_BYTES && kept.length > 0) break;
     kept.push(m);
   }

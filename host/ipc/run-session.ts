@@ -79,7 +79,12 @@ export function createRunSession({
   });
 
   const accepted = peer.request('run.start', start).then(() => undefined);
-  accepted.catch(() => undefined);
+  // An agent that never takes in its start messages has nothing to do: end it now instead of letting it
+  // hold a slot until the idle timeout.
+  accepted.catch((err: unknown) => {
+    logger.warn({ err: (err as Error).message }, 'run.start was not accepted; stopping the container');
+    container.stop('run.start was not accepted', stopGraceMs).catch(() => undefined);
+  });
 
   const finished = container.exited.then((exit) => {
     peer.close();
@@ -102,7 +107,9 @@ export function createRunSession({
       } catch {
         // the stream may already be gone; stopping the container below is what counts
       }
-      void container.stop(reason, stopGraceMs);
+      container.stop(reason, stopGraceMs).catch((err: unknown) => {
+        logger.error({ err: (err as Error).message }, 'could not stop the container');
+      });
     },
     done: finished,
   };

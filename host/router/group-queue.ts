@@ -59,7 +59,11 @@ export function createGroupQueue({
       } catch (err) {
         logger.error({ err, groupId }, 'could not start a run');
       }
-      if (!run) continue;
+      if (!run) {
+        // Nothing to run (or it could not start): a later trigger starts over at the first attempt.
+        attempts.delete(groupId);
+        continue;
+      }
       active.set(groupId, run);
       run.finished.then(
         (end) => onFinished(groupId, attempt, end),

@@ -86,10 +86,12 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           },
         },
       );
-      handle.accepted.then(
-        () => ack(startThrough),
-        () => undefined,
-      );
+      handle.accepted
+        .then(() => ack(startThrough))
+        .catch((err: unknown) => {
+          if (!ended)
+            log.warn({ err: (err as Error).message }, 'the agent did not take in its start messages');
+        });
 
       const finished = handle.done
         .catch((err: unknown): RunOutcome => ({
@@ -131,12 +133,12 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           if (!last) return;
           given = last.id;
           store.runs.markGiven(run.id, given);
-          handle.input(fresh).then(
-            (accepted) => {
+          handle
+            .input(fresh)
+            .then((accepted) => {
               if (accepted) ack(last.id);
-            },
-            () => undefined,
-          );
+            })
+            .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'follow-up not handed over'));
         },
         stop: (reason: string) => handle.stop(reason),
         finished,

@@ -49,8 +49,9 @@ export function createMessagesStore(db: Db, now: () => Date = () => new Date()) 
      VALUES (@groupId, @channel, @chatId, @externalId, @senderId, @senderName, @text, @sentAt, @triggers, @receivedAt)
      ON CONFLICT (channel, chat_id, external_id) DO NOTHING`,
   );
+  // The newest `limit` past the cursor, oldest first: a long backlog keeps its most recent context.
   const after = db.prepare<[string, number, number], MessageRow>(
-    'SELECT * FROM messages WHERE group_id = ? AND id > ? ORDER BY id LIMIT ?',
+    `SELECT * FROM (SELECT * FROM messages WHERE group_id = ? AND id > ? ORDER BY id DESC LIMIT ?) ORDER BY id`,
   );
   const latestTrigger = db.prepare<[string, number], { id: number }>(
     'SELECT id FROM messages WHERE group_id = ? AND id > ? AND triggers = 1 ORDER BY id DESC LIMIT 1',

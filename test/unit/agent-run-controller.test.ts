@@ -294,7 +294,7 @@ describe('run controller', () => {
     );
     await h.finished;
     expect(requests[0]?.tools.map((t) => t.name)).toEqual(
-      expect.arrayContaining(['register_group', 'list_groups', 'propose_config']),
+      expect.arrayContaining(['register_group', 'list_groups']),
     );
     expect(requests[0]?.messages[1]?.content).toContain('source="admin chat (the owner)"');
   });
