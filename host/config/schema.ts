@@ -45,7 +45,8 @@ export const runsConfigSchema = z
     retry_base_ms: z.number().int().min(10).max(600_000).default(2_000),
     max_tool_steps: z.number().int().min(1).max(200).default(25),
     max_output_tokens: z.number().int().min(256).max(200_000).default(4_096),
-    wall_time_ms: z.number().int().min(1_000).max(3_600_000).default(300_000),
+    // Longer than [security] approval_timeout_ms, so a run can wait for the owner and still go on.
+    wall_time_ms: z.number().int().min(1_000).max(3_600_000).default(600_000),
   })
   .strict();
 

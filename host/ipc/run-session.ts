@@ -33,6 +33,32 @@ export interface RunSessionDeps {
   logger: Logger;
 }
 
+const KEEP_ALIVE_MS = 5_000;
+
+/**
+ * While the host works on a request (waiting for the owner's approval, a Cop review), the container is
+ * silent by design: its idle timer must not run out meanwhile.
+ */
+function keptAlive(
+  handlers: RpcHandlers<HostMethods>,
+  container: ContainerProcess,
+): RpcHandlers<HostMethods> {
+  const wrapped: Record<string, (params: never, ctx: never) => Promise<unknown>> = {};
+  for (const [method, handler] of Object.entries(handlers) as [string, (p: never, c: never) => unknown][]) {
+    wrapped[method] = async (params, ctx) => {
+      container.touch();
+      const timer = setInterval(() => container.touch(), KEEP_ALIVE_MS);
+      try {
+        return await handler(params, ctx);
+      } finally {
+        clearInterval(timer);
+        container.touch();
+      }
+    };
+  }
+  return wrapped as unknown as RpcHandlers<HostMethods>;
+}
+
 /** Why a run ended, in words for the run record and, when it failed, for the group. */
 export function describeExit(exit: ContainerExit, done: RunDone | undefined): RunOutcome {
   if (exit.reason === 'hard_timeout') return { ok: false, reason: 'the run took too long and was stopped' };
@@ -63,9 +89,12 @@ export function createRunSession({
     output: container.stdin,
     localMethods: hostMethods,
     remoteMethods: agentMethods,
-    handlers: handlers((d) => {
-      done = d;
-    }),
+    handlers: keptAlive(
+      handlers((d) => {
+        done = d;
+      }),
+      container,
+    ),
     onProtocolError: (problem) => {
       logger.warn({ problem }, 'IPC protocol problem');
       onProtocolProblem(problem);

@@ -29,7 +29,7 @@ afterEach(() => {
 });
 
 /** The container's side of the stdio, written and read by the test. */
-function fakeContainer() {
+function fakeContainer(onTouch: () => void = () => undefined) {
   const toHost = new PassThrough(); // the agent's stdout
   const fromHost = new PassThrough(); // the agent's stdin
   let exit!: (e: ContainerExit) => void;
@@ -51,7 +51,7 @@ function fakeContainer() {
     stdin: fromHost,
     stdout: toHost,
     stderr: new PassThrough(),
-    touch() {},
+    touch: onTouch,
     async stop() {
       exit({ exitCode: 137, reason: 'stopped' });
     },
@@ -59,8 +59,8 @@ function fakeContainer() {
   };
   const send = (frame: unknown) =>
     toHost.write(`${typeof frame === 'string' ? frame : JSON.stringify(frame)}\n`);
-  const replyTo = async (id: number) => {
-    for (let i = 0; i < 200; i++) {
+  const replyTo = async (id: number, timeoutMs = 1000) => {
+    for (let i = 0; i < timeoutMs / 5; i++) {
       // Responses only: the host's own requests (run.start) carry ids of their own.
       const r = replies.find((x) => x.id === id && !('method' in x));
       if (r) return r;
@@ -71,7 +71,12 @@ function fakeContainer() {
   return { container, send, replies, replyTo, exit };
 }
 
-function startSession(isAdmin: boolean) {
+interface SessionOverrides {
+  bashCheck?: () => Promise<{ decision: 'allow' | 'deny'; reason: string }>;
+  onTouch?: () => void;
+}
+
+function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
   for (const [id, admin] of [
     ['main', true],
     ['fam', false],
@@ -84,7 +89,7 @@ function startSession(isAdmin: boolean) {
   if (!group) throw new Error('setup');
   const identity: RunIdentity = { runId: 42, group };
   const sent: { to: string; text: string }[] = [];
-  const fake = fakeContainer();
+  const fake = fakeContainer(overrides.onTouch);
   const handle: RunHandle = createRunSession({
     container: fake.container,
     start: {
@@ -106,7 +111,7 @@ function startSession(isAdmin: boolean) {
         groups: store.groups,
         audit: store.audit,
         onDone,
-        bashCheck: async () => ({ decision: 'deny', reason: 'test' }),
+        bashCheck: overrides.bashCheck ?? (async () => ({ decision: 'deny', reason: 'test' })),
         callService: async () => null,
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
         reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
@@ -242,4 +247,26 @@ describe('group registration over IPC', () => {
     });
     expect(store.groups.get('new')).toBeUndefined();
   });
+});
+
+describe('a host request in flight', () => {
+  it('keeps the container from idling out while the host works on it', async () => {
+    const touches: number[] = [];
+    const s = startSession(false, {
+      bashCheck: async () => {
+        await new Promise((r) => setTimeout(r, 6_000));
+        return { decision: 'deny', reason: 'took a while' };
+      },
+      onTouch: () => touches.push(Date.now()),
+    });
+    s.send({
+      jsonrpc: '2.0',
+      id: 30,
+      method: 'security.bash_check',
+      params: { command: 'curl x', localReason: 'r' },
+    });
+    expect(await s.replyTo(30, 10_000)).toMatchObject({ result: { decision: 'deny' } });
+    // Touched when the request came in, at least once while it was pending, and when it was answered.
+    expect(touches.length).toBeGreaterThanOrEqual(3);
+  }, 15_000);
 });
