@@ -75,7 +75,7 @@ export function providerConfigured(config: HostConfig, apiKey: string | undefine
  * Anything missing turns into a runner that tells the group what to fix, so the host still starts.
  */
 export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<RunnerRuntime> {
-  const { docker, config, paths, store, logger } = deps;
+  const { docker, config, paths, logger } = deps;
   if (!providerConfigured(config, deps.providerApiKey)) {
     const env = config.provider.api_key_env;
     return noticeRuntime(
@@ -92,6 +92,25 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
     );
   }
 
+  // Anything that fails from here on becomes a notice to the group instead of a host that cannot start,
+  // and never leaves the gateway's listeners behind.
+  const opened: { gateway?: { close(): Promise<void> } } = {};
+  try {
+    return await startContainerRuntime(deps, opened);
+  } catch (err) {
+    await opened.gateway?.close().catch(() => undefined);
+    logger.error({ err }, 'the agent runtime could not start');
+    return noticeRuntime(
+      `agent containers could not be set up: ${(err as Error).message} (carapace doctor says more)`,
+    );
+  }
+}
+
+async function startContainerRuntime(
+  deps: AgentRuntimeDeps,
+  opened: { gateway?: { close(): Promise<void> } },
+): Promise<RunnerRuntime> {
+  const { docker, config, paths, store, logger } = deps;
   const hostInstanceId = crypto.randomUUID();
   const dataLabel = dataFolderLabel(paths.dataDir);
   const removed = await removeOrphans(docker, {
@@ -138,6 +157,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
     },
   });
 
+  opened.gateway = gateway;
   const bridge = await defaultBridgeAddress(docker);
   const networks: RunNetworks = { full: { hostAddress: bridge }, gateway: { unavailable: 'not set up yet' } };
   const addresses = ['127.0.0.1', bridge];
