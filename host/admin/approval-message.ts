@@ -28,11 +28,23 @@ export interface DisplayLimits {
   maxReasonChars: number;
 }
 
+// Values are shown whole up to what one chat message can carry; anything longer is never put to the owner.
 export const DEFAULT_DISPLAY_LIMITS: DisplayLimits = {
-  maxValueChars: 300,
+  maxValueChars: 3000,
   maxParamsChars: 3000,
   maxReasonChars: 500,
 };
+
+/**
+ * The parameters cannot be shown in full. The owner must never approve bytes they have not seen (a long
+ * command can hide `; curl … | sh` in a shortened middle), so such a request is refused without asking.
+ */
+export class ParamsNotShowableError extends Error {
+  constructor(readonly chars: number) {
+    super(`its parameters (${chars} characters) are too long to show in full in the admin chat`);
+    this.name = 'ParamsNotShowableError';
+  }
+}
 
 // Invisible and direction-changing characters could make the owner read something other than what runs
 // (a right-to-left override reversing a URL, a zero-width space splitting a word); they are shown escaped.
@@ -143,6 +155,7 @@ export function formatApprovalRequest(
     return out;
   };
   const params = renderParams(n.paramsJson, limits, r);
+  if (params.notes.length > 0) throw new ParamsNotShowableError(n.paramsJson.length);
   const operation = quoteUntrusted(r(n.operation), 100);
   const asker = describeAsker(r(n.groupId), n.runId);
   const reason = quoteUntrusted(r(n.reason), limits.maxReasonChars);

@@ -6,6 +6,8 @@ import { newApprovalId, normalizeApprovalId } from './approval-id.ts';
 import {
   DEFAULT_DISPLAY_LIMITS,
   formatApprovalRequest,
+  ParamsNotShowableError,
+  quoteUntrusted,
   formatInstant,
   type DisplayLimits,
   type PendingItem,
@@ -296,7 +298,17 @@ export function createApprovalService({
           ),
         )
         .catch((err: unknown) => {
-          logger.error({ err, approvalId: id }, 'could not notify the admin chat of an approval request');
+          if (err instanceof ParamsNotShowableError) {
+            // Tell the owner what was refused and why, in a message that fits.
+            void notifyAdmin(
+              redact(
+                `Refused without asking (${id}): ${quoteUntrusted(operation, 100)} for group ` +
+                  `${quoteUntrusted(groupId, 100)}; ${err.message}, and nobody may approve what they cannot see.`,
+              ),
+              { approvalId: `${id}-refused` },
+            ).catch(() => undefined);
+          } else
+            logger.error({ err, approvalId: id }, 'could not notify the admin chat of an approval request');
           expire(id, 'notify-failed');
         });
       return result;
