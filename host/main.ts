@@ -21,6 +21,7 @@ import { createIngest } from './router/ingest.ts';
 import { recoverInterruptedRuns } from './router/recover-runs.ts';
 import { createRunExecutor } from './router/run-executor.ts';
 import type { NewOutboxItem } from './store/outbox-store.ts';
+import { acquireHostLock } from './store/host-lock.ts';
 import { openStore, type Store } from './store/store.ts';
 
 export const ADMIN_GROUP_ID = 'main';
@@ -105,7 +106,15 @@ export async function startHost({
   extraChannels = [],
 }: HostDeps): Promise<RunningHost> {
   ensureDataDirs(paths);
-  const store = openStore({ file: paths.databaseFile, redact });
+  // Before anything touches the database, unfinished runs or containers: one host per data folder.
+  const lock = acquireHostLock(paths.dataDir);
+  let store: Store;
+  try {
+    store = openStore({ file: paths.databaseFile, redact });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   // What has been brought up so far, so that a failed start takes down exactly that.
   const up: {
     server?: http.Server;
@@ -128,8 +137,6 @@ export async function startHost({
       logger: logger.child({ channel: LOCAL_CHANNEL }),
     });
     const startedAt = new Date().toISOString();
-    // The socket is the lock: one host per data folder. Nothing that touches shared state (containers,
-    // unfinished runs) may happen before it is held.
     const server = await listenOnSocket(paths.socketFile, {
       ...local.routes,
       'GET /v1/status': (_req, res) => {
@@ -250,6 +257,7 @@ export async function startHost({
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         store.close();
+        lock.release();
         logger.info({ reason }, 'host stopped');
       },
     };
@@ -259,6 +267,7 @@ export async function startHost({
     await up.runtime?.close().catch(() => undefined);
     up.server?.close();
     store.close();
+    lock.release();
     throw err;
   }
 }

@@ -1,7 +1,9 @@
 import { ConfigError } from '../config/config-error.ts';
 import { ApiError, HostUnreachable } from '../channels/local/local-client.ts';
 import { CleanRoomError } from '../security/admin-clean-room.ts';
+import { HostLockedError } from '../store/host-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
+import { SocketInUseError } from '../channels/local/socket-server.ts';
 import { createCliContext, UsageError, type CliContext, type CliIo } from './cli-context.ts';
 import { auditCommand } from './commands/audit-command.ts';
 import { chatCommand } from './commands/chat-command.ts';
@@ -112,6 +114,10 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     if (err instanceof UsageError) {
       ctx.err(err.message);
       return 2;
+    }
+    if (err instanceof HostLockedError || err instanceof SocketInUseError) {
+      ctx.err(err.message);
+      return 1;
     }
     if (err instanceof CleanRoomError) {
       ctx.err(err.message);

@@ -1,0 +1,31 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+
+export class HostLockedError extends Error {}
+
+/**
+ * One host per data folder. SQLite's exclusive lock is an OS file lock: it is released the moment the
+ * process dies, however it dies, so a crashed host never leaves a stale lock behind (unlike a pid file),
+ * and two hosts starting at once cannot both get it (unlike checking for a live socket).
+ */
+export function acquireHostLock(dataDir: string): { release(): void } {
+  const file = path.join(dataDir, 'host.lock');
+  const db = new Database(file);
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    // A write in exclusive locking mode takes the lock and keeps it until the connection closes.
+    db.exec('CREATE TABLE IF NOT EXISTS host (pid INTEGER)');
+    db.prepare('DELETE FROM host').run();
+    db.prepare('INSERT INTO host (pid) VALUES (?)').run(process.pid);
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code?.startsWith('SQLITE_BUSY')) {
+      throw new HostLockedError(
+        `another Carapace host is already running with this data folder (${dataDir})`,
+      );
+    }
+    throw err;
+  }
+  return { release: () => db.close() };
+}
