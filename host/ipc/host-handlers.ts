@@ -44,6 +44,12 @@ export interface Verdict {
   reason: string;
 }
 
+/**
+ * Requests that may cost an LLM review or a question to the owner, in flight at once per run: the agent
+ * works one tool call at a time, so more than this is a container trying to flood the Cop or the admin chat.
+ */
+const MAX_REVIEWED_IN_FLIGHT = 2;
+
 /** Channels a group can be registered on. */
 const REGISTRABLE_CHANNELS = new Set(['local', 'telegram', 'whatsapp']);
 
@@ -60,6 +66,22 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
   const { group, runId } = identity;
   const record = (operation: string, decision: string, reason: string, details?: unknown) =>
     audit.record({ runId, groupId: group.id, operation, decision, reason, details });
+  let inFlight = 0;
+  const limited = async <T>(operation: string, fn: () => Promise<T>): Promise<T> => {
+    if (inFlight >= MAX_REVIEWED_IN_FLIGHT) {
+      record(operation, 'denied', `more than ${MAX_REVIEWED_IN_FLIGHT} reviewed requests in flight`);
+      throw new RpcError(
+        RPC_ERROR_CODES.denied,
+        'too many requests waiting for review; wait for the answers first',
+      );
+    }
+    inFlight += 1;
+    try {
+      return await fn();
+    } finally {
+      inFlight -= 1;
+    }
+  };
   const adminOnly = (operation: string, details?: unknown) => {
     if (group.isAdmin) return;
     record(operation, 'denied', 'only the admin group may do this', details);
@@ -75,7 +97,9 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       }
       if (!own && !groups.get(to))
         throw new RpcError(RPC_ERROR_CODES.invalidParams, `there is no group "${to}"`);
-      const verdict = await deps.reviewMessage(identity, text, own ? group.id : to);
+      const verdict = await limited('message.send', () =>
+        deps.reviewMessage(identity, text, own ? group.id : to),
+      );
       if (!verdict.allowed) throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
       if (own) {
         await callbacks.reply(text);
@@ -109,7 +133,9 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
           `group "${params.id}" or chat ${params.channel}:${params.chatId} is already registered`,
         );
       }
-      const verdict = await deps.reviewMutation(identity, 'group.register', params);
+      const verdict = await limited('group.register', () =>
+        deps.reviewMutation(identity, 'group.register', params),
+      );
       if (!verdict.allowed) {
         record('group.register', 'denied', verdict.reason, params);
         throw new RpcError(RPC_ERROR_CODES.denied, `not registered: ${verdict.reason}`);
@@ -126,11 +152,13 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
     },
 
     async 'security.bash_check'({ command }) {
-      return deps.bashCheck(identity, command);
+      return limited('bash', () => deps.bashCheck(identity, command));
     },
 
     async 'service.call'({ service, params }) {
-      return { result: await deps.callService(identity, service, params) };
+      return {
+        result: await limited(`service.${service}`, () => deps.callService(identity, service, params)),
+      };
     },
 
     async 'config.propose'(params) {

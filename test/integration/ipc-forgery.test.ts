@@ -270,3 +270,37 @@ describe('a host request in flight', () => {
     expect(touches.length).toBeGreaterThanOrEqual(3);
   }, 15_000);
 });
+
+describe('flooding the reviews', () => {
+  it('refuses more than two reviewed requests in flight per run, and serves them again once answered', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const s = startSession(false, {
+      bashCheck: async () => {
+        await gate;
+        return { decision: 'allow', reason: 'ok' };
+      },
+    });
+    for (const id of [40, 41, 42]) {
+      s.send({
+        jsonrpc: '2.0',
+        id,
+        method: 'security.bash_check',
+        params: { command: `curl x${id}`, localReason: 'r' },
+      });
+    }
+    expect(await s.replyTo(42)).toMatchObject({
+      error: { code: -32002, message: expect.stringMatching(/too many/) },
+    });
+    release();
+    expect(await s.replyTo(40)).toMatchObject({ result: { decision: 'allow' } });
+    expect(await s.replyTo(41)).toMatchObject({ result: { decision: 'allow' } });
+    s.send({
+      jsonrpc: '2.0',
+      id: 43,
+      method: 'security.bash_check',
+      params: { command: 'curl y', localReason: 'r' },
+    });
+    expect(await s.replyTo(43)).toMatchObject({ result: { decision: 'allow' } });
+  });
+});
