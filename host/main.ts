@@ -39,6 +39,8 @@ export interface RunnerFactoryDeps {
   approvals: ApprovalService;
   /** Scheduled tasks; the runner's task.* handlers change them. */
   scheduler: Scheduler;
+  /** Stores a host notice for a chat and wakes its delivery. */
+  enqueueNotice(item: NewOutboxItem): void;
 }
 
 export interface HostDeps {
@@ -192,7 +194,13 @@ export async function startHost({
       retryMs: config.scheduler.delivery_retry_ms,
     });
     up.scheduler = scheduler;
-    const runtime = await createRunner({ store, logger, approvals, scheduler });
+    const runtime = await createRunner({
+      store,
+      logger,
+      approvals,
+      scheduler,
+      enqueueNotice: dispatcher.enqueue,
+    });
     up.runtime = runtime;
 
     const executor = createRunExecutor({

@@ -35,7 +35,7 @@ export interface ProductionRunnerOptions {
  * built here; test doubles never are.
  */
 export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps['createRunner'] {
-  return async ({ store, logger, approvals, scheduler }: RunnerFactoryDeps) => {
+  return async ({ store, logger, approvals, scheduler, enqueueNotice }: RunnerFactoryDeps) => {
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
@@ -126,6 +126,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       projectRoot: opts.projectRoot,
       store,
       scheduler,
+      enqueueNotice,
       onRunEnded: (runId) => {
         runSignals.end(runId);
         taint.forget(runId);

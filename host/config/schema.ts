@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { groupIdSchema } from '../../container-agent/src/protocol.ts';
 import { containersConfigSchema } from '../containers/container-config.ts';
 import { extraMountRequestSchema } from '../containers/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
@@ -93,9 +94,7 @@ export const hostConfigSchema = z
     services: servicesConfigSchema,
     web_fetch: webFetchConfigSchema.prefault({}),
     scheduler: schedulerConfigSchema.prefault({}),
-    groups: z
-      .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be a group id'), groupConfigSchema)
-      .default({}),
+    groups: z.record(groupIdSchema, groupConfigSchema).default({}),
     runs: runsConfigSchema.prefault({}),
     outbox: outboxConfigSchema.prefault({}),
     logging: loggingConfigSchema.prefault({}),

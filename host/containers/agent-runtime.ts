@@ -1,10 +1,13 @@
 import crypto from 'node:crypto';
+import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
+import { createDayFormatter } from '../gateway/day.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
+import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from '../main.ts';
 import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
@@ -37,6 +40,8 @@ export interface AgentRuntimeDeps {
   providerApiKey: string | undefined;
   policy: RunPolicy;
   scheduler: Scheduler;
+  /** Stores a host notice in the outbox and wakes its delivery. */
+  enqueueNotice(item: NewOutboxItem): void;
   /** Releases what the security layer holds for a run (its taint, its pending approvals). */
   onRunEnded(runId: number): void;
   /** Channel formatting rules for the agent's prompt, by channel name. */
@@ -128,6 +133,8 @@ async function startContainerRuntime(
         mode: config.containers.image_build,
         keep: config.containers.keep_images,
         onProgress: deps.onProgress,
+        // In the owner's own data folder, not a shared /tmp where another user could hold it.
+        lockFile: path.join(paths.dataDir, 'image-build.lock'),
       })
     ).tag;
   } catch (err) {
@@ -146,8 +153,9 @@ async function startContainerRuntime(
     onSpendCapReached: (groupId) => {
       const g = store.groups.get(groupId);
       if (!g) return;
-      store.outbox.add({
-        idempotencyKey: `spend-cap:${groupId}:${new Date().toISOString().slice(0, 10)}`,
+      // Keyed by the owner's calendar day, the day the cap resets on: one notice per group and day.
+      deps.enqueueNotice({
+        idempotencyKey: `spend-cap:${groupId}:${localDay(Date.now())}`,
         groupId,
         channel: g.channel,
         chatId: g.chatId,
@@ -156,6 +164,7 @@ async function startContainerRuntime(
       });
     },
   });
+  const localDay = createDayFormatter(config.assistant.timezone);
 
   opened.gateway = gateway;
   const bridge = await defaultBridgeAddress(docker);
@@ -188,7 +197,9 @@ async function startContainerRuntime(
       networks.gateway = {
         unavailable:
           `groups in "gateway" network mode cannot run: their isolation rules are not in place (${firewall.reason ?? 'unknown'}). ` +
-          `Run Carapace as root, or run as root: ${firewall.commands.join(' && ')}`,
+          // The rules name the gateway's port, which is chosen at each start: only the host can keep
+          // them right, so the fix is to run it as root (or give such groups network mode "full").
+          'Run Carapace as root, or give such groups network mode "full" (carapace groups add … --network full)',
       };
       logger.error(
         { reason: firewall.reason },

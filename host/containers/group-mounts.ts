@@ -1,3 +1,4 @@
+import { GROUP_ID_PATTERN } from '../../container-agent/src/protocol.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -9,7 +10,7 @@ import type { HiddenPath, ShadowSources } from './mount-shadows.ts';
 import { ensureShadowSources, planShadows } from './mount-shadows.ts';
 import { resolveProtectedPath, validateExtraMount } from './mount-validation.ts';
 
-export const GROUP_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export { GROUP_ID_PATTERN };
 
 const GROUP_ID_RULE =
   'use 1-64 characters from a-z, 0-9, "_" and "-", starting with a letter or digit (e.g. "family-chat")';

@@ -1,13 +1,10 @@
-import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { RunIdentity, Verdict } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from './cop.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 
-export interface MutationVerdict {
-  allowed: boolean;
-  reason: string;
-}
+export type MutationVerdict = Verdict;
 
 /**
  * Operations that change the host (register a group, schedule a task, change config) are reviewed by the

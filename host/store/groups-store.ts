@@ -1,3 +1,4 @@
+import { GROUP_ID_PATTERN } from '../../container-agent/src/protocol.ts';
 import type { Db } from './open-database.ts';
 
 export type NetworkMode = 'full' | 'gateway';
@@ -38,7 +39,7 @@ interface GroupRow {
 }
 
 /** Group ids name folders on disk, so they are restricted to a shape that can never traverse paths. */
-export const GROUP_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export { GROUP_ID_PATTERN };
 
 function toRecord(r: GroupRow): GroupRecord {
   return {

@@ -194,6 +194,10 @@ export const checkIsolation: Check = async () => {
     detail: root
       ? 'running as root: the gateway network firewall can be applied'
       : 'not root: the firewall that keeps "gateway" containers away from host services cannot be applied, so those groups will not run',
-    ...(root ? {} : { fix: 'run Carapace as root, or apply the iptables rules that carapace start logs' }),
+    ...(root
+      ? {}
+      : {
+          fix: 'run Carapace as root (the host sets the rules at each start), or use network mode "full" for those groups',
+        }),
   };
 };
