@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { scriptedChatModel, type ScriptStep } from '../fakes/scripted-chat-model.ts';
 import { z } from 'zod';
 import {
   sanitizeConversation,
   type ConversationMessage,
 } from '../../container-agent/src/history/conversation.ts';
-import type {
-  ChatModel,
-  CompletionRequest,
-  CompletionResponse,
-} from '../../container-agent/src/llm/chat-model.ts';
+import type { ChatModel } from '../../container-agent/src/llm/chat-model.ts';
 import type { ChatMessage } from '../../container-agent/src/protocol.ts';
 import {
   RunAbortedError,
@@ -20,30 +17,7 @@ import { createInbox } from '../../container-agent/src/run/inbox.ts';
 import { defineTool } from '../../container-agent/src/tools/tool.ts';
 import { createToolset } from '../../container-agent/src/tools/toolset.ts';
 
-type Step =
-  | Partial<CompletionResponse>
-  | ((request: CompletionRequest) => Partial<CompletionResponse> | Promise<Partial<CompletionResponse>>);
-
-/** A model that plays a script and records what it was asked. */
-function scriptedModel(steps: Step[]) {
-  const requests: CompletionRequest[] = [];
-  const model: ChatModel = {
-    async complete(request) {
-      requests.push({ ...request, messages: [...request.messages] });
-      const step = steps.shift();
-      if (!step) throw new Error('the script ran out');
-      const partial = typeof step === 'function' ? await step(request) : step;
-      return {
-        content: null,
-        toolCalls: [],
-        finishReason: 'stop',
-        usage: { promptTokens: 10, completionTokens: 5 },
-        ...partial,
-      };
-    },
-  };
-  return { model, requests };
-}
+const scriptedModel = (steps: ScriptStep[]) => scriptedChatModel(steps);
 
 const echoTool = defineTool({
   name: 'echo',

@@ -3,11 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type {
-  ChatModel,
-  CompletionRequest,
-  CompletionResponse,
-} from '../../container-agent/src/llm/chat-model.ts';
+import type { ChatModel, CompletionRequest } from '../../container-agent/src/llm/chat-model.ts';
+import { scriptedChatModel, type ScriptStep } from '../fakes/scripted-chat-model.ts';
 import { createStderrLogger } from '../../container-agent/src/logging/stderr-logger.ts';
 import {
   RPC_ERROR_CODES,
@@ -21,29 +18,8 @@ import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import { createRpcPeer, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import { createRunController } from '../../container-agent/src/run/run-controller.ts';
 
-type Step =
-  | Partial<CompletionResponse>
-  | ((request: CompletionRequest) => Partial<CompletionResponse> | Promise<Partial<CompletionResponse>>);
-
-function scriptedModel(steps: Step[]) {
-  const requests: CompletionRequest[] = [];
-  const model: ChatModel = {
-    async complete(request) {
-      requests.push({ ...request, messages: [...request.messages] });
-      const step = steps.shift();
-      if (!step) throw new Error('the script ran out');
-      const partial = typeof step === 'function' ? await step(request) : step;
-      return {
-        content: null,
-        toolCalls: [],
-        finishReason: 'stop',
-        usage: { promptTokens: 7, completionTokens: 3 },
-        ...partial,
-      };
-    },
-  };
-  return { model, requests };
-}
+const scriptedModel = (steps: ScriptStep[]) =>
+  scriptedChatModel(steps, { promptTokens: 7, completionTokens: 3 });
 
 /** The real protocol over in-memory streams: a host that records calls, and the controller behind an agent peer. */
 function harness(
