@@ -162,3 +162,16 @@ describe('runAgentLoop', () => {
     expect(replies).toEqual([]);
   });
 });
+
+describe('a final answer that cannot be sent', () => {
+  it('is not remembered as given, so a retried run answers again', async () => {
+    const { model } = scriptedModel([{ content: 'the answer' }]);
+    const { options, recorded } = loopOptions(model, {
+      sendReply: async () => {
+        throw new Error('the host is gone');
+      },
+    });
+    await expect(runAgentLoop(options)).rejects.toThrow(/the host is gone/);
+    expect(recorded.some((m) => m.role === 'assistant')).toBe(false);
+  });
+});

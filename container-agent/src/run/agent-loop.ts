@@ -112,11 +112,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     // A final answer. Tool calls made past the step limit are dropped: without results they would
     // leave orphans in the history.
     finalText = (response.content ?? '').trim();
-    await add({ role: 'assistant', content: finalText });
+    // Sent first, remembered after: if sending fails, the history does not claim an answer the group never
+    // got, so the retried run answers again instead of finding "nothing new to answer".
     if (finalText !== '') {
       throwIfAborted();
       await options.sendReply(finalText);
     }
+    await add({ role: 'assistant', content: finalText });
     // Messages accepted while the model was answering still get an answer in this run.
     if (inbox.hasPending()) continue;
     inbox.close();
