@@ -77,7 +77,7 @@ export async function ensureAgentImage(options: EnsureAgentImageOptions): Promis
         bundleFiles: bundle.files,
         tag,
         ...(base.mode === 'offline' ? { buildArgs: { BASE_IMAGE: base.reference } } : {}),
-        labels: { 'carapace.agent-bundle': bundle.sha256 },
+        labels: { 'carapace.agent-bundle': bundle.sha256, [LABEL_BUILT_AT]: String(Date.now()) },
         onProgress: progress,
       });
       const pruned = await pruneImages(docker, repository, tag, options.keep ?? 2);
@@ -171,6 +171,9 @@ async function ensureOfflineBaseIfCached(docker: Docker): Promise<ResolvedBase |
  * Removes all but the newest `keep` tags of the repository (the current tag always stays).
  * A tag still used by a running container is left alone.
  */
+/** When an agent image was built, in epoch milliseconds. */
+export const LABEL_BUILT_AT = 'carapace.built-at';
+
 export async function pruneImages(
   docker: Docker,
   repository: string,
@@ -178,8 +181,11 @@ export async function pruneImages(
   keep: number,
 ): Promise<string[]> {
   const images = await docker.listImages({ filters: { reference: [repository] } });
+  // Docker's Created has one-second resolution: builds in the same second would tie, and pruning could
+  // remove the newer one. Our own millisecond stamp decides; Created is the fallback for older images.
+  const builtAt = (image: Docker.ImageInfo) => Number(image.Labels?.[LABEL_BUILT_AT]) || image.Created * 1000;
   const tags = images
-    .flatMap((image) => (image.RepoTags ?? []).map((tag) => ({ tag, created: image.Created })))
+    .flatMap((image) => (image.RepoTags ?? []).map((tag) => ({ tag, created: builtAt(image) })))
     .filter((entry) => entry.tag.startsWith(`${repository}:`) && entry.tag !== current)
     .sort((a, b) => b.created - a.created);
   const removed: string[] = [];
