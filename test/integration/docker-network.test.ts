@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
-import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchContainer } from '../../host/containers/container-launch.ts';
@@ -16,6 +15,7 @@ import {
 } from '../../host/containers/network-gateway.ts';
 import { ensureProbeImage } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
+import { collect, firstLine } from '../helpers/stream-text.ts';
 
 const docker = new Docker();
 const testRun = randomUUID().slice(0, 8);
@@ -53,30 +53,6 @@ async function listen(host: string): Promise<number> {
     server.listen(0, host, resolve);
   });
   return (server.address() as net.AddressInfo).port;
-}
-
-function collect(stream: Readable): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
-    stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    stream.on('end', () => resolve(text));
-  });
-}
-
-function firstLine(stream: Readable): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer) => {
-      text += chunk.toString();
-      const newline = text.indexOf('\n');
-      if (newline >= 0) {
-        stream.off('data', onData);
-        resolve(text.slice(0, newline));
-      }
-    };
-    stream.on('data', onData);
-    stream.once('end', () => reject(new Error(`no line before end: ${text}`)));
-  });
 }
 
 type ConnectReport = {
@@ -232,7 +208,9 @@ await describeDocker('docker network modes', () => {
     // Other networks (a running host's own) may have chains too; this network's must appear once.
     const networkId = ((await docker.getNetwork(networkName).inspect()) as { Id: string }).Id;
     const input = execFileSync('iptables', ['-w', '-S', 'INPUT'], { encoding: 'utf8' });
-    expect(input.split('\n').filter((line) => line.includes(`CARAPACE-GW-${networkId.slice(0, 12)}`))).toHaveLength(1);
+    expect(
+      input.split('\n').filter((line) => line.includes(`CARAPACE-GW-${networkId.slice(0, 12)}`)),
+    ).toHaveLength(1);
   });
 
   it('gateway mode without a given host address looks it up and maps host.docker.internal to it', async () => {

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchContainer } from '../../host/containers/container-launch.ts';
@@ -10,6 +9,7 @@ import { removeOrphans } from '../../host/containers/container-orphans.ts';
 import type { ContainerSpec } from '../../host/containers/container-spec.ts';
 import { ensureProbeImage } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
+import { collect, firstLine } from '../helpers/stream-text.ts';
 
 const docker = new Docker();
 const testRun = randomUUID().slice(0, 8);
@@ -32,30 +32,6 @@ function spec(overrides: Partial<ContainerSpec>): ContainerSpec {
     hostInstanceId: `test-host-${testRun}`,
     ...overrides,
   };
-}
-
-function collect(stream: Readable): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
-    stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    stream.on('end', () => resolve(text));
-  });
-}
-
-function firstLine(stream: Readable): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer) => {
-      text += chunk.toString();
-      const newline = text.indexOf('\n');
-      if (newline >= 0) {
-        stream.off('data', onData);
-        resolve(text.slice(0, newline));
-      }
-    };
-    stream.on('data', onData);
-    stream.once('end', () => reject(new Error(`no line before end: ${text}`)));
-  });
 }
 
 await describeDocker('docker sandbox limits', () => {

@@ -10,27 +10,35 @@ import { staticRunner, startHost, type RunningHost } from '../../host/main.ts';
 import { createEchoRunner } from '../fakes/echo-runner.ts';
 import { runCli } from '../helpers/processes.ts';
 
+/** A host on temporary folders, wired as in production but with the echo runner double. */
+async function startEchoHost(prefix: string, configToml?: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const env: NodeJS.ProcessEnv = {
+    CARAPACE_CONFIG_DIR: path.join(dir, 'cfg'),
+    CARAPACE_DATA_DIR: path.join(dir, 'data'),
+  };
+  if (configToml) {
+    fs.mkdirSync(env.CARAPACE_CONFIG_DIR as string);
+    fs.writeFileSync(path.join(env.CARAPACE_CONFIG_DIR as string, 'config.toml'), configToml);
+  }
+  const paths = resolvePaths({ env, cwd: dir });
+  const host = await startHost({
+    paths,
+    config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
+    createRunner: staticRunner(createEchoRunner()),
+    logger: pino({ level: 'silent' }),
+    redact: (s) => s,
+  });
+  return { dir, env, host };
+}
+
 describe('local console through the real CLI', () => {
   let dir: string;
   let env: NodeJS.ProcessEnv;
   let host: RunningHost;
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-console-'));
-    env = { CARAPACE_CONFIG_DIR: path.join(dir, 'cfg'), CARAPACE_DATA_DIR: path.join(dir, 'data') };
-    fs.mkdirSync(env.CARAPACE_CONFIG_DIR as string);
-    fs.writeFileSync(
-      path.join(env.CARAPACE_CONFIG_DIR as string, 'config.toml'),
-      '[assistant]\nname = "Kit"\n',
-    );
-    const paths = resolvePaths({ env, cwd: dir });
-    host = await startHost({
-      paths,
-      config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
-      createRunner: staticRunner(createEchoRunner()),
-      logger: pino({ level: 'silent' }),
-      redact: (s) => s,
-    });
+    ({ dir, env, host } = await startEchoHost('carapace-console-', '[assistant]\nname = "Kit"\n'));
   });
   afterAll(async () => {
     await host.stop();
@@ -76,16 +84,7 @@ describe('owner commands through the real CLI', () => {
   let host: RunningHost;
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-console-cmd-'));
-    env = { CARAPACE_CONFIG_DIR: path.join(dir, 'cfg'), CARAPACE_DATA_DIR: path.join(dir, 'data') };
-    const paths = resolvePaths({ env, cwd: dir });
-    host = await startHost({
-      paths,
-      config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
-      createRunner: staticRunner(createEchoRunner()),
-      logger: pino({ level: 'silent' }),
-      redact: (s) => s,
-    });
+    ({ dir, env, host } = await startEchoHost('carapace-console-cmd-'));
   });
   afterAll(async () => {
     await host.stop();
