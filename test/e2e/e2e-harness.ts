@@ -76,6 +76,8 @@ export interface E2eHost {
   readonly events: readonly ContainerEvent[];
   /** `carapace <args>` against this host, as a separate process. */
   cli(args: string[]): Promise<CliResult>;
+  /** Registers local groups through the real CLI; throws with its message when one fails. */
+  addLocalGroups(...ids: string[]): Promise<void>;
   /** `carapace send --group <group> "<text>"`: resolves when the CLI exits (it prints the replies). */
   send(group: string, text: string, timeoutS?: number): Promise<CliResult>;
   /** Everything the host logged so far (debug level, including the agents' stderr), as written. */
@@ -242,6 +244,13 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     docker,
     events,
     cli: (args) => runCli(args, env),
+    async addLocalGroups(...ids) {
+      for (const res of await Promise.all(
+        ids.map((id) => runCli(['groups', 'add', id, '--channel', 'local'], env)),
+      )) {
+        if (res.code !== 0) throw new Error(`groups add failed: ${res.stderr}`);
+      }
+    },
     send,
     logText: () => logs.join(''),
     logEntries: (msg) =>

@@ -49,11 +49,7 @@ await describeDocker('e2e security: the bash gate decides by taint', () => {
       groups: { vault: { contains_secrets: true } },
     } as unknown as E2eHostOptions['config'];
     h = await startE2eHost({ config });
-    const added = await Promise.all([
-      h.cli(['groups', 'add', 'alpha', '--channel', 'local']),
-      h.cli(['groups', 'add', 'vault', '--channel', 'local']),
-    ]);
-    for (const a of added) expect(a.code, a.stderr).toBe(0);
+    await h.addLocalGroups('alpha', 'vault');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();

@@ -32,11 +32,7 @@ await describeDocker('e2e security: the IPC authorization table', () => {
 
   beforeAll(async () => {
     h = await startE2eHost({ config: { runs: { max_attempts: 1 } } });
-    const added = await Promise.all([
-      h.cli(['groups', 'add', 'alpha', '--channel', 'local']),
-      h.cli(['groups', 'add', 'beta', '--channel', 'local']),
-    ]);
-    for (const a of added) expect(a.code, a.stderr).toBe(0);
+    await h.addLocalGroups('alpha', 'beta');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();
