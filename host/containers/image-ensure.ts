@@ -167,18 +167,25 @@ async function ensureOfflineBaseIfCached(docker: Docker): Promise<ResolvedBase |
   return id ? { mode: 'offline', reference: tag, id } : undefined;
 }
 
-/**
- * Removes all but the newest `keep` tags of the repository (the current tag always stays).
- * A tag still used by a running container is left alone.
- */
 /** When an agent image was built, in epoch milliseconds. */
 export const LABEL_BUILT_AT = 'carapace.built-at';
 
+/**
+ * Images younger than this are never pruned: another host on the same engine (another data folder, or
+ * another checkout at a different version) may have just built one and be about to start containers.
+ */
+export const PRUNE_GRACE_MS = 60 * 60 * 1000;
+
+/**
+ * Removes all but the newest `keep` tags of the repository (the current tag always stays), sparing those
+ * built within the grace period. A tag still used by a container is left alone.
+ */
 export async function pruneImages(
   docker: Docker,
   repository: string,
   current: string,
   keep: number,
+  now: number = Date.now(),
 ): Promise<string[]> {
   const images = await docker.listImages({ filters: { reference: [repository] } });
   // Docker's Created has one-second resolution: builds in the same second would tie, and pruning could
@@ -189,12 +196,14 @@ export async function pruneImages(
     .filter((entry) => entry.tag.startsWith(`${repository}:`) && entry.tag !== current)
     .sort((a, b) => b.created - a.created);
   const removed: string[] = [];
-  for (const { tag } of tags.slice(Math.max(0, keep - 1))) {
+  for (const { tag, created } of tags.slice(Math.max(0, keep - 1))) {
+    if (now - created < PRUNE_GRACE_MS) continue;
     try {
       await docker.getImage(tag).remove();
       removed.push(tag);
     } catch (error) {
-      if (!isDockerAlreadyGone(error)) throw error;
+      // 409: a container still uses it; it goes at a later build.
+      if (!isDockerAlreadyGone(error) && (error as { statusCode?: number }).statusCode !== 409) throw error;
     }
   }
   return removed;
