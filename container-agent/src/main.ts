@@ -40,7 +40,6 @@ async function main(): Promise<void> {
     wasmDir: env.CARAPACE_WASM_DIR,
     logger,
   });
-  const model = createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: env.OPENAI_API_KEY });
   // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it now,
   // while the agent waits for run.start, without touching the network.
   void fetch('data:,').catch(() => undefined);
@@ -64,7 +63,9 @@ async function main(): Promise<void> {
   });
   const controller = createRunController({
     host: peer,
-    model,
+    // The key arrives with run.start and stays in this client: never in process.env, so no command and no
+    // child process can inherit it.
+    createModel: (gatewayKey) => createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: gatewayKey }),
     classifier,
     settings: {
       workspaceRoot: env.CARAPACE_WORKSPACE,

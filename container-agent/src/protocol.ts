@@ -187,6 +187,12 @@ export const runStartParamsSchema = z
     messages: chatMessagesSchema,
     limits: runLimitsSchema,
     model: nonEmptyText(128).optional(),
+    /**
+     * The run's gateway key, issued when the run starts and revoked when it ends. It comes here, not in the
+     * container's environment, so a container started ahead of its run holds no live key, and the agent
+     * keeps it in memory only: never in its environment, files, logs or its commands' environment.
+     */
+    gatewayKey: nonEmptyText(256),
   })
   .strict();
 export type RunStartParams = z.infer<typeof runStartParamsSchema>;

@@ -37,8 +37,8 @@ export interface DockerAgentRunnerDeps {
     baseUrlFor(address: string): string;
   };
   planMounts(group: RunContext['group']): GroupMountPlan;
-  /** The run.start params the agent gets, apart from runId, group and messages. */
-  startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages'>;
+  /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
+  startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
   env: Record<string, string>;
   handlersFor(
     identity: RunIdentity,
@@ -114,35 +114,33 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
     for (const r of plan.rejected)
       logger.warn({ groupId: ctx.group.id, reason: r.reason }, 'extra mount rejected');
     const user = prepareOwnership(plan, deps.hostIds);
+    const spec: ContainerSpec = {
+      groupId: ctx.group.id,
+      runId: ctx.runId,
+      image: deps.image,
+      mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
+        hostPath,
+        containerPath,
+        readOnly,
+      })),
+      // No key here: what a container's environment holds, every process in it can read.
+      env: { ...deps.env, OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
+      network: specNetwork,
+      limits: { memoryMb: containers.memory_mb, cpus: containers.cpus, pids: containers.pids },
+      timeouts: {
+        hardMs: containers.hard_timeout_ms,
+        idleMs: containers.idle_timeout_ms,
+        graceMs: containers.stop_grace_ms,
+      },
+      labels: deps.labels,
+      nameScope: deps.nameScope,
+      hostInstanceId: deps.hostInstanceId,
+      ...(user ? { user } : {}),
+    };
+    const container = await launchContainer(docker, spec);
+    // Issued as the run starts, revoked when it ends: a key is never live without its run.
     const key = deps.gateway.issueKey({ runId: String(ctx.runId), groupId: ctx.group.id });
     try {
-      const spec: ContainerSpec = {
-        groupId: ctx.group.id,
-        runId: ctx.runId,
-        image: deps.image,
-        mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
-          hostPath,
-          containerPath,
-          readOnly,
-        })),
-        env: {
-          ...deps.env,
-          OPENAI_API_KEY: key.key,
-          OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress),
-        },
-        network: specNetwork,
-        limits: { memoryMb: containers.memory_mb, cpus: containers.cpus, pids: containers.pids },
-        timeouts: {
-          hardMs: containers.hard_timeout_ms,
-          idleMs: containers.idle_timeout_ms,
-          graceMs: containers.stop_grace_ms,
-        },
-        labels: deps.labels,
-        nameScope: deps.nameScope,
-        hostInstanceId: deps.hostInstanceId,
-        ...(user ? { user } : {}),
-      };
-      const container = await launchContainer(docker, spec);
       const session = createRunSession({
         container,
         start: {
@@ -155,6 +153,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
             channel: ctx.group.channel,
           },
           messages: fitStartMessages(ctx.messages).map(toChatMessage),
+          gatewayKey: key.key,
         },
         handlers: (onDone) => deps.handlersFor(identity, callbacks, onDone),
         onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
@@ -164,6 +163,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
       return { session, key };
     } catch (err) {
       key.revoke();
+      await container.stop('the run could not start', 0).catch(() => undefined);
       throw err;
     }
   }

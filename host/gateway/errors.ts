@@ -40,7 +40,7 @@ export const gatewayErrors = {
     status: 401,
     type: 'authentication_error',
     code: 'invalid_api_key',
-    message: 'invalid or expired gateway key: use the OPENAI_API_KEY given to this run',
+    message: 'invalid or expired gateway key: use the key this run got with run.start',
   }),
   unknownRoute: (method: string, path: string): GatewayError => ({
     status: 404,

@@ -6,7 +6,7 @@ export interface KeyOwner {
 }
 
 export interface IssuedKey {
-  /** `gw-` + 256 random bits, base64url. Goes into the container's env; never logged. */
+  /** `gw-` + 256 random bits, base64url. Goes to the agent in run.start; never logged. */
   readonly key: string;
   /** Idempotent. Requests already in flight finish; new ones get 401. */
   revoke(): void;

@@ -60,7 +60,6 @@ function startAgent(): HostSide {
       PATH: process.env.PATH,
       HOME: workspace,
       OPENAI_BASE_URL: fake.openaiBaseUrl,
-      OPENAI_API_KEY: GATEWAY_KEY,
       CARAPACE_WORKSPACE: workspace,
       CARAPACE_MODEL: 'fake-model',
     },
@@ -128,6 +127,7 @@ const runStart = (runId: number, messages: ChatMessage[]): RunStartParams => ({
   formatting: 'Plain text.',
   messages,
   limits: { maxToolSteps: 5, maxOutputTokens: 512, wallTimeMs: 60_000 },
+  gatewayKey: GATEWAY_KEY,
 });
 
 /** Polls a condition (a file another process writes, a process ending); fails after 20 s. */

@@ -100,6 +100,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
       formatting: 'plain',
       messages: [],
       limits: { maxToolSteps: 5, maxOutputTokens: 100, wallTimeMs: 60_000 },
+      gatewayKey: 'gw-forgery-test',
     },
     handlers: (onDone) =>
       createHostHandlers({

@@ -52,6 +52,7 @@ function harness(
     remoteMethods: agentMethods,
   });
   const exits: number[] = [];
+  const gatewayKeys: string[] = [];
   const handlers = {} as RpcHandlers<typeof agentMethods>;
   const agentPeer = createRpcPeer({
     input: toAgent,
@@ -62,7 +63,10 @@ function harness(
   });
   const controller = createRunController({
     host: agentPeer,
-    model,
+    createModel: (gatewayKey) => {
+      gatewayKeys.push(gatewayKey);
+      return model;
+    },
     classifier: { classify: () => ({ class: 'local', reason: 'test', network: false }) },
     settings: {
       workspaceRoot: workspace,
@@ -82,7 +86,7 @@ function harness(
     createNonce: () => 'n0nce',
   });
   Object.assign(handlers, controller.handlers);
-  return { host, calls, exits, finished: controller.finished };
+  return { host, calls, exits, gatewayKeys, finished: controller.finished };
 }
 
 const chat = (id: number, text: string): ChatMessage => ({
@@ -102,6 +106,7 @@ const start = (messages: ChatMessage[], extra: Partial<RunStartParams> = {}): Ru
   formatting: 'Plain text only.',
   messages,
   limits: { maxToolSteps: 5, maxOutputTokens: 500, wallTimeMs: 60_000 },
+  gatewayKey: 'gw-run-controller-test-key',
   ...extra,
 });
 
@@ -154,6 +159,27 @@ describe('run controller', () => {
     );
     expect(request.tools.map((t) => t.name)).not.toContain('register_group');
     expect(historyLines().map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('talks to the model with the key from run.start, which no command can see', async () => {
+    const { model, requests } = scriptedModel([
+      { toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'env' }) }] },
+      { content: 'checked' },
+    ]);
+    const h = harness(model);
+    await h.host.request(
+      'run.start',
+      start([chat(5, 'env please @Andy')], { gatewayKey: 'gw-only-in-memory' }),
+    );
+    expect(await h.finished).toBe(0);
+    expect(h.gatewayKeys).toEqual(['gw-only-in-memory']);
+    const toolResult = requests[1]?.messages.find((m) => m.role === 'tool')?.content ?? '';
+    expect(toolResult).toMatch(/^PATH=/m);
+    expect(toolResult).not.toContain('gw-only-in-memory');
+    expect(JSON.stringify(process.env)).not.toContain('gw-only-in-memory');
+    expect(fs.readFileSync(path.join(workspace, 'session', 'history.jsonl'), 'utf8')).not.toContain(
+      'gw-only-in-memory',
+    );
   });
 
   it('takes in a retried message once and does not answer an answered conversation again', async () => {

@@ -27,6 +27,7 @@ const runStart = {
   formatting: 'Use *bold* sparingly.',
   messages: [message],
   limits: { maxToolSteps: 20, maxOutputTokens: 4096, wallTimeMs: 300_000 },
+  gatewayKey: 'gw-protocol-test',
 };
 
 describe('protocol', () => {

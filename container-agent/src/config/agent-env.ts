@@ -2,10 +2,8 @@ import { z } from 'zod';
 
 /** The agent's environment, set by the host's container runner. */
 export const agentEnvSchema = z.object({
-  /** The host gateway (OpenAI-compatible), e.g. http://172.17.0.1:7878/v1. */
+  /** The host gateway (OpenAI-compatible), e.g. http://172.17.0.1:7878/v1. Its key comes with run.start. */
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/ }),
-  /** A per-run gateway key (never a provider key). */
-  OPENAI_API_KEY: z.string().min(1),
   CARAPACE_WORKSPACE: z.string().min(1).default('/workspace'),
   /** Used when run.start names no model. */
   CARAPACE_MODEL: z.string().min(1).optional(),

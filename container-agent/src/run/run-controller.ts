@@ -46,7 +46,8 @@ export interface RunControllerSettings {
 
 export interface RunControllerDeps {
   host: HostClient;
-  model: ChatModel;
+  /** The LLM client of a run, built at run.start with the run's gateway key (held only in its memory). */
+  createModel(gatewayKey: string): ChatModel;
   classifier: BashClassifierSource;
   settings: RunControllerSettings;
   now: () => Date;
@@ -69,8 +70,12 @@ export interface RunController {
 
 type Phase = 'idle' | 'starting' | 'running' | 'finished';
 
+/** run.start without its gateway key: the key lives only inside the run's model client. */
+type RunParams = Omit<RunStartParams, 'gatewayKey'>;
+
 interface ActiveRun {
-  params: RunStartParams;
+  params: RunParams;
+  model: ChatModel;
   modelName: string;
   workspace: Workspace;
   history: HistoryStore;
@@ -90,7 +95,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
   let resolveFinished: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (resolveFinished = resolve));
 
-  const render = (params: RunStartParams, messages: readonly ChatMessage[]): UserMessage => ({
+  const render = (params: RunParams, messages: readonly ChatMessage[]): UserMessage => ({
     role: 'user',
     content: renderChatMessages(messages, {
       assistantName: params.assistantName,
@@ -101,7 +106,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
     chatIds: messages.map((m) => m.id),
   });
 
-  const prepare = async (params: RunStartParams, modelName: string): Promise<ActiveRun> => {
+  const prepare = async (params: RunParams, model: ChatModel, modelName: string): Promise<ActiveRun> => {
     const root = settings.workspaceRoot;
     const groupDir = path.join(root, 'group');
     const sessionDir = path.join(root, 'session');
@@ -141,6 +146,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
     });
     return {
       params,
+      model,
       modelName,
       workspace,
       history,
@@ -190,7 +196,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
           { logger },
         );
         await runAgentLoop({
-          model: deps.model,
+          model: active.model,
           modelName: active.modelName,
           tools,
           systemPrompt: active.systemPrompt,
@@ -248,7 +254,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
   };
 
   const handlers: RpcHandlers<AgentMethods> = {
-    'run.start': async (params) => {
+    'run.start': async ({ gatewayKey, ...params }) => {
       if (phase !== 'idle')
         throw new RpcError(RPC_ERROR_CODES.invalidRequest, 'this agent process has already started its run');
       const modelName = params.model ?? settings.defaultModel;
@@ -264,7 +270,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
         'run.start',
       );
       try {
-        preparing = prepare(params, modelName);
+        preparing = prepare(params, deps.createModel(gatewayKey), modelName);
         run = await preparing;
       } catch (error) {
         phase = 'finished';
