@@ -6,8 +6,9 @@ import { adminCommandReplyKey, createAdminCommandHandler } from './admin/admin-c
 import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
 import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
 import { createTaskDelivery } from './scheduler/task-delivery.ts';
-import { isLocalOwnerMessage } from './admin/owner-check.ts';
-import type { Channel } from './channels/channel.ts';
+import { isOwnerMessage } from './admin/owner-check.ts';
+import type { Channel, ChannelHost } from './channels/channel.ts';
+import { createDeliveryOutcomes } from './channels/delivery-outcomes.ts';
 import type { HostStatus } from './channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channel.ts';
 import { listenOnSocket, sendJson } from './channels/local/socket-server.ts';
@@ -123,7 +124,8 @@ export async function startHost({
     runtime?: RunnerRuntime;
     approvals?: ApprovalService;
     scheduler?: Scheduler;
-  } = {};
+    channels: Channel[];
+  } = { channels: [] };
   try {
     ensureAdminGroup(store);
     const events = createHostEvents();
@@ -161,12 +163,19 @@ export async function startHost({
       },
     });
     up.server = server;
+    const outcomes = createDeliveryOutcomes({
+      store,
+      notifyOwner: (key, text) => dispatcher.enqueue(adminMessage(store, key, text)),
+      logger: logger.child({ subsystem: 'outbox' }),
+    });
     const dispatcher = createOutboxDispatcher({
       outbox: store.outbox,
       channelFor: (name) => channels.get(name),
       retryBaseMs: config.outbox.retry_base_ms,
       retryMaxMs: config.outbox.retry_max_ms,
       onDelivered: (item) => events.emit('outbox-delivered', item),
+      onDeadLetter: outcomes.onDeadLetter,
+      onChatMoved: outcomes.onChatMoved,
       logger: logger.child({ subsystem: 'outbox' }),
     });
     const approvals = createApprovalService({
@@ -222,7 +231,7 @@ export async function startHost({
       store,
       adminCommands: createAdminCommandHandler({
         approvals,
-        isOwnerMessage: isLocalOwnerMessage,
+        isOwnerMessage: isOwnerMessage,
         reply: (text, group, m) =>
           dispatcher.enqueue({
             idempotencyKey: adminCommandReplyKey(m),
@@ -241,9 +250,17 @@ export async function startHost({
       logger: logger.child({ subsystem: 'ingest' }),
     });
 
-    for (const ch of [local.channel, ...extraChannels]) {
-      channels.set(ch.name, ch);
-      await ch.connect(ingest);
+    for (const ch of [local.channel, ...extraChannels]) channels.set(ch.name, ch);
+    for (const ch of channels.values()) {
+      const log = logger.child({ channel: ch.name });
+      const host: ChannelHost = {
+        ingest,
+        onStatus: (status) => log.info({ status }, 'channel status'),
+        onChatSeen: (chat) => log.debug({ chatId: chat.chatId }, 'chat seen'),
+        isOwnMessage: (chatId, platformId) => store.outbox.isOwnMessage(ch.name, chatId, platformId),
+      };
+      up.channels.push(ch);
+      await ch.start(host);
     }
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
     for (const groupId of recoverInterruptedRuns(store, logger)) activeQueue.notify(groupId);
@@ -261,7 +278,7 @@ export async function startHost({
         await activeQueue.close(reason);
         await dispatcher.stop();
         await runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed'));
-        for (const ch of channels.values()) await ch.disconnect().catch(() => undefined);
+        for (const ch of channels.values()) await ch.stop().catch(() => undefined);
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         store.close();
@@ -272,6 +289,7 @@ export async function startHost({
   } catch (err) {
     up.scheduler?.stop();
     up.approvals?.close();
+    for (const ch of up.channels) await ch.stop().catch(() => undefined);
     await up.runtime?.close().catch(() => undefined);
     up.server?.close();
     store.close();

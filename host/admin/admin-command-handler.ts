@@ -10,7 +10,7 @@ export interface AdminCommandHandlerDeps {
   approvals: Pick<ApprovalService, 'decide' | 'pending'>;
   /**
    * Whether the sender is the owner, from channel metadata the host trusts (never from message text).
-   * The local console: `isLocalOwnerMessage`. A throw counts as "not the owner".
+   * Channel-agnostic: `isOwnerMessage` (the adapter's `fromOwner`). A throw counts as "not the owner".
    */
   isOwnerMessage(m: InboundMessage, group: GroupRecord): boolean;
   /** Answers in the admin chat the command came from; `command` gives an idempotency key (its externalId). */

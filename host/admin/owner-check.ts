@@ -1,10 +1,11 @@
 import type { InboundMessage } from '../channels/channel.ts';
-import { LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
 
 /**
- * The local console's sender is always `owner`: only the owner can open the host's socket (0600 in a 0700
- * folder), and the console sets the sender id itself; no client input reaches it.
+ * Whether a message is the owner's, for every channel alike: the adapter attests `fromOwner` from platform
+ * facts only (the console: always, since only the owner can open its socket; WhatsApp: the linked account
+ * in its own self-chat; Telegram: the configured owner in the bot's private chat). Nothing in the text,
+ * sender name or sender id can make a message the owner's. Fails closed: anything but `true` is not.
  */
-export function isLocalOwnerMessage(m: InboundMessage): boolean {
-  return m.channel === LOCAL_CHANNEL && m.senderId === 'owner';
+export function isOwnerMessage(m: Pick<InboundMessage, 'fromOwner'>): boolean {
+  return m.fromOwner === true;
 }

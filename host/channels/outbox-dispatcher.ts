@@ -1,20 +1,34 @@
 import type { Logger } from 'pino';
 import type { NewOutboxItem, OutboxItem, OutboxStore } from '../store/outbox-store.ts';
-import type { Channel } from './channel.ts';
+import type { Channel, SendOutcome } from './channel.ts';
+import { chunkText } from './chunk-text.ts';
 
 export interface OutboxDispatcherDeps {
   outbox: OutboxStore;
+  /** The configured channel of that name; undefined means there is none, so its pieces fail permanently. */
   channelFor(name: string): Channel | undefined;
   retryBaseMs: number;
   retryMaxMs: number;
   onDelivered(item: OutboxItem): void;
+  /** A piece was dead-lettered (chat gone, bot removed, no such channel): tell the owner, once per chat. */
+  onDeadLetter(item: OutboxItem, reason: string): void;
+  /**
+   * The platform moved the chat: re-bind its group and pending pieces to `newChatId` (one transaction,
+   * audited). Delivery of the piece continues at the new id.
+   */
+  onChatMoved(item: OutboxItem, newChatId: string, reason: string): void;
   logger: Logger;
   now?: () => number;
 }
 
+/** A platform that keeps answering "moved" would otherwise bounce a piece between ids forever. */
+const MAX_MOVES_PER_SEND = 3;
+
 /**
- * Delivers stored replies: at least once, in order per chat, retried with backoff after a channel error
- * or a restart. Work starts on `enqueue`/`kick` and on a timer for the next retry; nothing polls.
+ * Delivers stored replies: at least once, in order per chat, retried with backoff after a transient
+ * failure or a restart, dead-lettered after a permanent one. Replies are split to the channel's text limit
+ * when they are stored, one row per piece. Work starts on `enqueue`/`kick` and on a timer for the next
+ * retry; nothing polls.
  */
 export function createOutboxDispatcher({
   outbox,
@@ -22,6 +36,8 @@ export function createOutboxDispatcher({
   retryBaseMs,
   retryMaxMs,
   onDelivered,
+  onDeadLetter,
+  onChatMoved,
   logger,
   now = Date.now,
 }: OutboxDispatcherDeps) {
@@ -32,24 +48,69 @@ export function createOutboxDispatcher({
 
   const backoff = (attempts: number) => Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(attempts, 20));
 
-  async function deliverChat(items: OutboxItem[]): Promise<void> {
-    for (const item of items) {
-      const channel = channelFor(item.channel);
-      try {
-        if (!channel) throw new Error(`channel "${item.channel}" is not connected`);
-        await channel.send(item.chatId, item.text, { idempotencyKey: item.idempotencyKey });
-      } catch (err) {
-        const retryAt = now() + backoff(item.attempts);
-        outbox.markFailed(item.id, (err as Error).message, retryAt);
+  async function attempt(channel: Channel | undefined, item: OutboxItem): Promise<SendOutcome> {
+    if (!channel) return { kind: 'permanent', reason: `there is no channel "${item.channel}" configured` };
+    try {
+      return await channel.send({
+        chatId: item.chatId,
+        text: item.text,
+        idempotencyKey: item.idempotencyKey,
+      });
+    } catch (err) {
+      // Adapters map platform errors to outcomes; a throw is a bug there, and must not lose the reply.
+      logger.error({ outboxId: item.id, channel: item.channel, err }, 'channel send threw; retrying');
+      return { kind: 'retry', reason: `the ${item.channel} channel failed: ${(err as Error).message}` };
+    }
+  }
+
+  /** Delivers one piece; false when the chat's later pieces must not follow now (a retry, or a move). */
+  async function deliver(original: OutboxItem): Promise<boolean> {
+    let item = original;
+    const channel = channelFor(item.channel);
+    for (let moves = 0; ; moves += 1) {
+      const outcome = await attempt(channel, item);
+      if (outcome.kind === 'delivered') {
+        outbox.markSent(item.id, {
+          channel: item.channel,
+          chatId: item.chatId,
+          platformIds: outcome.platformIds,
+        });
+        onDelivered({ ...item, status: 'sent' });
+        // After a move the chat's other pieces were re-bound in the database: read them again from there.
+        if (moves > 0) again = true;
+        return moves === 0;
+      }
+      if (outcome.kind === 'moved' && moves < MAX_MOVES_PER_SEND) {
+        logger.warn({ outboxId: item.id, from: item.chatId, to: outcome.newChatId }, 'chat moved');
+        onChatMoved(item, outcome.newChatId, outcome.reason);
+        item = { ...item, chatId: outcome.newChatId };
+        continue;
+      }
+      if (outcome.kind === 'retry') {
+        const retryAt = now() + Math.max(backoff(item.attempts), outcome.retryAfterMs ?? 0);
+        outbox.markFailed(item.id, outcome.reason, retryAt);
         logger.warn(
-          { outboxId: item.id, attempts: item.attempts + 1, err: (err as Error).message },
+          { outboxId: item.id, attempts: item.attempts + 1, reason: outcome.reason },
           'delivery failed',
         );
-        // Later replies to the same chat wait, so a chat never sees them out of order.
-        return;
+        return false;
       }
-      outbox.markSent(item.id);
-      onDelivered({ ...item, status: 'sent' });
+      const reason = outcome.kind === 'moved' ? `the chat kept moving (${outcome.reason})` : outcome.reason;
+      outbox.markDead(item.id, reason);
+      logger.error(
+        { outboxId: item.id, channel: item.channel, chatId: item.chatId, reason },
+        'reply dead-lettered',
+      );
+      onDeadLetter({ ...item, status: 'dead', lastError: reason }, reason);
+      if (moves > 0) again = true;
+      return moves === 0;
+    }
+  }
+
+  async function deliverChat(items: OutboxItem[]): Promise<void> {
+    for (const item of items) {
+      // Later replies to the same chat wait, so a chat never sees them out of order.
+      if (!(await deliver(item))) return;
     }
   }
 
@@ -96,9 +157,12 @@ export function createOutboxDispatcher({
   }
 
   return {
-    /** Stores a reply synchronously and schedules its delivery. */
+    /**
+     * Stores a reply synchronously, split into pieces within its channel's text limit (one row each, in
+     * order, each with its own idempotency key), and schedules their delivery.
+     */
     enqueue(item: NewOutboxItem): void {
-      outbox.add(item);
+      outbox.addAll(splitForChannel(item, channelFor(item.channel)?.textLimit));
       kick();
     },
     kick,
@@ -108,6 +172,19 @@ export function createOutboxDispatcher({
       await draining;
     },
   };
+}
+
+/**
+ * One row per piece. A reply that fits keeps its key; the pieces of a longer one are `<key>#<n>`, so a
+ * replayed enqueue of the same reply (same key, same text, same limit) stores nothing twice.
+ */
+export function splitForChannel(item: NewOutboxItem, textLimit: number | undefined): NewOutboxItem[] {
+  if (textLimit === undefined || item.text.length <= textLimit) return [item];
+  return chunkText(item.text, textLimit).map((text, i) => ({
+    ...item,
+    idempotencyKey: `${item.idempotencyKey}#${i + 1}`,
+    text,
+  }));
 }
 
 export type OutboxDispatcher = ReturnType<typeof createOutboxDispatcher>;

@@ -68,6 +68,7 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
      VALUES (@id, @channel, @chatId, @name, @isAdmin, @networkMode, @createdAt)`,
   );
   const remove = db.prepare('DELETE FROM groups WHERE id = ?');
+  const rebind = db.prepare('UPDATE groups SET chat_id = ? WHERE channel = ? AND chat_id = ?');
   // The cursor only moves forward: a late, smaller value from a slow path can never re-open answered messages.
   const advance = db.prepare('UPDATE groups SET agent_cursor = MAX(agent_cursor, ?) WHERE id = ?');
   // Taint only grows here; clearing it is a separate, owner-only operation.
@@ -116,6 +117,11 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
     },
     remove(id: string): boolean {
       return remove.run(id).changes > 0;
+    },
+    /** The platform moved a chat (a Telegram group became a supergroup): its group follows it. */
+    rebindChat(channel: string, fromChatId: string, toChatId: string): GroupRecord | undefined {
+      if (rebind.run(toChatId, channel, fromChatId).changes === 0) return undefined;
+      return this.findByChat(channel, toChatId);
     },
     advanceCursor(id: string, through: number): void {
       advance.run(through, id);

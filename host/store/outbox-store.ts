@@ -8,11 +8,14 @@ export interface OutboxItem {
   chatId: string;
   runId: number | null;
   text: string;
-  status: 'pending' | 'sent';
+  /** `dead`: a permanent failure (chat gone, no such channel); kept with its reason, never retried. */
+  status: OutboxStatus;
   attempts: number;
   nextAttemptAt: number;
   lastError: string | null;
 }
+
+export type OutboxStatus = 'pending' | 'sent' | 'dead';
 
 export interface NewOutboxItem {
   idempotencyKey: string;
@@ -31,7 +34,7 @@ interface OutboxRow {
   chat_id: string;
   run_id: number | null;
   text: string;
-  status: 'pending' | 'sent';
+  status: OutboxStatus;
   attempts: number;
   next_attempt_at: number;
   last_error: string | null;
@@ -83,6 +86,25 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const failed = db.prepare(
     `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`,
   );
+  const dead = db.prepare(
+    `UPDATE outbox SET status = 'dead', attempts = attempts + 1, last_error = ? WHERE id = ? AND status = 'pending'`,
+  );
+  const platformId = db.prepare(
+    `INSERT INTO outbox_platform_ids (channel, chat_id, platform_id, outbox_id, position) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT DO NOTHING`,
+  );
+  const ownMessage = db.prepare<[string, string, string], { n: number }>(
+    'SELECT 1 AS n FROM outbox_platform_ids WHERE channel = ? AND chat_id = ? AND platform_id = ?',
+  );
+  const platformIdsOf = db.prepare<[number], { platform_id: string }>(
+    'SELECT platform_id FROM outbox_platform_ids WHERE outbox_id = ? ORDER BY position',
+  );
+  const movePending = db.prepare(
+    `UPDATE outbox SET chat_id = ?, next_attempt_at = ? WHERE channel = ? AND chat_id = ? AND status = 'pending'`,
+  );
+  const deadRows = db.prepare<[number], OutboxRow>(
+    `SELECT * FROM outbox WHERE status = 'dead' ORDER BY id DESC LIMIT ?`,
+  );
   const sentAfter = db.prepare<[string, string, number], OutboxRow>(
     `SELECT * FROM outbox WHERE channel = ? AND chat_id = ? AND status = 'sent' AND id > ? ORDER BY id`,
   );
@@ -103,14 +125,43 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
         insert.run({ ...item, nextAttemptAt: now().getTime(), createdAt: now().toISOString() }).changes === 1
       );
     },
+    /** Adds the pieces of one reply in one transaction, so they are stored in order or not at all. */
+    addAll(items: NewOutboxItem[]): number {
+      return db.transaction(() => items.filter((i) => this.add(i)).length)();
+    },
     due(limit = 100): OutboxItem[] {
       return due.all({ now: now().getTime(), limit }).map(toItem);
     },
     nextDueAt(): number | undefined {
       return nextDue.get()?.at ?? undefined;
     },
-    markSent(id: number): void {
-      sent.run(now().toISOString(), id);
+    /** Marks a piece delivered and keeps the platform's ids of what it became, in one transaction. */
+    markSent(id: number, delivered?: { channel: string; chatId: string; platformIds: string[] }): void {
+      db.transaction(() => {
+        sent.run(now().toISOString(), id);
+        delivered?.platformIds.forEach((pid, i) =>
+          platformId.run(delivered.channel, delivered.chatId, pid, id, i),
+        );
+      })();
+    },
+    /** A permanent failure: the piece stays with its reason and is never attempted again. */
+    markDead(id: number, reason: string): void {
+      dead.run(reason.slice(0, 500), id);
+    },
+    /** Whether the host sent this platform message id in this chat. */
+    isOwnMessage(channel: string, chatId: string, platformIdOfMessage: string): boolean {
+      return ownMessage.get(channel, chatId, platformIdOfMessage) !== undefined;
+    },
+    platformIds(id: number): string[] {
+      return platformIdsOf.all(id).map((r) => r.platform_id);
+    },
+    /** Moves the pending pieces of a chat that the platform moved to a new id; they are due at once. */
+    movePending(channel: string, fromChatId: string, toChatId: string): number {
+      return movePending.run(toChatId, now().getTime(), channel, fromChatId).changes;
+    },
+    /** The newest dead-lettered pieces, for `carapace doctor`. */
+    deadLetters(limit = 20): OutboxItem[] {
+      return deadRows.all(limit).map(toItem);
     },
     markFailed(id: number, error: string, retryAt: number): void {
       failed.run(retryAt, error.slice(0, 500), id);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import type { Channel, InboundSink } from '../../host/channels/channel.ts';
+import type { Channel, ChannelHost, ChannelStatus } from '../../host/channels/channel.ts';
 
 /**
  * A chat platform stand-in for crash tests: inbound messages arrive as HTTP posts on a Unix socket,
@@ -9,14 +9,20 @@ import type { Channel, InboundSink } from '../../host/channels/channel.ts';
  * stored in the outbox but not yet confirmed.
  */
 export function createSocketChannel(opts: { socketFile: string; deliveriesFile: string; dieMarker: string }) {
-  let sink: InboundSink | undefined;
+  let host: ChannelHost | undefined;
   let server: http.Server | undefined;
+  let status: ChannelStatus = { state: 'stopped', reason: 'not started', since: new Date().toISOString() };
+  const setStatus = (state: ChannelStatus['state'], reason?: string) => {
+    status = { state, ...(reason ? { reason } : {}), since: new Date().toISOString() };
+    host?.onStatus(status);
+  };
+  let seq = 0;
   const channel: Channel = {
     name: 'fake',
     textLimit: 4096,
     formattingRules: 'plain text',
-    async connect(s) {
-      sink = s;
+    async start(h) {
+      host = h;
       if (fs.existsSync(opts.socketFile)) fs.unlinkSync(opts.socketFile);
       server = http.createServer((req, res) => {
         const chunks: Buffer[] = [];
@@ -27,7 +33,7 @@ export function createSocketChannel(opts: { socketFile: string; deliveriesFile: 
             externalId: string;
             text: string;
           };
-          const result = sink?.({
+          const result = host?.ingest({
             channel: 'fake',
             chatId: body.chatId,
             externalId: body.externalId,
@@ -37,19 +43,24 @@ export function createSocketChannel(opts: { socketFile: string; deliveriesFile: 
             sentAt: new Date().toISOString(),
             mentionsBot: false,
             repliesToBot: false,
+            fromOwner: false,
           });
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify(result ?? null));
         });
       });
       await new Promise<void>((resolve) => server?.listen(opts.socketFile, resolve));
+      setStatus('connected');
     },
-    async disconnect() {
+    async stop() {
       server?.closeAllConnections();
       server?.close();
+      setStatus('stopped', 'stopped by the host');
+      host = undefined;
     },
-    ownsChat: () => true,
-    async send(chatId, text, { idempotencyKey }) {
+    status: () => status,
+    adminChatId: () => undefined,
+    async send({ chatId, text, idempotencyKey }) {
       if (text.includes('[die-during-delivery]') && !fs.existsSync(opts.dieMarker)) {
         fs.writeFileSync(opts.dieMarker, String(process.pid));
         process.kill(process.pid, 'SIGKILL');
@@ -59,6 +70,8 @@ export function createSocketChannel(opts: { socketFile: string; deliveriesFile: 
         opts.deliveriesFile,
         `${JSON.stringify({ chatId, text, key: idempotencyKey, pid: process.pid })}\n`,
       );
+      seq += 1;
+      return { kind: 'delivered', platformIds: [`fake-${process.pid}-${seq}`] };
     },
     async setTyping() {},
   };

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import type { Channel } from '../../host/channels/channel.ts';
+import type { Channel, ChannelHost, ChannelStatus, SendOutcome } from '../../host/channels/channel.ts';
+import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts';
 import { createOutboxDispatcher } from '../../host/channels/outbox-dispatcher.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { createGroupQueue } from '../../host/router/group-queue.ts';
@@ -12,35 +13,66 @@ import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';
 
 export interface RecordingChannel extends Channel {
-  sent: { chatId: string; text: string; key: string }[];
-  /** Makes the next n sends fail. */
+  sent: { chatId: string; text: string; key: string; platformIds: string[] }[];
+  /** Makes the next n sends answer "retry later". */
   failNext(n: number): void;
+  /** The outcome of the next send (to `chatId`, or to any chat), before any "delivered". */
+  answerNext(outcome: Exclude<SendOutcome, { kind: 'delivered' }>, chatId?: string): void;
+  /** Sets the status the channel reports (and tells the host, once started). */
+  setStatus(state: ChannelStatus['state'], reason?: string): void;
+  /** What the host handed the channel at start (ingest, isOwnMessage…). */
+  host(): ChannelHost | undefined;
 }
 
+/** A channel double that keeps what it was asked to send and answers what the test scripts. */
 export function createRecordingChannel(name = 'test'): RecordingChannel {
-  let failures = 0;
+  const scripted: { outcome: Exclude<SendOutcome, { kind: 'delivered' }>; chatId?: string }[] = [];
   const sent: RecordingChannel['sent'] = [];
-  return {
+  let host: ChannelHost | undefined;
+  let status: ChannelStatus = { state: 'stopped', reason: 'not started', since: new Date().toISOString() };
+  let seq = 0;
+  const channel: RecordingChannel = {
     name,
     textLimit: 4096,
     formattingRules: 'plain text',
     sent,
     failNext(n) {
-      failures = n;
+      for (let i = 0; i < n; i += 1)
+        scripted.push({ outcome: { kind: 'retry', reason: 'platform unavailable' } });
     },
-    async connect() {},
-    async disconnect() {},
-    ownsChat: () => true,
-    async send(chatId, text, { idempotencyKey }) {
-      if (failures > 0) {
-        failures -= 1;
-        throw new Error('platform unavailable');
-      }
-      sent.push({ chatId, text, key: idempotencyKey });
+    answerNext(outcome, chatId) {
+      scripted.push({ outcome, chatId });
+    },
+    setStatus(state, reason) {
+      status = { state, ...(reason ? { reason } : {}), since: new Date().toISOString() };
+      host?.onStatus(status);
+    },
+    host: () => host,
+    async start(h) {
+      host = h;
+      channel.setStatus('connected');
+    },
+    async stop() {
+      channel.setStatus('stopped', 'stopped by the host');
+      host = undefined;
+    },
+    status: () => status,
+    async send({ chatId, text, idempotencyKey }) {
+      const at = scripted.findIndex((s) => s.chatId === undefined || s.chatId === chatId);
+      if (at >= 0) return scripted.splice(at, 1)[0]!.outcome;
+      seq += 1;
+      const platformIds = [`${name}-msg-${seq}`];
+      sent.push({ chatId, text, key: idempotencyKey, platformIds });
+      return { kind: 'delivered', platformIds };
     },
     async setTyping() {},
+    adminChatId: () => undefined,
   };
+  return channel;
 }
+
+/** Where the harness's host notices to the owner (dead letters) are delivered. */
+export const OWNER_CHAT = 'owner-admin';
 
 /** The real router pieces over a real SQLite file, with the runner of the test's choice. */
 export function createRouterHarness(opts: {
@@ -55,12 +87,28 @@ export function createRouterHarness(opts: {
   const logger = pino({ level: 'silent' });
   const events = createHostEvents();
   const channel = createRecordingChannel();
+  const outcomes = createDeliveryOutcomes({
+    store,
+    // The owner's notices go to a chat of their own on the test channel.
+    notifyOwner: (key, text) =>
+      dispatcher.enqueue({
+        idempotencyKey: key,
+        groupId: null,
+        channel: channel.name,
+        chatId: OWNER_CHAT,
+        runId: null,
+        text,
+      }),
+    logger,
+  });
   const dispatcher = createOutboxDispatcher({
     outbox: store.outbox,
     channelFor: (n) => (n === channel.name ? channel : undefined),
     retryBaseMs: 5,
     retryMaxMs: 50,
     onDelivered: (item) => events.emit('outbox-delivered', item),
+    onDeadLetter: outcomes.onDeadLetter,
+    onChatMoved: outcomes.onChatMoved,
     logger,
   });
   const executor = createRunExecutor({
@@ -102,6 +150,7 @@ export function createRouterHarness(opts: {
         sentAt: new Date().toISOString(),
         mentionsBot: false,
         repliesToBot: false,
+        fromOwner: false,
       });
     },
     /** Resolves once `count` replies have been delivered (driven by delivery events, not polling). */

@@ -7,7 +7,7 @@ import {
 } from '../../host/admin/admin-command-handler.ts';
 import { parseAdminCommand } from '../../host/admin/admin-commands.ts';
 import { createApprovalService, type ApprovalService } from '../../host/admin/approval-service.ts';
-import { isLocalOwnerMessage } from '../../host/admin/owner-check.ts';
+import { isOwnerMessage } from '../../host/admin/owner-check.ts';
 import type { InboundMessage } from '../../host/channels/channel.ts';
 import { exactRedactor } from '../../host/config/secrets.ts';
 import { createApprovalsStore, type ApprovalsStore } from '../../host/store/approvals-store.ts';
@@ -96,10 +96,10 @@ afterEach(() => {
 
 const flush = () => new Promise((r) => setImmediate(r));
 
-function handler(isOwnerMessage: (m: InboundMessage, g: GroupRecord) => boolean = isLocalOwnerMessage) {
+function handler(ownerCheck: (m: InboundMessage, g: GroupRecord) => boolean = isOwnerMessage) {
   return createAdminCommandHandler({
     approvals: service,
-    isOwnerMessage,
+    isOwnerMessage: ownerCheck,
     reply: (text, group, command) => {
       replies.push({ text, group: group.id, externalId: command.externalId });
     },
@@ -120,6 +120,7 @@ function message(text: string, over: Partial<InboundMessage> = {}): InboundMessa
     sentAt: new Date().toISOString(),
     mentionsBot: false,
     repliesToBot: false,
+    fromOwner: true,
     ...over,
   };
 }
@@ -197,14 +198,28 @@ describe('admin command handler', () => {
   it('ignores an approval in the admin chat from anyone but the owner', async () => {
     const { id } = await askOne();
     const h = handler();
-    expect(h.handle(message(`approve ${id}`, { senderId: 'someone-else' }), admin)).toBe(false);
-    // A channel that is not the console cannot claim the console's owner id.
-    expect(h.handle(message(`approve ${id}`, { channel: 'whatsapp' }), admin)).toBe(false);
+    expect(h.handle(message(`approve ${id}`, { senderId: 'someone-else', fromOwner: false }), admin)).toBe(
+      false,
+    );
+    // Only the adapter's attestation counts: the console's owner id on another channel is nobody's.
+    expect(h.handle(message(`approve ${id}`, { channel: 'whatsapp', fromOwner: false }), admin)).toBe(false);
     expect(approvals.get(id)?.status).toBe('pending');
     expect(ignoredRows().map((r) => [r.reason, r.approver])).toEqual([
       ['approval commands are only accepted from the owner', 'local:someone-else'],
       ['approval commands are only accepted from the owner', 'whatsapp:owner'],
     ]);
+  });
+
+  it("takes the owner on any channel, by the adapter's attestation alone", async () => {
+    const { id } = await askOne();
+    expect(
+      handler().handle(
+        message(`approve ${id}`, { channel: 'telegram', senderId: '4711', chatId: '4711' }),
+        admin,
+      ),
+    ).toBe(true);
+    expect(approvals.get(id)?.status).toBe('approved');
+    expect(approvals.get(id)?.decidedBy).toBe('telegram:4711');
   });
 
   it('treats an owner check that throws as "not the owner"', async () => {

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { createOutboxDispatcher } from '../../host/channels/outbox-dispatcher.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts';
 import { createRecordingChannel, type RecordingChannel } from '../helpers/router-harness.ts';
 
 const dirs: string[] = [];
@@ -24,7 +25,16 @@ function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')))
 
 function dispatcherFor(store: Store, channel: RecordingChannel | undefined) {
   const delivered: OutboxItem[] = [];
+  const notices: { key: string; text: string }[] = [];
   let notify: (() => void) | undefined;
+  const logger = pino({ level: 'silent' });
+  const outcomes = createDeliveryOutcomes({
+    store,
+    notifyOwner: (key, text) => {
+      if (!notices.some((n) => n.key === key)) notices.push({ key, text });
+    },
+    logger,
+  });
   const d = createOutboxDispatcher({
     outbox: store.outbox,
     channelFor: (n) => (channel && n === channel.name ? channel : undefined),
@@ -34,14 +44,20 @@ function dispatcherFor(store: Store, channel: RecordingChannel | undefined) {
       delivered.push(item);
       notify?.();
     },
-    logger: pino({ level: 'silent' }),
+    onDeadLetter: (item, reason) => {
+      outcomes.onDeadLetter(item, reason);
+      delivered.push(item);
+      notify?.();
+    },
+    onChatMoved: outcomes.onChatMoved,
+    logger,
   });
   const until = (n: number) =>
     new Promise<void>((resolve) => {
       notify = () => delivered.length >= n && resolve();
       notify();
     });
-  return { d, delivered, until };
+  return { d, delivered, until, notices };
 }
 
 const item = (key: string, chatId = 'c1', text = key) => ({
@@ -83,7 +99,9 @@ describe('outbox dispatcher', () => {
 
   it('delivers after a restart what an earlier process stored but never sent', async () => {
     const { dir, store } = setup();
-    const first = dispatcherFor(store, undefined); // the channel is down: nothing can be delivered
+    const down = createRecordingChannel();
+    down.failNext(100); // the platform does not answer: nothing can be delivered
+    const first = dispatcherFor(store, down);
     first.d.enqueue(item('r1'));
     first.d.enqueue(item('r2'));
     await new Promise((r) => setTimeout(r, 20));
@@ -92,7 +110,7 @@ describe('outbox dispatcher', () => {
     const errors = store.db.prepare('SELECT last_error AS e FROM outbox ORDER BY id').all() as {
       e: string;
     }[];
-    expect(errors[0]?.e).toMatch(/channel "test" is not connected/);
+    expect(errors[0]?.e).toMatch(/platform unavailable/);
     store.close();
     stores.splice(stores.indexOf(store), 1);
 
@@ -104,5 +122,97 @@ describe('outbox dispatcher', () => {
     await second.until(2);
     expect(channel.sent.map((s) => s.key)).toEqual(['r1', 'r2']);
     await second.d.stop();
+  });
+
+  it('splits a long reply at enqueue into ordered pieces within the limit, each with its own key', async () => {
+    const { store } = setup();
+    const channel = createRecordingChannel();
+    const { d, until } = dispatcherFor(store, channel);
+    const paragraphs = Array.from({ length: 12 }, (_, i) => `Paragraph ${i} ${'word '.repeat(120)}`.trim());
+    d.enqueue(item('long', 'c1', paragraphs.join('\n\n')));
+    const rows = store.db.prepare('SELECT idempotency_key AS k FROM outbox ORDER BY id').all() as {
+      k: string;
+    }[];
+    expect(rows.length).toBeGreaterThan(1);
+    await until(rows.length);
+    expect(channel.sent.map((s) => s.key)).toEqual(rows.map((_, i) => `long#${i + 1}`));
+    expect(channel.sent.every((s) => s.text.length <= channel.textLimit)).toBe(true);
+    expect(channel.sent.map((s) => s.text).join('\n\n')).toBe(paragraphs.join('\n\n'));
+    // Replayed with the same key (a retried run), nothing new is stored.
+    d.enqueue(item('long', 'c1', paragraphs.join('\n\n')));
+    expect(store.outbox.pendingCount()).toBe(0);
+    await d.stop();
+  });
+
+  it('stores the platform ids of a delivered piece and answers isOwnMessage from them', async () => {
+    const { store } = setup();
+    const channel = createRecordingChannel();
+    const { d, until } = dispatcherFor(store, channel);
+    d.enqueue(item('hello'));
+    await until(1);
+    const [pid] = channel.sent[0]?.platformIds ?? [];
+    expect(store.outbox.isOwnMessage('test', 'c1', pid ?? '')).toBe(true);
+    expect(store.outbox.isOwnMessage('test', 'c2', pid ?? '')).toBe(false);
+    expect(store.outbox.isOwnMessage('test', 'c1', 'someone-elses')).toBe(false);
+    await d.stop();
+  });
+
+  it('dead-letters a dead chat, tells the owner once, and keeps other chats flowing', async () => {
+    const { store } = setup();
+    const channel = createRecordingChannel();
+    channel.answerNext({ kind: 'permanent', reason: 'bot was removed from the group' }, 'gone');
+    channel.answerNext({ kind: 'permanent', reason: 'bot was removed from the group' }, 'gone');
+    const { d, until, notices } = dispatcherFor(store, channel);
+    d.enqueue(item('dead-1', 'gone'));
+    d.enqueue(item('dead-2', 'gone'));
+    d.enqueue(item('alive', 'c2'));
+    await until(3);
+    expect(channel.sent.map((s) => s.key)).toEqual(['alive']);
+    const rows = store.db
+      .prepare('SELECT idempotency_key AS k, status, last_error AS e FROM outbox ORDER BY id')
+      .all();
+    expect(rows).toEqual([
+      { k: 'dead-1', status: 'dead', e: 'bot was removed from the group' },
+      { k: 'dead-2', status: 'dead', e: 'bot was removed from the group' },
+      { k: 'alive', status: 'sent', e: null },
+    ]);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]?.text).toMatch(/test chat gone cannot be delivered: bot was removed/);
+    expect(store.outbox.deadLetters().map((r) => r.idempotencyKey)).toEqual(['dead-2', 'dead-1']);
+    // Never retried: another kick sends nothing to the dead chat.
+    d.kick();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(channel.sent.map((s) => s.key)).toEqual(['alive']);
+    await d.stop();
+  });
+
+  it('dead-letters at once a reply for a channel that is not configured', async () => {
+    const { store } = setup();
+    const { d, until, notices } = dispatcherFor(store, undefined);
+    d.enqueue(item('nowhere'));
+    await until(1);
+    expect(store.outbox.deadLetters()[0]?.lastError).toBe('there is no channel "test" configured');
+    expect(notices).toHaveLength(1);
+    await d.stop();
+  });
+
+  it('re-binds a moved chat in one audited step and delivers there, now and next time', async () => {
+    const { store } = setup();
+    store.groups.add({ id: 'g', channel: 'test', chatId: '-100', name: 'g', isAdmin: false });
+    const channel = createRecordingChannel();
+    channel.answerNext({ kind: 'moved', newChatId: '-100200', reason: 'group upgraded to a supergroup' });
+    const { d, until } = dispatcherFor(store, channel);
+    d.enqueue(item('m1', '-100'));
+    d.enqueue(item('m2', '-100'));
+    await until(2);
+    expect(channel.sent.map((s) => [s.key, s.chatId])).toEqual([
+      ['m1', '-100200'],
+      ['m2', '-100200'],
+    ]);
+    expect(store.groups.get('g')?.chatId).toBe('-100200');
+    const audit = store.audit.tail(5).filter((r) => r.operation === 'channel.chat_moved');
+    expect(audit).toHaveLength(1);
+    expect(JSON.parse(audit[0]?.details ?? '{}')).toMatchObject({ from: '-100', to: '-100200' });
+    await d.stop();
   });
 });

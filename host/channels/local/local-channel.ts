@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { HostEvents } from '../../router/host-events.ts';
 import type { GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
-import type { Channel, InboundSink } from '../channel.ts';
+import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
 import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
@@ -25,7 +25,12 @@ export interface LocalChannelDeps {
  * reconnects replays everything after the last outbox id it saw, so nothing is lost or shown twice.
  */
 export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, logger }: LocalChannelDeps) {
-  let sink: InboundSink | undefined;
+  let host: ChannelHost | undefined;
+  let status: ChannelStatus = {
+    state: 'stopped',
+    reason: 'not started yet',
+    since: new Date().toISOString(),
+  };
   const subscribers = new Map<string, Set<(e: ConsoleEvent) => void>>();
 
   const stateOf = (groupId: string): ConsoleEvent | undefined => {
@@ -73,11 +78,12 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
     } catch (err) {
       return sendJson(res, 404, { error: (err as Error).message });
     }
-    if (!sink) return sendJson(res, 503, { error: 'the host is starting; try again in a moment' });
+    if (!host) return sendJson(res, 503, { error: 'the host is starting; try again in a moment' });
     const after = outbox.highWater(LOCAL_CHANNEL, group.chatId);
-    const result = sink({
+    const result = host.ingest({
       channel: LOCAL_CHANNEL,
       chatId: group.chatId,
+      chatTitle: group.name,
       externalId: parsed.data.clientMessageId,
       senderId: 'owner',
       senderName: ownerName,
@@ -85,6 +91,8 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
       sentAt: new Date().toISOString(),
       mentionsBot: false,
       repliesToBot: false,
+      // Only the owner can open the host's socket (0600 in a 0700 folder), so every console message is theirs.
+      fromOwner: true,
     });
     sendJson(res, 200, {
       groupId: group.id,
@@ -130,26 +138,37 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
     name: LOCAL_CHANNEL,
     textLimit: 64_000,
     formattingRules: formattingRulesFor(LOCAL_CHANNEL),
-    async connect(s: InboundSink) {
-      sink = s;
+    async start(h: ChannelHost) {
+      host = h;
       events.on('outbox-delivered', onDelivered);
       events.on('group-state', onGroupState);
+      setStatus('connected');
     },
-    async disconnect() {
-      sink = undefined;
+    async stop() {
+      host = undefined;
       events.off('outbox-delivered', onDelivered);
       events.off('group-state', onGroupState);
       subscribers.clear();
+      setStatus('stopped', 'the host stopped');
     },
-    ownsChat(chatId: string) {
-      return groups.findByChat(LOCAL_CHANNEL, chatId) !== undefined;
-    },
-    async send(chatId: string) {
+    status: () => status,
+    async send(piece) {
       // Nothing to hand over: the outbox row is the console's copy, published once it is marked sent.
-      if (!channel.ownsChat(chatId)) throw new Error(`no local chat "${chatId}"`);
+      if (!groups.findByChat(LOCAL_CHANNEL, piece.chatId)) {
+        return {
+          kind: 'permanent',
+          reason: `there is no local chat "${piece.chatId}" (its group was removed)`,
+        };
+      }
+      return { kind: 'delivered', platformIds: [piece.idempotencyKey] };
     },
     async setTyping() {},
+    adminChatId: () => groups.list().find((g) => g.isAdmin && g.channel === LOCAL_CHANNEL)?.chatId,
   };
+  function setStatus(state: ChannelStatus['state'], reason?: string) {
+    status = { state, ...(reason ? { reason } : {}), since: new Date().toISOString() };
+    host?.onStatus(status);
+  }
 
   logger.debug('local console channel ready');
   return {

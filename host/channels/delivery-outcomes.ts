@@ -1,0 +1,49 @@
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.ts';
+import type { OutboxItem } from '../store/outbox-store.ts';
+
+/** The audit operation of a chat the platform moved (a Telegram group that became a supergroup). */
+export const CHAT_MOVED_OPERATION = 'channel.chat_moved';
+
+export interface DeliveryOutcomeDeps {
+  store: Pick<Store, 'groups' | 'outbox' | 'audit' | 'transaction'>;
+  /** A host notice to the owner's admin chat(s); the key makes it once. */
+  notifyOwner(idempotencyKey: string, text: string): void;
+  logger: Logger;
+}
+
+/** What the host does about a dead-lettered piece and a moved chat (the outbox dispatcher reports both). */
+export function createDeliveryOutcomes({ store, notifyOwner, logger }: DeliveryOutcomeDeps) {
+  return {
+    onDeadLetter(item: OutboxItem, reason: string): void {
+      const group = item.groupId ? store.groups.get(item.groupId) : undefined;
+      const where = group
+        ? `group "${group.id}" (${item.channel} chat ${item.chatId})`
+        : `${item.channel} chat ${item.chatId}`;
+      // Keyed by chat: a dead chat's every later reply is dead-lettered too, and the owner hears of it once.
+      notifyOwner(
+        `dead-chat:${item.channel}:${item.chatId}`,
+        `Replies to ${where} cannot be delivered: ${reason}. They are kept as dead letters ` +
+          `(carapace doctor lists them); remove the group (carapace groups remove <id>) or fix the chat.`,
+      );
+    },
+
+    onChatMoved(item: OutboxItem, newChatId: string, reason: string): void {
+      store.transaction(() => {
+        const group = store.groups.rebindChat(item.channel, item.chatId, newChatId);
+        const moved = store.outbox.movePending(item.channel, item.chatId, newChatId);
+        store.audit.record({
+          groupId: group?.id ?? item.groupId,
+          operation: CHAT_MOVED_OPERATION,
+          decision: 'rebound',
+          reason,
+          details: { channel: item.channel, from: item.chatId, to: newChatId, pendingMoved: moved },
+        });
+      });
+      logger.info(
+        { channel: item.channel, from: item.chatId, to: newChatId },
+        'group re-bound to its moved chat',
+      );
+    },
+  };
+}
