@@ -102,7 +102,7 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
           chatId: g.chatId,
           name: g.name,
           isAdmin: g.isAdmin ? 1 : 0,
-          networkMode: g.networkMode ?? (g.isAdmin ? 'full' : 'gateway'),
+          networkMode: g.networkMode ?? 'gateway',
           createdAt: now().toISOString(),
         });
       } catch (err) {

@@ -45,7 +45,7 @@ describe('carapace groups', () => {
   it('lists the admin group "main" on a fresh data folder and creates the database there', async () => {
     const r = await cli('groups', 'list');
     expect(r).toMatchObject({ code: 0, stderr: '' });
-    expect(r.stdout).toMatch(/^main\tlocal:main\tadmin\tnetwork=full\t/);
+    expect(r.stdout).toMatch(/^main\tlocal:main\tadmin\tnetwork=gateway\t/);
     expect(fs.existsSync(path.join(dataDir, 'carapace.db'))).toBe(true);
     expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
   });

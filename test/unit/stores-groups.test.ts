@@ -41,10 +41,10 @@ describe('groups store', () => {
     expect(store.groups.get('nobody')).toBeUndefined();
   });
 
-  it('gives the admin group full network by default and keeps an explicit network mode', () => {
+  it('gives the admin group the gateway network by default, like every group, and keeps an explicit mode', () => {
     expect(
       store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'Admin', isAdmin: true }),
-    ).toMatchObject({ isAdmin: true, networkMode: 'full' });
+    ).toMatchObject({ isAdmin: true, networkMode: 'gateway' });
     expect(store.groups.add({ ...family, networkMode: 'full' }).networkMode).toBe('full');
   });
 

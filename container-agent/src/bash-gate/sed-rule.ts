@@ -157,9 +157,15 @@ function scanScript(s: string): Finding | null {
       i++;
     }
   };
-  /** A label or file name: GNU stops at newline or `;`; stopping early only makes us stricter. */
+  /**
+   * A label (`:`, `b`, `t`, `T`) or `v`'s version, as GNU sed 4.9 reads it (`read_label`): leading
+   * blanks, then up to a blank, `;` or newline. What follows on the same line is more commands (`:a e id`
+   * runs `id`), so the scan goes on from there; where GNU would reject the rest, reading it as commands
+   * only makes us stricter.
+   */
   const skipLabel = (): void => {
-    while (i < n && s[i] !== '\n' && s[i] !== ';') i++;
+    skipBlanks();
+    while (i < n && !/[\s;]/.test(s[i] as string)) i++;
   };
 
   while (i < n) {
@@ -209,12 +215,7 @@ function scanScript(s: string): Finding | null {
       skipText();
       continue;
     }
-    if (cmd === ':' || cmd === 'b' || cmd === 't' || cmd === 'T') {
-      skipBlanks();
-      skipLabel();
-      continue;
-    }
-    if (cmd === 'v') {
+    if (cmd === ':' || cmd === 'b' || cmd === 't' || cmd === 'T' || cmd === 'v') {
       skipLabel();
       continue;
     }

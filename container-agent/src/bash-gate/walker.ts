@@ -13,7 +13,8 @@ import { quote } from './verdict.ts';
 import type { Finding } from './verdict.ts';
 import { report, textOf } from './walk-context.ts';
 import type { WalkContext } from './walk-context.ts';
-import { analyzeWord, HOME_PREFIX, scanUncovered } from './word-analysis.ts';
+import { pathHazard } from './path-hazard.ts';
+import { analyzeWord, scanUncovered } from './word-analysis.ts';
 import type { WordInfo } from './word-analysis.ts';
 import { words } from './word-list.ts';
 
@@ -47,23 +48,6 @@ function collapseSlashes(path: string): string {
 export function isNetworkPath(path: string): boolean {
   const normalized = collapseSlashes(path);
   return NETWORK_PATH_PREFIXES.some((p) => normalized.startsWith(p));
-}
-
-/**
- * `/proc/<pid>/fd/…` of the agent's own processes includes the container's attached stdio, which carries
- * the IPC frames: writing there would put frames on the host's stream. The host trusts no frame, but such
- * a command is not harmless local work, so it goes to the host like any other.
- */
-export function isProcPath(value: string): boolean {
-  return /(?:^|\/)proc(?:\/|$)/.test(collapseSlashes(value));
-}
-
-/** Can a path that starts with `prefix` (the rest computed at run time) be a /dev/tcp path? */
-function prefixRulesOutNetwork(prefix: string): boolean {
-  if (prefix === '') return false;
-  if (prefix === HOME_PREFIX || !prefix.startsWith('/')) return true;
-  const normalized = collapseSlashes(prefix);
-  return !NETWORK_PATH_PREFIXES.some((p) => p.startsWith(normalized) || normalized.startsWith(p));
 }
 
 function mentionsNetworkPath(text: string): boolean {
@@ -231,20 +215,12 @@ function checkRedirectTarget(ctx: WalkContext, target: SyntaxNode, operator: str
   if ((operator === '>&' || operator === '<&') && info.value !== null && /^(?:[0-9]+-?|-)$/.test(info.value))
     return;
   if (target.type === 'process_substitution') return;
-  if (info.value !== null) {
-    if (isNetworkPath(info.value))
-      report(ctx, `redirection to ${quote(info.value)} reaches the network`, true);
-    if (isProcPath(info.value))
-      report(ctx, `redirection to ${quote(info.value)} reaches into processes through /proc`, false);
+  if (info.value !== null && isNetworkPath(info.value)) {
+    report(ctx, `redirection to ${quote(info.value)} reaches the network`, true);
     return;
   }
-  if (!prefixRulesOutNetwork(info.prefix)) {
-    report(
-      ctx,
-      `redirection target ${quote(info.text)} is computed at run time and could be /dev/tcp/…`,
-      true,
-    );
-  }
+  const hazard = pathHazard(info.text, true);
+  if (hazard !== null) report(ctx, `redirection target ${hazard.reason}`, hazard.network);
 }
 
 function checkHeredoc(ctx: WalkContext, node: SyntaxNode): SyntaxNode[] {
@@ -318,9 +294,8 @@ function handleCommand(ctx: WalkContext, node: SyntaxNode, extra: readonly Synta
     if (mentionsNetworkPath(arg.text) || (arg.value !== null && isNetworkPath(arg.value))) {
       report(ctx, `argument ${quote(arg.text)} names a /dev/tcp or /dev/udp socket`, true);
     }
-    if (arg.value !== null && isProcPath(arg.value)) {
-      report(ctx, `argument ${quote(arg.text)} reaches into processes through /proc`, false);
-    }
+    const hazard = pathHazard(arg.text, false);
+    if (hazard !== null) report(ctx, `argument ${hazard.reason}`, hazard.network);
   }
   if (nameNode === undefined) return;
   const name = commandNameOf(ctx, nameNode);
@@ -385,7 +360,14 @@ function checkAssignment(ctx: WalkContext, node: SyntaxNode): void {
       continue;
     }
     analyzeWord(ctx, child);
+    reportPathHazard(ctx, child, 'assigned value');
   }
+}
+
+/** A value kept in a variable may be used as a path later (`p=/pro[c]; cat $p/1/environ`). */
+function reportPathHazard(ctx: WalkContext, node: SyntaxNode, what: string): void {
+  const hazard = pathHazard(textOf(ctx, node), false);
+  if (hazard !== null) report(ctx, `${what} ${hazard.reason}`, hazard.network);
 }
 
 function checkDeclaration(ctx: WalkContext, node: SyntaxNode): void {
@@ -440,6 +422,7 @@ function handleFor(ctx: WalkContext, node: SyntaxNode): void {
       if (isProtectedVariable(name)) report(ctx, protectedVariableReason(name), true);
     } else if (child.field === 'value') {
       analyzeWord(ctx, child);
+      reportPathHazard(ctx, child, 'loop value');
     } else if (child.field === 'body') {
       walkStatement(ctx, child);
     } else if (child.type !== 'comment') {

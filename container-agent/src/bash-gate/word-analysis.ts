@@ -40,14 +40,15 @@ interface Decoded {
 }
 
 /**
- * `~/…` and `~user/…` expand to a home directory. HOME cannot be assigned locally (see
- * shell-variables.ts), so such a word is an absolute path that starts with neither `-` nor `/dev/tcp`.
- * Its prefix is reported as `~` to say exactly that.
+ * `~` and `~/…` expand to the agent's HOME, which cannot be assigned locally (see shell-variables.ts),
+ * so such a word is an absolute path that starts with neither `-` nor `/dev/tcp`. Its prefix is
+ * reported as `~` to say exactly that. `~user` is that user's home from /etc/passwd (on Debian `~sys` is
+ * /dev) and `~+` is $PWD: neither is trusted.
  */
-const HOME_PREFIX_RE = /^~(?:[A-Za-z_][A-Za-z0-9_.-]*)?(?:\/|$)/;
+const HOME_PREFIX_RE = /^~(?:\/|$)/;
 export const HOME_PREFIX = '~';
-/** `$HOME` and `$PWD` (also in braces): absolute directories that cannot be assigned locally either. */
-const TRUSTED_DIRECTORY_RE = /^\$(?:HOME|PWD|\{HOME\}|\{PWD\})$/;
+/** `$HOME` (also in braces): the same absolute directory. `$PWD` is wherever an earlier `cd` went. */
+const TRUSTED_DIRECTORY_RE = /^\$(?:HOME|\{HOME\})$/;
 
 function isExpansionStart(next: string | undefined): boolean {
   return next !== undefined && /[A-Za-z0-9_{([@*#?!$-]/.test(next);
