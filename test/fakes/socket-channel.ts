@@ -1,52 +1,100 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import type { Channel, ChannelHost, ChannelStatus } from '../../host/channels/channel.ts';
+import { z } from 'zod';
+import type { Channel, ChannelHost, ChannelStatus, SendOutcome } from '../../host/channels/channel.ts';
+
+/** The fake platform's account of the owner: their user id, writing in their private chat with the bot. */
+export const FAKE_OWNER = { userId: 'owner-1', chatId: 'dm-owner-1' };
+
+/** What a test posts to the fake platform: one platform message, with the platform's own metadata. */
+const platformMessage = z.object({
+  chatId: z.string().min(1),
+  externalId: z.string().min(1),
+  text: z.string(),
+  chatTitle: z.string().optional(),
+  senderId: z.string().default('friend'),
+  senderName: z.string().default('Friend'),
+  /** Platform metadata: the bot is mentioned by an entity, not by text. */
+  mentionsBot: z.boolean().default(false),
+  /** The platform id of the message this one replies to. */
+  replyTo: z.string().optional(),
+});
+export type PlatformMessage = z.input<typeof platformMessage>;
+
+export interface SocketChannel extends Channel {
+  /** The platform side, for tests that run the channel in-process. */
+  platform: {
+    /** The outcome of the next send to this chat (a transient error, a vanished or moved chat). */
+    answerNext(chatId: string, outcome: Exclude<SendOutcome, { kind: 'delivered' }>): void;
+    /** The connection drops (the channel reports `connecting`) and comes back (`connected`). */
+    drop(): void;
+    restore(): void;
+  };
+}
 
 /**
- * A chat platform stand-in for crash tests: inbound messages arrive as HTTP posts on a Unix socket,
- * deliveries are appended to a JSONL file. A reply containing "[die-during-delivery]" kills the whole
- * process mid-delivery (once, remembered by a marker file), which is exactly a host crash with a reply
- * stored in the outbox but not yet confirmed.
+ * A chat platform stand-in: inbound messages arrive as HTTP posts on a Unix socket, deliveries are appended
+ * to a JSONL file. The owner is attested from platform facts only (their user id in their private chat),
+ * replies to the bot from the host's record of what it sent. A reply containing "[die-during-delivery]"
+ * kills the whole process mid-delivery (once, remembered by a marker file), which is exactly a host crash
+ * with a reply stored in the outbox but not yet confirmed.
  */
-export function createSocketChannel(opts: { socketFile: string; deliveriesFile: string; dieMarker: string }) {
+export function createSocketChannel(opts: {
+  socketFile: string;
+  deliveriesFile: string;
+  dieMarker: string;
+  name?: string;
+}): SocketChannel {
+  const name = opts.name ?? 'fake';
   let host: ChannelHost | undefined;
   let server: http.Server | undefined;
   let status: ChannelStatus = { state: 'stopped', reason: 'not started', since: new Date().toISOString() };
+  const scripted: { chatId: string; outcome: Exclude<SendOutcome, { kind: 'delivered' }> }[] = [];
   const setStatus = (state: ChannelStatus['state'], reason?: string) => {
     status = { state, ...(reason ? { reason } : {}), since: new Date().toISOString() };
     host?.onStatus(status);
   };
   let seq = 0;
-  const channel: Channel = {
-    name: 'fake',
+
+  const receive = (raw: unknown) => {
+    const m = platformMessage.parse(raw);
+    if (!host) return null;
+    host.onChatSeen({ chatId: m.chatId, title: m.chatTitle ?? m.chatId });
+    return host.ingest({
+      channel: name,
+      chatId: m.chatId,
+      chatTitle: m.chatTitle,
+      externalId: m.externalId,
+      senderId: m.senderId,
+      senderName: m.senderName,
+      text: m.text,
+      sentAt: new Date().toISOString(),
+      mentionsBot: m.mentionsBot,
+      repliesToBot: m.replyTo !== undefined && host.isOwnMessage(m.chatId, m.replyTo),
+      fromOwner: m.senderId === FAKE_OWNER.userId && m.chatId === FAKE_OWNER.chatId,
+    });
+  };
+
+  const channel: SocketChannel = {
+    name,
     textLimit: 4096,
     formattingRules: 'plain text',
     async start(h) {
       host = h;
+      setStatus('connecting');
       if (fs.existsSync(opts.socketFile)) fs.unlinkSync(opts.socketFile);
       server = http.createServer((req, res) => {
         const chunks: Buffer[] = [];
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-            chatId: string;
-            externalId: string;
-            text: string;
-          };
-          const result = host?.ingest({
-            channel: 'fake',
-            chatId: body.chatId,
-            externalId: body.externalId,
-            senderId: 'friend',
-            senderName: 'Friend',
-            text: body.text,
-            sentAt: new Date().toISOString(),
-            mentionsBot: false,
-            repliesToBot: false,
-            fromOwner: false,
-          });
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify(result ?? null));
+          try {
+            const result = receive(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(result));
+          } catch (err) {
+            res.writeHead(400, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ error: (err as Error).message }));
+          }
         });
       });
       await new Promise<void>((resolve) => server?.listen(opts.socketFile, resolve));
@@ -59,29 +107,53 @@ export function createSocketChannel(opts: { socketFile: string; deliveriesFile: 
       host = undefined;
     },
     status: () => status,
-    adminChatId: () => undefined,
+    adminChatId: () => FAKE_OWNER.chatId,
     async send({ chatId, text, idempotencyKey }) {
+      const at = scripted.findIndex((s) => s.chatId === chatId);
+      if (at >= 0) return scripted.splice(at, 1)[0]!.outcome;
+      if (status.state !== 'connected') return { kind: 'retry', reason: `the ${name} connection is down` };
       if (text.includes('[die-during-delivery]') && !fs.existsSync(opts.dieMarker)) {
         fs.writeFileSync(opts.dieMarker, String(process.pid));
         process.kill(process.pid, 'SIGKILL');
         await new Promise(() => undefined);
       }
+      seq += 1;
+      const platformId = `${name}-${process.pid}-${seq}`;
       fs.appendFileSync(
         opts.deliveriesFile,
-        `${JSON.stringify({ chatId, text, key: idempotencyKey, pid: process.pid })}\n`,
+        `${JSON.stringify({ chatId, text, key: idempotencyKey, platformId, pid: process.pid })}\n`,
       );
-      seq += 1;
-      return { kind: 'delivered', platformIds: [`fake-${process.pid}-${seq}`] };
+      return { kind: 'delivered', platformIds: [platformId] };
     },
     async setTyping() {},
+    platform: {
+      answerNext(chatId, outcome) {
+        scripted.push({ chatId, outcome });
+      },
+      drop() {
+        setStatus('connecting', 'the connection dropped; reconnecting');
+      },
+      restore() {
+        setStatus('connected');
+      },
+    },
   };
   return channel;
 }
 
-export function postToSocketChannel(
-  socketFile: string,
-  body: { chatId: string; externalId: string; text: string },
-): Promise<unknown> {
+/** What the fake platform shows in a chat: the deliveries file, in order. */
+export function socketChannelDeliveries(
+  deliveriesFile: string,
+): { chatId: string; text: string; key: string; platformId: string }[] {
+  if (!fs.existsSync(deliveriesFile)) return [];
+  return fs
+    .readFileSync(deliveriesFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { chatId: string; text: string; key: string; platformId: string });
+}
+
+export function postToSocketChannel(socketFile: string, body: PlatformMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const req = http.request(
