@@ -150,6 +150,7 @@ async function startContainerRuntime(
     clock: { now: () => Date.now() },
     timezone: config.assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
+    maxOutputTokens: config.runs.max_output_tokens,
     onSpendCapReached: (groupId) => {
       const g = store.groups.get(groupId);
       if (!g) return;

@@ -88,6 +88,14 @@ export const gatewayErrors = {
     // Retrying cannot help until the day changes; the OpenAI and Anthropic SDKs honour this header.
     headers: { 'x-should-retry': 'false' },
   }),
+  busy: (): GatewayError => ({
+    status: 429,
+    type: 'rate_limit_error',
+    code: 'request_in_flight',
+    message:
+      'this run already has a request in flight; the gateway takes one at a time per run, so wait for its answer',
+    headers: { 'x-should-retry': 'false' },
+  }),
   timeout: (ms: number): GatewayError => ({
     status: 504,
     type: 'timeout_error',

@@ -8,6 +8,7 @@ import { createDayFormatter } from './day.ts';
 import { createRequestHandler } from './handler.ts';
 import { createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
+import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';
 import type { UsageStore } from './usage-store.ts';
 
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   /** IANA zone of the assistant; spend is counted per calendar day there. */
   timezone: string;
   logger: GatewayLogger;
+  /** The most output tokens one call may ask for (`[runs].max_output_tokens`); larger asks are clamped. */
+  maxOutputTokens: number;
   /** Called once per group and day when the group's spend reaches its cap. */
   onSpendCapReached: (groupId: string) => void;
   /** Waits between retries; injectable so tests can see the delays without waiting them out. */
@@ -97,8 +100,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     provider: deps.provider,
     providerApiKey: deps.providerApiKey,
     allowedModels: allowedModels(deps.config, deps.provider),
+    maxOutputTokens: deps.maxOutputTokens,
     keys,
     spendCap,
+    runSlots: createRunSlots(),
     usageStore: deps.usageStore,
     dayOf,
     now: () => deps.clock.now(),

@@ -1,17 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { bodyPolicyViolation } from './body-policy.ts';
+import { allowBody, clampOutputTokens } from './body-allowlist.ts';
 import type { GatewayConfig, ProviderConfig } from './config.ts';
 import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
 import type { KeyOwner, KeyRegistry } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
-import { costMicros } from './pricing.ts';
+import { costMicros, worstCaseMicros } from './pricing.ts';
 import { readBodyLimited } from './request-body.ts';
 import { filterModelList, readUpstreamBody, relayStream, sendBuffered } from './response-relay.ts';
 import { isRetryableStatus } from './retry-policy.ts';
 import { matchRoute, type Route } from './routes.ts';
-import type { SpendCap } from './spend-cap.ts';
+import type { RunSlots } from './run-slots.ts';
+import type { Reservation, SpendCap } from './spend-cap.ts';
 import { callUpstream, type UpstreamSettings } from './upstream.ts';
 import type { PartialUsage } from './usage-extract.ts';
 import type { UsageStore } from './usage-store.ts';
@@ -21,8 +22,11 @@ export interface HandlerContext {
   provider: ProviderConfig;
   providerApiKey: string;
   allowedModels: ReadonlySet<string>;
+  /** The most output tokens one call may ask for; larger requests are clamped to it. */
+  maxOutputTokens: number;
   keys: KeyRegistry;
   spendCap: SpendCap;
+  runSlots: RunSlots;
   usageStore: UsageStore;
   upstream: UpstreamSettings;
   dayOf: (epochMs: number) => string;
@@ -30,48 +34,62 @@ export interface HandlerContext {
   logger: GatewayLogger;
 }
 
-const requestBodySchema = z.looseObject({
-  model: z.string().min(1, 'model must not be empty').optional(),
+const streamFlagsSchema = z.looseObject({
+  model: z.string().optional(),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
 });
 
 type PreparedBody =
-  | { ok: true; body: Record<string, unknown>; model: string; stripUsageOnlyChunks: boolean }
+  | {
+      ok: true;
+      body: Record<string, unknown>;
+      model: string;
+      maxOutputTokens: number;
+      stripUsageOnlyChunks: boolean;
+    }
   | { ok: false; message: string };
 
-function prepareBody(raw: Buffer, route: Route, defaultModel: string): PreparedBody {
+function prepareBody(raw: Buffer, route: Route, defaultModel: string, outputLimit: number): PreparedBody {
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));
   } catch {
     return { ok: false, message: 'request body is not valid JSON' };
   }
-  const parsed = requestBodySchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-    return {
-      ok: false,
-      message: `invalid request body: ${where}${issue?.message ?? 'expected a JSON object'}`,
-    };
-  }
-  const body: Record<string, unknown> = { ...parsed.data };
-  const violation = bodyPolicyViolation(body);
-  if (violation) return { ok: false, message: violation };
-  const model = parsed.data.model ?? defaultModel;
+  if (route.body === undefined) return { ok: false, message: `${route.path} takes no request body` };
+  const allowed = allowBody(route.body, route.path, json);
+  if (!allowed.ok) return { ok: false, message: allowed.message };
+  const body = allowed.body;
+  const flags = streamFlagsSchema.parse(body);
+  const model = flags.model ?? defaultModel;
   body.model = model;
+  const maxOutputTokens = clampOutputTokens(route.body, body, outputLimit);
   let stripUsageOnlyChunks = false;
-  if (route.requestStreamUsage && parsed.data.stream === true) {
+  if (route.requestStreamUsage && flags.stream === true) {
     // Without this flag OpenAI-style streams carry no usage at all, and spend could not be counted.
-    stripUsageOnlyChunks = parsed.data.stream_options?.include_usage !== true;
-    body.stream_options = { ...(parsed.data.stream_options ?? {}), include_usage: true };
+    stripUsageOnlyChunks = flags.stream_options?.include_usage !== true;
+    body.stream_options = { ...(flags.stream_options ?? {}), include_usage: true };
   }
-  return { ok: true, body, model, stripUsageOnlyChunks };
+  // The responses API keeps every exchange in the owner's account unless told not to.
+  if (route.body === 'responses') body.store = false;
+  return { ok: true, body, model, maxOutputTokens, stripUsageOnlyChunks };
 }
 
 function redact(text: string, secret: string): string {
   return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
+}
+
+/** One request on its way: what the relay needs to answer it and to bill it. */
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  route: Route;
+  query: string;
+  owner: KeyOwner;
+  started: number;
+  day: string;
+  controller: AbortController;
 }
 
 /** The HTTP handler shared by every bound address. */
@@ -98,23 +116,39 @@ export function createRequestHandler(
       return;
     }
 
+    // One billable request per run at a time: parallel calls would each be admitted before any settled.
+    const release = route.billable ? ctx.runSlots.take(owner.runId) : () => undefined;
+    if (release === undefined) {
+      sendError(res, dialect, gatewayErrors.busy());
+      req.resume();
+      return;
+    }
+    try {
+      await forward(req, res, route, query, owner, started);
+    } finally {
+      release();
+    }
+  };
+
+  const forward = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Route,
+    query: string,
+    owner: KeyOwner,
+    started: number,
+  ) => {
+    const dialect = route.dialect;
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
     });
 
     const day = ctx.dayOf(started);
-    if (route.billable) {
-      const cap = await ctx.spendCap.check(owner.groupId, day);
-      if (cap.reached) {
-        sendError(res, dialect, gatewayErrors.spendCap(ctx.spendCap.message(owner.groupId, cap.capUsd)));
-        return;
-      }
-    }
-
     let body: Record<string, unknown> | undefined;
     let model: string | undefined;
     let stripUsageOnlyChunks = false;
+    let reservation: Reservation | undefined;
     if (route.method === 'POST') {
       const read = await readBodyLimited(req, ctx.config.max_request_bytes);
       if (!read.ok) {
@@ -122,8 +156,12 @@ export function createRequestHandler(
           sendError(res, dialect, gatewayErrors.tooLarge(ctx.config.max_request_bytes));
         return;
       }
-      const prepared = prepareBody(read.body, route, ctx.provider.model);
+      const prepared = prepareBody(read.body, route, ctx.provider.model, ctx.maxOutputTokens);
       if (!prepared.ok) {
+        ctx.logger.warn(
+          { runId: owner.runId, groupId: owner.groupId, route: route.path, reason: prepared.message },
+          'gateway: request body refused',
+        );
         sendError(res, dialect, gatewayErrors.badRequest(prepared.message));
         return;
       }
@@ -132,12 +170,66 @@ export function createRequestHandler(
         return;
       }
       ({ body, model, stripUsageOnlyChunks } = prepared);
+      if (route.billable) {
+        const worst = worstCaseMicros(
+          chainFor(model),
+          read.body.length,
+          prepared.maxOutputTokens,
+          ctx.config.prices,
+        );
+        const reserved = await ctx.spendCap.reserve(owner.groupId, day, worst);
+        if (!reserved.ok) {
+          sendError(
+            res,
+            dialect,
+            gatewayErrors.spendCap(ctx.spendCap.message(owner.groupId, reserved.capUsd)),
+          );
+          return;
+        }
+        reservation = reserved.reservation;
+      }
     }
+    // Whatever happens below, the reservation is settled once; by default at its full worst case, which is
+    // what a request costs when the provider may have worked on it without saying how much (a client
+    // that went away, a timeout, a stream without usage).
+    try {
+      await exchange(
+        { req, res, route, query, owner, started, day, controller },
+        {
+          body,
+          model,
+          stripUsageOnlyChunks,
+          reservation,
+        },
+      );
+    } finally {
+      const charge = reservation;
+      if (charge !== undefined && model !== undefined) {
+        const unreported = model;
+        await charge
+          .settle(() => record(ctx, owner, day, unreported, undefined, charge.micros))
+          .catch((error: unknown) => logRecordFailure(ctx, owner, unreported, error));
+      }
+    }
+  };
 
-    const models =
-      model === undefined
-        ? []
-        : [model, ...ctx.provider.fallback_models.filter((fallback) => fallback !== model)];
+  const chainFor = (model: string): string[] => [
+    model,
+    ...ctx.provider.fallback_models.filter((fallback) => fallback !== model),
+  ];
+
+  const exchange = async (
+    { req, res, route, query, owner, started, day, controller }: Exchange,
+    request: {
+      body: Record<string, unknown> | undefined;
+      model: string | undefined;
+      stripUsageOnlyChunks: boolean;
+      reservation: Reservation | undefined;
+    },
+  ) => {
+    const dialect = route.dialect;
+    const { body, model, stripUsageOnlyChunks, reservation } = request;
+    const models = model === undefined ? [] : chainFor(model);
     const outcome = await callUpstream(ctx.upstream, {
       method: route.method,
       suffix: route.suffix + query,
@@ -167,6 +259,7 @@ export function createRequestHandler(
         sendError(res, dialect, gatewayErrors.timeout(ctx.config.upstream_timeout_ms));
         return;
       case 'unreachable':
+        await reservation?.settle(() => 0);
         ctx.logger.error(
           { ...base, model: outcome.model, reason: outcome.reason },
           'gateway: provider unreachable',
@@ -178,6 +271,7 @@ export function createRequestHandler(
     }
 
     if (outcome.status === 401) {
+      await reservation?.settle(() => 0);
       await readUpstreamBody(outcome.body, 64 * 1024).catch(() => undefined);
       ctx.logger.error({ ...base, status: outcome.status }, 'gateway: provider rejected the host API key');
       sendError(res, dialect, gatewayErrors.upstreamAuth(outcome.status));
@@ -185,6 +279,8 @@ export function createRequestHandler(
     }
 
     if (outcome.status < 200 || outcome.status >= 300 || route.filterModelList) {
+      // A provider error is not billed.
+      await reservation?.settle(() => 0);
       const buffered = await readUpstreamBody(outcome.body).catch(() => undefined);
       if (buffered === undefined) {
         if (!controller.signal.aborted)
@@ -217,14 +313,12 @@ export function createRequestHandler(
         'gateway: upstream stream broke off',
       );
     }
-    if (route.billable && outcome.model !== undefined) {
-      const model = outcome.model;
-      await record(ctx, owner, day, model, relay.usage).catch((error: unknown) =>
-        ctx.logger.error(
-          { ...base, model, err: error instanceof Error ? error.message : String(error) },
-          'gateway: recording usage failed',
-        ),
-      );
+    if (route.billable && outcome.model !== undefined && reservation !== undefined) {
+      const answered = outcome.model;
+      const usage = relay.usage;
+      await reservation
+        .settle(() => record(ctx, owner, day, answered, usage, reservation.micros))
+        .catch((error: unknown) => logRecordFailure(ctx, owner, answered, error));
     }
     if (relay.end === 'complete') res.end();
     ctx.logger.info(
@@ -253,21 +347,39 @@ export function createRequestHandler(
   };
 }
 
+function logRecordFailure(ctx: HandlerContext, owner: KeyOwner, model: string, error: unknown): void {
+  ctx.logger.error(
+    {
+      runId: owner.runId,
+      groupId: owner.groupId,
+      model,
+      err: error instanceof Error ? error.message : String(error),
+    },
+    'gateway: recording usage failed',
+  );
+}
+
+/**
+ * Stores a request's usage and returns its cost. Without a usage report the cost is unknown: the
+ * reserved worst case is charged, so a provider (or a stream cut short, or a client that went away while
+ * the provider worked) that stays silent about usage cannot let a group spend past its cap.
+ */
 async function record(
   ctx: HandlerContext,
   owner: KeyOwner,
   day: string,
   model: string,
   usage: PartialUsage | undefined,
-): Promise<void> {
+  reservedMicros: number,
+): Promise<number> {
   const tokens = { promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 };
+  const cost = usage === undefined ? reservedMicros : costMicros(model, tokens, ctx.config.prices);
   if (usage === undefined) {
     ctx.logger.warn(
-      { runId: owner.runId, groupId: owner.groupId, model },
-      'gateway: the provider reported no usage; counted as 0 tokens',
+      { runId: owner.runId, groupId: owner.groupId, model, costMicros: cost },
+      'gateway: no usage reported for this request; charged its reserved worst case',
     );
   }
-  const cost = costMicros(model, tokens, ctx.config.prices);
   await ctx.usageStore.recordUsage({
     runId: owner.runId,
     groupId: owner.groupId,
@@ -276,6 +388,5 @@ async function record(
     ...tokens,
     costMicros: cost,
   });
-  // Tell the group as soon as this request crossed the cap, not only at its next request.
-  if (cost > 0) await ctx.spendCap.check(owner.groupId, day);
+  return cost;
 }

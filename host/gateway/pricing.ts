@@ -24,3 +24,24 @@ export function costMicros(
 export function usdToMicros(usd: number): number {
   return Math.round(usd * 1_000_000);
 }
+
+/**
+ * The most a request can cost before it is sent: every prompt byte counted as a token (a byte-level
+ * tokenizer never makes a token of less than one byte) plus the full output bound, at the dearest price
+ * of the models it may fall back to.
+ */
+export function worstCaseMicros(
+  models: readonly string[],
+  promptBytes: number,
+  maxOutputTokens: number,
+  prices: Readonly<Record<string, ModelPrice>>,
+): number {
+  let worst = 0;
+  for (const model of models) {
+    worst = Math.max(
+      worst,
+      costMicros(model, { promptTokens: promptBytes, completionTokens: maxOutputTokens }, prices),
+    );
+  }
+  return worst;
+}

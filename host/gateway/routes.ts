@@ -1,3 +1,4 @@
+import type { BodyKind } from './body-allowlist.ts';
 import type { ProviderKind } from './config.ts';
 import { gatewayErrors, type ErrorDialect, type GatewayError } from './errors.ts';
 
@@ -9,6 +10,8 @@ export interface Route {
   dialect: ErrorDialect;
   /** Requests carry a `model`: allowlist, spend cap, retries over the fallback chain, usage. */
   billable: boolean;
+  /** Which request-body allowlist applies (POST routes). */
+  body: BodyKind | undefined;
   /** Streaming chat completions only report usage when asked via `stream_options.include_usage`. */
   requestStreamUsage: boolean;
   /** The provider's model list is cut down to the models a container may use. */
@@ -27,6 +30,7 @@ const ROUTES: readonly Route[] = [
     suffix: '/chat/completions',
     dialect: 'openai',
     billable: true,
+    body: 'chat',
     requestStreamUsage: true,
     filterModelList: false,
     // Anthropic serves an OpenAI-compatible chat completions endpoint under the same base.
@@ -40,6 +44,7 @@ const ROUTES: readonly Route[] = [
     suffix: '/responses',
     dialect: 'openai',
     billable: true,
+    body: 'responses',
     requestStreamUsage: false,
     filterModelList: false,
     kinds: ['openai'],
@@ -52,6 +57,7 @@ const ROUTES: readonly Route[] = [
     suffix: '/models',
     dialect: 'openai',
     billable: false,
+    body: undefined,
     requestStreamUsage: false,
     filterModelList: true,
     kinds: ['openai', 'anthropic'],
@@ -64,6 +70,7 @@ const ROUTES: readonly Route[] = [
     suffix: '/messages',
     dialect: 'anthropic',
     billable: true,
+    body: 'messages',
     requestStreamUsage: false,
     filterModelList: false,
     kinds: ['anthropic'],

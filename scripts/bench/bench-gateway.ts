@@ -253,6 +253,7 @@ export async function benchGateway(
       clock: { now: () => Date.now() },
       timezone: 'UTC',
       logger: logger.child({ subsystem: 'gateway' }),
+      maxOutputTokens: 4096,
       onSpendCapReached: () => undefined,
     });
     await gateway.listen(['127.0.0.1']);

@@ -70,6 +70,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     clock: { now: options.now ?? (() => FIXED_NOW) },
     timezone: 'Europe/Berlin',
     logger,
+    maxOutputTokens: 4096,
     onSpendCapReached: (groupId) => capCalls.push(groupId),
     sleep: async (ms) => {
       sleeps.push(ms);

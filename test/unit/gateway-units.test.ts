@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { bodyPolicyViolation } from '../../host/gateway/body-policy.ts';
 import { mentionsUsageObject } from '../../host/gateway/usage-tap.ts';
 import { validateBindAddresses } from '../../host/gateway/bind-address.ts';
 import {
@@ -38,6 +37,7 @@ function makeGateway(port = 0) {
     clock: { now: () => Date.now() },
     timezone: 'UTC',
     logger: silent,
+    maxOutputTokens: 4096,
     onSpendCapReached: () => undefined,
   });
 }
@@ -382,24 +382,5 @@ describe('usage tap fast path', () => {
     expect(
       mentionsUsageObject(Buffer.from('data: {"text":"the word \\"usage\\" here","usage":null}\n\n')),
     ).toBe(false);
-  });
-});
-
-describe('request body policy', () => {
-  it('lets function tools through and refuses tools that would run on the provider side', () => {
-    expect(
-      bodyPolicyViolation({ tools: [{ type: 'function', function: { name: 'bash' } }] }),
-    ).toBeUndefined();
-    expect(bodyPolicyViolation({ tools: [{ name: 'bash', input_schema: {} }] })).toBeUndefined();
-    expect(bodyPolicyViolation({ tools: [{ type: 'web_search' }] })).toMatch(/provider's side/);
-    expect(bodyPolicyViolation({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] })).toMatch(
-      /not allowed/,
-    );
-    expect(bodyPolicyViolation({ tools: [{ type: 'mcp', server_url: 'https://evil.example' }] })).toMatch(
-      /not allowed/,
-    );
-    expect(bodyPolicyViolation({ tools: [{ type: 'code_interpreter' }] })).toMatch(/not allowed/);
-    expect(bodyPolicyViolation({ mcp_servers: [{ url: 'https://evil.example' }] })).toMatch(/mcp_servers/);
-    expect(bodyPolicyViolation({ web_search_options: {} })).toMatch(/web_search_options/);
   });
 });

@@ -289,7 +289,11 @@ describe('gateway with an Anthropic provider', () => {
     const unauthorized = await post(h, { messages: [] }, { 'x-api-key': 'gw-nope' });
     expect(unauthorized.status).toBe(401);
     expect(unauthorized.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
-    const refusedModel = await post(h, { model: 'claude-opus-expensive', messages: [] });
+    const refusedModel = await post(h, {
+      model: 'claude-opus-expensive',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(refusedModel.status).toBe(403);
     expect(refusedModel.json()).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
     const responses = await rawRequest(h.port, {

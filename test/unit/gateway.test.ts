@@ -49,6 +49,73 @@ describe('gateway forwarding', () => {
     expect(h.fake.requests).toHaveLength(0);
   });
 
+  it('refuses plugins, models, store and n: 4 before anything reaches the provider', async () => {
+    h = await startHarness();
+    for (const extra of [
+      { plugins: [{ id: 'web' }] },
+      { models: ['other/model'] },
+      { store: true },
+      { n: 4 },
+    ]) {
+      const res = await rawRequest(h.port, {
+        path: '/v1/chat/completions',
+        headers: jsonHeaders(h.run.key),
+        body: chatBody(extra),
+      });
+      expect(res.status).toBe(400);
+      expect(res.json()).toMatchObject({ error: { code: 'invalid_request' } });
+    }
+    expect(h.fake.requests).toHaveLength(0);
+  });
+
+  it('clamps the output bound to the run limit, and sets it when the request has none', async () => {
+    h = await startHarness();
+    await ask(h, { max_completion_tokens: 1_000_000 });
+    await ask(h);
+    await h.client.responses.create({ model: 'fake-model', input: 'x' });
+    expect(h.fake.requests.map((r) => r.body)).toMatchObject([
+      { max_completion_tokens: 4096 },
+      { max_completion_tokens: 4096 },
+      { max_output_tokens: 4096, store: false },
+    ]);
+  });
+
+  it('takes one billable request per run at a time and refuses the others, marked not to retry', async () => {
+    h = await startHarness();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.fake.script(reply.text('slow', { pauseAfterChunks: 0, resume: held }));
+    const first = h.client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+    });
+    await h.fake.waitForRequests(1);
+    const second = await rawRequest(h.port, {
+      path: '/v1/chat/completions',
+      headers: jsonHeaders(h.run.key),
+      body: chatBody(),
+    });
+    expect(second.status).toBe(429);
+    expect(second.headers['x-should-retry']).toBe('false');
+    expect(second.json()).toMatchObject({ error: { code: 'request_in_flight' } });
+    // Another run's key is not held up, and neither is a model list of the same run.
+    const other = h.gateway.issueKey({ runId: 'run-2', groupId: 'group-a' });
+    const otherClient = new OpenAI({ apiKey: other.key, baseURL: h.baseUrl, maxRetries: 0 });
+    await expect(
+      otherClient.chat.completions.create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'b' }],
+      }),
+    ).resolves.toBeDefined();
+    await expect(h.client.models.list()).resolves.toBeDefined();
+    release();
+    for await (const chunk of await first) void chunk;
+    // The slot is free again once the answer is through.
+    await expect(ask(h)).resolves.toBeDefined();
+    expect(h.fake.requests.filter((r) => r.api === 'chat')).toHaveLength(3);
+  });
+
   it('fills in the provider model when the request omits it', async () => {
     h = await startHarness();
     const res = await rawRequest(h.port, {
