@@ -55,6 +55,11 @@ export interface GroupMountPlan {
   rejected: RejectedMount[];
   /** Allowlist status worth showing the owner (missing file, unusable roots). */
   notes: string[];
+  /**
+   * A mounted tree held entries that matched a secret pattern (now hidden). Files next to them may hold
+   * secrets under other names, so reading these mounts counts as reading secret data.
+   */
+  holdsSecrets: boolean;
 }
 
 export interface PlanGroupMountsInput {
@@ -128,9 +133,11 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
   }
   const patterns = allowlistResult.ok ? allowlistResult.allowlist.blockedPatterns : mergeBlockedPatterns([]);
   let sources: ShadowSources | undefined;
+  let holdsSecrets = false;
   const shadowsFor = (hostDir: string, containerDir: string): { shadows: Mount[]; unhideable: string[] } => {
     sources ??= ensureShadowSources(realDataDir);
     const planned = planShadows({ hostDir, containerDir, patterns, hide, sources });
+    holdsSecrets ||= planned.matchedSecrets;
     return {
       shadows: planned.shadows.map((s) => ({ ...s, kind: 'shadow' as const })),
       unhideable: planned.unhideable,
@@ -211,5 +218,5 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
     mounts.push(mount, ...shadows);
   }
 
-  return { groupId: group.id, isAdmin: group.isAdmin, mounts, rejected, notes };
+  return { groupId: group.id, isAdmin: group.isAdmin, mounts, rejected, notes, holdsSecrets };
 }

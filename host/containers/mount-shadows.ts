@@ -4,10 +4,12 @@ import { matchBlockedComponent } from './mount-patterns.ts';
 import { isWithin } from './mount-paths.ts';
 
 // Blocked patterns are checked on the path of a mount, but a mounted directory can hold secrets of its own
-// (`.env` at the top of a project, `data/carapace.db` inside the project root the admin group sees). Those
-// entries are hidden by binding an empty, read-only directory or file over them inside the container.
-// Limits: only the top level of a mounted directory is scanned for blocked names (a recursive walk of a
-// large tree at every run would be slow and still race with new files), plus the explicit `hide` paths.
+// (`.env` at the top of a project, `app/.env.local` deeper down, `data/carapace.db` inside the project root
+// the admin group sees). Those entries are hidden by binding an empty, read-only directory or file over them
+// inside the container. The whole tree is walked at every run (symlinks are not followed: their targets are
+// either outside the mount, so invisible, or inside it and walked under their own name); what is created
+// after the walk, while the container runs, is not hidden. Git keeps remote URLs with tokens and credential
+// helpers in its config, so every `.git/config` (also of submodules) and `.gitconfig` is hidden as well.
 
 export interface ShadowSources {
   emptyDir: string;
@@ -69,6 +71,15 @@ export interface PlanShadowsInput {
   sources: ShadowSources;
 }
 
+/** Git files that hold remote URLs with tokens or credential helper commands. */
+const GIT_CONFIG_FILE = 'config';
+const GIT_DIR = '.git';
+const GIT_USER_CONFIG = '.gitconfig';
+/** Content-addressed objects: many files, none of them named by a person. */
+const GIT_OBJECTS = 'objects';
+/** A tree this large is refused rather than walked at every run. */
+export const MAX_WALKED_ENTRIES = 250_000;
+
 export interface ShadowPlan {
   /** Sorted so that parents come before children. */
   shadows: ShadowMount[];
@@ -77,6 +88,8 @@ export interface ShadowPlan {
    * specs; control characters are refused). The caller must not mount the directory at all.
    */
   unhideable: string[];
+  /** Some entry matched a blocked pattern (beyond the explicit `hide` paths): the tree held secrets. */
+  matchedSecrets: boolean;
 }
 
 // eslint-disable-next-line no-control-regex
@@ -85,7 +98,7 @@ const UNMOUNTABLE_NAME = /[:,\u0000-\u001f\u007f]/;
 /** Shadow mounts for one mounted directory. */
 export function planShadows(input: PlanShadowsInput): ShadowPlan {
   const { hostDir, containerDir, patterns, sources } = input;
-  if (!fs.statSync(hostDir).isDirectory()) return { shadows: [], unhideable: [] };
+  if (!fs.statSync(hostDir).isDirectory()) return { shadows: [], unhideable: [], matchedSecrets: false };
   const byRelative = new Map<string, ShadowMount>();
   const unhideable: string[] = [];
   const add = (relative: string, isDir: boolean, note: string): void => {
@@ -117,14 +130,43 @@ export function planShadows(input: PlanShadowsInput): ShadowPlan {
     add(path.relative(hostDir, hidden.hostPath), stat.isDirectory(), hidden.note);
   }
 
-  for (const entry of fs.readdirSync(hostDir, { withFileTypes: true })) {
-    // A symlink's target is either outside the mount (not visible in the container) or inside it (and then
-    // visible under its own name, which this scan sees if it is at the top level).
-    if (entry.isSymbolicLink()) continue;
-    const pattern = matchBlockedComponent(entry.name, patterns);
-    if (pattern !== undefined) add(entry.name, entry.isDirectory(), `matches blocked pattern "${pattern}"`);
-  }
+  const hiddenDirs = new Set(
+    (input.hide ?? []).map((hidden) => hidden.hostPath).filter((p) => p !== hostDir && isWithin(p, hostDir)),
+  );
+  let matchedSecrets = false;
+  let walked = 0;
+  const walk = (dir: string, relative: string, insideGit: boolean): void => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (++walked > MAX_WALKED_ENTRIES) {
+        throw new Error(
+          `${hostDir} holds more than ${MAX_WALKED_ENTRIES} entries; it is too large to check for secrets at every run, so it is not mounted`,
+        );
+      }
+      if (entry.isSymbolicLink()) continue;
+      const childRelative = relative === '' ? entry.name : path.join(relative, entry.name);
+      const childPath = path.join(dir, entry.name);
+      if (hiddenDirs.has(childPath)) continue;
+      const pattern = matchBlockedComponent(entry.name, patterns);
+      if (pattern !== undefined) {
+        matchedSecrets = true;
+        add(childRelative, entry.isDirectory(), `matches blocked pattern "${pattern}"`);
+        continue;
+      }
+      if (
+        entry.isFile() &&
+        ((insideGit && entry.name === GIT_CONFIG_FILE) || entry.name.toLowerCase() === GIT_USER_CONFIG)
+      ) {
+        matchedSecrets = true;
+        add(childRelative, false, 'git configuration (remote URLs with tokens, credential helpers)');
+        continue;
+      }
+      if (!entry.isDirectory()) continue;
+      if (insideGit && entry.name === GIT_OBJECTS) continue;
+      walk(childPath, childRelative, insideGit || entry.name === GIT_DIR);
+    }
+  };
+  walk(hostDir, '', false);
 
   const shadows = [...byRelative.values()].sort((a, b) => a.containerPath.localeCompare(b.containerPath));
-  return { shadows, unhideable };
+  return { shadows, unhideable, matchedSecrets };
 }

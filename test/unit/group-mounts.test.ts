@@ -159,6 +159,47 @@ describe('planGroupMounts', () => {
     expect(p.mounts.findIndex((m) => m.kind === 'shadow')).toBeGreaterThan(projectIndex);
   });
 
+  it('hides blocked names and git configuration at any depth of the project, without following symlinks', () => {
+    const deep = path.join(projectRoot, 'apps', 'web', 'config');
+    fs.mkdirSync(deep, { recursive: true });
+    fs.writeFileSync(path.join(deep, '.env.local'), 'TOKEN=nested');
+    fs.writeFileSync(path.join(deep, 'settings.json'), '{}');
+    fs.mkdirSync(path.join(projectRoot, '.git', 'modules', 'vendor', 'objects', 'ab'), { recursive: true });
+    fs.writeFileSync(
+      path.join(projectRoot, '.git', 'config'),
+      '[remote "o"]\n url = https://u:tok@example.com/r',
+    );
+    fs.writeFileSync(path.join(projectRoot, '.git', 'HEAD'), 'ref: refs/heads/main');
+    fs.writeFileSync(
+      path.join(projectRoot, '.git', 'modules', 'vendor', 'config'),
+      '[credential]\n helper = store',
+    );
+    fs.writeFileSync(path.join(projectRoot, '.git', 'modules', 'vendor', 'objects', 'ab', 'config'), 'blob');
+    fs.writeFileSync(path.join(projectRoot, 'apps', '.gitconfig'), '[credential]');
+    // A symlink to a secret elsewhere in the tree is covered under the target's own name.
+    fs.symlinkSync(path.join(deep, '.env.local'), path.join(projectRoot, 'apps', 'link'));
+    const p = plan({ id: 'main', isAdmin: true }, { allowlistResult: allowlist() });
+    expect(
+      p.mounts
+        .filter((m) => m.kind === 'shadow')
+        .map((m) => m.containerPath)
+        .sort(),
+    ).toEqual([
+      '/workspace/project/.env',
+      '/workspace/project/.git/config',
+      '/workspace/project/.git/modules/vendor/config',
+      '/workspace/project/apps/.gitconfig',
+      '/workspace/project/apps/web/config/.env.local',
+      '/workspace/project/data',
+    ]);
+    expect(p.holdsSecrets).toBe(true);
+  });
+
+  it('says when a mounted tree held nothing that matched a secret pattern', () => {
+    fs.rmSync(path.join(projectRoot, '.env'));
+    expect(plan({ id: 'main', isAdmin: true }, { allowlistResult: allowlist() }).holdsSecrets).toBe(false);
+  });
+
   it('gives a non-admin group no project mount', () => {
     expect(
       plan({ id: 'family', isAdmin: false }).mounts.some((m) =>
