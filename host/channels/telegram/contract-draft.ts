@@ -1,0 +1,150 @@
+// DRAFT of host/channels/channel.ts v2 (issue 8). The platform developer lands this (refined only where the
+// host's mechanics truly need it, and then says so in host/channels/channel.ts comments) within ~40 minutes;
+// the Telegram and WhatsApp developers build their adapters against it meanwhile.
+//
+// Principles (DESIGN.md, HOUSE.md): an adapter only translates. Platform event → InboundMessage; outbox
+// piece → platform send → typed outcome. Trigger rules, owner checks, chunking, retries, dead letters and
+// admin routing live once in the host. Adapters never throw for connection trouble: they report status.
+
+import type { z } from 'zod';
+import type { Logger } from 'pino';
+
+/** A message as a channel adapter hands it to the host, already normalized. */
+export interface InboundMessage {
+  channel: string;
+  /**
+   * The conversation. Telegram forum topics are conversations of their own: `<chat id>/<thread id>`
+   * (the General topic is the plain chat id). WhatsApp: the chat JID (`…@g.us`, or the self-chat's JID).
+   */
+  chatId: string;
+  /** The chat's title as the platform shows it (group name; "Group › Topic"); remembered for `carapace chats`. */
+  chatTitle?: string;
+  /** The platform's id of the message; with channel and chat it identifies the message (duplicates dropped). */
+  externalId: string;
+  senderId: string;
+  senderName: string;
+  /** Text, caption, or a placeholder such as `[photo]`, `[voice message]`, `[document: report.pdf]`. */
+  text: string;
+  sentAt: string;
+  /** From platform metadata: an @-mention entity of the bot (Telegram), a mentionedJid of the bot (WhatsApp). */
+  mentionsBot: boolean;
+  /** A reply to one of the bot's own messages (Telegram: reply_to_message.from is the bot; WhatsApp: quoted id was sent by us). */
+  repliesToBot: boolean;
+  /**
+   * The owner writing in their admin chat on this channel, attested by the adapter from platform facts
+   * only, never from message content: the console always; WhatsApp: the linked account writing in its own
+   * self-chat; Telegram: `from.id == owner_user_id` in the bot's private chat. Such a message joins the one
+   * admin group (its replies go back to the chat it came from); admin commands and approvals are decided
+   * from this flag alone. The owner's messages in ordinary groups are NOT fromOwner: they are a member's.
+   */
+  fromOwner: boolean;
+}
+
+export interface InboundResult {
+  /** False when the chat is not a registered group (or an admin chat) or the message was a duplicate. */
+  stored: boolean;
+  duplicate: boolean;
+  triggered: boolean;
+  messageId?: number;
+  groupId?: string;
+  /** Set when the message was an owner command (approve, deny, pending): the key of the host's answer. */
+  commandReplyKey?: string;
+}
+
+/** Called by adapters for every inbound message; synchronous: the message is stored when it returns. */
+export type InboundSink = (m: InboundMessage) => InboundResult;
+
+/** One piece of a reply, already chunked to the channel's textLimit by the host. */
+export interface OutboundPiece {
+  chatId: string;
+  text: string;
+  /** Stable across retries of this piece; a channel that can deduplicate uses it. */
+  idempotencyKey: string;
+  /**
+   * Buttons the owner may press where the platform has them (Telegram inline keyboard on approval requests).
+   * Pressing one must arrive as an InboundMessage with `text = command` from the presser, so the host's one
+   * owner check decides; the text commands work everywhere regardless.
+   */
+  actions?: { label: string; command: string }[];
+}
+
+/** What became of one send. Adapters map platform errors onto these; they never throw for platform errors. */
+export type SendOutcome =
+  | { kind: 'delivered'; platformIds: string[] }
+  /** Transient (network, 5xx, rate limit, socket reconnecting): the host retries with backoff. */
+  | { kind: 'retry'; reason: string; retryAfterMs?: number }
+  /** Chat gone, bot removed or blocked, no such chat: dead-lettered, the owner told once, others unaffected. */
+  | { kind: 'permanent'; reason: string }
+  /** Telegram group upgraded to a supergroup: the host re-binds the group to newChatId and sends there. */
+  | { kind: 'moved'; newChatId: string; reason: string };
+
+export type ChannelState = 'connected' | 'connecting' | 'needs-login' | 'logged-out' | 'stopped';
+
+export interface ChannelStatus {
+  state: ChannelState;
+  /** Plain words for the owner, with the fix where there is one ("run carapace whatsapp login"). */
+  reason?: string;
+  since: string;
+}
+
+/** What the host gives a channel when it starts it. */
+export interface ChannelHost {
+  ingest: InboundSink;
+  /** The channel's state changed; the host shows it in status/doctor and announces losses in other admin chats. */
+  onStatus(status: ChannelStatus): void;
+  /** A chat the bot is in or was written from, registered or not: id and title only, never content. */
+  onChatSeen(chat: { chatId: string; title: string }): void;
+  /** Whether the host sent this platform message id in this chat (replies to the bot, echo suppression). */
+  isOwnMessage(chatId: string, platformId: string): boolean;
+}
+
+export interface Channel {
+  readonly name: string;
+  /** Longest text one platform message may carry; the host chunks replies to it at enqueue time. */
+  readonly textLimit: number;
+  /** How the agent should format replies for this channel, as prose for its system prompt. */
+  readonly formattingRules: string;
+  /** Starts receiving. Resolves once started (not necessarily connected); connection trouble goes to onStatus. */
+  start(host: ChannelHost): Promise<void>;
+  /** Stops receiving and sending; leaves no timer, socket or poller behind. */
+  stop(): Promise<void>;
+  status(): ChannelStatus;
+  send(piece: OutboundPiece): Promise<SendOutcome>;
+  /** Typing/composing indicator while a run is active; best effort, never throws. */
+  setTyping(chatId: string, on: boolean): Promise<void>;
+  /** The owner's admin chat on this channel once known (Telegram: the owner's private chat id; WhatsApp: self-chat JID). */
+  adminChatId(): string | undefined;
+}
+
+/** Durable key/value state a channel keeps in the host's SQLite (Telegram's update offset), scoped to it. */
+export interface ChannelStateStore {
+  get(key: string): string | undefined;
+  set(key: string, value: string): void;
+}
+
+/** What the registry hands a channel's factory. */
+export interface ChannelDeps<C> {
+  config: C;
+  /** Secret lookup by variable NAME (config holds names, e.g. bot_token_env). */
+  secret(name: string): string | undefined;
+  state: ChannelStateStore;
+  /** The channel's own 0700 folder under the data folder (WhatsApp auth state). */
+  dataDir: string;
+  logger: Logger;
+}
+
+/** One entry of the channel registry (host/channels/registry.ts). */
+export interface ChannelDefinition<C = unknown> {
+  name: string;
+  /** The `[channels.<name>]` section's schema; an absent section means "not configured". */
+  configSchema: z.ZodType<C>;
+  textLimit: number;
+  formattingRules: string;
+  /** Validates a chat id for `groups add --channel <name> --chat <id>`, with an example for the error. */
+  chatId: { pattern: RegExp; example: string };
+  /** How to configure the channel, for the error when it is used without being configured. */
+  setupHint: string;
+  create(deps: ChannelDeps<C>): Channel;
+  /** Checks for `carapace doctor` (token valid, privacy mode, login state…), each with its fix. */
+  doctor?(deps: ChannelDeps<C>): Promise<{ ok: boolean; line: string }[]>;
+}

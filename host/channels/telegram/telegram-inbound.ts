@@ -1,0 +1,138 @@
+import type { Message, MessageEntity } from 'grammy/types';
+import type { InboundMessage } from './contract-draft.ts';
+import { TELEGRAM_CHANNEL } from './telegram-config.ts';
+
+/** The bot as getMe describes it, and who owns it; everything inbound normalisation needs to know. */
+export interface BotIdentity {
+  id: number;
+  /** Without the "@". */
+  username: string;
+  ownerUserId: number;
+}
+
+/** What to do with one Telegram message. Only `ingest` reaches the host. */
+export type InboundDecision =
+  | { kind: 'ingest'; message: InboundMessage }
+  /** A private chat with someone who is not the owner: one short refusal, nothing stored. */
+  | { kind: 'refuse'; chatId: number; userId: number }
+  /** `/start` in a private chat: tell the user their id (how the owner finds owner_user_id). */
+  | { kind: 'tell-id'; chatId: number; userId: number; isOwner: boolean }
+  | { kind: 'ignore'; reason: string };
+
+/**
+ * The conversation a message belongs to. Forum topics are conversations of their own, `<chat>/<thread>`;
+ * the General topic (no thread id, or thread 1) is the plain chat id, and Telegram refuses sends to
+ * General that name its thread, so the plain id is also how replies go back there.
+ */
+export function conversationId(m: Pick<Message, 'chat' | 'message_thread_id' | 'is_topic_message'>): string {
+  const forum = m.chat.type === 'supergroup' && m.chat.is_forum === true;
+  const thread = m.message_thread_id;
+  if (forum && thread !== undefined && thread !== 1) return `${m.chat.id}/${thread}`;
+  return String(m.chat.id);
+}
+
+/** Splits a conversation id back into what sendMessage takes. */
+export function parseConversationId(chatId: string): { chatId: number; threadId?: number } {
+  const match = /^(-?\d+)(?:\/(\d+))?$/.exec(chatId);
+  if (!match)
+    throw new Error(`"${chatId}" is not a Telegram chat id (e.g. -1001234567890 or -1001234567890/42)`);
+  const id = Number(match[1]);
+  return match[2] === undefined ? { chatId: id } : { chatId: id, threadId: Number(match[2]) };
+}
+
+/** Until media support lands, media is a placeholder the agent can read and talk about. */
+export function mediaPlaceholder(m: Message): string | undefined {
+  if (m.photo) return '[photo]';
+  if (m.voice) return '[voice message]';
+  if (m.video_note) return '[video message]';
+  if (m.video) return '[video]';
+  if (m.animation) return '[animation]';
+  if (m.audio) return `[audio${m.audio.title ? `: ${m.audio.title}` : ''}]`;
+  if (m.document) return `[document${m.document.file_name ? `: ${m.document.file_name}` : ''}]`;
+  if (m.sticker) return `[sticker${m.sticker.emoji ? ` ${m.sticker.emoji}` : ''}]`;
+  if (m.location) return '[location]';
+  if (m.contact) return '[contact]';
+  if (m.poll) return `[poll: ${m.poll.question}]`;
+  return undefined;
+}
+
+/** Text, caption, or placeholder plus caption: what the agent reads. */
+export function messageText(m: Message): string | undefined {
+  const placeholder = mediaPlaceholder(m);
+  const body = m.text ?? m.caption;
+  if (placeholder && body) return `${placeholder} ${body}`;
+  return placeholder ?? body;
+}
+
+function mentions(text: string, entities: MessageEntity[] | undefined, bot: BotIdentity): boolean {
+  const handle = `@${bot.username}`.toLowerCase();
+  return (entities ?? []).some((e) => {
+    if (e.type === 'text_mention') return e.user.id === bot.id;
+    if (e.type === 'mention') return text.slice(e.offset, e.offset + e.length).toLowerCase() === handle;
+    return false;
+  });
+}
+
+function senderName(m: Message): string {
+  if (m.from) {
+    const full = [m.from.first_name, m.from.last_name].filter(Boolean).join(' ');
+    return full || m.from.username || String(m.from.id);
+  }
+  return (m.sender_chat && 'title' in m.sender_chat && m.sender_chat.title) || 'unknown';
+}
+
+/** "Group › Topic" for topic messages, whose first reply target is the topic's creation message. */
+export function chatTitle(m: Message): string | undefined {
+  const group = 'title' in m.chat ? m.chat.title : undefined;
+  if (!group) return undefined;
+  const topic = m.reply_to_message?.forum_topic_created?.name;
+  if (conversationId(m) !== String(m.chat.id)) {
+    return `${group} › ${topic ?? `topic ${m.message_thread_id}`}`;
+  }
+  return group;
+}
+
+/**
+ * Normalises one new message. Edits never come here (see telegram-channel.ts: an edit is not a new turn).
+ * Platform facts only: the owner is `from.id == owner_user_id` in the bot's private chat, and nothing in
+ * the text can change that.
+ */
+export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
+  // A group's anonymous admin writes as the group itself (from = GroupAnonymousBot): a member, not a bot.
+  const anonymousAdmin = m.sender_chat?.id === m.chat.id;
+  if (m.from?.is_bot && !anonymousAdmin) return { kind: 'ignore', reason: 'from a bot' };
+  if (m.chat.type === 'channel') return { kind: 'ignore', reason: 'channel posts are not conversations' };
+  const text = messageText(m);
+  const fromId = m.from?.id;
+
+  if (m.chat.type === 'private') {
+    if (fromId === undefined) return { kind: 'ignore', reason: 'no sender' };
+    const isOwner = fromId === bot.ownerUserId;
+    if (text !== undefined && /^\/start(@\w+)?(\s|$)/.test(text)) {
+      return { kind: 'tell-id', chatId: m.chat.id, userId: fromId, isOwner };
+    }
+    if (!isOwner) return { kind: 'refuse', chatId: m.chat.id, userId: fromId };
+  }
+  if (text === undefined) return { kind: 'ignore', reason: 'a service message' };
+
+  const reply = m.reply_to_message;
+  // In a forum every topic message replies to the topic's creation message; that is not a reply to the bot.
+  const repliesToBot = !!reply && !reply.forum_topic_created && reply.from?.id === bot.id;
+  const senderId = anonymousAdmin ? String(m.chat.id) : String(fromId ?? m.sender_chat?.id ?? 'unknown');
+  return {
+    kind: 'ingest',
+    message: {
+      channel: TELEGRAM_CHANNEL,
+      chatId: conversationId(m),
+      chatTitle: chatTitle(m),
+      externalId: String(m.message_id),
+      senderId,
+      senderName: senderName(m),
+      text,
+      sentAt: new Date(m.date * 1000).toISOString(),
+      mentionsBot: mentions(m.text ?? m.caption ?? '', m.entities ?? m.caption_entities, bot),
+      repliesToBot,
+      fromOwner: m.chat.type === 'private' && fromId === bot.ownerUserId,
+    },
+  };
+}

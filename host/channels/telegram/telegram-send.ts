@@ -1,0 +1,70 @@
+import { GrammyError, HttpError, type Api } from 'grammy';
+import type { InlineKeyboardMarkup } from 'grammy/types';
+import type { OutboundPiece, SendOutcome } from './contract-draft.ts';
+import { isEntityParseError, toTelegramHtml } from './telegram-format.ts';
+import { parseConversationId } from './telegram-inbound.ts';
+
+/** Telegram's limit on callback_data; a longer command keeps only its text form. */
+const CALLBACK_DATA_MAX_BYTES = 64;
+
+function keyboard(actions: OutboundPiece['actions']): InlineKeyboardMarkup | undefined {
+  const buttons = (actions ?? [])
+    .filter((a) => Buffer.byteLength(a.command) <= CALLBACK_DATA_MAX_BYTES)
+    .map((a) => ({ text: a.label, callback_data: a.command }));
+  return buttons.length > 0 ? { inline_keyboard: [buttons] } : undefined;
+}
+
+/** Maps a Bot API failure onto the host's send outcomes; never throws. */
+export function outcomeOfError(err: unknown): SendOutcome {
+  if (err instanceof GrammyError) {
+    const reason = `${err.method}: ${err.error_code} ${err.description}`;
+    const moved = err.parameters.migrate_to_chat_id;
+    if (moved !== undefined) return { kind: 'moved', newChatId: String(moved), reason };
+    if (err.error_code === 429) {
+      const after = err.parameters.retry_after;
+      return { kind: 'retry', reason, ...(after !== undefined ? { retryAfterMs: after * 1000 } : {}) };
+    }
+    // 403: blocked by the user, kicked from the group, or not a member any more.
+    if (err.error_code === 403) return { kind: 'permanent', reason };
+    // 400: chat not found, topic deleted or closed, no rights to write: the same request fails again.
+    if (err.error_code === 400) return { kind: 'permanent', reason };
+    // 401 (token revoked), 5xx, anything else: the channel's trouble, not this reply's.
+    return { kind: 'retry', reason };
+  }
+  if (err instanceof HttpError) return { kind: 'retry', reason: `network: ${err.message}` };
+  return { kind: 'retry', reason: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * Sends one piece: HTML from the model's light Markdown, plain text if Telegram refuses the markup, in the
+ * forum topic the conversation names. Returns the sent message id.
+ */
+export async function sendPiece(api: Api, piece: OutboundPiece): Promise<SendOutcome> {
+  let target;
+  try {
+    target = parseConversationId(piece.chatId);
+  } catch (err) {
+    return { kind: 'permanent', reason: (err as Error).message };
+  }
+  const common = {
+    ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
+    ...(keyboard(piece.actions) ? { reply_markup: keyboard(piece.actions) } : {}),
+    link_preview_options: { is_disabled: true },
+  };
+  try {
+    try {
+      const sent = await api.sendMessage(target.chatId, toTelegramHtml(piece.text), {
+        ...common,
+        parse_mode: 'HTML',
+      });
+      return { kind: 'delivered', platformIds: [String(sent.message_id)] };
+    } catch (err) {
+      if (!(err instanceof GrammyError && err.error_code === 400 && isEntityParseError(err.description)))
+        throw err;
+      const sent = await api.sendMessage(target.chatId, piece.text, common);
+      return { kind: 'delivered', platformIds: [String(sent.message_id)] };
+    }
+  } catch (err) {
+    return outcomeOfError(err);
+  }
+}

@@ -1,0 +1,374 @@
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/**
+ * A fake Telegram Bot API: a real HTTP server that the real grammY client talks to. It covers what
+ * @openclaw/crabline's server does not: raw updates of any kind (callback queries, my_chat_member,
+ * captions, replies, bots), 429 `retry_after`, `migrate_to_chat_id`, privacy mode on, 409 conflicts, a
+ * stalled long poll, and "can't parse entities". Everything the bot calls is recorded.
+ */
+
+export interface ApiCall {
+  method: string;
+  params: Record<string, unknown>;
+  at: number;
+}
+
+interface Failure {
+  error_code: number;
+  description: string;
+  parameters?: Record<string, unknown>;
+}
+
+export interface FakeTelegramOptions {
+  token?: string;
+  botId?: number;
+  username?: string;
+  /** Privacy mode on: getMe says can_read_all_group_messages = false. */
+  privacy?: boolean;
+}
+
+type Update = Record<string, unknown> & { update_id: number };
+
+export interface FakeTelegram {
+  apiRoot: string;
+  token: string;
+  botId: number;
+  username: string;
+  calls: ApiCall[];
+  /** Messages the bot sent (sendMessage), in order. */
+  sent(): {
+    chat_id: number;
+    text: string;
+    message_thread_id?: number;
+    parse_mode?: string;
+    reply_markup?: unknown;
+    message_id: number;
+  }[];
+  /** Queues an update; `update_id` is assigned. Returns it. */
+  push(update: Record<string, unknown>): number;
+  /** A message update from a user in a chat. */
+  message(m: {
+    chat: { id: number; type: 'private' | 'group' | 'supergroup'; title?: string; is_forum?: boolean };
+    from: { id: number; first_name?: string; is_bot?: boolean; username?: string };
+    text?: string;
+    caption?: string;
+    thread?: number;
+    entities?: unknown[];
+    extra?: Record<string, unknown>;
+  }): { updateId: number; messageId: number };
+  /** The next `times` calls of a method fail with this Bot API error. */
+  failNext(method: string, failure: Failure, times?: number): void;
+  /** Sends to `from` now answer 400 with migrate_to_chat_id = to, and a migration message is queued. */
+  migrate(from: number, to: number, title?: string): void;
+  /** The next getUpdates never answers (until the client gives up on it). */
+  stallNextPoll(): void;
+  setPrivacy(on: boolean): void;
+  /** How many getUpdates were in flight at the same time, at most. */
+  maxConcurrentPolls(): number;
+  /** The offsets getUpdates was called with. */
+  offsets(): number[];
+  waitFor<T>(probe: () => T | undefined | false, timeoutMs?: number): Promise<T>;
+  close(): Promise<void>;
+}
+
+export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+  const token = opts.token ?? '123456:fake-telegram-token';
+  const botId = opts.botId ?? 777000111;
+  const username = opts.username ?? 'carapace_test_bot';
+  let privacy = opts.privacy ?? false;
+  const calls: ApiCall[] = [];
+  const updates: Update[] = [];
+  let nextUpdateId = 1;
+  const nextMessageId = new Map<number, number>();
+  const failures = new Map<string, { failure: Failure; left: number }[]>();
+  const migrated = new Map<number, number>();
+  let stallNext = false;
+  let activePolls = 0;
+  let maxPolls = 0;
+  const offsets: number[] = [];
+  let waiter: ((reason: 'update' | 'conflict') => void) | undefined;
+  let webhook: { url: string; secret?: string } | undefined;
+  const sentMessages: ReturnType<FakeTelegram['sent']> = [];
+  const sockets = new Set<Socket>();
+
+  const takeMessageId = (chat: number) => {
+    const id = nextMessageId.get(chat) ?? 1;
+    nextMessageId.set(chat, id + 1);
+    return id;
+  };
+  const wake = () => {
+    waiter?.('update');
+    if (webhook) void deliverWebhook();
+  };
+
+  async function deliverWebhook(): Promise<void> {
+    while (webhook && updates.length > 0) {
+      const u = updates[0] as Update;
+      const res = await fetch(webhook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(webhook.secret ? { 'x-telegram-bot-api-secret-token': webhook.secret } : {}),
+        },
+        body: JSON.stringify(u),
+      }).catch(() => undefined);
+      if (!res?.ok) return;
+      updates.shift();
+    }
+  }
+
+  const bot = () => ({
+    id: botId,
+    is_bot: true,
+    first_name: 'Carapace Test',
+    username,
+    can_join_groups: true,
+    can_read_all_group_messages: !privacy,
+    supports_inline_queries: false,
+  });
+
+  function takeFailure(method: string): Failure | undefined {
+    const list = failures.get(method);
+    const head = list?.[0];
+    if (!head) return undefined;
+    head.left -= 1;
+    if (head.left <= 0) list.shift();
+    return head.failure;
+  }
+
+  async function getUpdates(p: Record<string, unknown>, req: http.IncomingMessage): Promise<unknown> {
+    const offset = Number(p.offset ?? 0);
+    offsets.push(offset);
+    // Confirmed updates are forgotten, as Telegram does.
+    while (updates.length > 0 && (updates[0] as Update).update_id < offset) updates.shift();
+    if (stallNext) {
+      stallNext = false;
+      await new Promise<void>((r) => req.socket.once('close', () => r()));
+      return [];
+    }
+    const ready = () => updates.filter((u) => u.update_id >= offset).slice(0, Number(p.limit ?? 100));
+    if (ready().length > 0 || !Number(p.timeout)) return ready();
+    // A second poller knocks the first off, as Telegram does.
+    waiter?.('conflict');
+    const reason = await new Promise<'update' | 'conflict' | 'timeout'>((resolve) => {
+      const t = setTimeout(() => resolve('timeout'), Number(p.timeout) * 1000);
+      const mine = (r: 'update' | 'conflict') => {
+        clearTimeout(t);
+        if (waiter === mine) waiter = undefined;
+        resolve(r);
+      };
+      waiter = mine;
+      req.socket.once('close', () => mine('conflict'));
+    });
+    if (reason === 'conflict') {
+      throw {
+        error_code: 409,
+        description:
+          'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+      } satisfies Failure;
+    }
+    return ready();
+  }
+
+  function sendMessage(p: Record<string, unknown>): unknown {
+    const chatId = Number(p.chat_id);
+    const to = migrated.get(chatId);
+    if (to !== undefined) {
+      throw {
+        error_code: 400,
+        description: 'Bad Request: group chat was upgraded to a supergroup chat',
+        parameters: { migrate_to_chat_id: to },
+      } satisfies Failure;
+    }
+    const text = String(p.text ?? '');
+    if (p.parse_mode === 'HTML' && !balancedHtml(text)) {
+      throw {
+        error_code: 400,
+        description: "Bad Request: can't parse entities: unclosed tag",
+      } satisfies Failure;
+    }
+    const messageId = takeMessageId(chatId);
+    const record = {
+      chat_id: chatId,
+      text,
+      message_id: messageId,
+      ...(p.message_thread_id !== undefined ? { message_thread_id: Number(p.message_thread_id) } : {}),
+      ...(p.parse_mode ? { parse_mode: String(p.parse_mode) } : {}),
+      ...(p.reply_markup ? { reply_markup: p.reply_markup } : {}),
+    };
+    sentMessages.push(record);
+    return {
+      message_id: messageId,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: chatId > 0 ? 'private' : 'supergroup' },
+      from: bot(),
+      text,
+      ...(record.message_thread_id !== undefined ? { message_thread_id: record.message_thread_id } : {}),
+    };
+  }
+
+  async function call(
+    method: string,
+    p: Record<string, unknown>,
+    req: http.IncomingMessage,
+  ): Promise<unknown> {
+    const failure = takeFailure(method);
+    if (failure) throw failure;
+    switch (method) {
+      case 'getMe':
+        return bot();
+      case 'getUpdates':
+        if (webhook) {
+          throw {
+            error_code: 409,
+            description:
+              "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+          };
+        }
+        return getUpdates(p, req);
+      case 'sendMessage':
+        return sendMessage(p);
+      case 'sendChatAction':
+      case 'answerCallbackQuery':
+      case 'editMessageReplyMarkup':
+        return true;
+      case 'setWebhook':
+        webhook = { url: String(p.url), ...(p.secret_token ? { secret: String(p.secret_token) } : {}) };
+        void deliverWebhook();
+        return true;
+      case 'deleteWebhook':
+        webhook = undefined;
+        return true;
+      case 'getWebhookInfo':
+        return {
+          url: webhook?.url ?? '',
+          has_custom_certificate: false,
+          pending_update_count: updates.length,
+        };
+      default:
+        throw { error_code: 404, description: `Not Found: method ${method} is not faked` } satisfies Failure;
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://fake');
+      const match = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
+      const reply = (status: number, body: unknown) => {
+        if (res.writableEnded || res.destroyed) return;
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      };
+      if (!match || match[1] !== token)
+        return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
+      const method = match[2] as string;
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const params: Record<string, unknown> = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
+      for (const [k, v] of url.searchParams) params[k] = v;
+      calls.push({ method, params, at: Date.now() });
+      if (method === 'getUpdates') {
+        activePolls += 1;
+        maxPolls = Math.max(maxPolls, activePolls);
+        res.once('close', () => (activePolls -= 1));
+      }
+      call(method, params, req).then(
+        (result) => reply(200, { ok: true, result }),
+        (err: Failure) =>
+          reply(err.error_code ?? 500, {
+            ok: false,
+            error_code: err.error_code ?? 500,
+            description: err.description ?? String(err),
+            ...(err.parameters ? { parameters: err.parameters } : {}),
+          }),
+      );
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const apiRoot = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const push = (update: Record<string, unknown>) => {
+    const id = nextUpdateId++;
+    updates.push({ ...update, update_id: id });
+    wake();
+    return id;
+  };
+
+  return {
+    apiRoot,
+    token,
+    botId,
+    username,
+    calls,
+    sent: () => sentMessages,
+    push,
+    message(m) {
+      const messageId = takeMessageId(m.chat.id);
+      const updateId = push({
+        message: {
+          message_id: messageId,
+          date: Math.floor(Date.now() / 1000),
+          chat: m.chat,
+          from: { first_name: 'User', is_bot: false, ...m.from },
+          ...(m.text !== undefined ? { text: m.text } : {}),
+          ...(m.caption !== undefined ? { caption: m.caption } : {}),
+          ...(m.thread !== undefined ? { message_thread_id: m.thread, is_topic_message: true } : {}),
+          ...(m.entities ? { entities: m.entities } : {}),
+          ...m.extra,
+        },
+      });
+      return { updateId, messageId };
+    },
+    failNext(method, failure, times = 1) {
+      const list = failures.get(method) ?? [];
+      list.push({ failure, left: times });
+      failures.set(method, list);
+    },
+    migrate(from, to, title = 'Migrated group') {
+      migrated.set(from, to);
+      push({
+        message: {
+          message_id: takeMessageId(from),
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: from, type: 'group', title },
+          from: { id: 1, is_bot: false, first_name: 'Admin' },
+          migrate_to_chat_id: to,
+        },
+      });
+    },
+    stallNextPoll: () => void (stallNext = true),
+    setPrivacy: (on) => void (privacy = on),
+    maxConcurrentPolls: () => maxPolls,
+    offsets: () => offsets,
+    async waitFor(probe, timeoutMs = 10_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const v = probe();
+        if (v !== undefined && v !== false) return v as never;
+        if (Date.now() > until) throw new Error('fake Telegram: timed out waiting');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+    async close() {
+      waiter?.('conflict');
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** Just enough of Telegram's HTML check: every opened tag is closed in order. */
+function balancedHtml(text: string): boolean {
+  const stack: string[] = [];
+  for (const m of text.matchAll(/<(\/?)([a-z-]+)[^>]*>/g)) {
+    if (m[1]) {
+      if (stack.pop() !== m[2]) return false;
+    } else stack.push(m[2] as string);
+  }
+  return stack.length === 0 && !/<(?![a-z/])/.test(text.replace(/<\/?[a-z-]+[^>]*>/g, ''));
+}

@@ -1,0 +1,42 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  ChannelHost,
+  ChannelStateStore,
+  ChannelStatus,
+  InboundMessage,
+} from '../../host/channels/telegram/contract-draft.ts';
+
+/**
+ * What a channel sees of the host, recording what it is handed: inbound messages, statuses and chats.
+ * The durable state is a real SQLite file, so a "restart" (a new channel on the same file) is real.
+ */
+export function createRecordingHost() {
+  const inbound: InboundMessage[] = [];
+  const statuses: ChannelStatus[] = [];
+  const chats = new Map<string, string>();
+  const host: ChannelHost = {
+    ingest(m) {
+      inbound.push(m);
+      return { stored: true, duplicate: false, triggered: true };
+    },
+    onStatus: (s) => void statuses.push(s),
+    onChatSeen: ({ chatId, title }) => void chats.set(chatId, title),
+    isOwnMessage: () => false,
+  };
+  return { host, inbound, statuses, chats };
+}
+
+export function openStateFile(dir: string): ChannelStateStore & { close(): void } {
+  const db = new Database(path.join(dir, 'state.db'));
+  db.exec('CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+  const get = db.prepare<[string], { value: string }>('SELECT value FROM state WHERE key = ?');
+  const set = db.prepare(
+    'INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+  );
+  return {
+    get: (key) => get.get(key)?.value,
+    set: (key, value) => void set.run(key, value),
+    close: () => db.close(),
+  };
+}
