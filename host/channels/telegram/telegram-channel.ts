@@ -12,7 +12,7 @@ import type {
   OutboundPiece,
   SendOutcome,
 } from './contract-draft.ts';
-import { TELEGRAM_CHANNEL, type TelegramConfig } from './telegram-config.ts';
+import { TELEGRAM_CHANNEL, WEBHOOK_SECRET_PATTERN, type TelegramConfig } from './telegram-config.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
 import { conversationId, decideInbound, parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { createPoller, type Poller, ALLOWED_UPDATES } from './telegram-poller.ts';
@@ -244,6 +244,14 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       if (state.get(OWNER_CHAT_KNOWN)) tell(ownerId, privacyNote);
     }
     if (config.mode === 'webhook' && config.webhook) {
+      // Fails closed: without a secret anyone who finds the URL could post updates as anyone.
+      if (!deps.webhookSecret || !WEBHOOK_SECRET_PATTERN.test(deps.webhookSecret)) {
+        setStatus(
+          'needs-login',
+          `webhook mode needs a secret token: set ${config.webhook.secret_token_env} to 16-256 characters of A-Z a-z 0-9 _ -`,
+        );
+        return;
+      }
       const url = new URL(config.webhook.public_url);
       webhook = createWebhookServer({
         listen: config.webhook.listen,

@@ -74,11 +74,13 @@ function mentions(text: string, entities: MessageEntity[] | undefined, bot: BotI
 }
 
 function senderName(m: Message): string {
+  // Anonymous admins and channels write as a chat; `from` is then a placeholder bot.
+  if (m.sender_chat && 'title' in m.sender_chat && m.sender_chat.title) return m.sender_chat.title;
   if (m.from) {
     const full = [m.from.first_name, m.from.last_name].filter(Boolean).join(' ');
     return full || m.from.username || String(m.from.id);
   }
-  return (m.sender_chat && 'title' in m.sender_chat && m.sender_chat.title) || 'unknown';
+  return 'unknown';
 }
 
 /** "Group › Topic" for topic messages, whose first reply target is the topic's creation message. */

@@ -5,7 +5,10 @@ import type { UserFromGetMe } from 'grammy/types';
  * @-mention it. The host's trigger word then reaches it only when it is the bot's own @username: anything
  * else is silently never delivered. Returns the owner's warning with the exact fix, or undefined.
  */
-export function privacyWarning(me: UserFromGetMe, triggerWord: string): string | undefined {
+export function privacyWarning(
+  me: Pick<UserFromGetMe, 'username' | 'can_read_all_group_messages'>,
+  triggerWord: string,
+): string | undefined {
   if (me.can_read_all_group_messages) return undefined;
   const handle = `@${me.username}`;
   if (triggerWord.toLowerCase() === handle.toLowerCase()) return undefined;
