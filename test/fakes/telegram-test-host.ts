@@ -5,7 +5,7 @@ import type {
   ChannelStateStore,
   ChannelStatus,
   InboundMessage,
-} from '../../host/channels/telegram/contract-draft.ts';
+} from '../../host/channels/channel.ts';
 
 /**
  * What a channel sees of the host, recording what it is handed: inbound messages, statuses and chats.

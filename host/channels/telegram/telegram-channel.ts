@@ -11,7 +11,7 @@ import type {
   ChannelStatus,
   OutboundPiece,
   SendOutcome,
-} from './contract-draft.ts';
+} from '../channel.ts';
 import { TELEGRAM_CHANNEL, WEBHOOK_SECRET_PATTERN, type TelegramConfig } from './telegram-config.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
 import { conversationId, decideInbound, parseConversationId, type BotIdentity } from './telegram-inbound.ts';

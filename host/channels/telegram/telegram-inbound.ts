@@ -1,5 +1,5 @@
 import type { Message, MessageEntity } from 'grammy/types';
-import type { InboundMessage } from './contract-draft.ts';
+import type { InboundMessage } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
 
 /** The bot as getMe describes it, and who owns it; everything inbound normalisation needs to know. */

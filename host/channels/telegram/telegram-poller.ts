@@ -2,7 +2,7 @@ import { createConcurrentSink, createRunner, createSource, type RunnerHandle } f
 import { GrammyError, type Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
-import type { ChannelStateStore } from './contract-draft.ts';
+import type { ChannelStateStore } from '../channel.ts';
 
 /** The update kinds the adapter handles; everything else is never fetched. */
 export const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query', 'my_chat_member'] as const;

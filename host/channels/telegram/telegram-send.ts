@@ -1,6 +1,6 @@
 import { GrammyError, HttpError, type Api } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
-import type { OutboundPiece, SendOutcome } from './contract-draft.ts';
+import type { OutboundPiece, SendOutcome } from '../channel.ts';
 import { isEntityParseError, toTelegramHtml } from './telegram-format.ts';
 import { parseConversationId } from './telegram-inbound.ts';
 
