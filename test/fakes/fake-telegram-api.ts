@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { waitFor } from '../helpers/processes.ts';
 
 /**
  * A fake Telegram Bot API: a real HTTP server that the real grammY client talks to. It covers what
@@ -345,15 +346,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     setPrivacy: (on) => void (privacy = on),
     maxConcurrentPolls: () => maxPolls,
     offsets: () => offsets,
-    async waitFor(probe, timeoutMs = 10_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const v = probe();
-        if (v !== undefined && v !== false) return v as never;
-        if (Date.now() > until) throw new Error('fake Telegram: timed out waiting');
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    },
+    waitFor: (probe, timeoutMs = 10_000) => waitFor('the fake Telegram', probe, timeoutMs),
     async close() {
       waiter?.('conflict');
       for (const s of sockets) s.destroy();

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../host/channels/telegram/telegram-channel.ts';
 import { telegramConfigSchema } from '../../host/channels/telegram/telegram-config.ts';
 import { createRecordingHost, openStateFile } from '../fakes/telegram-test-host.ts';
+import { waitFor } from '../helpers/processes.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 
 /** The same adapter against @openclaw/crabline's Telegram server: long polling, webhooks, forum topics. */
@@ -79,28 +80,11 @@ async function startChannel(
     state.close();
   };
   cleanups.push(stop);
-  await new Promise<void>((resolve, reject) => {
-    const until = Date.now() + 10_000;
-    const tick = () =>
-      channel.status().state === 'connected'
-        ? resolve()
-        : Date.now() > until
-          ? reject(new Error(`not connected: ${JSON.stringify(channel.status())}`))
-          : setTimeout(tick, 10);
-    tick();
-  });
+  await waitFor('the channel to connect', () => channel.status().state === 'connected', 10_000);
   return { channel, stop, ...recording };
 }
 
-const until = async <T>(probe: () => T | undefined | false, ms = 10_000): Promise<T> => {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+const until = <T>(probe: () => T | undefined | false) => waitFor('the adapter', probe, 10_000);
 
 describe('Telegram adapter against @openclaw/crabline', () => {
   it('long polling: a group mention is ingested, and a topic message is answered in its topic', async () => {
