@@ -1,0 +1,293 @@
+import crypto from 'node:crypto';
+import type { WAMessage } from '@whiskeysockets/baileys';
+import type { Logger } from 'pino';
+import { formattingRulesFor } from '../formatting-rules.ts';
+import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
+import {
+  createConnectionController,
+  type ConnectionController,
+  type ConnectionEvents,
+  type ReconnectPolicy,
+  type Timers,
+} from './connection-controller.ts';
+import type {
+  Channel,
+  ChannelHost,
+  ChannelStateStore,
+  ChannelStatus,
+  OutboundPiece,
+  SendOutcome,
+} from '../channel.ts';
+import { closeStatusCode } from './disconnect-reason.ts';
+import { translateInbound, WHATSAPP_CHANNEL } from './inbound-message.ts';
+import { isGroupJid, isLidJid, normalizeUserJid, selfIdentity } from './jids.ts';
+import type { WhatsAppConfig } from './whatsapp-config.ts';
+import { markdownToWhatsApp } from './whatsapp-markdown.ts';
+import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
+
+export interface WhatsAppChannelDeps {
+  config: WhatsAppConfig;
+  /** The channel's own 0700 folder: the linked device's credentials and keys. */
+  dataDir: string;
+  logger: Logger;
+  state?: ChannelStateStore;
+  makeSocket?: SocketFactory;
+  policy?: Partial<ReconnectPolicy>;
+  timers?: Timers;
+  /** How long a send waits for a reconnecting socket before the outbox retries it later. */
+  sendWaitMs?: number;
+}
+
+export interface WhatsAppChannel extends Channel {
+  /** Reconnect timers armed now (never more than one). */
+  pendingReconnects(): number;
+  /** The open socket, for tests at the socket seam. */
+  socket(): WhatsAppSocket | undefined;
+}
+
+const SENT_IDS_KEPT = 5_000;
+
+interface LiveSocket {
+  sock: WhatsAppSocket;
+  end(reason: string): void;
+}
+
+/** `3EB0` + 18 hex digits like WhatsApp Web's ids, derived from the outbox key: a retried send reuses its id. */
+export function messageIdFor(idempotencyKey: string): string {
+  return `3EB0${crypto.createHash('sha256').update(`carapace:${idempotencyKey}`).digest('hex').slice(0, 18).toUpperCase()}`;
+}
+
+/**
+ * The WhatsApp channel: the owner's own account as a linked device (Baileys). It translates and nothing
+ * more: upserts become InboundMessages for the host, outbox pieces become WhatsApp messages; the
+ * connection's ups and downs become statuses through one connection controller.
+ */
+export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChannel {
+  const log = deps.logger;
+  const makeSocket = deps.makeSocket ?? makeBaileysSocket;
+  const sendWaitMs = deps.sendWaitMs ?? 20_000;
+  // Baileys is chatty at info level; its warnings and errors are what an owner may need.
+  const baileysLogger = log.child(
+    { subsystem: 'baileys' },
+    { level: log.isLevelEnabled('debug') ? log.level : log.isLevelEnabled('warn') ? 'warn' : log.level },
+  );
+
+  let host: ChannelHost | undefined;
+  let auth: WhatsAppAuthStore | undefined;
+  let controller: ConnectionController<LiveSocket> | undefined;
+  let blocked: ChannelStatus | undefined; // needs-login, or an auth folder that cannot be read
+  let inbound: Promise<void> = Promise.resolve();
+  const sentIds = new Map<string, true>();
+  const titles = new Map<string, string>();
+
+  const self = () => selfIdentity(auth?.state.creds.me);
+
+  const rememberSent = (id: string) => {
+    sentIds.set(id, true);
+    if (sentIds.size > SENT_IDS_KEPT) sentIds.delete(sentIds.keys().next().value as string);
+  };
+  const isOwnMessage = (chatId: string, id: string) =>
+    sentIds.has(id) || (host?.isOwnMessage(chatId, id) ?? false);
+
+  const seeChat = (chatId: string, title: string | null | undefined) => {
+    if (!title?.trim() || !isGroupJid(chatId)) return;
+    titles.set(chatId, title);
+    host?.onChatSeen({ chatId, title });
+  };
+
+  /** Group names at connect and whenever WhatsApp says they changed, for `carapace chats`. */
+  const syncGroups = async (sock: WhatsAppSocket) => {
+    try {
+      const groups = await sock.groupFetchAllParticipating();
+      for (const [id, meta] of Object.entries(groups)) seeChat(id, meta.subject);
+    } catch (err) {
+      log.debug({ err }, 'could not list WhatsApp groups');
+    }
+  };
+
+  const handleUpsert = async (sock: WhatsAppSocket, messages: WAMessage[], type: string) => {
+    const me = self();
+    if (!me || !host) return;
+    // Baileys knows many LID → phone mappings; a LID it cannot map stays the sender's id.
+    const lidPhones = new Map<string, string>();
+    for (const m of messages) {
+      const key = m.key as { participant?: string | null; participantAlt?: string };
+      if (isLidJid(key.participant) && !key.participantAlt) {
+        const lid = normalizeUserJid(key.participant);
+        if (!lid || lidPhones.has(lid)) continue;
+        const phone = await sock.signalRepository.lidMapping.getPNForLID(lid).catch(() => null);
+        if (phone) lidPhones.set(lid, phone);
+      }
+    }
+    for (const m of messages) {
+      const decision = translateInbound(m, {
+        self: me,
+        isOwnMessage,
+        groupTitle: (id) => titles.get(id),
+        phoneForLid: (lid) => lidPhones.get(lid),
+      });
+      if (decision.kind === 'skip') {
+        log.trace(
+          { id: m.key.id, chat: m.key.remoteJid, type, why: decision.reason },
+          'WhatsApp message skipped',
+        );
+        continue;
+      }
+      const message = decision.message;
+      try {
+        const result = host.ingest(message);
+        log.debug(
+          { id: message.externalId, type, stored: result.stored, triggered: result.triggered },
+          'WhatsApp message',
+        );
+      } catch (err) {
+        log.error({ err, id: message.externalId }, 'storing a WhatsApp message failed');
+      }
+    }
+  };
+
+  const connect = (events: ConnectionEvents): LiveSocket => {
+    if (!auth) throw new Error('WhatsApp auth state is not open');
+    const store = auth;
+    const sock = makeSocket({ auth: store.state, url: deps.config.websocket_url, logger: baileysLogger });
+    sock.ev.on('connection.update', (u) => {
+      if (u.qr) {
+        // Only an unlinked device is offered a QR code: the host cannot link it, `whatsapp login` can.
+        events.closed(401, 'WhatsApp offered a QR code: this device is not linked');
+        return;
+      }
+      if (u.connection === 'open') {
+        events.opened();
+        host?.onChatSeen({ chatId: self()?.phone ?? '', title: 'Message yourself' });
+        void syncGroups(sock);
+      } else if (u.connection === 'close') {
+        const err = u.lastDisconnect?.error;
+        events.closed(closeStatusCode(err), err?.message ?? 'connection closed');
+      }
+    });
+    sock.ev.on('creds.update', () => {
+      store.saveCreds().catch((err: unknown) => log.error({ err }, 'saving WhatsApp credentials failed'));
+    });
+    sock.ev.on('messages.upsert', ({ messages, type }) => {
+      // One at a time, in arrival order: the host stores them as they come.
+      inbound = inbound
+        .then(() => handleUpsert(sock, messages, type))
+        .catch((err: unknown) => log.error({ err }, 'handling WhatsApp messages failed'));
+    });
+    sock.ev.on('groups.upsert', (groups) => {
+      for (const g of groups) seeChat(g.id, g.subject);
+    });
+    sock.ev.on('groups.update', (updates) => {
+      for (const g of updates) if (g.id && g.subject) seeChat(g.id, g.subject);
+    });
+    sock.ws.on('frame', () => events.activity());
+    return {
+      sock,
+      end: (reason: string) => {
+        void sock.end(new Error(reason));
+      },
+    };
+  };
+
+  const statusNow = (): ChannelStatus =>
+    blocked ??
+    controller?.status() ?? { state: 'stopped', reason: 'not started', since: new Date().toISOString() };
+
+  const channel: WhatsAppChannel = {
+    name: WHATSAPP_CHANNEL,
+    textLimit: deps.config.chunk_size,
+    formattingRules: formattingRulesFor(WHATSAPP_CHANNEL),
+
+    async start(h: ChannelHost) {
+      host = h;
+      try {
+        auth = openAuthStore(deps.dataDir);
+      } catch (err) {
+        blocked = { state: 'stopped', reason: (err as Error).message, since: new Date().toISOString() };
+        h.onStatus(blocked);
+        return;
+      }
+      if (!auth.isLinked()) {
+        // The host runs on without WhatsApp; status, doctor and the other admin chats say what to do.
+        blocked = {
+          state: 'needs-login',
+          reason: 'WhatsApp is not linked: stop the host, run `carapace whatsapp login`, then start it again',
+          since: new Date().toISOString(),
+        };
+        h.onStatus(blocked);
+        return;
+      }
+      const c = createConnectionController<LiveSocket>({
+        connect,
+        onStatus: (s) => h.onStatus(s),
+        onTerminal: (v) =>
+          deps.state?.set(
+            'last_terminal_close',
+            JSON.stringify({ reason: v.reason, at: new Date().toISOString() }),
+          ),
+        logger: log,
+        ...(deps.policy ? { policy: deps.policy } : {}),
+        ...(deps.timers ? { timers: deps.timers } : {}),
+      });
+      controller = c;
+      c.start();
+    },
+
+    async stop() {
+      controller?.stop('host stopping');
+      await inbound;
+      await auth?.flush().catch((err: unknown) => log.error({ err }, 'saving WhatsApp credentials failed'));
+      host = undefined;
+    },
+
+    status: statusNow,
+
+    async send(piece: OutboundPiece): Promise<SendOutcome> {
+      const live = await (controller?.whenOpen(sendWaitMs) ?? Promise.resolve(undefined));
+      if (!live) {
+        const s = statusNow();
+        return { kind: 'retry', reason: `WhatsApp is ${s.state}${s.reason ? `: ${s.reason}` : ''}` };
+      }
+      const id = messageIdFor(piece.idempotencyKey);
+      // Recorded before the send: Baileys echoes our own message as an upsert before sendMessage returns.
+      rememberSent(id);
+      try {
+        await live.sock.sendMessage(
+          piece.chatId,
+          // linkPreview null: Baileys would otherwise fetch any URL in the text from this machine.
+          { text: markdownToWhatsApp(piece.text), linkPreview: null },
+          { messageId: id },
+        );
+        return { kind: 'delivered', platformIds: [id] };
+      } catch (err) {
+        return sendFailure(err);
+      }
+    },
+
+    async setTyping(chatId: string, on: boolean) {
+      const live = controller?.current();
+      if (!live) return;
+      await live.sock.sendPresenceUpdate(on ? 'composing' : 'paused', chatId).catch((err: unknown) => {
+        log.debug({ err, chatId }, 'typing indicator failed');
+      });
+    },
+
+    adminChatId: () => self()?.phone,
+    pendingReconnects: () => controller?.pendingReconnects() ?? 0,
+    socket: () => controller?.current()?.sock,
+  };
+  return channel;
+}
+
+/** WhatsApp's answer to a send, as the outbox's outcome: only a chat that is gone is permanent. */
+function sendFailure(err: unknown): SendOutcome {
+  const code = closeStatusCode(err);
+  const message = (err as Error)?.message ?? String(err);
+  if (code === 403 || code === 404 || /item-not-found|not-authorized|forbidden/i.test(message)) {
+    return {
+      kind: 'permanent',
+      reason: `WhatsApp refused the message (${message}); is the account still in this group?`,
+    };
+  }
+  return { kind: 'retry', reason: `WhatsApp send failed: ${message}` };
+}

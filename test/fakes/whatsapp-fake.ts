@@ -1,0 +1,132 @@
+/**
+ * A WhatsApp server for tests: crabline's `startWhatsAppServer` (it completes Baileys' Noise handshake,
+ * injects group and direct messages, records what the client sends, and restarts on the same port), plus
+ * what it leaves to us: auth state seeded as a finished pairing would leave it (crabline never pairs, and
+ * Baileys refuses to send without `creds.me`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { WAMessage } from '@whiskeysockets/baileys';
+import { startWhatsAppServer, type StartedWhatsAppServer } from '@openclaw/crabline';
+import { openAuthStore } from '../../host/channels/whatsapp/auth-store.ts';
+
+export const FAKE_SELF_PHONE = '15550000000';
+export const FAKE_SELF_JID = `${FAKE_SELF_PHONE}@s.whatsapp.net`;
+/** crabline announces the account's LID with the phone's digits. */
+export const FAKE_SELF_LID = `${FAKE_SELF_PHONE}@lid`;
+
+export interface FakeWhatsApp {
+  url: string;
+  /** Injects a message from someone else (crabline refuses the linked account itself). */
+  inject(m: {
+    chatJid: string;
+    senderJid: string;
+    text: string;
+    pushName?: string;
+    messageId?: string;
+  }): Promise<void>;
+  /** Stops the server and starts it again on the same port (clients see their socket close). */
+  restart(): Promise<void>;
+  /** What the client sent and crabline could decrypt (direct and self-chat messages). */
+  sentTexts(): { to: string; id: string; text: string }[];
+  close(): Promise<void>;
+}
+
+export async function startFakeWhatsApp(dir: string): Promise<FakeWhatsApp> {
+  const recorderPath = path.join(dir, 'crabline.jsonl');
+  let server: StartedWhatsAppServer = await startWhatsAppServer({ recorderPath, selfJid: FAKE_SELF_JID });
+  const port = Number(new URL(server.manifest.baseUrl).port);
+  const adminToken = server.manifest.adminToken;
+  const accessToken = server.manifest.accessToken;
+  return {
+    url: server.manifest.endpoints.baileysWebSocketUrl,
+    async inject(m) {
+      const res = await fetch(server.manifest.endpoints.adminInboundUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+        body: JSON.stringify(m),
+      });
+      if (!res.ok) throw new Error(`crabline refused the message: ${res.status} ${await res.text()}`);
+    },
+    async restart() {
+      await server.close();
+      server = await startWhatsAppServer({
+        recorderPath,
+        selfJid: FAKE_SELF_JID,
+        port,
+        adminToken,
+        accessToken,
+      });
+    },
+    sentTexts() {
+      if (!fs.existsSync(recorderPath)) return [];
+      const out: { to: string; id: string; text: string }[] = [];
+      for (const line of fs.readFileSync(recorderPath, 'utf8').split('\n')) {
+        if (!line.trim()) continue;
+        const body = (JSON.parse(line) as { body?: Partial<WAMessage> }).body;
+        const text = body?.message?.conversation;
+        if (body?.key?.fromMe && typeof text === 'string' && body.key.remoteJid && body.key.id) {
+          out.push({ to: body.key.remoteJid, id: body.key.id, text });
+        }
+      }
+      return out;
+    },
+    close: () => server.close(),
+  };
+}
+
+/** Auth state as a finished pairing and first sync leave it: the account's id and LID, the device registered. */
+export async function seedLinkedAuth(authDir: string): Promise<void> {
+  const auth = openAuthStore(authDir);
+  auth.state.creds.me = {
+    id: `${FAKE_SELF_PHONE}:1@s.whatsapp.net`,
+    lid: `${FAKE_SELF_PHONE}:1@lid`,
+    name: 'Owner',
+  };
+  auth.state.creds.registered = true;
+  // A linked device has had its first history sync; without this Baileys holds every event for 20 s
+  // waiting for a sync crabline never sends.
+  auth.state.creds.accountSyncCounter = 1;
+  await auth.saveCreds();
+  await auth.flush();
+}
+
+/** A message as Baileys would upsert it, for what crabline cannot send (the self-chat, mentions, replies). */
+export function waMessage(m: {
+  id: string;
+  remoteJid: string;
+  remoteJidAlt?: string;
+  fromMe?: boolean;
+  participant?: string;
+  participantAlt?: string;
+  pushName?: string;
+  text?: string;
+  mentionedJid?: string[];
+  quotedId?: string;
+  message?: WAMessage['message'];
+}): WAMessage {
+  const contextInfo =
+    m.mentionedJid || m.quotedId
+      ? {
+          ...(m.mentionedJid ? { mentionedJid: m.mentionedJid } : {}),
+          ...(m.quotedId ? { stanzaId: m.quotedId } : {}),
+        }
+      : undefined;
+  return {
+    key: {
+      id: m.id,
+      remoteJid: m.remoteJid,
+      fromMe: m.fromMe ?? false,
+      ...(m.remoteJidAlt ? { remoteJidAlt: m.remoteJidAlt } : {}),
+      ...(m.participant ? { participant: m.participant } : {}),
+      ...(m.participantAlt ? { participantAlt: m.participantAlt } : {}),
+    },
+    messageTimestamp: Math.floor(Date.now() / 1000),
+    pushName: m.pushName ?? 'Someone',
+    message:
+      m.message ??
+      (contextInfo
+        ? { extendedTextMessage: { text: m.text ?? '', contextInfo } }
+        : { conversation: m.text ?? '' }),
+  } as WAMessage;
+}
