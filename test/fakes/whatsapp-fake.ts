@@ -9,6 +9,11 @@ import path from 'node:path';
 import type { WAMessage } from '@whiskeysockets/baileys';
 import { startWhatsAppServer, type StartedWhatsAppServer } from '@openclaw/crabline';
 import { openAuthStore } from '../../host/channels/whatsapp/auth-store.ts';
+import {
+  makeBaileysSocket,
+  type SocketFactory,
+  type WhatsAppSocket,
+} from '../../host/channels/whatsapp/whatsapp-socket.ts';
 
 export const FAKE_SELF_PHONE = '15550000000';
 export const FAKE_SELF_JID = `${FAKE_SELF_PHONE}@s.whatsapp.net`;
@@ -16,6 +21,10 @@ export const FAKE_SELF_JID = `${FAKE_SELF_PHONE}@s.whatsapp.net`;
 export const FAKE_SELF_LID = `${FAKE_SELF_PHONE}@lid`;
 
 export interface FakeWhatsApp {
+  /** Stops the server (clients see their socket close and cannot reconnect until `start`). */
+  stop(): Promise<void>;
+  /** Starts it again on the same port. */
+  start(): Promise<void>;
   url: string;
   /** Injects a message from someone else (crabline refuses the linked account itself). */
   inject(m: {
@@ -38,8 +47,19 @@ export async function startFakeWhatsApp(dir: string): Promise<FakeWhatsApp> {
   const port = Number(new URL(server.manifest.baseUrl).port);
   const adminToken = server.manifest.adminToken;
   const accessToken = server.manifest.accessToken;
+  const start = async () => {
+    server = await startWhatsAppServer({
+      recorderPath,
+      selfJid: FAKE_SELF_JID,
+      port,
+      adminToken,
+      accessToken,
+    });
+  };
   return {
     url: server.manifest.endpoints.baileysWebSocketUrl,
+    stop: () => server.close(),
+    start,
     async inject(m) {
       const res = await fetch(server.manifest.endpoints.adminInboundUrl, {
         method: 'POST',
@@ -50,13 +70,7 @@ export async function startFakeWhatsApp(dir: string): Promise<FakeWhatsApp> {
     },
     async restart() {
       await server.close();
-      server = await startWhatsAppServer({
-        recorderPath,
-        selfJid: FAKE_SELF_JID,
-        port,
-        adminToken,
-        accessToken,
-      });
+      await start();
     },
     sentTexts() {
       if (!fs.existsSync(recorderPath)) return [];
@@ -130,3 +144,41 @@ export function waMessage(m: {
         : { conversation: m.text ?? '' }),
   } as WAMessage;
 }
+
+/**
+ * Group sends asserted at the socket seam: crabline closes the socket on a group send, so a real Baileys
+ * socket is built and only its `sendMessage` to `@g.us` chats is recorded here instead of sent. Failures
+ * are shaped as Baileys throws them (an error with a Boom `output.statusCode`).
+ */
+export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket) {
+  const sent: { chatId: string; id: string; text: string }[] = [];
+  const failures = new Map<string, Error[]>();
+  const sockets: WhatsAppSocket[] = [];
+  const factory: SocketFactory = (opts) => {
+    const sock = base(opts);
+    const real = sock.sendMessage.bind(sock);
+    sock.sendMessage = (async (jid: string, content: { text?: string }, options?: { messageId?: string }) => {
+      if (!jid.endsWith('@g.us')) return real(jid, content as never, options as never);
+      const fail = failures.get(jid)?.shift();
+      if (fail) throw fail;
+      sent.push({ chatId: jid, id: options?.messageId ?? '', text: content.text ?? '' });
+      return undefined;
+    }) as WhatsAppSocket['sendMessage'];
+    sockets.push(sock);
+    return sock;
+  };
+  return {
+    factory,
+    sent,
+    /** The socket built last (the live one once connected). */
+    socket: () => sockets.at(-1),
+    failNext(chatId: string, err: Error) {
+      failures.set(chatId, [...(failures.get(chatId) ?? []), err]);
+    },
+  };
+}
+
+const boom = (message: string, statusCode: number) =>
+  Object.assign(new Error(message), { output: { statusCode } });
+export const connectionClosed = () => boom('Connection Closed', 428);
+export const notInGroup = () => boom('forbidden', 403);

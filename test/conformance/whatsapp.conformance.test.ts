@@ -1,0 +1,139 @@
+import path from 'node:path';
+import pino from 'pino';
+import type { Channel, ChannelHost, InboundMessage } from '../../host/channels/channel.ts';
+import { createWhatsAppChannel } from '../../host/channels/whatsapp/whatsapp-channel.ts';
+import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
+import {
+  connectionClosed,
+  FAKE_SELF_JID,
+  FAKE_SELF_LID,
+  groupSendsAtSeam,
+  notInGroup,
+  seedLinkedAuth,
+  startFakeWhatsApp,
+  waMessage,
+} from '../fakes/whatsapp-fake.ts';
+import { describeChannelConformance } from './channel-conformance.ts';
+
+const GROUP = '120363000000000001@g.us';
+
+async function until(what: string, fn: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// The WhatsApp adapter on a real Baileys socket against crabline's WhatsApp server. Members write through
+// the server; what crabline cannot carry goes into Baileys' own event buffer (the self-chat, whose messages
+// come from the linked account itself, and contextInfo for mentions and replies); group sends are taken at
+// the socket seam, since crabline closes the socket on a group send.
+describeChannelConformance(
+  'whatsapp (Baileys on crabline)',
+  async ({ dir }) => {
+    const server = await startFakeWhatsApp(dir);
+    const authDir = path.join(dir, 'whatsapp');
+    await seedLinkedAuth(authDir);
+    const seam = groupSendsAtSeam();
+    const inner = createWhatsAppChannel({
+      config: whatsappConfigSchema.parse({ websocket_url: server.url }),
+      dataDir: authDir,
+      logger: pino({ level: 'silent' }),
+      makeSocket: seam.factory,
+      policy: { initialDelayMs: 100, maxDelayMs: 400 },
+      sendWaitMs: 3_000,
+    });
+    // The driver waits for what it wrote to reach the host, as people wait for a message to show.
+    const ingested: InboundMessage[] = [];
+    const channel: Channel = {
+      ...inner,
+      name: inner.name,
+      textLimit: inner.textLimit,
+      formattingRules: inner.formattingRules,
+      async start(host: ChannelHost) {
+        await inner.start({
+          ...host,
+          ingest: (m) => {
+            ingested.push(m);
+            return host.ingest(m);
+          },
+        });
+        await until('connected', () => inner.status().state === 'connected');
+      },
+    };
+    let seq = 0;
+    const arrives = async (write: () => Promise<void> | void) => {
+      const before = ingested.length;
+      await write();
+      await until('the message to reach the host', () => ingested.length > before);
+    };
+    const upsert = (m: Parameters<typeof waMessage>[0]) => {
+      inner.socket()?.ev.emit('messages.upsert', { type: 'notify', messages: [waMessage(m)] });
+    };
+    return {
+      channel,
+      driver: {
+        groupChatId: GROUP,
+        memberWrites: (chatId, text, meta) =>
+          arrives(() =>
+            server.inject({
+              chatJid: chatId,
+              senderJid: '15551234567@s.whatsapp.net',
+              text,
+              pushName: meta?.senderName ?? 'Alice',
+              messageId: `M${(seq += 1)}`,
+            }),
+          ),
+        ownerWrites: (text) =>
+          arrives(() =>
+            upsert({
+              id: `O${(seq += 1)}`,
+              remoteJid: FAKE_SELF_LID,
+              remoteJidAlt: FAKE_SELF_JID,
+              fromMe: true,
+              text,
+            }),
+          ),
+        memberMentionsBot: (chatId, text) =>
+          arrives(() =>
+            upsert({
+              id: `N${(seq += 1)}`,
+              remoteJid: chatId,
+              participant: '42@lid',
+              text,
+              mentionedJid: [FAKE_SELF_JID],
+            }),
+          ),
+        memberRepliesTo: (chatId, platformId, text) =>
+          arrives(() =>
+            upsert({
+              id: `R${(seq += 1)}`,
+              remoteJid: chatId,
+              participant: '15551234567@s.whatsapp.net',
+              text,
+              quotedId: platformId,
+            }),
+          ),
+        received: async (chatId) => seam.sent.filter((s) => s.chatId === chatId).map((s) => s.text),
+        failNextSend: (chatId) => seam.failNext(chatId, connectionClosed()),
+        async killChat(chatId) {
+          for (let i = 0; i < 10; i += 1) seam.failNext(chatId, notInGroup());
+        },
+        async dropConnection() {
+          await server.stop();
+          await until('disconnected', () => inner.status().state !== 'connected');
+        },
+        async restoreConnection() {
+          await server.start();
+          await until('reconnected', () => inner.status().state === 'connected');
+        },
+        close: () => server.close().catch(() => undefined),
+      },
+    };
+  },
+  {
+    lacks: { moveChat: 'WhatsApp groups keep their id for life' },
+    timeoutMs: 15_000,
+  },
+);
