@@ -13,17 +13,10 @@ import {
   startFakeWhatsApp,
   waMessage,
 } from '../fakes/whatsapp-fake.ts';
+import { waitFor } from '../helpers/processes.ts';
 import { describeChannelConformance } from './channel-conformance.ts';
 
 const GROUP = '120363000000000001@g.us';
-
-async function until(what: string, fn: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 // The WhatsApp adapter on a real Baileys socket against crabline's WhatsApp server. Members write through
 // the server; what crabline cannot carry goes into Baileys' own event buffer (the self-chat, whose messages
@@ -59,14 +52,14 @@ describeChannelConformance(
             return host.ingest(m);
           },
         });
-        await until('connected', () => inner.status().state === 'connected');
+        await waitFor('connected', () => inner.status().state === 'connected');
       },
     };
     let seq = 0;
     const arrives = async (write: () => Promise<void> | void) => {
       const before = ingested.length;
       await write();
-      await until('the message to reach the host', () => ingested.length > before);
+      await waitFor('the message to reach the host', () => ingested.length > before);
     };
     const upsert = (m: Parameters<typeof waMessage>[0]) => {
       inner.socket()?.ev.emit('messages.upsert', { type: 'notify', messages: [waMessage(m)] });
@@ -122,11 +115,11 @@ describeChannelConformance(
         },
         async dropConnection() {
           await server.stop();
-          await until('disconnected', () => inner.status().state !== 'connected');
+          await waitFor('disconnected', () => inner.status().state !== 'connected');
         },
         async restoreConnection() {
           await server.start();
-          await until('reconnected', () => inner.status().state === 'connected');
+          await waitFor('reconnected', () => inner.status().state === 'connected');
         },
         close: () => server.close().catch(() => undefined),
       },

@@ -16,6 +16,7 @@ import {
   waMessage,
   type FakeWhatsApp,
 } from '../fakes/whatsapp-fake.ts';
+import { waitFor } from '../helpers/processes.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 
 const GROUP = '120363000000000001@g.us';
@@ -25,16 +26,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function until<T>(what: string, fn: () => T | undefined | false, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 async function setup(opts: { policy?: Partial<ReconnectPolicy>; linked?: boolean } = {}) {
   const dir = tempDir();
@@ -46,7 +37,9 @@ async function setup(opts: { policy?: Partial<ReconnectPolicy>; linked?: boolean
   const channel: WhatsAppChannel = createWhatsAppChannel({
     config: whatsappConfigSchema.parse({ websocket_url: server.url }),
     dataDir: authDir,
-    logger: process.env.WA_LOG ? pino({ level: 'trace' }, pino.destination(process.env.WA_LOG)) : pino({ level: 'silent' }),
+    logger: process.env.WA_LOG
+      ? pino({ level: 'trace' }, pino.destination(process.env.WA_LOG))
+      : pino({ level: 'silent' }),
     policy: { initialDelayMs: 200, maxDelayMs: 1_000, ...opts.policy },
     sendWaitMs: 5_000,
   });
@@ -56,7 +49,7 @@ async function setup(opts: { policy?: Partial<ReconnectPolicy>; linked?: boolean
 }
 
 const connected = (channel: WhatsAppChannel) =>
-  until('connected', () => channel.status().state === 'connected');
+  waitFor('connected', () => channel.status().state === 'connected');
 
 describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
   it('stores group messages from phone and LID senders, and ignores direct messages', async () => {
@@ -70,7 +63,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
       pushName: 'Lin',
     });
     await server.inject({ chatJid: ALICE, senderJid: ALICE, text: 'a private chat', pushName: 'Alice' });
-    await until('two group messages', () => rec.messages.length >= 2);
+    await waitFor('two group messages', () => rec.messages.length >= 2);
     await new Promise((r) => setTimeout(r, 300));
     expect(rec.messages.map((m) => [m.chatId, m.senderId, m.senderName, m.text, m.fromOwner])).toEqual([
       [GROUP, ALICE, 'Alice', '@Andy hello', false],
@@ -97,7 +90,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
         }),
       ],
     });
-    await until('two owner messages', () => rec.messages.length >= 2);
+    await waitFor('two owner messages', () => rec.messages.length >= 2);
     expect(rec.messages.map((m) => [m.chatId, m.senderId, m.text, m.fromOwner])).toEqual([
       [FAKE_SELF_JID, FAKE_SELF_JID, 'pending', true],
       [FAKE_SELF_JID, FAKE_SELF_JID, 'status', true],
@@ -113,7 +106,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     if (outcome.kind !== 'delivered') return;
     rec.recordSent(FAKE_SELF_JID, outcome.platformIds);
     // The server received it, formatted for WhatsApp, under the id the channel reported.
-    const sent = await until('sent text', () =>
+    const sent = await waitFor('sent text', () =>
       server.sentTexts().find((s) => s.id === outcome.platformIds[0]),
     );
     expect(sent.text).toBe('*Nothing* pending');
@@ -163,7 +156,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
         }),
       ],
     });
-    await until('three messages', () => rec.messages.length >= 3);
+    await waitFor('three messages', () => rec.messages.length >= 3);
     expect(rec.messages.map((m) => [m.senderId, m.fromOwner, m.mentionsBot, m.repliesToBot])).toEqual([
       [FAKE_SELF_JID, false, false, false],
       [ALICE, false, true, false],
@@ -175,15 +168,27 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     const { server, rec, channel } = await setup();
     await connected(channel);
     // crabline restarts its id counter with the server: real ids never repeat, so give them.
-    await server.inject({ chatJid: GROUP, senderJid: ALICE, text: 'before', pushName: 'Alice', messageId: 'BEFORE1' });
-    await until('first message', () => rec.messages.length === 1);
+    await server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      text: 'before',
+      pushName: 'Alice',
+      messageId: 'BEFORE1',
+    });
+    await waitFor('first message', () => rec.messages.length === 1);
     await server.restart();
-    await until('reconnecting', () => channel.status().state === 'connecting');
+    await waitFor('reconnecting', () => channel.status().state === 'connecting');
     expect(channel.pendingReconnects()).toBeLessThanOrEqual(1);
     await connected(channel);
     expect(channel.pendingReconnects()).toBe(0);
-    await server.inject({ chatJid: GROUP, senderJid: ALICE, text: 'after', pushName: 'Alice', messageId: 'AFTER1' });
-    await until('second message', () => rec.messages.length === 2);
+    await server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      text: 'after',
+      pushName: 'Alice',
+      messageId: 'AFTER1',
+    });
+    await waitFor('second message', () => rec.messages.length === 2);
     expect(rec.messages.map((m) => m.text)).toEqual(['before', 'after']);
     const outcome = await channel.send({ chatId: ALICE, text: 'still here', idempotencyKey: 'k-after' });
     expect(outcome.kind).toBe('delivered');
@@ -193,10 +198,10 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     const { server, channel } = await setup({ policy: { initialDelayMs: 1_000, jitter: 0 } });
     await connected(channel);
     await server.restart();
-    await until('reconnecting', () => channel.status().state === 'connecting');
+    await waitFor('reconnecting', () => channel.status().state === 'connecting');
     const outcome = await channel.send({ chatId: ALICE, text: 'during the gap', idempotencyKey: 'k-gap' });
     expect(outcome.kind).toBe('delivered');
-    await until('sent', () => server.sentTexts().some((s) => s.text === 'during the gap'));
+    await waitFor('sent', () => server.sentTexts().some((s) => s.text === 'during the gap'));
     expect(server.sentTexts().filter((s) => s.text === 'during the gap')).toHaveLength(1);
   });
 
@@ -216,7 +221,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
         attrs: { code: String(code) },
         content: [{ tag, attrs: { type } }],
       });
-      await until('terminal state', () => channel.status().state === state);
+      await waitFor('terminal state', () => channel.status().state === state);
       expect(channel.status().reason).toMatch(fix);
       await new Promise((r) => setTimeout(r, 500));
       expect(channel.status().state).toBe(state);
@@ -228,7 +233,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     const { rec, channel } = await setup({ policy: { silentAfterMs: 1_500 } });
     await connected(channel);
     // crabline answers pings, but Baileys pings only every 30 s: 1.5 s of silence trips the watchdog.
-    await until('reconnect after silence', () =>
+    await waitFor('reconnect after silence', () =>
       rec.statuses.some((s) => s.state === 'connecting' && /nothing arrived/.test(s.reason ?? '')),
     );
     await connected(channel);
