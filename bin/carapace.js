@@ -1,8 +1,24 @@
 #!/usr/bin/env node
-// Entry point of the `carapace` CLI. The host is written in TypeScript and run through tsx,
-// so there is no separate build step between editing and running.
-import { register } from 'tsx/esm/api';
+// Entry point of the `carapace` CLI. It runs the compiled JavaScript in dist/ (built by `npm install`
+// and again by `npm start`); a checkout that was never built, or CARAPACE_FROM_SOURCE=1 (the tests), runs
+// the TypeScript sources through tsx instead.
+import { existsSync } from 'node:fs';
 
-register();
-const { main } = await import('../host/cli/main.ts');
+// `carapace status | head` closes the pipe early: that is the reader's choice, not an error to report.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
+const compiled = new URL('../dist/cli/main.js', import.meta.url);
+let main;
+if (process.env.CARAPACE_FROM_SOURCE !== '1' && existsSync(compiled)) {
+  ({ main } = await import(compiled.href));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ main } = await import('../host/cli/main.ts'));
+}
 process.exitCode = await main(process.argv.slice(2));

@@ -6,6 +6,7 @@ import { adminCommandReplyKey, createAdminCommandHandler } from './admin/admin-c
 import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
 import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
 import { createTaskDelivery } from './scheduler/task-delivery.ts';
+import { ADMIN_GROUP_ID } from './admin/admin-group.ts';
 import { isOwnerMessage } from './admin/owner-check.ts';
 import type { Channel, ChannelHost } from './channels/channel.ts';
 import { createDeliveryOutcomes } from './channels/delivery-outcomes.ts';
@@ -25,7 +26,7 @@ import type { NewOutboxItem } from './store/outbox-store.ts';
 import { acquireHostLock } from './store/host-lock.ts';
 import { openStore, type Store } from './store/store.ts';
 
-export const ADMIN_GROUP_ID = 'main';
+export { ADMIN_GROUP_ID };
 
 export interface RunnerRuntime {
   runner: AgentRunner;

@@ -1,6 +1,6 @@
 import readline from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newClientMessageId } from '../channels/local/local-channel.ts';
+import { newClientMessageId } from '../channels/local/local-api.ts';
 import type { LocalClient } from '../channels/local/local-client.ts';
 
 export interface ChatOptions {
@@ -9,13 +9,22 @@ export interface ChatOptions {
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream;
   assistantName: string;
+  /** What /quit does here, said in the greeting: leaving a chat, or stopping the host of `start`. */
+  quitEffect?: string;
 }
 
 /**
  * An interactive console on one group: every line is sent as a message, and replies are printed as they
  * are delivered by an event stream that runs alongside, so typing never waits for an answer.
  */
-export async function runChat({ client, group, input, output, assistantName }: ChatOptions): Promise<void> {
+export async function runChat({
+  client,
+  group,
+  input,
+  output,
+  assistantName,
+  quitEffect = 'leaves (the host keeps running)',
+}: ChatOptions): Promise<void> {
   const rl = readline.createInterface({
     input,
     output,
@@ -58,7 +67,7 @@ export async function runChat({ client, group, input, output, assistantName }: C
 
   // Ctrl+C leaves like /quit, so the host behind an interactive `start` shuts down cleanly.
   rl.on('SIGINT', () => rl.close());
-  output.write(`Talking to group "${group}". Type a message; /quit leaves.\n`);
+  output.write(`Talking to group "${group}". Type a message; /quit or Ctrl+D ${quitEffect}.\n`);
   rl.setPrompt(`${group}> `);
   rl.prompt();
   for await (const line of rl) {

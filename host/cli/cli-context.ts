@@ -1,6 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../config/load-config.ts';
 import { resolvePaths, type CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
 
@@ -12,7 +12,15 @@ export interface CliIo {
   cwd: string;
 }
 
-export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The folder holding package.json: the same from the sources and from the compiled `dist/`. */
+function findProjectRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
+
+export const PROJECT_ROOT = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
 export const EXAMPLE_CONFIG_FILE = path.join(PROJECT_ROOT, 'config', 'config.example.toml');
 
 export interface CliContext {
@@ -24,15 +32,24 @@ export interface CliContext {
   err(line: string): void;
 }
 
+export type ConfigLoader = (files: { configFile: string; exampleFile: string }) => HostConfig;
+
 export class UsageError extends Error {}
 
-export function createCliContext(io: CliIo): CliContext {
+/**
+ * `loadConfig` is passed in rather than imported: the schema is most of a client command's start-up
+ * time, and commands that only talk to a running host (send, chat, status) never need it.
+ */
+export function createCliContext(io: CliIo, loadConfig?: ConfigLoader): CliContext {
   const paths = resolvePaths({ env: io.env, cwd: io.cwd });
   let config: HostConfig | undefined;
   return {
     io,
     paths,
-    config: () => (config ??= loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE })),
+    config: () => {
+      if (!loadConfig) throw new Error('this command was declared as a client of the host and has no config');
+      return (config ??= loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }));
+    },
     out: (line) => io.stdout.write(`${line}\n`),
     err: (line) => io.stderr.write(`${line}\n`),
   };

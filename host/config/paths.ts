@@ -14,7 +14,11 @@ export interface CarapacePaths {
   sessionsDir: string;
   logsDir: string;
   socketFile: string;
+  /** The running host's pid, written when it takes the data folder; only for messages, never a lock. */
+  pidFile: string;
 }
+
+export const HOST_PID_FILE = 'host.pid';
 
 export interface PathInputs {
   env: NodeJS.ProcessEnv;
@@ -42,5 +46,6 @@ export function resolvePaths({ env, cwd, homeDir = os.homedir() }: PathInputs): 
     sessionsDir: path.join(dataDir, 'sessions'),
     logsDir: path.join(dataDir, 'logs'),
     socketFile: path.join(dataDir, 'carapace.sock'),
+    pidFile: path.join(dataDir, HOST_PID_FILE),
   };
 }

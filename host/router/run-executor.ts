@@ -1,3 +1,4 @@
+import { failureNoticeKey } from '../channels/notice-keys.ts';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
@@ -153,7 +154,7 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
       store.transaction(() => {
         store.groups.advanceCursor(group.id, end.givenThrough);
         enqueueReply({
-          idempotencyKey: `giveup:${group.id}:${end.givenThrough}`,
+          idempotencyKey: failureNoticeKey(group.id, end.givenThrough),
           groupId: group.id,
           channel: group.channel,
           chatId: group.chatId,

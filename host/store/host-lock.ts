@@ -1,5 +1,7 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { HOST_PID_FILE } from '../config/paths.ts';
 
 export class HostLockedError extends Error {}
 
@@ -27,5 +29,13 @@ export function acquireHostLock(dataDir: string): { release(): void } {
     }
     throw err;
   }
-  return { release: () => db.close() };
+  // Beside the lock, for clients that must name a host that does not answer; the lock stays the truth.
+  const pidFile = path.join(dataDir, HOST_PID_FILE);
+  fs.writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
+  return {
+    release: () => {
+      fs.rmSync(pidFile, { force: true });
+      db.close();
+    },
+  };
 }

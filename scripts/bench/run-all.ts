@@ -8,6 +8,7 @@ import { printFigures } from './stats.ts';
 type Bench = { title: string; module: string; fn: string };
 
 const BENCHES: Bench[] = [
+  { title: 'CLI start-up CPU vs node -e 0', module: './bench-cli-startup.ts', fn: 'benchCliStartup' },
   { title: 'router overhead (ingest → runner)', module: './bench-router.ts', fn: 'benchRouter' },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },

@@ -1,10 +1,7 @@
 import path from 'node:path';
 import pino from 'pino';
-import {
-  createLocalChannel,
-  LOCAL_CHANNEL,
-  newClientMessageId,
-} from '../../host/channels/local/local-channel.ts';
+import { newClientMessageId } from '../../host/channels/local/local-api.ts';
+import { createLocalChannel, LOCAL_CHANNEL } from '../../host/channels/local/local-channel.ts';
 import { createLocalClient } from '../../host/channels/local/local-client.ts';
 import { listenOnSocket } from '../../host/channels/local/socket-server.ts';
 import { describeChannelConformance } from './channel-conformance.ts';

@@ -10,12 +10,15 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `carapace` CLI as a separate process. */
+/**
+ * Runs the real `carapace` CLI as a separate process, from the sources (a dist/ build may be stale while
+ * the tests run; the benchmark measures the build).
+ */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...env },
+      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -8,7 +8,7 @@ import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
 import { staticRunner, startHost, type RunningHost } from '../../host/main.ts';
 import { createEchoRunner } from '../fakes/echo-runner.ts';
-import { runCli } from '../helpers/processes.ts';
+import { ROOT, runCli } from '../helpers/processes.ts';
 
 /** A host on temporary folders, wired as in production but with the echo runner double. */
 async function startEchoHost(prefix: string, configToml?: string) {
@@ -38,7 +38,10 @@ describe('local console through the real CLI', () => {
   let host: RunningHost;
 
   beforeAll(async () => {
-    ({ dir, env, host } = await startEchoHost('carapace-console-', '[assistant]\nname = "Kit"\n'));
+    ({ dir, env, host } = await startEchoHost(
+      'carapace-console-',
+      '[assistant]\nname = "Kit"\n[runs]\nmax_attempts = 1\n',
+    ));
   });
   afterAll(async () => {
     await host.stop();
@@ -61,6 +64,34 @@ describe('local console through the real CLI', () => {
     const asked = await runCli(['send', '--group', 'family', '@kit what time is dinner?'], env);
     expect(asked.stdout).toBe('echo: @kit what time is dinner?\n');
     expect(asked.code).toBe(0);
+  });
+
+  it('reads the text from stdin with "send -", whole, newlines and quotes included', async () => {
+    const text = `a "quoted" line\n${'long '.repeat(2000)}\nlast line`;
+    const res = await runCli(['send', '--group', 'main', '-'], env, text);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toBe(`echo: ${text.trim()}\n`);
+  });
+
+  it('exits 1 when the only reply is the notice that the message could not be answered', async () => {
+    const res = await runCli(['send', '--group', 'main', '[fail-once] this run fails'], env);
+    expect(res.stdout).toMatch(/could not answer that \(scripted failure\)/);
+    expect(res.stderr).toMatch(/could not answer/);
+    expect(res.code).toBe(1);
+  });
+
+  it('ends quietly when the reader of its output goes away (EPIPE)', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), 'status'], {
+      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise((r) => child.on('close', r));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('refuses an unknown group with a way to fix it', async () => {

@@ -18,7 +18,16 @@ beforeEach(() => {
   fs.mkdirSync(dataDir, { mode: 0o700 });
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return cliWithInput('', ...argv);
+}
+
+async function cliWithInput(
+  input: string,
+  ...argv: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdin = new PassThrough();
+  stdin.end(input);
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
@@ -28,7 +37,7 @@ async function cli(...argv: string[]): Promise<{ code: number; stdout: string; s
   const code = await main(argv, {
     stdout,
     stderr,
-    stdin: new PassThrough(),
+    stdin,
     env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: dataDir },
     cwd: path.dirname(dataDir),
   });
@@ -71,31 +80,45 @@ describe('carapace send', () => {
     expect(r.stderr).toMatch(/carapace start/);
   });
 
-  it('exits 2 with every problem of a bad config.toml, before trying to reach the host', async () => {
+  it('needs no config: a broken config.toml is for start to report, not for a client of the host', async () => {
+    fs.writeFileSync(path.join(configDir, 'config.toml'), '[assistant\nname = "Andy"\n');
+    const r = await cli('send', '--group', 'main', 'hello');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/not running/);
+  });
+
+  it('exits 2 when the message text is missing, also from an empty stdin', async () => {
+    for (const args of [
+      ['send', '--group', 'main'],
+      ['send', '-'],
+    ]) {
+      const r = await cli(...args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/send needs the message text/);
+    }
+  });
+});
+
+describe('carapace start', () => {
+  it('exits 2 with every problem of a bad config.toml, before anything starts', async () => {
     fs.writeFileSync(
       path.join(configDir, 'config.toml'),
       '[assistant]\nname = "two words"\n[runs]\nmax_concurrent = 0\n',
     );
-    const r = await cli('send', '--group', 'main', 'hello');
+    const r = await cli('start', '--no-console');
     expect(r.code).toBe(2);
     const file = path.join(configDir, 'config.toml');
     expect(r.stderr).toContain(`${file}: assistant.name: must be one word`);
     expect(r.stderr).toContain(`${file}: runs.max_concurrent: `);
     expect(r.stderr).toContain('(for example: name = "Andy")');
-    expect(r.stderr).not.toMatch(/not running/);
+    expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
   it('exits 2 with the line and column of a TOML syntax error', async () => {
     fs.writeFileSync(path.join(configDir, 'config.toml'), '[assistant\nname = "Andy"\n');
-    const r = await cli('send', 'hello');
+    const r = await cli('start', '--no-console');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/config\.toml: line 1, column \d+/);
-  });
-
-  it('exits 2 when the message text is missing', async () => {
-    const r = await cli('send', '--group', 'main');
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/send needs the message text/);
   });
 });
 
@@ -106,6 +129,14 @@ describe('carapace audit', () => {
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/no database at .*carapace\.db yet; nothing has been audited/);
     expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('says so when the database holds no audit rows yet, keeping --json output empty', async () => {
+    openStore({ file: path.join(dataDir, 'carapace.db') }).close();
+    const r = await cli('audit', '--json');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/no audit rows yet/);
   });
 
   it('prints the newest N rows, oldest first, as text or JSON', async () => {
@@ -144,5 +175,17 @@ describe('carapace audit', () => {
     const r = await cli('audit', `--tail=${n}`);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--tail must be a whole number/);
+  });
+});
+
+describe('carapace gate classify', () => {
+  it('answers every line but exits 2 when a --json line is not a JSON string', async () => {
+    const r = await cliWithInput('"ls"\nnot json\n', 'gate', 'classify', '--json');
+    expect(r.code).toBe(2);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(JSON.parse(lines[1] ?? '')).toMatchObject({ line: 2 });
+    const good = await cliWithInput('"ls"\n', 'gate', 'classify', '--json');
+    expect(good.code).toBe(0);
   });
 });

@@ -68,17 +68,24 @@ export function runGateClassify(
   return out.join('');
 }
 
-/** Streaming form for the CLI: reads lines as they come (e.g. from `readline`), writes each answer at once. */
+/**
+ * Streaming form for the CLI: reads lines as they come (e.g. from `readline`), writes each answer at once.
+ * Returns how many lines could not be read as commands, so the CLI can exit 2 on bad input.
+ */
 export async function streamGateClassify(
   lines: AsyncIterable<string>,
   write: (chunk: string) => void,
   options: GateClassifyOptions,
   classifier: BashClassifier,
-): Promise<void> {
+): Promise<number> {
   let lineNumber = 0;
+  let badLines = 0;
   for await (const line of lines) {
     lineNumber++;
     const formatted = formatGateLine(line, lineNumber, options, classifier);
-    if (formatted !== null) write(`${formatted}\n`);
+    if (formatted === null) continue;
+    if (formatted.startsWith('{"error":')) badLines++;
+    write(`${formatted}\n`);
   }
+  return badLines;
 }

@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostEvents } from '../../router/host-events.ts';
 import type { GroupsStore } from '../../store/groups-store.ts';
@@ -181,8 +180,3 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
 }
 
 class NotFound extends Error {}
-
-/** A fresh id for a console message; random so two clients never collide. */
-export function newClientMessageId(): string {
-  return crypto.randomBytes(12).toString('base64url');
-}

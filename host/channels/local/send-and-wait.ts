@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isFailureNoticeKey } from '../notice-keys.ts';
 import type { ConsoleEvent } from './local-api.ts';
-import { newClientMessageId } from './local-channel.ts';
+import { newClientMessageId } from './local-api.ts';
 import { HostUnreachable, type LocalClient } from './local-client.ts';
 
 export interface SendOptions {
@@ -12,7 +13,11 @@ export interface SendOptions {
 }
 
 export type SendResult =
-  { kind: 'answered'; replies: number } | { kind: 'not-triggered' } | { kind: 'timeout'; replies: number };
+  | { kind: 'answered'; replies: number }
+  /** Every reply was the host's notice that the message could not be answered. */
+  | { kind: 'failed'; replies: number }
+  | { kind: 'not-triggered' }
+  | { kind: 'timeout'; replies: number };
 
 /**
  * Sends one message and waits until the group's cursor has passed it and every reply queued for the chat
@@ -35,6 +40,7 @@ export async function sendAndWait({
   const messageId = posted.messageId ?? Number.MAX_SAFE_INTEGER;
 
   const seen = new Set<string>();
+  let failureNotices = 0;
   let after = posted.after;
   let done = false;
   const controller = new AbortController();
@@ -44,6 +50,7 @@ export async function sendAndWait({
       after = Math.max(after, e.outboxId);
       if (seen.has(e.key)) return;
       seen.add(e.key);
+      if (isFailureNoticeKey(e.key)) failureNotices++;
       onReply(e.text);
       // An owner command has exactly one answer: the host's, under the key it told us.
       if (e.key === commandKey) {
@@ -68,5 +75,8 @@ export async function sendAndWait({
   } finally {
     clearTimeout(timer);
   }
-  return done ? { kind: 'answered', replies: seen.size } : { kind: 'timeout', replies: seen.size };
+  if (!done) return { kind: 'timeout', replies: seen.size };
+  return seen.size > 0 && failureNotices === seen.size
+    ? { kind: 'failed', replies: seen.size }
+    : { kind: 'answered', replies: seen.size };
 }

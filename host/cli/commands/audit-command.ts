@@ -17,7 +17,11 @@ export async function auditCommand(ctx: CliContext, args: string[]): Promise<num
   }
   const store = openStore({ file: ctx.paths.databaseFile });
   try {
-    for (const row of store.audit.tail(n)) {
+    const rows = store.audit.tail(n);
+    // Said on stderr, so `--json` output stays a clean (empty) stream.
+    if (rows.length === 0)
+      ctx.err('no audit rows yet: decisions are audited once agents start asking for things');
+    for (const row of rows) {
       if (values.json) ctx.out(JSON.stringify(row));
       else
         ctx.out(

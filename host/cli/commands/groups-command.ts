@@ -3,13 +3,9 @@ import { ensureAdminGroup, ensureDataDirs } from '../../main.ts';
 import { GroupExistsError, type NewGroup } from '../../store/groups-store.ts';
 import { openStore, type Store } from '../../store/store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
+import { groupsUsage } from '../command-usage.ts';
 
 const CHANNELS = ['local', 'telegram', 'whatsapp'] as const;
-
-export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat=<chat id>] [--name <name>] [--network full|gateway]
-carapace groups list
-carapace groups remove <id>
-carapace groups untaint <id>`;
 
 /** A duplicate or malformed id is the user's input to fix, not a crash: report it as bad usage. */
 function addGroupOrExplain(store: Store, g: NewGroup) {

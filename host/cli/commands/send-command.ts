@@ -1,25 +1,27 @@
 import { parseArgs } from 'node:util';
+import { hostStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient } from '../../channels/local/local-client.ts';
 import { sendAndWait } from '../../channels/local/send-and-wait.ts';
-import { UsageError, type CliContext } from '../cli-context.ts';
+import { readAll, UsageError, type CliContext } from '../cli-context.ts';
+import { sendUsage } from '../command-usage.ts';
 
-export const sendUsage = 'carapace send --group <id> [--timeout <seconds>] "<text>"';
-
+/** A client of the running host: it loads no config and no host code, so it starts in a blink. */
 export async function sendCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
     options: { group: { type: 'string', default: 'main' }, timeout: { type: 'string', default: '600' } },
   });
-  const text = positionals.join(' ').trim();
-  if (!text) throw new UsageError(`send needs the message text: ${sendUsage}`);
-  // Validated up front: a broken config.toml is reported (exit 2) whether or not a host is running.
-  const name = ctx.config().assistant.name;
   const timeoutS = Number(values.timeout);
   if (!Number.isFinite(timeoutS) || timeoutS <= 0)
     throw new UsageError('--timeout must be a positive number of seconds');
+  // "-" alone reads the text from stdin: long messages and text with quotes need no shell escaping.
+  const fromStdin = positionals.length === 1 && positionals[0] === '-';
+  const text = (fromStdin ? await readAll(ctx.io.stdin) : positionals.join(' ')).trim();
+  if (!text) throw new UsageError(`send needs the message text: ${sendUsage}`);
+  const client = createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile });
   const result = await sendAndWait({
-    client: createLocalClient(ctx.paths.socketFile),
+    client,
     group: values.group as string,
     text,
     timeoutMs: timeoutS * 1000,
@@ -28,8 +30,14 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
   switch (result.kind) {
     case 'answered':
       return 0;
+    case 'failed':
+      ctx.err('(the host could not answer: the reply above says why)');
+      return 1;
     case 'not-triggered': {
-      ctx.err(`(stored as context; nothing triggers a reply in this group: mention @${name} to get one)`);
+      const { assistant } = hostStatus.parse(await client.getJson('/v1/status'));
+      ctx.err(
+        `(stored as context; nothing triggers a reply in this group: mention @${assistant} to get one)`,
+      );
       return 0;
     }
     case 'timeout':

@@ -27,18 +27,19 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
   if (interactive) {
     // The console owns the terminal; a SIGTERM from outside must still stop the host cleanly.
     process.once('SIGTERM', () => void stop('received SIGTERM').then(() => process.exit(0)));
-    ctx.out(`Carapace is running (logs: ${logFile}). Other terminals can join with: carapace chat`);
+    ctx.out(`Carapace is running (logs: ${logFile}). Other terminals can join with: npx carapace chat`);
     await runChat({
       client: createLocalClient(ctx.paths.socketFile),
       group: ADMIN_GROUP_ID,
       input: ctx.io.stdin,
       output: ctx.io.stdout,
       assistantName: config.assistant.name,
+      quitEffect: 'stops the host',
     });
     await stop('console closed');
     return 0;
   }
-  ctx.err(`Carapace is running; talk to it with: carapace chat (socket ${ctx.paths.socketFile})`);
+  ctx.err(`Carapace is running; talk to it with: npx carapace chat (socket ${ctx.paths.socketFile})`);
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       process.off('SIGINT', onSignal);

@@ -9,7 +9,11 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
   let live: HostStatus | undefined;
   try {
-    live = hostStatus.parse(await createLocalClient(ctx.paths.socketFile).getJson('/v1/status'));
+    live = hostStatus.parse(
+      await createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile }).getJson(
+        '/v1/status',
+      ),
+    );
   } catch (err) {
     if (!(err instanceof HostUnreachable)) throw err;
   }

@@ -37,8 +37,14 @@ export async function gateCommand(ctx: CliContext, args: string[]): Promise<numb
   const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean', default: false } } });
   const classifier = await createBashClassifier(resolveBashGateWasmPaths());
   const lines = readline.createInterface({ input: ctx.io.stdin, crlfDelay: Infinity });
-  await streamGateClassify(lines, (chunk) => ctx.io.stdout.write(chunk), { json: values.json }, classifier);
-  return 0;
+  const badLines = await streamGateClassify(
+    lines,
+    (chunk) => ctx.io.stdout.write(chunk),
+    { json: values.json },
+    classifier,
+  );
+  // Each bad line got its error line on stdout; the exit code says the input was not all usable.
+  return badLines > 0 ? 2 : 0;
 }
 
 /** `carapace secrets scan [--jsonl]`: findings as JSON; exit 1 when any, 2 when input could not be scanned. */

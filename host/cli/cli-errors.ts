@@ -1,0 +1,28 @@
+import { ConfigError } from '../config/config-error.ts';
+import { ApiError, HostNotAnswering, HostUnreachable } from '../channels/local/local-client.ts';
+import { CleanRoomError } from '../security/admin-clean-room.ts';
+import { HostLockedError } from '../store/host-lock.ts';
+import { MigrationError } from '../store/migrate.ts';
+import { SocketInUseError } from '../channels/local/socket-server.ts';
+import { UsageError } from './cli-context.ts';
+
+/**
+ * The exit code and message for an error a command threw, or undefined for one nobody expected (a bug:
+ * the caller prints its stack). Loaded only when a command fails, so no command pays for its imports.
+ */
+export function explainError(err: unknown, usage: string): { code: number; message: string } | undefined {
+  if (err instanceof UsageError || err instanceof CleanRoomError || err instanceof ConfigError)
+    return { code: 2, message: err.message };
+  if (
+    err instanceof HostLockedError ||
+    err instanceof SocketInUseError ||
+    err instanceof MigrationError ||
+    err instanceof HostUnreachable ||
+    err instanceof HostNotAnswering ||
+    err instanceof ApiError
+  )
+    return { code: 1, message: err.message };
+  if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))
+    return { code: 2, message: `${(err as Error).message}\nusage: ${usage}` };
+  return undefined;
+}
