@@ -42,6 +42,8 @@ export interface PlatformDriver {
   killChat(chatId: string): Promise<void>;
   /** The platform moved the chat to a new id (a Telegram group upgraded to a supergroup). */
   moveChat?(chatId: string, newChatId: string): void;
+  /** The id a moved group chat gets, where the platform's ids have a shape (default `<groupChatId>-moved`). */
+  movedChatId?: string;
   /** The connection drops, then comes back. */
   dropConnection?(): Promise<void>;
   restoreConnection?(): Promise<void>;
@@ -321,7 +323,7 @@ export function describeChannelConformance(
 
     needs(['moveChat'], 'follows a moved chat: re-bound, audited, delivered at the new id', async (h) => {
       const { driver } = h.subject;
-      const newId = `${driver.groupChatId}-moved`;
+      const newId = driver.movedChatId ?? `${driver.groupChatId}-moved`;
       driver.moveChat?.(driver.groupChatId, newId);
       reply(h, 'moving', 'where are you now?', driver.groupChatId);
       await h.settled(1);

@@ -65,6 +65,9 @@ export interface FakeTelegram {
   /** The next getUpdates never answers (until the client gives up on it). */
   stallNextPoll(): void;
   setPrivacy(on: boolean): void;
+  /** Telegram unreachable: open connections are cut and every request fails until `up`. */
+  down(): void;
+  up(): void;
   /** How many getUpdates were in flight at the same time, at most. */
   maxConcurrentPolls(): number;
   /** The offsets getUpdates was called with. */
@@ -85,6 +88,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   const failures = new Map<string, { failure: Failure; left: number }[]>();
   const migrated = new Map<number, number>();
   let stallNext = false;
+  let unreachable = false;
   let activePolls = 0;
   let maxPolls = 0;
   const offsets: number[] = [];
@@ -253,6 +257,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   }
 
   const server = http.createServer((req, res) => {
+    if (unreachable) return void req.socket.destroy();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -343,6 +348,11 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       });
     },
     stallNextPoll: () => void (stallNext = true),
+    down() {
+      unreachable = true;
+      for (const s of sockets) s.destroy();
+    },
+    up: () => void (unreachable = false),
     setPrivacy: (on) => void (privacy = on),
     maxConcurrentPolls: () => maxPolls,
     offsets: () => offsets,

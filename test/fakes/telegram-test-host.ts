@@ -40,3 +40,17 @@ export function openStateFile(dir: string): ChannelStateStore & { close(): void 
     close: () => db.close(),
   };
 }
+
+/** The platform's channel_state table, scoped to one channel, as the host keeps it. */
+export function channelStateIn(db: Database.Database, channel: string): ChannelStateStore {
+  const get = db.prepare<[string, string], { value: string }>(
+    'SELECT value FROM channel_state WHERE channel = ? AND key = ?',
+  );
+  const set = db.prepare(
+    'INSERT INTO channel_state (channel, key, value) VALUES (?, ?, ?) ON CONFLICT(channel, key) DO UPDATE SET value = excluded.value',
+  );
+  return {
+    get: (key) => get.get(channel, key)?.value,
+    set: (key, value) => void set.run(channel, key, value),
+  };
+}

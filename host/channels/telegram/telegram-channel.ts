@@ -1,6 +1,6 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { sequentialize } from '@grammyjs/runner';
-import { Bot, type Context } from 'grammy';
+import { Bot, GrammyError, type Context } from 'grammy';
 import type { Chat, UserFromGetMe } from 'grammy/types';
 import type { Logger } from 'pino';
 import type {
@@ -60,9 +60,15 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
 } {
   const { config, state, logger } = deps;
   const bot = new Bot(deps.token, { client: { apiRoot: config.api_root } });
-  // In place for short waits (the order of a chat's replies is kept); longer ones go back to the outbox.
+  // 429s wait in place when short (a chat's replies keep their order); longer ones, 5xx and network
+  // errors go back to their caller's own backoff (the outbox, the poller), which knows the whole picture.
   bot.api.config.use(
-    autoRetry({ maxDelaySeconds: config.max_retry_after_s, maxRetryAttempts: 3, rethrowHttpErrors: true }),
+    autoRetry({
+      maxDelaySeconds: config.max_retry_after_s,
+      maxRetryAttempts: 3,
+      rethrowHttpErrors: true,
+      rethrowInternalServerErrors: true,
+    }),
   );
 
   let host: ChannelHost | undefined;
@@ -72,6 +78,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   let poller: Poller | undefined;
   let webhook: WebhookServer | undefined;
   let starting: AbortController | undefined;
+  let connecting: Promise<void> | undefined;
   const typing = new Map<string, NodeJS.Timeout>();
   const refused = new Set<number>();
   const ownerId = config.owner_user_id;
@@ -216,64 +223,74 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     logger.error({ err: err.error, updateId: err.ctx.update.update_id }, 'telegram update failed'),
   );
 
-  async function connect(signal: AbortSignal): Promise<void> {
-    let attempt = 0;
+  const pause = (ms: number, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    });
+
+  /** Until getMe answers: the token is checked and the bot's @username known before anything is received. */
+  async function identify(signal: AbortSignal, firstTry: () => void): Promise<boolean> {
     const base = deps.retryBaseMs ?? 1_000;
-    while (!signal.aborted) {
+    for (let attempt = 1; !signal.aborted; attempt += 1) {
       try {
         await bot.init(signal as unknown as Parameters<typeof bot.init>[0]);
         me = bot.botInfo;
-        break;
+        return true;
       } catch (err) {
-        if (signal.aborted) return;
-        const unauthorized = /401|unauthorized|not found/i.test((err as Error).message);
+        if (signal.aborted) return false;
+        const rejected = err instanceof GrammyError && (err.error_code === 401 || err.error_code === 404);
         setStatus(
-          unauthorized ? 'needs-login' : 'connecting',
-          unauthorized
-            ? 'Telegram rejected the bot token: check bot_token_env, or get a new token from @BotFather (/token)'
+          rejected ? 'needs-login' : 'connecting',
+          rejected
+            ? `Telegram rejected the bot token: check ${config.bot_token_env}, or send /token to @BotFather for a new one`
             : `cannot reach Telegram: ${(err as Error).message}`,
         );
-        attempt += 1;
-        await new Promise((r) => setTimeout(r, Math.min(60_000, base * 2 ** Math.min(attempt, 6))));
+        firstTry();
+        await pause(Math.min(60_000, base * 2 ** Math.min(attempt, 6)), signal);
       }
     }
-    if (signal.aborted || !me) return;
-    privacyNote = privacyWarning(me, deps.triggerWord);
-    if (privacyNote) {
-      logger.warn(privacyNote);
-      if (state.get(OWNER_CHAT_KNOWN)) tell(ownerId, privacyNote);
-    }
-    if (config.mode === 'webhook' && config.webhook) {
-      // Fails closed: without a secret anyone who finds the URL could post updates as anyone.
-      if (!deps.webhookSecret || !WEBHOOK_SECRET_PATTERN.test(deps.webhookSecret)) {
-        setStatus(
-          'needs-login',
-          `webhook mode needs a secret token: set ${config.webhook.secret_token_env} to 16-256 characters of A-Z a-z 0-9 _ -`,
-        );
-        return;
-      }
-      const url = new URL(config.webhook.public_url);
-      webhook = createWebhookServer({
-        listen: config.webhook.listen,
-        path: url.pathname,
-        secret: deps.webhookSecret ?? '',
-        handle: (u) => bot.handleUpdate(u),
-        logger,
-      });
-      await webhook.start();
-      await bot.api.setWebhook(url.href, {
-        secret_token: deps.webhookSecret,
-        allowed_updates: [...ALLOWED_UPDATES],
-      });
-      setStatus('connected');
+    return false;
+  }
+
+  async function receiveByWebhook(
+    webhookConfig: NonNullable<TelegramConfig['webhook']>,
+    signal: AbortSignal,
+  ) {
+    // Fails closed: without a secret anyone who finds the URL could post updates as anyone.
+    if (!deps.webhookSecret || !WEBHOOK_SECRET_PATTERN.test(deps.webhookSecret)) {
+      setStatus(
+        'needs-login',
+        `webhook mode needs a secret token: set ${webhookConfig.secret_token_env} to 16-256 characters of A-Z a-z 0-9 _ -`,
+      );
       return;
     }
-    // Polling: a webhook left from webhook mode would make every getUpdates fail with 409.
-    const info = await bot.api.getWebhookInfo().catch(() => undefined);
-    if (info?.url) {
+    const url = new URL(webhookConfig.public_url);
+    const server = createWebhookServer({
+      listen: webhookConfig.listen,
+      path: url.pathname,
+      secret: deps.webhookSecret,
+      handle: (u) => bot.handleUpdate(u),
+      logger,
+    });
+    await server.start();
+    webhook = server;
+    if (signal.aborted) return;
+    await bot.api.setWebhook(url.href, {
+      secret_token: deps.webhookSecret,
+      allowed_updates: [...ALLOWED_UPDATES],
+    });
+    setStatus('connected');
+  }
+
+  async function receiveByPolling(signal: AbortSignal) {
+    // A webhook left from webhook mode would make every getUpdates fail with 409.
+    const info = await bot.api.getWebhookInfo();
+    if (info.url) {
       await bot.api.deleteWebhook();
       logger.info('deleted the webhook left from webhook mode; polling now');
     }
+    if (signal.aborted) return;
     poller = createPoller({
       api: bot.api,
       handle: (u) => bot.handleUpdate(u),
@@ -285,6 +302,28 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       logger,
     });
     poller.start();
+    setStatus('connected');
+  }
+
+  async function connect(signal: AbortSignal, firstTry: () => void): Promise<void> {
+    if (!(await identify(signal, firstTry)) || !me) return;
+    privacyNote = privacyWarning(me, deps.triggerWord);
+    if (privacyNote) {
+      logger.warn(privacyNote);
+      if (state.get(OWNER_CHAT_KNOWN)) tell(ownerId, privacyNote);
+    }
+    for (let attempt = 1; !signal.aborted; attempt += 1) {
+      try {
+        if (config.mode === 'webhook' && config.webhook) await receiveByWebhook(config.webhook, signal);
+        else await receiveByPolling(signal);
+        firstTry();
+        return;
+      } catch (err) {
+        setStatus('connecting', `cannot set up receiving: ${(err as Error).message}`);
+        firstTry();
+        await pause(Math.min(60_000, (deps.retryBaseMs ?? 1_000) * 2 ** Math.min(attempt, 6)), signal);
+      }
+    }
   }
 
   function stopTyping(chatId: string): void {
@@ -303,16 +342,23 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       host = h;
       starting = new AbortController();
       setStatus('connecting');
-      const signal = starting.signal;
-      void connect(signal).catch((err: unknown) => {
-        logger.error({ err }, 'telegram start failed');
-        setStatus('connecting', `start failed: ${(err as Error).message}`);
-      });
+      // Resolves after the first try (connected, or its trouble reported); later tries go on behind it.
+      let firstTry!: () => void;
+      const tried = new Promise<void>((r) => (firstTry = r));
+      connecting = connect(starting.signal, firstTry)
+        .catch((err: unknown) => {
+          logger.error({ err }, 'telegram start failed');
+          setStatus('connecting', `start failed: ${(err as Error).message}`);
+        })
+        .finally(firstTry);
+      await tried;
     },
 
     async stop() {
       starting?.abort();
       starting = undefined;
+      // A start still under way finishes (or gives up) first, so nothing it opens outlives the stop.
+      await connecting;
       for (const chatId of [...typing.keys()]) stopTyping(chatId);
       await poller?.stop();
       poller = undefined;

@@ -1,0 +1,103 @@
+import pino from 'pino';
+import { createTelegramChannel } from '../../host/channels/telegram/telegram-channel.ts';
+import { TELEGRAM_CHANNEL, telegramConfigSchema } from '../../host/channels/telegram/telegram-config.ts';
+import { OFFSET_KEY } from '../../host/channels/telegram/telegram-poller.ts';
+import { startFakeTelegram } from '../fakes/fake-telegram-api.ts';
+import { channelStateIn } from '../fakes/telegram-test-host.ts';
+import { waitFor } from '../helpers/processes.ts';
+import { describeChannelConformance } from './channel-conformance.ts';
+
+const OWNER = 5550001;
+const GROUP = { id: -100123456, type: 'supergroup' as const, title: 'Members' };
+
+// The Telegram adapter through the real grammY client against a fake Bot API that is a real HTTP server.
+describeChannelConformance(
+  'telegram',
+  async ({ store }) => {
+    const fake = await startFakeTelegram();
+    const state = channelStateIn(store.db, TELEGRAM_CHANNEL);
+    const channel = createTelegramChannel({
+      config: telegramConfigSchema.parse({ owner_user_id: OWNER, api_root: fake.apiRoot, poll_timeout_s: 1 }),
+      token: fake.token,
+      triggerWord: '@Andy',
+      state,
+      logger: pino({ level: 'silent' }),
+      retryBaseMs: 20,
+    });
+    // The driver returns once the adapter handled the update: its durable offset moved past it.
+    const handled = async (updateId: number): Promise<void> => {
+      await waitFor(
+        'the adapter to handle the update',
+        () => Number(state.get(OFFSET_KEY) ?? 0) > updateId,
+        5_000,
+      );
+    };
+    const member = { id: 42, first_name: 'Friend' };
+    const chatOf = (chatId: string) => ({ ...GROUP, id: Number(chatId) });
+    return {
+      channel,
+      driver: {
+        groupChatId: String(GROUP.id),
+        movedChatId: '-100654321',
+        memberWrites: (chatId, text, meta) =>
+          handled(
+            fake.message({
+              chat: chatOf(chatId),
+              from: { ...member, first_name: meta?.senderName ?? 'Friend' },
+              text,
+            }).updateId,
+          ),
+        ownerWrites: (text) =>
+          handled(fake.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text }).updateId),
+        memberMentionsBot: (chatId, text) => {
+          const full = `@${fake.username} ${text}`;
+          const entities = [{ type: 'mention', offset: 0, length: fake.username.length + 1 }];
+          return handled(fake.message({ chat: chatOf(chatId), from: member, text: full, entities }).updateId);
+        },
+        memberRepliesTo: (chatId, platformId, text) => {
+          const mine = fake
+            .sent()
+            .some((s) => s.chat_id === Number(chatId) && String(s.message_id) === platformId);
+          const original = {
+            message_id: mine ? Number(platformId) : 999_999,
+            date: 1,
+            chat: chatOf(chatId),
+            from: mine
+              ? { id: fake.botId, is_bot: true, first_name: 'Bot' }
+              : { id: 43, is_bot: false, first_name: 'Other' },
+            text: 'earlier',
+          };
+          return handled(
+            fake.message({ chat: chatOf(chatId), from: member, text, extra: { reply_to_message: original } })
+              .updateId,
+          );
+        },
+        async received(chatId) {
+          return fake
+            .sent()
+            .filter((s) => s.chat_id === Number(chatId))
+            .map((s) => s.text);
+        },
+        failNextSend: () => fake.failNext('sendMessage', { error_code: 502, description: 'Bad Gateway' }),
+        async killChat() {
+          fake.failNext(
+            'sendMessage',
+            { error_code: 403, description: 'Forbidden: bot was kicked from the supergroup chat' },
+            10,
+          );
+        },
+        moveChat: (chatId, newChatId) => fake.migrate(Number(chatId), Number(newChatId)),
+        async dropConnection() {
+          fake.down();
+          await waitFor('the adapter to notice', () => channel.status().state !== 'connected', 5_000);
+        },
+        async restoreConnection() {
+          fake.up();
+          await waitFor('the adapter to reconnect', () => channel.status().state === 'connected', 8_000);
+        },
+        close: () => fake.close(),
+      },
+    };
+  },
+  { timeoutMs: 10_000 },
+);
