@@ -17,7 +17,7 @@ import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.
 import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts';
 import { createCop } from '../security/cop.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
-import type { SecretScanner } from '../security/secret-scanner.ts';
+import type { SecretScanner } from '../security/secrets/index.ts';
 import { createRunSignals } from '../router/run-signals.ts';
 import { createTaintRegistry } from '../security/taint.ts';
 

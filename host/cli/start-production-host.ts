@@ -4,7 +4,7 @@ import type { HostConfig } from '../config/schema.ts';
 import { loadSecrets } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
 import { startHost, type RunningHost } from '../main.ts';
-import { createSecretScanner, type SecretScanner } from '../security/secret-scanner.ts';
+import { createSecretScanner, type SecretScanner } from '../security/secrets/index.ts';
 import { PROJECT_ROOT } from './cli-context.ts';
 import { productionRunnerFactory } from './production-runner.ts';
 

@@ -2,7 +2,7 @@ import type { BashClassifier } from '../../container-agent/src/bash-gate/index.t
 import type { BashDecision, RunIdentity } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { Cop } from './cop.ts';
-import type { Finding } from './secret-scanner.ts';
+import type { Finding } from './secrets/index.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 
 export interface HumanApproval {

@@ -2,7 +2,7 @@ import type { RunIdentity } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from './cop.ts';
-import type { Finding } from './secret-scanner.ts';
+import type { Finding } from './secrets/index.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 import type { MutationVerdict } from './mutation-review.ts';
 

@@ -7,7 +7,7 @@ import { effectiveTrust, forbiddenProperties, type ServicesConfig } from '../ser
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from './cop.ts';
-import type { Finding } from './secret-scanner.ts';
+import type { Finding } from './secrets/index.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 
 export interface ServicePolicyDeps {

@@ -16,7 +16,7 @@ import { createRpcPeer } from '../../container-agent/src/rpc/peer.ts';
 import { createHostHandlers } from '../../host/ipc/host-handlers.ts';
 import { createBashPolicy } from '../../host/security/bash-policy.ts';
 import { createCop } from '../../host/security/cop.ts';
-import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';

@@ -26,7 +26,7 @@ import { dataFolderLabel, LABEL_DATA } from '../../host/containers/agent-runtime
 import { createLogger } from '../../host/logging/create-logger.ts';
 import { startHost, type HostDeps } from '../../host/main.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
-import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { reply, startFakeProvider, type FakeRequest } from '../../test/fakes/fake-provider.ts';
 import { fakeProviderHostSetup } from '../../test/fakes/fake-provider-host-setup.ts';
 import { isMain, median, printFigures, round } from './stats.ts';

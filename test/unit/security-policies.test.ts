@@ -11,7 +11,7 @@ import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
 import { assertAdminCleanRoom, CleanRoomError } from '../../host/security/admin-clean-room.ts';
 import { createBashPolicy, type HumanApproval } from '../../host/security/bash-policy.ts';
 import { createCop } from '../../host/security/cop.ts';
-import { createSecretScanner } from '../../host/security/secret-scanner.ts';
+import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { createMessagePolicy } from '../../host/security/message-policy.ts';
 import { createMutationReview } from '../../host/security/mutation-review.ts';
 import { createServicePolicy } from '../../host/security/service-policy.ts';

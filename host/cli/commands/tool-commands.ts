@@ -8,8 +8,12 @@ import { planGroupMounts } from '../../containers/group-mounts.ts';
 import { runImageBuildCommand } from '../../containers/image-build-command.ts';
 import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
 import { loadSecrets } from '../../config/secrets.ts';
-import { createSecretScanner } from '../../security/secret-scanner.ts';
-import { parseSecretsScanArgs, runSecretsScan, secretsScanUsage } from '../../security/secrets-scan-cli.ts';
+import {
+  createSecretScanner,
+  parseSecretsScanArgs,
+  runSecretsScan,
+  secretsScanUsage,
+} from '../../security/secrets/index.ts';
 import { openStore } from '../../store/store.ts';
 import { PROJECT_ROOT, readAll, UsageError, type CliContext } from '../cli-context.ts';
 import fs from 'node:fs';

@@ -4,7 +4,7 @@ import {
   createHeldSecretMatcher,
   MIN_HELD_SECRET_LENGTH,
   REDACTED,
-} from '../../host/security/secret-held-matcher.ts';
+} from '../../host/security/secrets/held-matcher.ts';
 
 // Built at run time so that this file never holds anything a secret scanner would flag.
 const HELD = ['sk', 'live', randomBytes(16).toString('hex')].join('-');

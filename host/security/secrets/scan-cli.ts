@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import type { Finding, SecretScanner } from './secret-scanner.ts';
+import type { Finding, SecretScanner } from './finding.ts';
 
 /**
  * `carapace secrets scan`: text on stdin → findings as JSON.

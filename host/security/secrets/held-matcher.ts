@@ -1,7 +1,10 @@
 /**
- * Exact matching of the secrets the host holds (provider API keys, bot tokens), in the encodings a
- * leaking agent is most likely to produce. Synchronous and allocation-free when nothing matches, because
- * `redact` runs on every log line and audit row.
+ * Matching of the secrets the host holds (provider API keys, bot tokens), in the encodings a leaking
+ * agent is most likely to produce: raw, base64 (also inside a longer blob), base64url, URL- and
+ * JSON-escaped, hex. Exact matching is synchronous and allocation-free when nothing matches, because
+ * `redact` runs on every log line and audit row. `find` also matches a secret (raw or hex) spread out:
+ * split across lines, string concatenations or JSON-escaped line breaks, or with separators between its
+ * characters (`s k - l i v e …`, `73:6b:2d…`, `\x73\x6b`).
  */
 
 /**
@@ -16,7 +19,10 @@ export const REDACTED = '[REDACTED]';
 export interface HeldSecretMatch {
   start: number;
   end: number;
-  /** How the secret was written: `raw`, `base64`, `base64url`, `url-encoded`, `json-escaped`. */
+  /**
+   * How the secret was written: `raw`, `base64`, `base64url`, `url-encoded`, `json-escaped`, `hex`,
+   * `spread` (raw with separators or line breaks inserted) or `hex-spread`.
+   */
   encoding: string;
 }
 
@@ -62,6 +68,8 @@ function needlesFor(secret: string): Needle[] {
     { text: JSON.stringify(secret).slice(1, -1), encoding: 'json-escaped' },
     { text: bytes.toString('base64'), encoding: 'base64' },
     { text: bytes.toString('base64url'), encoding: 'base64url' },
+    { text: bytes.toString('hex'), encoding: 'hex' },
+    { text: bytes.toString('hex').toUpperCase(), encoding: 'hex' },
   ];
   for (const offset of [0, 1, 2] as const) {
     const core = base64Core(bytes, offset);
@@ -75,6 +83,73 @@ function needlesFor(secret: string): Needle[] {
   });
 }
 
+/**
+ * Needles for the spread-out match are compared on a squeezed copy of the text: lower case, without
+ * separators. Shorter squeezed needles would match by chance in long texts, so they are left out (the
+ * exact needles still cover those secrets).
+ */
+const MIN_SPREAD_NEEDLE = 12;
+
+/**
+ * Characters an agent may put between a secret's characters without changing what it gives away:
+ * control characters and space, and " ' ` + , . / : ; | - _ ( ) [ ] { } \\ (a lookup table: this runs
+ * once per character of every scanned text).
+ */
+const SEPARATORS: Uint8Array = (() => {
+  const table = new Uint8Array(128);
+  for (let c = 0; c <= 0x20; c++) table[c] = 1;
+  for (const ch of `"'\`+,./:;|-_()[]{}\\`) table[ch.charCodeAt(0)] = 1;
+  return table;
+})();
+
+const isSeparator = (c: number) => c < 128 && SEPARATORS[c] === 1;
+
+/**
+ * The text without separators, lower-cased, as bytes (held secrets are matched spread out only when they
+ * are ASCII; any other character becomes 0xff, which no needle holds), with each kept byte's offset in the
+ * original. Escapes that stand for a separator (`\\n`, `\\r`, `\\t` as written in JSON) and byte prefixes
+ * in front of a hex pair (`\\x`, `0x`, `%`) are dropped too. Bytes rather than a string, so that
+ * Buffer.indexOf (native) does the searching.
+ */
+function squeeze(text: string): { bytes: Buffer; at: Int32Array } {
+  const at = new Int32Array(text.length);
+  const out = Buffer.allocUnsafe(text.length);
+  let n = 0;
+  const isHex = (i: number) => {
+    const c = text.charCodeAt(i) | 0x20;
+    return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5c) {
+      const next = text.charCodeAt(i + 1);
+      if (
+        next === 0x6e ||
+        next === 0x72 ||
+        next === 0x74 ||
+        (next === 0x78 && isHex(i + 2) && isHex(i + 3))
+      ) {
+        i++;
+      }
+      continue;
+    }
+    if (c === 0x30 && (text.charCodeAt(i + 1) | 0x20) === 0x78 && isHex(i + 2) && isHex(i + 3)) {
+      if (i === 0 || isSeparator(text.charCodeAt(i - 1))) {
+        i++;
+        continue;
+      }
+    }
+    if (isSeparator(c) || c === 0x25) continue;
+    out[n] = c >= 0x80 ? 0xff : c >= 0x41 && c <= 0x5a ? c | 0x20 : c;
+    at[n++] = i;
+  }
+  return { bytes: out.subarray(0, n), at };
+}
+
+const isAscii = (s: string) => Buffer.byteLength(s, 'utf8') === s.length;
+
+const squeezeNeedle = (s: string) => squeeze(s).bytes.toString('latin1');
+
 export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSecretMatcher {
   const secrets = [...new Set(heldSecrets.filter((s) => s.length >= MIN_HELD_SECRET_LENGTH))];
   const seen = new Set<string>();
@@ -85,6 +160,36 @@ export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSec
       seen.add(n.text);
       needles.push(n);
     }
+  }
+
+  const spreadNeedles: Needle[] = [];
+  const spreadSeen = new Set<string>();
+  for (const secret of secrets) {
+    for (const n of [
+      { text: squeezeNeedle(secret), encoding: 'spread' },
+      { text: Buffer.from(secret, 'utf8').toString('hex'), encoding: 'hex-spread' },
+    ]) {
+      if (n.text.length < MIN_SPREAD_NEEDLE || spreadSeen.has(n.text) || !isAscii(n.text)) continue;
+      spreadSeen.add(n.text);
+      spreadNeedles.push(n);
+    }
+  }
+
+  /** Spread-out matches, mapped back to the original text's offsets. */
+  function spreadMatches(text: string): HeldSecretMatch[] {
+    if (spreadNeedles.length === 0) return [];
+    const { bytes, at } = squeeze(text);
+    const found: HeldSecretMatch[] = [];
+    for (const needle of spreadNeedles) {
+      let i = bytes.indexOf(needle.text, 0, 'latin1');
+      while (i !== -1) {
+        const start = at[i] as number;
+        const end = (at[i + needle.text.length - 1] as number) + 1;
+        found.push({ start, end, encoding: needle.encoding });
+        i = bytes.indexOf(needle.text, i + 1, 'latin1');
+      }
+    }
+    return found;
   }
 
   function rawMatches(text: string): HeldSecretMatch[] {
@@ -102,7 +207,11 @@ export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSec
   return {
     secretCount: secrets.length,
     find(text) {
-      const matches = rawMatches(text);
+      const exact = rawMatches(text);
+      // A spread match where an exact one already is adds nothing; elsewhere it is the only sign.
+      const matches = exact.concat(
+        spreadMatches(text).filter((s) => !exact.some((e) => e.start < s.end && s.start < e.end)),
+      );
       if (matches.length === 0) return matches;
       // Longest first at each start, so the padded base64 wins over its own unpadded core.
       matches.sort((a, b) => a.start - b.start || b.end - a.end);

@@ -1,0 +1,44 @@
+/**
+ * The checksums providers build into their tokens. GitHub (2021 token format) and npm (2021 format) end
+ * each token with the CRC32 of its 30 random characters, base62-encoded (`0-9A-Za-z`) and left-padded
+ * with `0` to six characters. A look-alike with the right prefix and length but a wrong checksum is not a
+ * token GitHub or npm ever issued.
+ */
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** The IEEE CRC32 table (a constant, computed at load). */
+const CRC_TABLE: Uint32Array = (() => {
+  const table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+})();
+
+/** CRC32 (IEEE) of an ASCII string. Node's zlib.crc32 needs 20.15; Carapace supports 20.12. */
+export function crc32(ascii: string): number {
+  let crc = 0xffffffff;
+  for (let i = 0; i < ascii.length; i++) {
+    crc = (CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff] as number) ^ (crc >>> 8);
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+export function base62(n: number, width: number): string {
+  let out = '';
+  let rest = n;
+  while (rest > 0) {
+    out = BASE62[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  }
+  return out.padStart(width, '0');
+}
+
+/** `body` is the token after its prefix: 30 random characters then the 6-character checksum. */
+export function hasBase62Crc32(body: string): boolean {
+  if (body.length !== 36) return false;
+  return base62(crc32(body.slice(0, 30)), 6) === body.slice(30);
+}

@@ -1,0 +1,174 @@
+import { findDecodableBlobs } from './encoded-blobs.ts';
+import { looksHandTyped } from './entropy.ts';
+import type { Finding, Hit, SecretScanner } from './finding.ts';
+import { createHeldSecretMatcher } from './held-matcher.ts';
+import { findHighEntropyStrings } from './high-entropy.ts';
+import { findKeywordAssignments } from './keyword-assignments.ts';
+import { isNotASecret } from './placeholders.ts';
+import { findPrivateKeyBlocks } from './private-key.ts';
+import { TOKEN_RULES } from './token-rules.ts';
+import { findUrlCredentials } from './url-credentials.ts';
+
+export type { Finding, SecretScanner } from './finding.ts';
+
+export interface SecretScannerLogger {
+  warn(obj: object, msg: string): void;
+}
+
+export interface SecretScannerOptions {
+  /** The real values the host holds; ones shorter than 8 characters are ignored (see held-matcher). */
+  heldSecrets: readonly string[];
+  logger?: SecretScannerLogger;
+}
+
+/**
+ * Decoded blobs are scanned again, and blobs inside those once more; text encoded three times over is
+ * reported as unscanned.
+ */
+const MAX_DECODE_DEPTH = 2;
+
+/**
+ * How much a finding says, best first. Where findings overlap, a weaker one is dropped for a stronger
+ * one (a `token = ghp_…` is a GitHub token, not also a keyword hit); findings of the same strength are
+ * all kept unless they cover the same range.
+ */
+const Strength = { Held: 0, Format: 1, Context: 2, Entropy: 3, Decoded: 4 } as const;
+type Strength = (typeof Strength)[keyof typeof Strength];
+
+interface Ranked extends Hit {
+  strength: Strength;
+}
+
+/** The span of a match's capture groups (the secret), or of the whole match when it has none. */
+function secretRange(m: RegExpMatchArray): [number, number] {
+  let start = Number.POSITIVE_INFINITY;
+  let end = -1;
+  for (const span of m.indices?.slice(1) ?? []) {
+    if (!span) continue;
+    start = Math.min(start, span[0]);
+    end = Math.max(end, span[1]);
+  }
+  return end < 0 ? [m.index ?? 0, (m.index ?? 0) + m[0].length] : [start, end];
+}
+
+function findTokens(text: string): Hit[] {
+  const hits: Hit[] = [];
+  for (const rule of TOKEN_RULES) {
+    if (!rule.hints.some((h) => text.includes(h))) continue;
+    rule.pattern.lastIndex = 0;
+    for (const m of text.matchAll(rule.pattern)) {
+      const [start, end] = secretRange(m);
+      const secret = text.slice(start, end);
+      if (isNotASecret(secret) || looksHandTyped(secret)) continue;
+      if (rule.validate && !rule.validate(secret)) continue;
+      hits.push({ rule: rule.rule, message: `found ${rule.what}`, start, end });
+    }
+  }
+  return hits;
+}
+
+function findPrivateKeys(text: string): Hit[] {
+  return findPrivateKeyBlocks(text).map((b) => ({
+    rule: b.partial ? 'private-key/partial-block' : 'private-key/block',
+    message: b.partial
+      ? `found the start of a private key (${b.label}) with key material`
+      : `found a private key block (${b.label})`,
+    start: b.start,
+    end: b.end,
+  }));
+}
+
+/** Every detector on one text; decoded blobs are scanned again with their findings mapped to the blob. */
+function detect(text: string, depth: number): Ranked[] {
+  const out: Ranked[] = [];
+  const add = (hits: Hit[], strength: Strength) => {
+    for (const h of hits) out.push({ ...h, strength });
+  };
+  add(findTokens(text), Strength.Format);
+  add(findPrivateKeys(text), Strength.Format);
+  add(findUrlCredentials(text), Strength.Context);
+  add(findKeywordAssignments(text), Strength.Context);
+  add(findHighEntropyStrings(text), Strength.Entropy);
+  for (const blob of findDecodableBlobs(text)) {
+    if (depth >= MAX_DECODE_DEPTH) {
+      // Fails closed: text nested deeper than the scanner opens is reported, not passed unread.
+      out.push({
+        rule: `${blob.encoding}/unscanned`,
+        message: `found ${blob.encoding} text nested deeper than the scanner decodes`,
+        start: blob.start,
+        end: blob.end,
+        strength: Strength.Decoded,
+      });
+      continue;
+    }
+    const inner = detect(blob.text, depth + 1);
+    const seen = new Set<string>();
+    for (const f of inner) {
+      if (f.strength === Strength.Entropy || seen.has(f.rule)) continue;
+      seen.add(f.rule);
+      out.push({
+        rule: `${blob.encoding}/${f.rule}`,
+        message: `${f.message}, ${blob.encoding}-encoded`,
+        start: blob.start,
+        end: blob.end,
+        strength: Strength.Decoded,
+      });
+    }
+  }
+  return out;
+}
+
+/** Drops findings that overlap a stronger one, and repeats of the same range. */
+function rank(found: Ranked[]): Finding[] {
+  found.sort((a, b) => a.strength - b.strength || a.start - b.start);
+  const kept: Ranked[] = [];
+  for (const f of found) {
+    const shadowed = kept.some(
+      (k) =>
+        k.start < f.end &&
+        f.start < k.end &&
+        (k.strength < f.strength || (k.start === f.start && k.end === f.end)),
+    );
+    if (!shadowed) kept.push(f);
+  }
+  return kept
+    .sort((a, b) => a.start - b.start || a.end - b.end)
+    .map(({ rule, message, start, end }) => ({ rule, message, start, end }));
+}
+
+export function createSecretScanner(options: SecretScannerOptions): SecretScanner {
+  const held = createHeldSecretMatcher(options.heldSecrets);
+
+  function scanNow(text: string): Finding[] {
+    const found = detect(text, 0);
+    for (const m of held.find(text)) {
+      found.push({
+        rule: `held-secret/${m.encoding}`,
+        message: `a secret the host holds appears here (${m.encoding})`,
+        start: m.start,
+        end: m.end,
+        strength: Strength.Held,
+      });
+    }
+    return rank(found);
+  }
+
+  return {
+    async scan(text) {
+      try {
+        return scanNow(text);
+      } catch (err) {
+        // Fails closed: a text the detectors could not check is reported as a finding, never as clean.
+        const why = err instanceof Error ? err.message : String(err);
+        options.logger?.warn(
+          { err: why },
+          'secret scanner: detectors failed; reporting the text as a finding',
+        );
+        return [
+          { rule: 'scanner/error', message: 'the detectors failed on this text', start: 0, end: text.length },
+        ];
+      }
+    },
+    redact: (text) => held.redact(text),
+  };
+}
