@@ -213,7 +213,7 @@ describe('secret scanner', () => {
       lines: `key = (\n  ${HELD.slice(0, 15)}\n  ${HELD.slice(15)}\n)`,
       concatenated: `const k = "${HELD.slice(0, 20)}" + "${HELD.slice(20)}";`,
       spaced: HELD.split('').join(' '),
-      dashed: HELD.toUpperCase().split('').join('-'),
+      dashed: HELD.split('').join('-'),
       jsonBreak: JSON.stringify({ text: `${HELD.slice(0, 25)}\n${HELD.slice(25)}` }),
       hexColons: hex.match(/../g)?.join(':') ?? '',
       hexEscapes: (hex.match(/../g) ?? []).map((b) => `\\x${b}`).join(''),

@@ -84,71 +84,37 @@ function needlesFor(secret: string): Needle[] {
 }
 
 /**
- * Needles for the spread-out match are compared on a squeezed copy of the text: lower case, without
- * separators. Shorter squeezed needles would match by chance in long texts, so they are left out (the
- * exact needles still cover those secrets).
+ * Spread-out secrets are compared on a squeezed copy of the text (separators removed). Shorter squeezed
+ * needles would match by chance in long texts, so they are left out (the exact needles still cover them).
  */
 const MIN_SPREAD_NEEDLE = 12;
 
 /**
- * Characters an agent may put between a secret's characters without changing what it gives away:
- * control characters and space, and " ' ` + , . / : ; | - _ ( ) [ ] { } \\ (a lookup table: this runs
- * once per character of every scanned text).
+ * What an agent may put between a secret's characters without changing what it gives away: whitespace
+ * and control characters, " ' ` + , . / : ; | - _ ( ) [ ] { } \\ and %; escapes that stand for a line
+ * break or tab as written in JSON (`\\n`, `\\r`, `\\t`); and byte prefixes in front of a hex pair
+ * (`\\x41`, `0x41`).
  */
-const SEPARATORS: Uint8Array = (() => {
-  const table = new Uint8Array(128);
-  for (let c = 0; c <= 0x20; c++) table[c] = 1;
-  for (const ch of `"'\`+,./:;|-_()[]{}\\`) table[ch.charCodeAt(0)] = 1;
-  return table;
-})();
-
-const isSeparator = (c: number) => c < 128 && SEPARATORS[c] === 1;
+const SEPARATORS =
+  /\\[nrt]|\\x(?=[0-9a-fA-F]{2})|(?<![0-9A-Za-z])0[xX](?=[0-9a-fA-F]{2})|[\s\p{Cc}"'`+,./:;|\-_()[\]{}\\%]+/gu;
 
 /**
- * The text without separators, lower-cased, as bytes (held secrets are matched spread out only when they
- * are ASCII; any other character becomes 0xff, which no needle holds), with each kept byte's offset in the
- * original. Escapes that stand for a separator (`\\n`, `\\r`, `\\t` as written in JSON) and byte prefixes
- * in front of a hex pair (`\\x`, `0x`, `%`) are dropped too. Bytes rather than a string, so that
- * Buffer.indexOf (native) does the searching.
+ * The text without separators. A native regex replace, because this runs over every scanned text;
+ * the offsets back into the original are worked out only for a match (`originalOffset`).
  */
-function squeeze(text: string): { bytes: Buffer; at: Int32Array } {
-  const at = new Int32Array(text.length);
-  const out = Buffer.allocUnsafe(text.length);
-  let n = 0;
-  const isHex = (i: number) => {
-    const c = text.charCodeAt(i) | 0x20;
-    return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
-  };
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x5c) {
-      const next = text.charCodeAt(i + 1);
-      if (
-        next === 0x6e ||
-        next === 0x72 ||
-        next === 0x74 ||
-        (next === 0x78 && isHex(i + 2) && isHex(i + 3))
-      ) {
-        i++;
-      }
-      continue;
-    }
-    if (c === 0x30 && (text.charCodeAt(i + 1) | 0x20) === 0x78 && isHex(i + 2) && isHex(i + 3)) {
-      if (i === 0 || isSeparator(text.charCodeAt(i - 1))) {
-        i++;
-        continue;
-      }
-    }
-    if (isSeparator(c) || c === 0x25) continue;
-    out[n] = c >= 0x80 ? 0xff : c >= 0x41 && c <= 0x5a ? c | 0x20 : c;
-    at[n++] = i;
+const squeeze = (text: string) => text.replace(SEPARATORS, '');
+
+/** The offset in `text` of the character at `index` in `squeeze(text)`. */
+function originalOffset(text: string, index: number): number {
+  let kept = 0;
+  let from = 0;
+  for (const m of text.matchAll(SEPARATORS)) {
+    if (kept + (m.index - from) > index) break;
+    kept += m.index - from;
+    from = m.index + m[0].length;
   }
-  return { bytes: out.subarray(0, n), at };
+  return from + (index - kept);
 }
-
-const isAscii = (s: string) => Buffer.byteLength(s, 'utf8') === s.length;
-
-const squeezeNeedle = (s: string) => squeeze(s).bytes.toString('latin1');
 
 export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSecretMatcher {
   const secrets = [...new Set(heldSecrets.filter((s) => s.length >= MIN_HELD_SECRET_LENGTH))];
@@ -166,10 +132,11 @@ export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSec
   const spreadSeen = new Set<string>();
   for (const secret of secrets) {
     for (const n of [
-      { text: squeezeNeedle(secret), encoding: 'spread' },
+      { text: squeeze(secret), encoding: 'spread' },
       { text: Buffer.from(secret, 'utf8').toString('hex'), encoding: 'hex-spread' },
+      { text: Buffer.from(secret, 'utf8').toString('hex').toUpperCase(), encoding: 'hex-spread' },
     ]) {
-      if (n.text.length < MIN_SPREAD_NEEDLE || spreadSeen.has(n.text) || !isAscii(n.text)) continue;
+      if (n.text.length < MIN_SPREAD_NEEDLE || spreadSeen.has(n.text)) continue;
       spreadSeen.add(n.text);
       spreadNeedles.push(n);
     }
@@ -178,15 +145,15 @@ export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSec
   /** Spread-out matches, mapped back to the original text's offsets. */
   function spreadMatches(text: string): HeldSecretMatch[] {
     if (spreadNeedles.length === 0) return [];
-    const { bytes, at } = squeeze(text);
+    const squeezed = squeeze(text);
     const found: HeldSecretMatch[] = [];
     for (const needle of spreadNeedles) {
-      let i = bytes.indexOf(needle.text, 0, 'latin1');
+      let i = squeezed.indexOf(needle.text);
       while (i !== -1) {
-        const start = at[i] as number;
-        const end = (at[i + needle.text.length - 1] as number) + 1;
+        const start = originalOffset(text, i);
+        const end = originalOffset(text, i + needle.text.length - 1) + 1;
         found.push({ start, end, encoding: needle.encoding });
-        i = bytes.indexOf(needle.text, i + 1, 'latin1');
+        i = squeezed.indexOf(needle.text, i + 1);
       }
     }
     return found;

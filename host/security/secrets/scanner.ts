@@ -54,7 +54,6 @@ function secretRange(m: RegExpMatchArray): [number, number] {
 function findTokens(text: string): Hit[] {
   const hits: Hit[] = [];
   for (const rule of TOKEN_RULES) {
-    if (!rule.hints.some((h) => text.includes(h))) continue;
     rule.pattern.lastIndex = 0;
     for (const m of text.matchAll(rule.pattern)) {
       const [start, end] = secretRange(m);
