@@ -37,6 +37,22 @@ export const assistantConfigSchema = z
   })
   .strict();
 
+/**
+ * `[runs.prestart]`: containers created and booted ahead of a recently active group's next run, so a reply
+ * does not wait for a container start. The defaults fit a 2-core, 4 GiB machine (an idle agent container
+ * holds about 30–60 MiB).
+ */
+export const prestartConfigSchema = z
+  .object({
+    /** At most this many pre-started containers at once; 0 turns pre-starting off. */
+    count: z.number().int().min(0).max(64).default(2),
+    /** Their measured memory, summed, stays under this. */
+    memory_mb: z.number().int().min(0).max(65_536).default(256),
+    /** A pre-started container no run took for this long is removed; groups active this recently get one at start. */
+    idle_ms: z.number().int().min(1_000).max(86_400_000).default(600_000),
+  })
+  .strict();
+
 export const runsConfigSchema = z
   .object({
     /** Global cap on concurrently running agent containers. */
@@ -48,6 +64,7 @@ export const runsConfigSchema = z
     max_output_tokens: z.number().int().min(256).max(200_000).default(4_096),
     // Longer than [security] approval_timeout_ms, so a run can wait for the owner and still go on.
     wall_time_ms: z.number().int().min(1_000).max(3_600_000).default(600_000),
+    prestart: prestartConfigSchema.prefault({}),
   })
   .strict();
 

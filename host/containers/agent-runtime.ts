@@ -13,7 +13,7 @@ import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
-import type { AgentRunner, RunContext } from '../router/agent-runner.ts';
+import type { RunContext } from '../router/agent-runner.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { removeOrphans } from './container-orphans.ts';
@@ -62,6 +62,14 @@ export function gatewayNetworkName(prefix: string, dataDir: string): string {
 /** A data folder's short, stable id: the value of LABEL_DATA on its containers. */
 export function dataFolderLabel(dataDir: string): string {
   return crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16);
+}
+
+/** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
+function recentlyActiveGroups(store: Store, withinMs: number) {
+  const since = Date.now() - withinMs;
+  const ids = new Set<string>();
+  for (const run of store.runs.recent(100)) if (Date.parse(run.startedAt) >= since) ids.add(run.groupId);
+  return [...ids].flatMap((id) => store.groups.get(id) ?? []);
 }
 
 /** A runner that answers with host notices instead of running agents (nothing to run them with). */
@@ -209,13 +217,18 @@ async function startContainerRuntime(
     }
   }
 
-  const runner: AgentRunner = createDockerAgentRunner({
+  const runner = createDockerAgentRunner({
     docker,
     image,
     hostInstanceId,
     labels: { [LABEL_DATA]: dataLabel },
     nameScope: dataLabel.slice(0, 8),
     containers: config.containers,
+    prestart: {
+      count: config.runs.prestart.count,
+      memoryMb: config.runs.prestart.memory_mb,
+      idleMs: config.runs.prestart.idle_ms,
+    },
     networks,
     gateway,
     planMounts: (group) =>
@@ -273,5 +286,12 @@ async function startContainerRuntime(
     logger: logger.child({ subsystem: 'containers' }),
   });
   logger.info({ image, gateway: gateway.port, addresses }, 'agent runtime ready');
-  return { runner, close: () => gateway.close() };
+  for (const group of recentlyActiveGroups(store, config.runs.prestart.idle_ms)) runner.warm(group);
+  return {
+    runner,
+    close: async () => {
+      await runner.close();
+      await gateway.close();
+    },
+  };
 }

@@ -28,6 +28,11 @@ export interface ContainerProcess {
   stderr: Readable;
   /** Resets the idle timer (it is also reset by any stdout/stderr output). */
   touch(): void;
+  /**
+   * Arms the hard and idle timeouts from now. A container launched with `deferTimeouts` waits for its run
+   * without them (it may be pre-started long before); otherwise they run from the start and this is a no-op.
+   */
+  beginRun(): void;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the container is gone. */
   stop(reason: string, graceMs?: number): Promise<void>;
   /** Resolves (never rejects) when the container has exited and been removed, after its output ended. */
@@ -43,7 +48,11 @@ const OUTPUT_DRAIN_MS = 2000;
  * both established before start, so no output and no exit can be missed (the container removes
  * itself on exit, so a late wait would find nothing).
  */
-export async function launchContainer(docker: Docker, input: ContainerSpec): Promise<ContainerProcess> {
+export async function launchContainer(
+  docker: Docker,
+  input: ContainerSpec,
+  options: { deferTimeouts?: boolean } = {},
+): Promise<ContainerProcess> {
   const spec = containerSpecSchema.parse(input);
   const name = containerName(spec.groupId, spec.runId, spec.nameScope);
   const hostAddress =
@@ -74,9 +83,9 @@ export async function launchContainer(docker: Docker, input: ContainerSpec): Pro
   }
 
   let socket: Duplex;
-  let armed: ArmedWait;
+  let waiting: ArmedWait;
   try {
-    [socket, armed] = await Promise.all([
+    [socket, waiting] = await Promise.all([
       container.attach({
         stream: true,
         stdin: true,
@@ -111,9 +120,11 @@ export async function launchContainer(docker: Docker, input: ContainerSpec): Pro
 
   let stopRequest: { reason: ContainerExitReason; detail: string } | undefined;
   let finished = false;
+  let timing = false;
   let idleTimer: NodeJS.Timeout | undefined;
+  let hardTimer: NodeJS.Timeout | undefined;
   const touch = () => {
-    if (finished) return;
+    if (finished || !timing) return;
     if (idleTimer) clearTimeout(idleTimer);
     idleTimer = setTimeout(() => {
       stopWith('idle_timeout', `no output for ${spec.timeouts.idleMs} ms`, graceMs).catch(() => {
@@ -123,16 +134,21 @@ export async function launchContainer(docker: Docker, input: ContainerSpec): Pro
     idleTimer.unref();
   };
   const graceMs = spec.timeouts.graceMs ?? DEFAULT_GRACE_MS;
-  const hardTimer = setTimeout(() => {
-    stopWith('hard_timeout', `still running after ${spec.timeouts.hardMs} ms`, graceMs).catch(() => {
-      // As above: exited still settles.
-    });
-  }, spec.timeouts.hardMs);
-  hardTimer.unref();
+  const beginRun = () => {
+    if (timing || finished) return;
+    timing = true;
+    hardTimer = setTimeout(() => {
+      stopWith('hard_timeout', `still running after ${spec.timeouts.hardMs} ms`, graceMs).catch(() => {
+        // As above: exited still settles.
+      });
+    }, spec.timeouts.hardMs);
+    hardTimer.unref();
+    touch();
+  };
   socket.on('data', touch);
-  touch();
+  if (!options.deferTimeouts) beginRun();
 
-  const exited: Promise<ContainerExit> = armed.body
+  const exited: Promise<ContainerExit> = waiting.body
     .then(async (body): Promise<ContainerExit> => {
       const exitCode = typeof body.StatusCode === 'number' ? body.StatusCode : null;
       await Promise.race([outputEnded, delay(OUTPUT_DRAIN_MS)]);
@@ -154,7 +170,7 @@ export async function launchContainer(docker: Docker, input: ContainerSpec): Pro
     })
     .finally(() => {
       finished = true;
-      clearTimeout(hardTimer);
+      if (hardTimer) clearTimeout(hardTimer);
       if (idleTimer) clearTimeout(idleTimer);
       socket.removeListener('data', touch);
       if (!socket.destroyed) socket.destroy();
@@ -185,6 +201,7 @@ export async function launchContainer(docker: Docker, input: ContainerSpec): Pro
     stdout,
     stderr,
     touch,
+    beginRun,
     stop: (reason: string, grace = DEFAULT_GRACE_MS) => stopWith('stopped', reason, grace),
     exited,
   };

@@ -81,6 +81,8 @@ export const LABEL_MANAGED = 'carapace.managed';
 export const LABEL_GROUP = 'carapace.group';
 export const LABEL_RUN = 'carapace.run';
 export const LABEL_HOST = 'carapace.host';
+/** On a container started ahead of its run; its LABEL_RUN is a placeholder, not a run id. */
+export const LABEL_PRESTARTED = 'carapace.prestarted';
 
 /**
  * Docker names allow [a-zA-Z0-9_.-]; group ids (e.g. WhatsApp JIDs) may hold anything else. Run ids count

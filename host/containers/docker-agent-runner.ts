@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -12,7 +13,9 @@ import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { HostMethods } from '../../container-agent/src/protocol.ts';
 import type { ContainersConfig } from './container-config.ts';
 import { launchContainer } from './container-launch.ts';
-import type { ContainerSpec } from './container-spec.ts';
+import { containerMemoryBytes } from './container-memory.ts';
+import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
+import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
 import { AGENT_UID, AGENT_USER } from './image-base-offline.ts';
 import type { GroupMountPlan } from './group-mounts.ts';
 
@@ -31,6 +34,8 @@ export interface DockerAgentRunnerDeps {
   /** The data folder's short id, part of every container name. */
   nameScope: string;
   containers: ContainersConfig;
+  /** Pre-started containers: how many, how much memory, how long one may wait for a run. */
+  prestart: PrestartBudget;
   networks: RunNetworks;
   gateway: {
     issueKey(owner: { runId: string; groupId: string }): { key: string; revoke(): void };
@@ -93,15 +98,28 @@ function prepareOwnership(
   return AGENT_USER;
 }
 
-/** Runs every agent turn in a fresh, hardened container that speaks the IPC protocol on its stdio. */
-export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunner {
+export interface DockerAgentRunner extends AgentRunner {
+  /** Pre-starts the group's next container when the pre-start budget allows. */
+  warm(group: RunContext['group']): void;
+  /** What is pre-started now (group, container, measured memory). */
+  prestarted(): ReturnType<PrestartPool<RunContext['group']>['snapshot']>;
+  /** Stops the pre-started containers; runs in flight are the router's to stop. */
+  close(): Promise<void>;
+}
+
+/**
+ * Runs every agent turn in a fresh, hardened container that speaks the IPC protocol on its stdio. With a
+ * pre-start budget, a group's next container is created and booted ahead of its run, so a message only
+ * has to send run.start; it is still a new container for every run.
+ */
+export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgentRunner {
   const { docker, containers, networks, logger } = deps;
 
-  async function launch(ctx: RunContext, callbacks: RunCallbacks) {
-    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group };
+  /** The container a group's runs get now, apart from its run id. */
+  function containerFor(group: RunContext['group']): Omit<ContainerSpec, 'runId'> {
     let specNetwork: ContainerSpec['network'];
     let hostAddress: string;
-    if (ctx.group.networkMode === 'full') {
+    if (group.networkMode === 'full') {
       specNetwork = { mode: 'full' };
       hostAddress = networks.full.hostAddress;
     } else {
@@ -110,13 +128,12 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
       specNetwork = { mode: 'gateway', networkName: g.networkName, hostAddress: g.hostAddress };
       hostAddress = g.hostAddress;
     }
-    const plan = deps.planMounts(ctx.group);
+    const plan = deps.planMounts(group);
     for (const r of plan.rejected)
-      logger.warn({ groupId: ctx.group.id, reason: r.reason }, 'extra mount rejected');
+      logger.warn({ groupId: group.id, reason: r.reason }, 'extra mount rejected');
     const user = prepareOwnership(plan, deps.hostIds);
-    const spec: ContainerSpec = {
-      groupId: ctx.group.id,
-      runId: ctx.runId,
+    const spec: Omit<ContainerSpec, 'runId'> = {
+      groupId: group.id,
       image: deps.image,
       mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
         hostPath,
@@ -137,7 +154,32 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
       hostInstanceId: deps.hostInstanceId,
       ...(user ? { user } : {}),
     };
-    const container = await launchContainer(docker, spec);
+    return spec;
+  }
+
+  const pool = createPrestartPool<RunContext['group']>({
+    budget: deps.prestart,
+    launch: async (group) => {
+      const spec = containerFor(group);
+      // Named apart from run containers: its run id is not known yet.
+      const runId = `pre-${randomBytes(4).toString('hex')}`;
+      const container = await launchContainer(
+        docker,
+        { ...spec, runId, labels: { ...spec.labels, [LABEL_PRESTARTED]: '1' } },
+        { deferTimeouts: true },
+      );
+      return { container, fingerprint: fingerprintOf(spec) };
+    },
+    measure: (container) => containerMemoryBytes(docker, container.id),
+    logger,
+  });
+
+  async function launch(ctx: RunContext, callbacks: RunCallbacks) {
+    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group };
+    const spec = containerFor(ctx.group);
+    const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
+    const container = prestarted ?? (await launchContainer(docker, { ...spec, runId: ctx.runId }));
+    container.beginRun();
     // Issued as the run starts, revoked when it ends: a key is never live without its run.
     const key = deps.gateway.issueKey({ runId: String(ctx.runId), groupId: ctx.group.id });
     try {
@@ -160,6 +202,8 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
         stopGraceMs: containers.stop_grace_ms,
         logger: logger.child({ runId: ctx.runId, groupId: ctx.group.id, container: container.name }),
       });
+      if (prestarted)
+        logger.debug({ runId: ctx.runId, container: container.name }, 'run took a pre-started container');
       return { session, key };
     } catch (err) {
       key.revoke();
@@ -203,10 +247,22 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): AgentRunne
               };
             },
           )
-          .finally(() => deps.onRunEnded(ctx.runId)),
+          .finally(() => {
+            deps.onRunEnded(ctx.runId);
+            // The group is active: its next run should not wait for a container either.
+            pool.warm(ctx.group);
+          }),
       };
     },
+    warm: (group) => pool.warm(group),
+    prestarted: () => pool.snapshot(),
+    close: () => pool.close(),
   };
+}
+
+/** Two specs that differ only in run id and labels make the same container for a run. */
+function fingerprintOf(spec: Omit<ContainerSpec, 'runId'>): string {
+  return JSON.stringify(spec);
 }
 
 /** A launch failure that trying again cannot fix (configuration, missing isolation). */

@@ -66,9 +66,30 @@ export function describeExit(exit: ContainerExit, done: RunDone | undefined): Ru
   if (exit.reason === 'oom') return { ok: false, reason: 'the agent ran out of memory' };
   if (exit.reason === 'stopped') return { ok: false, reason: `stopped: ${exit.detail ?? 'by the host'}` };
   if (exit.reason === 'error') return { ok: false, reason: `container error: ${exit.detail ?? 'unknown'}` };
-  if (done?.status === 'ok') return { ok: true, reason: 'completed' };
-  if (done?.status === 'error') return { ok: false, reason: `agent error: ${done.error ?? 'unknown'}` };
+  if (done) return describeDone(done);
   return { ok: false, reason: `the agent exited (code ${exit.exitCode ?? 'unknown'}) without finishing` };
+}
+
+/** How a run that confirmed its run.done ended. */
+function describeDone(done: RunDone): RunOutcome {
+  if (done.status === 'ok') return { ok: true, reason: 'completed' };
+  return { ok: false, reason: `agent error: ${done.error ?? 'unknown'}` };
+}
+
+/** Calls `onConfirmed` once run.done has been answered (the answer is written before it runs). */
+function confirmingDone(
+  handlers: RpcHandlers<HostMethods>,
+  onConfirmed: () => void,
+): RpcHandlers<HostMethods> {
+  const inner = handlers['run.done'];
+  return {
+    ...handlers,
+    'run.done': async (params, ctx) => {
+      const result = await inner(params, ctx);
+      setImmediate(onConfirmed);
+      return result;
+    },
+  };
 }
 
 /**
@@ -84,16 +105,23 @@ export function createRunSession({
   logger,
 }: RunSessionDeps): RunHandle {
   let done: RunDone | undefined;
+  let confirmDone!: (done: RunDone) => void;
+  const confirmed = new Promise<RunDone>((resolve) => (confirmDone = resolve));
   const peer = createRpcPeer({
     input: container.stdout,
     output: container.stdin,
     localMethods: hostMethods,
     remoteMethods: agentMethods,
-    handlers: keptAlive(
-      handlers((d) => {
-        done = d;
-      }),
-      container,
+    handlers: confirmingDone(
+      keptAlive(
+        handlers((d) => {
+          done = d;
+        }),
+        container,
+      ),
+      () => {
+        if (done) confirmDone(done);
+      },
     ),
     onProtocolError: (problem) => {
       logger.warn({ problem }, 'IPC protocol problem');
@@ -115,10 +143,20 @@ export function createRunSession({
     container.stop('run.start was not accepted', stopGraceMs).catch(() => undefined);
   });
 
-  const finished = container.exited.then((exit) => {
+  const exited = container.exited.then((exit) => {
     peer.close();
     return describeExit(exit, done);
   });
+  // The run is over once its run.done is confirmed: the agent has nothing left to do but exit, so its slot
+  // and its key are freed now, and the container is stopped and removed off the critical path.
+  const confirmedOutcome = confirmed.then((d) => {
+    container.stdin.end();
+    container.stop('the run is over', stopGraceMs).catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message }, 'could not stop a finished container');
+    });
+    return describeDone(d);
+  });
+  const finished = Promise.race([exited, confirmedOutcome]);
 
   return {
     accepted,

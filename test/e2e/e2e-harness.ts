@@ -176,7 +176,8 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
         provider: { base_url: fake.openaiBaseUrl, api_key_env: 'E2E_PROVIDER_KEY', model: 'fake-model' },
         gateway: { retry_base_ms: 50 },
         containers: { gateway_network: networkPrefix, stop_grace_ms: 500 },
-        runs: { retry_base_ms: 200 },
+        // Suites count the containers each run starts; pre-starting (test/e2e/prestart.test.ts) adds others.
+        runs: { retry_base_ms: 200, prestart: { count: 0 } },
       },
       options.config,
     );

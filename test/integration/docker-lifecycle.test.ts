@@ -198,6 +198,24 @@ await describeDocker('docker container lifecycle', () => {
     expect((await proc.exited).reason).toBe('idle_timeout');
   });
 
+  it('with deferred timeouts a container waits past them, and they run from beginRun()', async () => {
+    const proc = await launchContainer(
+      docker,
+      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 1000, idleMs: 800, graceMs: 200 } }),
+      { deferTimeouts: true },
+    );
+    running.push(proc);
+    let settled = false;
+    void proc.exited.then(() => (settled = true));
+    // Pre-started: silent for longer than both timeouts, and still there.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(settled).toBe(false);
+    const begun = Date.now();
+    proc.beginRun();
+    expect((await proc.exited).reason).toBe('idle_timeout');
+    expect(Date.now() - begun).toBeGreaterThanOrEqual(700);
+  });
+
   it('stop() ends a run with reason stopped and the given detail', async () => {
     const proc = await launchContainer(docker, spec({ env: { PROBE_MODE: 'echo' } }));
     await proc.stop('admin asked', 1000);

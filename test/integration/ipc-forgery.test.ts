@@ -52,6 +52,7 @@ function fakeContainer(onTouch: () => void = () => undefined) {
     stdout: toHost,
     stderr: new PassThrough(),
     touch: onTouch,
+    beginRun: () => undefined,
     async stop() {
       exit({ exitCode: 137, reason: 'stopped' });
     },
@@ -188,6 +189,23 @@ describe('IPC forgery and bad frames', () => {
     const admin = startSession(true);
     admin.send({ jsonrpc: '2.0', id: 6, method: 'group.list', params: {} });
     expect(((await admin.replyTo(6)).result as { groups: unknown[] }).groups).toHaveLength(3);
+  });
+
+  it('ends the run once run.done is confirmed, without waiting for the container to be gone', async () => {
+    const s = startSession(false);
+    let stopped = false;
+    const stop = s.container.stop.bind(s.container);
+    s.container.stop = async (...args) => {
+      stopped = true;
+      // The engine is slow to remove it: exited settles only much later.
+      await new Promise((resolve) => setTimeout(resolve, 60_000).unref());
+      return stop(...args);
+    };
+    s.send({ jsonrpc: '2.0', id: 30, method: 'run.done', params: { status: 'ok' } });
+    expect(await s.replyTo(30)).toMatchObject({ result: { ok: true } });
+    expect(await s.handle.done).toEqual({ ok: true, reason: 'completed' });
+    // Its removal is under way, off the run's path.
+    expect(stopped).toBe(true);
   });
 
   it('survives malformed and oversized frames and goes on serving valid ones', async () => {

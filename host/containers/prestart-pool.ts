@@ -1,0 +1,172 @@
+import type { Logger } from 'pino';
+import type { ContainerProcess } from './container-launch.ts';
+
+/** A container started ahead of its run, booted until it waits for run.start. */
+export interface Prestarted {
+  container: ContainerProcess;
+  /** What it was made from (image, mounts, limits, network, env): a run with another one cannot use it. */
+  fingerprint: string;
+}
+
+export interface PrestartBudget {
+  /** At most this many pre-started containers at once; 0 turns pre-starting off. */
+  count: number;
+  /** Their memory in use, summed, stays under this many MiB. */
+  memoryMb: number;
+  /** One that no run took for this long is removed. */
+  idleMs: number;
+}
+
+export interface PrestartPoolDeps<G extends { id: string }> {
+  budget: PrestartBudget;
+  /** Creates and starts a group's next container, its timeouts deferred until a run takes it. */
+  launch(group: G): Promise<Prestarted>;
+  /** Memory in use by a container in bytes (cgroup usage less its reclaimable page cache). */
+  measure(container: ContainerProcess): Promise<number | undefined>;
+  logger: Pick<Logger, 'debug' | 'info' | 'warn'>;
+}
+
+export interface PrestartPool<G extends { id: string }> {
+  /**
+   * The group's pre-started container, for one run: it leaves the pool, so it never serves two. One made
+   * from another fingerprint (the image, the group's mounts or config changed) is discarded instead.
+   */
+  take(groupId: string, fingerprint: string): ContainerProcess | undefined;
+  /** Pre-starts the group's next container in the background, when the budget allows and none is there. */
+  warm(group: G): void;
+  /** Stops the group's pre-started container, if any (the group went away or changed). */
+  discard(groupId: string, reason: string): void;
+  /** What is pre-started now, with each container's measured memory. */
+  snapshot(): { groupId: string; name: string; memoryBytes: number | undefined }[];
+  /** Stops every pre-started container and starts no more; resolves once they are gone. */
+  close(): Promise<void>;
+}
+
+/** Assumed for a container whose memory was not measured yet (a Node agent idles at a few tens of MiB). */
+const UNMEASURED_BYTES = 64 * 1024 * 1024;
+/** How long after start a container's memory is measured: the agent has booted by then. */
+const MEASURE_AFTER_MS = 2_000;
+
+interface Entry {
+  groupId: string;
+  prestarted: Prestarted;
+  memoryBytes: number | undefined;
+  idleTimer: NodeJS.Timeout;
+}
+
+/**
+ * A budgeted set of pre-started containers, at most one per group. Pre-starts run one at a time (they
+ * compete with live runs for CPU) and never count as runs: the queue's concurrency cap counts runs only.
+ * Pre-started containers hold no gateway key (the key comes with run.start) and have seen no input, so
+ * discarding one needs nothing revoked. They never outlive the host: close() stops them, and a host that
+ * dies closes their stdin, on which the agent exits (an orphan sweep at the next start removes the rest).
+ */
+export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolDeps<G>): PrestartPool<G> {
+  const { budget, logger } = deps;
+  const entries = new Map<string, Entry>();
+  const pending = new Set<string>();
+  let chain: Promise<void> = Promise.resolve();
+  let closed = false;
+
+  const memoryInUse = () =>
+    [...entries.values()].reduce((sum, e) => sum + (e.memoryBytes ?? UNMEASURED_BYTES), 0) +
+    pending.size * UNMEASURED_BYTES;
+
+  const fits = () =>
+    entries.size + pending.size < budget.count &&
+    memoryInUse() + UNMEASURED_BYTES <= budget.memoryMb * 1024 * 1024;
+
+  const stop = (entry: Entry, reason: string) => {
+    clearTimeout(entry.idleTimer);
+    entries.delete(entry.groupId);
+    logger.debug(
+      { groupId: entry.groupId, container: entry.prestarted.container.name, reason },
+      'pre-started container removed',
+    );
+    return entry.prestarted.container.stop(reason, 0).catch(() => undefined);
+  };
+
+  const admit = (groupId: string, prestarted: Prestarted) => {
+    const entry: Entry = {
+      groupId,
+      prestarted,
+      memoryBytes: undefined,
+      idleTimer: setTimeout(() => void stop(entry, 'no run took it in time'), budget.idleMs),
+    };
+    entry.idleTimer.unref();
+    entries.set(groupId, entry);
+    // Gone on its own (crashed, killed from outside): not to be handed to a run.
+    void prestarted.container.exited.then(() => {
+      if (entries.get(groupId) === entry) {
+        clearTimeout(entry.idleTimer);
+        entries.delete(groupId);
+      }
+    });
+    setTimeout(() => {
+      if (entries.get(groupId) !== entry) return;
+      deps.measure(prestarted.container).then(
+        (bytes) => {
+          entry.memoryBytes = bytes;
+          logger.info(
+            { groupId, container: prestarted.container.name, memoryBytes: bytes },
+            'pre-started container idle',
+          );
+        },
+        () => undefined,
+      );
+    }, MEASURE_AFTER_MS).unref();
+  };
+
+  const prestart = async (group: G) => {
+    try {
+      if (closed) return;
+      const prestarted = await deps.launch(group);
+      if (closed || entries.has(group.id)) {
+        await prestarted.container.stop('not needed any more', 0).catch(() => undefined);
+        return;
+      }
+      admit(group.id, prestarted);
+      logger.debug({ groupId: group.id, container: prestarted.container.name }, 'container pre-started');
+    } catch (err) {
+      // The run will start its own container, as without pre-starting; it says what failed then.
+      logger.warn({ groupId: group.id, err: (err as Error).message }, 'could not pre-start a container');
+    } finally {
+      pending.delete(group.id);
+    }
+  };
+
+  return {
+    take(groupId, fingerprint) {
+      const entry = entries.get(groupId);
+      if (!entry) return undefined;
+      if (entry.prestarted.fingerprint !== fingerprint) {
+        void stop(entry, 'its image, mounts or settings changed');
+        return undefined;
+      }
+      clearTimeout(entry.idleTimer);
+      entries.delete(groupId);
+      return entry.prestarted.container;
+    },
+    warm(group) {
+      if (closed || entries.has(group.id) || pending.has(group.id) || !fits()) return;
+      pending.add(group.id);
+      chain = chain.then(() => prestart(group));
+    },
+    discard(groupId, reason) {
+      const entry = entries.get(groupId);
+      if (entry) void stop(entry, reason);
+    },
+    snapshot() {
+      return [...entries.values()].map((e) => ({
+        groupId: e.groupId,
+        name: e.prestarted.container.name,
+        memoryBytes: e.memoryBytes,
+      }));
+    },
+    async close() {
+      closed = true;
+      await chain;
+      await Promise.all([...entries.values()].map((e) => stop(e, 'the host is stopping')));
+    },
+  };
+}

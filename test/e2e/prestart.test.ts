@@ -1,0 +1,76 @@
+/**
+ * Pre-started containers through the whole product: a host with `[runs.prestart]` on answers a group's
+ * next message in the container it started ahead of time, a new one for each run, and leaves none behind
+ * when it stops.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { reply } from '../fakes/fake-provider.ts';
+import { turnResponder } from '../fakes/e2e-responders.ts';
+import { describeDocker } from '../helpers/docker-available.ts';
+import { LABEL_DATA, dataFolderLabel } from '../../host/containers/agent-runtime.ts';
+import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
+import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+
+await describeDocker('e2e: pre-started containers', () => {
+  let h: E2eHost;
+  /** The containers of group main that were running while the provider answered, per turn. */
+  const runningAtAnswer: string[][] = [];
+
+  const containersOfMain = async (status?: string) =>
+    (
+      await h.docker.listContainers({
+        all: true,
+        filters: {
+          label: [`${LABEL_DATA}=${dataFolderLabel(h.paths.dataDir)}`, `${LABEL_GROUP}=main`],
+          ...(status ? { status: [status] } : {}),
+        },
+      })
+    ).map((c) => c.Names[0]?.slice(1) ?? '');
+
+  beforeAll(async () => {
+    h = await startE2eHost({
+      config: { runs: { retry_base_ms: 200, prestart: { count: 2, memory_mb: 256, idle_ms: 600_000 } } },
+      responder: turnResponder(async (t) => {
+        runningAtAnswer.push(await containersOfMain('running'));
+        return reply.text(`heard: ${t.text}`);
+      }),
+    });
+  }, 180_000);
+  afterAll(async () => {
+    // Also removes the folders; the host itself was stopped by the test (a second stop does nothing).
+    await h?.stop();
+  }, 60_000);
+
+  it('answers in the container started ahead, a new one per run, and a host stop removes the one waiting', async () => {
+    const first = await h.send('main', 'one');
+    expect(first.stdout).toBe('heard: one\n');
+    // main was active: its next container is created and started without a message.
+    const [waiting] = await eventually('a pre-started container for main', async () => {
+      const running = await containersOfMain('running');
+      return running.length === 1 && !running.includes(runningAtAnswer[0]?.[0] ?? '') ? running : undefined;
+    });
+
+    const second = await h.send('main', 'two');
+    expect(second.stdout).toBe('heard: two\n');
+    // The second turn ran in the waiting container: no other container of main was running meanwhile.
+    expect(runningAtAnswer[1]).toEqual([waiting]);
+    expect(h.runs('main').map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+
+    // A third, again in a fresh pre-started container, not the one that served the second turn.
+    await eventually('the next pre-started container', async () => {
+      const running = await containersOfMain('running');
+      return running.length === 1 && running[0] !== waiting;
+    });
+    const third = await h.send('main', 'three');
+    expect(third.stdout).toBe('heard: three\n');
+    expect(runningAtAnswer[2]).toHaveLength(1);
+    expect(runningAtAnswer[2]).not.toContain(waiting);
+
+    await eventually('a container waiting for the fourth turn', async () => {
+      const running = await containersOfMain('running');
+      return running.length === 1 && running[0] !== runningAtAnswer[2]?.[0];
+    });
+    await h.host.stop('test over');
+    expect(await containersOfMain()).toEqual([]);
+  }, 180_000);
+});
