@@ -79,7 +79,7 @@ function planFor(g: GroupRecord): GroupMountPlan {
   const extra = extraMounts.get(g.id);
   if (extra)
     mounts.push({ kind: 'extra', hostPath: extra, containerPath: '/workspace/extra/x', readOnly: true });
-  return { groupId: g.id, isAdmin: false, mounts, rejected: [], notes: [] };
+  return { groupId: g.id, isAdmin: false, mounts, rejected: [], notes: [], holdsSecrets: false };
 }
 
 async function startRunner(budget: { count: number; memoryMb?: number }): Promise<DockerAgentRunner> {
@@ -212,6 +212,7 @@ await describeDocker('pre-started containers', () => {
       usageStore: createMemoryUsageStore(),
       clock: { now: () => Date.now() },
       timezone: 'UTC',
+      maxOutputTokens: 256,
       logger: {
         debug: () => undefined,
         info: () => undefined,
