@@ -4,4 +4,4 @@ export const sendUsage = 'carapace send --group <id> [--timeout <seconds>] ("<te
 export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat=<chat id>] [--name <name>] [--network full|gateway]
 carapace groups list
 carapace groups remove <id>
-carapace groups untaint <id>`;
+carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;

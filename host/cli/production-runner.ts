@@ -132,6 +132,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         taint.forget(runId);
       },
       providerApiKey,
+      taint,
       policy: {
         bashCheck,
         callService,

@@ -12,6 +12,7 @@ import type { RunnerRuntime } from '../main.ts';
 import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
+import type { TaintRegistry } from '../security/taint.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
@@ -39,6 +40,8 @@ export interface AgentRuntimeDeps {
   /** The real provider key (empty for keyless local servers); lives only in host memory. */
   providerApiKey: string | undefined;
   policy: RunPolicy;
+  /** What each run has read; tool results with strangers' text add to it. */
+  taint: Pick<TaintRegistry, 'get' | 'markCorrupted'>;
   scheduler: Scheduler;
   /** Stores a host notice in the outbox and wakes its delivery. */
   enqueueNotice(item: NewOutboxItem): void;
@@ -269,6 +272,7 @@ async function startContainerRuntime(
         audit: store.audit,
         onDone,
         ...deps.policy,
+        taint: deps.taint,
         tasks: createTaskHandlers({
           identity,
           tasks: store.tasks,
@@ -276,6 +280,7 @@ async function startContainerRuntime(
           scheduler: deps.scheduler,
           timezone: config.assistant.timezone,
           reviewMutation: deps.policy.reviewMutation,
+          taint: deps.taint,
           audit: store.audit,
           maxTasksPerGroup: config.scheduler.max_tasks_per_group,
         }),

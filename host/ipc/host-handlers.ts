@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import {
+  LIMITS,
   RPC_ERROR_CODES,
   type bashCheckResultSchema,
   type HostMethods,
@@ -9,6 +10,7 @@ import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
 import type { TaskHandlers } from '../scheduler/task-handlers.ts';
+import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupRecord, GroupsStore } from '../store/groups-store.ts';
 
@@ -37,6 +39,8 @@ export interface HostHandlerDeps {
   reviewMutation(identity: RunIdentity, operation: string, params: Record<string, unknown>): Promise<Verdict>;
   /** The task.* methods, built for the same run identity (see host/scheduler/task-handlers.ts). */
   tasks: TaskHandlers;
+  /** Marks the run as having read text strangers wrote (group names and chat titles). */
+  taint: { markCorrupted(runId: number): void };
 }
 
 export interface Verdict {
@@ -112,10 +116,16 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'group.list'() {
       adminOnly('group.list');
+      const list = groups.list();
+      // Other groups' names come from their chats (titles anyone there can change): fenced, and tainting.
+      if (list.some((g) => !g.isAdmin)) deps.taint.markCorrupted(identity.runId);
       return {
-        groups: groups
-          .list()
-          .map((g) => ({ id: g.id, name: g.name, channel: g.channel, isAdmin: g.isAdmin })),
+        groups: list.map((g) => ({
+          id: g.id,
+          name: g.isAdmin ? g.name : fenceStrangerText(`the name of group ${g.id}`, g.name, LIMITS.name),
+          channel: g.channel,
+          isAdmin: g.isAdmin,
+        })),
       };
     },
 

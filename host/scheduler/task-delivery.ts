@@ -31,7 +31,7 @@ export function scheduledTaskMessage(
  * (synchronously, inside the scheduler's transaction), then tell the queue once it is committed.
  */
 export function createTaskDelivery(deps: {
-  groups: Pick<GroupsStore, 'get'>;
+  groups: Pick<GroupsStore, 'get' | 'markTainted'>;
   messages: Pick<MessagesStore, 'insert'>;
   notify(groupId: string): void;
 }) {
@@ -42,6 +42,10 @@ export function createTaskDelivery(deps: {
       if (!group)
         throw new Error(`group "${firing.task.groupId}" of task ${firing.task.id} no longer exists`);
       deps.messages.insert(scheduledTaskMessage(firing, group));
+      // The prompt now sits in the group's history: the group, and so the run this message starts, takes
+      // on the taint of the run that wrote it.
+      const { taint } = firing.task;
+      if (taint.corruption || taint.secret) deps.groups.markTainted(group.id, taint);
     },
     onDelivered(firing: TaskFiring): void {
       deps.notify(firing.task.groupId);

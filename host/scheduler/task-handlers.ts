@@ -8,6 +8,8 @@ import {
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunIdentity, Verdict } from '../ipc/host-handlers.ts';
+import type { Taint } from '../security/taint.ts';
+import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupsStore } from '../store/groups-store.ts';
 import type { TaskRecord, TasksStore } from '../store/tasks-store.ts';
@@ -42,6 +44,8 @@ export interface TaskHandlerDeps {
   /** `[assistant].timezone`: cron expressions are evaluated there. */
   timezone: string;
   reviewMutation: ReviewMutation;
+  /** The run's taint: a task takes it on, and reading a stranger's prompt adds corruption. */
+  taint: { get(runId: number): Taint; markCorrupted(runId: number): void };
   audit: Pick<AuditStore, 'record'>;
   now?: () => number;
   maxTasksPerGroup?: number;
@@ -49,11 +53,19 @@ export interface TaskHandlerDeps {
 
 const rpcError = (code: number, message: string) => new RpcError(code, message);
 
-function toSummary(t: TaskRecord): TaskSummary {
+/**
+ * A prompt is a stranger's text when its group is not the admin group, or when a tainted run wrote it:
+ * either way it reaches the reading run fenced, and the run counts as having read untrusted text.
+ */
+function isStrangerText(t: TaskRecord, groupIsAdmin: boolean): boolean {
+  return !groupIsAdmin || t.taint.corruption;
+}
+
+function toSummary(t: TaskRecord, fenced: boolean): TaskSummary {
   return {
     taskId: t.id,
     group: t.groupId,
-    prompt: t.prompt,
+    prompt: fenced ? fenceStrangerText(`a task of group ${t.groupId}`, t.prompt, LIMITS.prompt) : t.prompt,
     schedule: t.schedule,
     status: t.status,
     nextRunAt: t.nextRunAt === null ? null : new Date(t.nextRunAt).toISOString(),
@@ -188,7 +200,14 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       const reviewReason = await review('task.schedule', details);
       // The review may have taken minutes (a human); the first run is computed from the time it ended.
       const nextRunAt = computeFirstRun('task.schedule', schedule, details, WAITED);
-      const task = tasks.insert({ groupId: target, prompt, schedule, nextRunAt, createdByRun: runId });
+      const task = tasks.insert({
+        groupId: target,
+        prompt,
+        schedule,
+        nextRunAt,
+        createdByRun: runId,
+        taint: deps.taint.get(runId),
+      });
       scheduler.reschedule();
       record('task.schedule', 'allowed', reviewReason, { ...details, taskId: task.id, nextRunAt });
       return { taskId: task.id };
@@ -198,11 +217,20 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       // Without a group, the admin group sees every task and any other group its own.
       const scope = group === undefined && own.isAdmin ? undefined : targetGroup('task.list', group);
       const list = tasks.list(scope, LIMITS.tasks);
+      const adminGroups = new Map<string, boolean>();
+      const isAdminGroup = (id: string) => {
+        if (!adminGroups.has(id)) adminGroups.set(id, groups.get(id)?.isAdmin === true);
+        return adminGroups.get(id) === true;
+      };
+      const summaries = list.map((t) => toSummary(t, isStrangerText(t, isAdminGroup(t.groupId))));
+      const strangers = list.filter((t) => isStrangerText(t, isAdminGroup(t.groupId))).length;
+      if (strangers > 0) deps.taint.markCorrupted(runId);
       record('task.list', 'allowed', scope === undefined ? 'all tasks' : `tasks of group "${scope}"`, {
         group: scope ?? null,
         count: list.length,
+        untrusted: strangers,
       });
-      return { tasks: list.map(toSummary) };
+      return { tasks: summaries };
     },
 
     async 'task.update'({ taskId, prompt, schedule }) {
@@ -220,7 +248,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
         schedule && status === 'active'
           ? computeFirstRun('task.update', schedule, details, WAITED)
           : undefined;
-      if (!tasks.edit(taskId, status, { prompt, schedule, nextRunAt })) {
+      if (!tasks.edit(taskId, status, { prompt, schedule, nextRunAt, taint: deps.taint.get(runId) })) {
         refuse(
           'task.update',
           RPC_ERROR_CODES.invalidParams,

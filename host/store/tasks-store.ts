@@ -15,6 +15,13 @@ export interface TaskRecord {
   lastRunAt: number | null;
   createdByRun: number | null;
   createdAt: number;
+  /** What the run that created or last changed the task had read; its firings pass it on to the group. */
+  taint: TaskTaint;
+}
+
+export interface TaskTaint {
+  corruption: boolean;
+  secret: boolean;
 }
 
 export interface NewTask {
@@ -24,6 +31,8 @@ export interface NewTask {
   /** The first time it is due (epoch ms); the task starts active. */
   nextRunAt: number;
   createdByRun: number | null;
+  /** The creating run's taint; omitted only where no run was involved (tests, owner tooling). */
+  taint?: TaskTaint;
 }
 
 /** What firing a task leaves behind: the next due time, or none once it is completed (or paused on error). */
@@ -43,6 +52,8 @@ interface TaskRow {
   last_run_at: number | null;
   created_by_run: number | null;
   created_at: number;
+  taint_corruption: number;
+  taint_secret: number;
 }
 
 /** Letters and digits that cannot be misread for one another (no 0/o, 1/l/i), as an agent or a human types them. */
@@ -70,6 +81,7 @@ function toRecord(r: TaskRow): TaskRecord {
     lastRunAt: r.last_run_at,
     createdByRun: r.created_by_run,
     createdAt: r.created_at,
+    taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
   };
 }
 
@@ -83,8 +95,10 @@ export function createTasksStore(
   randomInt: (max: number) => number = crypto.randomInt,
 ) {
   const insert = db.prepare(
-    `INSERT INTO tasks (id, group_id, prompt, schedule_json, status, next_run_at, created_by_run, created_at)
-     VALUES (@id, @groupId, @prompt, @scheduleJson, 'active', @nextRunAt, @createdByRun, @createdAt)
+    `INSERT INTO tasks (id, group_id, prompt, schedule_json, status, next_run_at, created_by_run, created_at,
+                        taint_corruption, taint_secret)
+     VALUES (@id, @groupId, @prompt, @scheduleJson, 'active', @nextRunAt, @createdByRun, @createdAt,
+             @corruption, @secret)
      ON CONFLICT (id) DO NOTHING`,
   );
   const byId = db.prepare<[string], TaskRow>('SELECT * FROM tasks WHERE id = ?');
@@ -108,8 +122,10 @@ export function createTasksStore(
     `UPDATE tasks SET status = @status, next_run_at = @nextRunAt, last_run_at = @lastRunAt
      WHERE id = @id AND status = 'active' AND next_run_at = @expectedNextRunAt`,
   );
+  // A change by a tainted run taints the task; only the owner clears it (setTaint).
   const edit = db.prepare(
     `UPDATE tasks SET prompt = COALESCE(@prompt, prompt), schedule_json = COALESCE(@scheduleJson, schedule_json),
+                      taint_corruption = MAX(taint_corruption, @corruption), taint_secret = MAX(taint_secret, @secret),
                       next_run_at = CASE WHEN @setNext = 1 THEN @nextRunAt ELSE next_run_at END
      WHERE id = @id AND status = @fromStatus`,
   );
@@ -118,6 +134,11 @@ export function createTasksStore(
   );
   const resume = db.prepare(
     `UPDATE tasks SET status = 'active', next_run_at = ? WHERE id = ? AND status = 'paused'`,
+  );
+  const clearTaint = db.prepare('UPDATE tasks SET taint_corruption = 0, taint_secret = 0 WHERE id = ?');
+  const taintedOf = db.prepare<[string, string], TaskRow>(
+    `SELECT * FROM tasks WHERE status IN ('active', 'paused') AND (taint_corruption = 1 OR taint_secret = 1)
+       AND (group_id = ? OR created_by_run IN (SELECT id FROM runs WHERE group_id = ?)) ORDER BY created_at, id`,
   );
   const cancel = db.prepare(
     `UPDATE tasks SET status = 'cancelled', next_run_at = NULL WHERE id = ? AND status IN ('active', 'paused')`,
@@ -137,6 +158,8 @@ export function createTasksStore(
           nextRunAt: t.nextRunAt,
           createdByRun: t.createdByRun,
           createdAt: now().getTime(),
+          corruption: t.taint?.corruption ? 1 : 0,
+          secret: t.taint?.secret ? 1 : 0,
         });
         if (res.changes === 1) return this.get(id) as TaskRecord;
       }
@@ -176,12 +199,14 @@ export function createTasksStore(
     edit(
       id: string,
       fromStatus: 'active' | 'paused',
-      changes: { prompt?: string; schedule?: TaskSchedule; nextRunAt?: number },
+      changes: { prompt?: string; schedule?: TaskSchedule; nextRunAt?: number; taint?: TaskTaint },
     ): boolean {
       return (
         edit.run({
           id,
           fromStatus,
+          corruption: changes.taint?.corruption ? 1 : 0,
+          secret: changes.taint?.secret ? 1 : 0,
           prompt: changes.prompt ?? null,
           scheduleJson: changes.schedule ? JSON.stringify(taskScheduleSchema.parse(changes.schedule)) : null,
           setNext: changes.nextRunAt === undefined ? 0 : 1,
@@ -196,6 +221,14 @@ export function createTasksStore(
     /** paused → active, due next at `nextRunAt`; false otherwise. */
     resume(id: string, nextRunAt: number): boolean {
       return resume.run(nextRunAt, id).changes === 1;
+    },
+    /** Open tasks that carry a taint and belong to the group or were created by one of its runs. */
+    taintedOf(groupId: string): TaskRecord[] {
+      return taintedOf.all(groupId, groupId).map(toRecord);
+    },
+    /** The owner vouched for the task: it no longer passes a taint on. */
+    clearTaint(id: string): boolean {
+      return clearTaint.run(id).changes === 1;
     },
     /** active or paused → cancelled; false otherwise. */
     cancel(id: string): boolean {

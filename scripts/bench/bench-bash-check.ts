@@ -63,6 +63,7 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       reviewMessage: async () => ({ allowed: true, reason: 'bench' }),
       reviewMutation: async () => ({ allowed: false, reason: 'bench' }),
       tasks: idleTaskHandlers(store, { runId: 1, group }, async () => ({ allowed: false, reason: 'bench' })),
+      taint: { markCorrupted: () => undefined },
     });
     const toHost = new PassThrough();
     const toAgent = new PassThrough();

@@ -2,6 +2,7 @@ import pino from 'pino';
 import type { RunIdentity, Verdict } from '../../host/ipc/host-handlers.ts';
 import { createScheduler } from '../../host/scheduler/scheduler.ts';
 import { createTaskHandlers, type TaskHandlers } from '../../host/scheduler/task-handlers.ts';
+import { createTaintRegistry } from '../../host/security/taint.ts';
 import type { Store } from '../../host/store/store.ts';
 
 /** The real task.* handlers over a scheduler that is never started: for IPC tests and benches. */
@@ -24,6 +25,10 @@ export function idleTaskHandlers(
     }),
     timezone: 'UTC',
     reviewMutation,
+    taint: createTaintRegistry({
+      initial: () => ({ corruption: false, secret: false }),
+      onTainted: () => undefined,
+    }),
     audit: store.audit,
   });
 }

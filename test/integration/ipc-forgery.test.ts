@@ -118,6 +118,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
         reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
         tasks: idleTaskHandlers(store, identity, async () => ({ allowed: true, reason: 'test' })),
+        taint: { markCorrupted: () => undefined },
       }),
     onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
     stopGraceMs: 10,

@@ -300,6 +300,29 @@ describe('scheduler', () => {
     expect(failures).toHaveLength(1);
   });
 
+  it('passes the taint of the run that wrote a task on to its group when it fires, and only then', () => {
+    store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'Admin', isAdmin: true });
+    const planted = store.tasks.insert({
+      groupId: 'main',
+      prompt: 'planted',
+      schedule: { kind: 'once', at: iso(T0 + HOUR) },
+      nextRunAt: T0 + HOUR,
+      createdByRun: 9,
+      taint: { corruption: true, secret: false },
+    });
+    addTask({ kind: 'once', at: iso(T0 + 30 * MIN) }, T0 + 30 * MIN, 'clean', 'main');
+    makeScheduler().start();
+    clock.advanceTo(T0 + 30 * MIN);
+    expect(store.groups.get('main')?.taint).toEqual({ corruption: false, secret: false });
+    clock.advanceTo(T0 + HOUR);
+    expect(messages('main').map((m) => m.text)).toEqual([
+      '[scheduled task] clean',
+      '[scheduled task] planted',
+    ]);
+    expect(store.groups.get('main')?.taint).toEqual({ corruption: true, secret: false });
+    expect(store.tasks.get(planted.id)?.status).toBe('completed');
+  });
+
   it('does not fire paused or cancelled tasks, and fires a resumed one', () => {
     const paused = addTask({ kind: 'interval', everyMs: HOUR }, T0 + HOUR, 'paused');
     const cancelled = addTask({ kind: 'interval', everyMs: HOUR }, T0 + HOUR, 'cancelled');

@@ -33,6 +33,7 @@ describe('tasks store', () => {
       lastRunAt: null,
       createdByRun: 7,
       createdAt: T0,
+      taint: { corruption: false, secret: false },
     });
     expect(t.id).toMatch(/^[a-z2-9]{8}$/);
     expect(store.tasks.get(t.id)).toEqual(t);

@@ -4,6 +4,7 @@ import { GroupExistsError, type NewGroup } from '../../store/groups-store.ts';
 import { openStore, type Store } from '../../store/store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { groupsUsage } from '../command-usage.ts';
+import { untaintGroup } from './groups-untaint.ts';
 
 const CHANNELS = ['local', 'telegram', 'whatsapp'] as const;
 
@@ -30,6 +31,8 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
       name: { type: 'string' },
       network: { type: 'string' },
       json: { type: 'boolean', default: false },
+      keep: { type: 'string', multiple: true },
+      cancel: { type: 'string', multiple: true },
     },
   });
   ensureDataDirs(ctx.paths);
@@ -93,14 +96,8 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         if (!id) throw new UsageError('groups untaint needs a group id');
         const g = store.groups.get(id);
         if (!g) throw new UsageError(`there is no group "${id}" (see carapace groups list)`);
-        store.groups.clearTaint(id);
-        store.audit.record({
-          groupId: id,
-          operation: 'group.untaint',
-          decision: 'allowed',
-          approver: 'owner',
-          reason: 'cleared from the CLI',
-        });
+        for (const line of untaintGroup(store, id, { keep: values.keep ?? [], cancel: values.cancel ?? [] }))
+          ctx.out(line);
         ctx.out(
           `cleared the standing taint of ${id}; its next run starts clean` +
             (g.isAdmin ? '' : ' (its messages still come from other people, so it stays corrupted)'),
