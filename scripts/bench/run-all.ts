@@ -10,6 +10,11 @@ type Bench = { title: string; module: string; fn: string };
 const BENCHES: Bench[] = [
   { title: 'CLI start-up CPU vs node -e 0', module: './bench-cli-startup.ts', fn: 'benchCliStartup' },
   { title: 'router overhead (ingest → runner)', module: './bench-router.ts', fn: 'benchRouter' },
+  {
+    title: 'Telegram channel overhead (getUpdates answer → runner) vs a bare poll loop',
+    module: './bench-telegram.ts',
+    fn: 'benchTelegram',
+  },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },

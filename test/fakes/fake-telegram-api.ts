@@ -27,6 +27,8 @@ export interface FakeTelegramOptions {
   username?: string;
   /** Privacy mode on: getMe says can_read_all_group_messages = false. */
   privacy?: boolean;
+  /** Called just before a getUpdates answer that carries updates is written (benchmarks time from here). */
+  onUpdatesAnswered?(updateIds: number[]): void;
 }
 
 type Update = Record<string, unknown> & { update_id: number };
@@ -280,7 +282,12 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         res.once('close', () => (activePolls -= 1));
       }
       call(method, params, req).then(
-        (result) => reply(200, { ok: true, result }),
+        (result) => {
+          if (method === 'getUpdates' && Array.isArray(result) && result.length > 0) {
+            opts.onUpdatesAnswered?.((result as Update[]).map((u) => u.update_id));
+          }
+          reply(200, { ok: true, result });
+        },
         (err: Failure) =>
           reply(err.error_code ?? 500, {
             ok: false,
