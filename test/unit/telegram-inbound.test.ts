@@ -94,6 +94,15 @@ describe('Telegram inbound normalisation', () => {
       chatId: 8,
       userId: 8,
       isOwner: false,
+      ownerUnset: false,
+    });
+    // Before owner_user_id is set nobody is the owner, and /start says which id to put there.
+    const unset = { ...BOT, ownerUserId: undefined };
+    expect(decideInbound(dm(7, 'approve ab12'), unset)).toMatchObject({ kind: 'refuse' });
+    expect(decideInbound(dm(7, '/start'), unset)).toMatchObject({
+      kind: 'tell-id',
+      isOwner: false,
+      ownerUnset: true,
     });
     expect(
       decideInbound(msg({ from: { id: 7, is_bot: false, first_name: 'O' }, text: 'approve ab12' }), BOT),

@@ -82,7 +82,10 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   const typing = new Map<string, NodeJS.Timeout>();
   const refused = new Set<number>();
   const ownerId = config.owner_user_id;
-  const ownerChat = String(ownerId);
+  // The owner's private chat is usable once they wrote to the bot (a bot cannot open a chat); remembered
+  // with the id, so a changed owner_user_id starts unlinked.
+  const ownerChatKnown = () => ownerId !== undefined && state.get(OWNER_CHAT_KNOWN) === String(ownerId);
+  const linkOwnerChat = () => ownerId !== undefined && state.set(OWNER_CHAT_KNOWN, String(ownerId));
 
   const identity = (): BotIdentity | undefined =>
     me && { id: me.id, username: me.username, ownerUserId: ownerId };
@@ -115,7 +118,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     }
     if (!privacyNote) return;
     logger.warn(privacyNote);
-    if (state.get(OWNER_CHAT_KNOWN)) tell(ownerId, privacyNote);
+    if (ownerChatKnown()) tell(ownerId as number, privacyNote);
     if (current.state === 'connected') setStatus('connected');
   }
 
@@ -156,17 +159,20 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
         logger.info({ userId: decision.userId }, 'private message from someone other than the owner refused');
         return;
       case 'tell-id':
-        if (decision.isOwner) state.set(OWNER_CHAT_KNOWN, '1');
+        if (decision.isOwner) linkOwnerChat();
         tell(
           decision.chatId,
           decision.isOwner
             ? `Your Telegram user id is ${decision.userId}. You are this bot's owner: this chat is your admin chat.`
-            : `Your Telegram user id is ${decision.userId}. ${REFUSAL}`,
+            : decision.ownerUnset
+              ? `Your Telegram user id is ${decision.userId}. If this is your bot, put owner_user_id = ${decision.userId} ` +
+                'in [channels.telegram] of config.toml and restart Carapace.'
+              : `Your Telegram user id is ${decision.userId}. ${REFUSAL}`,
         );
         return;
       case 'ingest': {
         const m = decision.message;
-        if (m.fromOwner) state.set(OWNER_CHAT_KNOWN, '1');
+        if (m.fromOwner) linkOwnerChat();
         if (m.chatTitle) host.onChatSeen({ chatId: m.chatId, title: m.chatTitle });
         host.ingest(m);
         return;
@@ -207,7 +213,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     const { chat, new_chat_member: now } = ctx.myChatMember;
     if (chat.type === 'private') {
       if (chat.id === ownerId && now.status === 'kicked') logger.warn('the owner blocked the bot');
-      if (chat.id === ownerId && now.status === 'member') state.set(OWNER_CHAT_KNOWN, '1');
+      if (chat.id === ownerId && now.status === 'member') linkOwnerChat();
       return;
     }
     seen(chat);
@@ -310,7 +316,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     privacyNote = privacyWarning(me, deps.triggerWord);
     if (privacyNote) {
       logger.warn(privacyNote);
-      if (state.get(OWNER_CHAT_KNOWN)) tell(ownerId, privacyNote);
+      if (ownerChatKnown()) tell(ownerId as number, privacyNote);
     }
     for (let attempt = 1; !signal.aborted; attempt += 1) {
       try {
@@ -402,6 +408,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       typing.set(chatId, timer);
     },
 
-    adminChatId: () => (state.get(OWNER_CHAT_KNOWN) ? ownerChat : undefined),
+    adminChatId: () => (ownerChatKnown() ? String(ownerId) : undefined),
   };
 }

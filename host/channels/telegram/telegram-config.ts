@@ -21,11 +21,15 @@ export const telegramConfigSchema = z
       .string()
       .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the NAME of an environment variable, e.g. TELEGRAM_BOT_TOKEN')
       .default('TELEGRAM_BOT_TOKEN'),
-    /** The owner's numeric Telegram user id: their private chat with the bot is an admin chat. */
+    /**
+     * The owner's numeric Telegram user id: their private chat with the bot is an admin chat. Until it is
+     * set, nobody is the owner on Telegram, and /start in a private chat tells you your id.
+     */
     owner_user_id: z
       .number()
       .int()
-      .positive('must be your numeric Telegram user id (send /start to the bot)'),
+      .positive('must be your numeric Telegram user id (send /start to the bot)')
+      .optional(),
     /** A self-hosted Bot API server or a test server. */
     api_root: z.url({ protocol: /^https?$/ }).default(TELEGRAM_API_ROOT),
     mode: z.enum(['polling', 'webhook']).default('polling'),

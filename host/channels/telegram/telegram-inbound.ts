@@ -7,7 +7,8 @@ export interface BotIdentity {
   id: number;
   /** Without the "@". */
   username: string;
-  ownerUserId: number;
+  /** Unset until the owner configures it: then nobody is the owner here. */
+  ownerUserId: number | undefined;
 }
 
 /** What to do with one Telegram message. Only `ingest` reaches the host. */
@@ -16,7 +17,7 @@ export type InboundDecision =
   /** A private chat with someone who is not the owner: one short refusal, nothing stored. */
   | { kind: 'refuse'; chatId: number; userId: number }
   /** `/start` in a private chat: tell the user their id (how the owner finds owner_user_id). */
-  | { kind: 'tell-id'; chatId: number; userId: number; isOwner: boolean }
+  | { kind: 'tell-id'; chatId: number; userId: number; isOwner: boolean; ownerUnset: boolean }
   | { kind: 'ignore'; reason: string };
 
 /**
@@ -111,7 +112,13 @@ export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
     if (fromId === undefined) return { kind: 'ignore', reason: 'no sender' };
     const isOwner = fromId === bot.ownerUserId;
     if (text !== undefined && /^\/start(@\w+)?(\s|$)/.test(text)) {
-      return { kind: 'tell-id', chatId: m.chat.id, userId: fromId, isOwner };
+      return {
+        kind: 'tell-id',
+        chatId: m.chat.id,
+        userId: fromId,
+        isOwner,
+        ownerUnset: bot.ownerUserId === undefined,
+      };
     }
     if (!isOwner) return { kind: 'refuse', chatId: m.chat.id, userId: fromId };
   }
@@ -134,7 +141,7 @@ export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
       sentAt: new Date(m.date * 1000).toISOString(),
       mentionsBot: mentions(m.text ?? m.caption ?? '', m.entities ?? m.caption_entities, bot),
       repliesToBot,
-      fromOwner: m.chat.type === 'private' && fromId === bot.ownerUserId,
+      fromOwner: m.chat.type === 'private' && fromId !== undefined && fromId === bot.ownerUserId,
     },
   };
 }
