@@ -5,3 +5,6 @@ export const groupsUsage = `carapace groups add <id> --channel local|telegram|wh
 carapace groups list
 carapace groups remove <id>
 carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;
+
+export const whatsappUsage =
+  'carapace whatsapp login [--phone <digits with country code>] | carapace whatsapp logout';

@@ -1,5 +1,5 @@
 import { createCliContext, type CliContext, type CliIo } from './cli-context.ts';
-import { groupsUsage, sendUsage } from './command-usage.ts';
+import { groupsUsage, sendUsage, whatsappUsage } from './command-usage.ts';
 
 type Run = (ctx: CliContext, args: string[]) => Promise<number>;
 
@@ -73,6 +73,11 @@ const COMMANDS: Record<string, Command> = {
     usage: 'carapace mounts check <group>',
     summary: "show what a group's container mounts, and every rejected extra mount",
     load: async () => (await import('./commands/tool-commands.ts')).mountsCommand,
+  },
+  whatsapp: {
+    usage: whatsappUsage,
+    summary: 'link this machine to your WhatsApp account (QR or pairing code), or unlink it',
+    load: async () => (await import('./commands/whatsapp-command.ts')).whatsappCommand,
   },
 };
 

@@ -9,6 +9,12 @@ import {
   type ConnectionEvents,
   type Timers,
 } from '../../host/channels/whatsapp/connection-controller.ts';
+import { LAST_TERMINAL_CLOSE } from '../../host/channels/whatsapp/whatsapp-channel.ts';
+import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
+import {
+  whatsappChannelDefinition,
+  whatsappDoctor,
+} from '../../host/channels/whatsapp/whatsapp-definition.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 
 /** Timers on a clock the test moves by hand. */
@@ -221,5 +227,49 @@ describe('WhatsApp auth store', () => {
     expect(a.isLinked()).toBe(false);
     expect(fs.readdirSync(dir)).toEqual([]);
     expect(openAuthStore(dir).isLinked()).toBe(false);
+  });
+});
+
+describe('WhatsApp doctor and registry entry', () => {
+  const state = () => {
+    const m = new Map<string, string>();
+    return { get: (k: string) => m.get(k), set: (k: string, v: string) => void m.set(k, v) };
+  };
+  const config = whatsappConfigSchema.parse({});
+
+  it('checks the pinned Baileys and WhatsApp Web versions, and says when a login is needed', async () => {
+    const lines = whatsappDoctor({ config, dataDir: path.join(tempDir(), 'wa'), state: state() });
+    expect(lines[0]).toEqual({
+      ok: true,
+      line: 'WhatsApp: Baileys 7.0.0-rc14, WhatsApp Web 2.3000.1043857760 (pinned)',
+    });
+    expect(lines[1]).toMatchObject({
+      ok: false,
+      line: expect.stringMatching(/needs login.*carapace whatsapp login/),
+    });
+  });
+
+  it('reports the linked number and the last close WhatsApp made final', async () => {
+    const dir = path.join(tempDir(), 'wa');
+    const a = openAuthStore(dir);
+    a.state.creds.me = { id: '15550000000:1@s.whatsapp.net' };
+    a.state.creds.registered = true;
+    await a.saveCreds();
+    await a.flush();
+    const s = state();
+    s.set(LAST_TERMINAL_CLOSE, JSON.stringify({ reason: 'Another session took over' }));
+    const lines = whatsappDoctor({ config, dataDir: dir, state: s });
+    expect(lines.slice(1)).toEqual([
+      { ok: true, line: 'WhatsApp: linked as +15550000000' },
+      { ok: false, line: 'WhatsApp: the last connection ended for good: Another session took over' },
+    ]);
+  });
+
+  it('accepts group and self-chat JIDs as chat ids, nothing else', () => {
+    const { pattern } = whatsappChannelDefinition.chatId;
+    expect(['120363012345678901@g.us', '15550000000@s.whatsapp.net'].every((c) => pattern.test(c))).toBe(
+      true,
+    );
+    expect(['-1001234', 'family', '123@lid', 'x@g.us'].some((c) => pattern.test(c))).toBe(false);
   });
 });

@@ -22,6 +22,9 @@ import { closeStatusCode } from './disconnect-reason.ts';
 import { translateInbound, WHATSAPP_CHANNEL } from './inbound-message.ts';
 import { isGroupJid, isLidJid, normalizeUserJid, selfIdentity } from './jids.ts';
 import type { WhatsAppConfig } from './whatsapp-config.ts';
+
+/** The state key under which the channel keeps the last close no reconnect could mend (until it connects again). */
+export const LAST_TERMINAL_CLOSE = 'last_terminal_close';
 import { markdownToWhatsApp } from './whatsapp-markdown.ts';
 import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
 
@@ -200,6 +203,15 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 
     async start(h: ChannelHost) {
       host = h;
+      if (!deps.config.enabled) {
+        blocked = {
+          state: 'stopped',
+          reason: 'disabled ([channels.whatsapp] enabled = false)',
+          since: new Date().toISOString(),
+        };
+        h.onStatus(blocked);
+        return;
+      }
       try {
         auth = openAuthStore(deps.dataDir);
       } catch (err) {
@@ -219,10 +231,14 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       }
       const c = createConnectionController<LiveSocket>({
         connect,
-        onStatus: (s) => h.onStatus(s),
+        onStatus: (s) => {
+          // Doctor shows a close no reconnect could mend until the channel connects again.
+          if (s.state === 'connected') deps.state?.set(LAST_TERMINAL_CLOSE, '');
+          h.onStatus(s);
+        },
         onTerminal: (v) =>
           deps.state?.set(
-            'last_terminal_close',
+            LAST_TERMINAL_CLOSE,
             JSON.stringify({ reason: v.reason, at: new Date().toISOString() }),
           ),
         logger: log,

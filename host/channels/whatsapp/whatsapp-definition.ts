@@ -1,0 +1,89 @@
+import { createRequire } from 'node:module';
+import { DEFAULT_CONNECTION_CONFIG } from '@whiskeysockets/baileys';
+import type { ChannelDefinition, ChannelDeps } from '../channel.ts';
+import { formattingRulesFor } from '../formatting-rules.ts';
+import { openAuthStore } from './auth-store.ts';
+import { WHATSAPP_CHANNEL } from './inbound-message.ts';
+import { createWhatsAppChannel, LAST_TERMINAL_CLOSE } from './whatsapp-channel.ts';
+import { whatsappConfigSchema, type WhatsAppConfig } from './whatsapp-config.ts';
+import { BAILEYS_VERSION, WHATSAPP_WEB_VERSION, whatsappWebVersionText } from './whatsapp-version.ts';
+
+const SETUP_HINT =
+  'Add a [channels.whatsapp] section to config.toml, stop the host, run carapace whatsapp login to link ' +
+  'your phone, and start the host again.';
+
+/** The WhatsApp channel in the registry: groups (`…@g.us`) and the owner's self-chat. */
+export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
+  name: WHATSAPP_CHANNEL,
+  configSchema: whatsappConfigSchema,
+  textLimit: whatsappConfigSchema.parse({}).chunk_size,
+  formattingRules: formattingRulesFor(WHATSAPP_CHANNEL),
+  chatId: {
+    pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,
+    example: '120363012345678901@g.us',
+  },
+  setupHint: SETUP_HINT,
+  create: (deps: ChannelDeps<WhatsAppConfig>) =>
+    createWhatsAppChannel({
+      config: deps.config,
+      dataDir: deps.dataDir,
+      logger: deps.logger,
+      state: deps.state,
+    }),
+  doctor: async (deps) => whatsappDoctor(deps),
+};
+
+/** `carapace doctor`: the pinned versions, the link, and the last close WhatsApp made final. */
+export function whatsappDoctor(deps: Pick<ChannelDeps<WhatsAppConfig>, 'config' | 'dataDir' | 'state'>) {
+  const lines: { ok: boolean; line: string }[] = [];
+  const installed = installedBaileysVersion();
+  const bundled = DEFAULT_CONNECTION_CONFIG.version.join('.');
+  lines.push(
+    installed === BAILEYS_VERSION && bundled === whatsappWebVersionText()
+      ? {
+          ok: true,
+          line: `WhatsApp: Baileys ${installed}, WhatsApp Web ${whatsappWebVersionText()} (pinned)`,
+        }
+      : {
+          ok: false,
+          line:
+            `WhatsApp: Baileys ${installed ?? 'missing'} is installed, Carapace pins ${BAILEYS_VERSION} with WhatsApp ` +
+            `Web ${WHATSAPP_WEB_VERSION.join('.')} (Baileys ships ${bundled}); reinstall with: npm ci`,
+        },
+  );
+  if (!deps.config.enabled) {
+    lines.push({ ok: true, line: 'WhatsApp: disabled in config ([channels.whatsapp] enabled = false)' });
+    return lines;
+  }
+  let linkedAs: string | undefined;
+  try {
+    const auth = openAuthStore(deps.dataDir);
+    linkedAs = auth.isLinked() ? auth.state.creds.me?.id?.split(/[:@]/)[0] : undefined;
+  } catch (err) {
+    lines.push({ ok: false, line: `WhatsApp: ${(err as Error).message}` });
+    return lines;
+  }
+  lines.push(
+    linkedAs
+      ? { ok: true, line: `WhatsApp: linked as +${linkedAs}` }
+      : {
+          ok: false,
+          line: 'WhatsApp: needs login; stop the host, run carapace whatsapp login, then start it again',
+        },
+  );
+  const last = deps.state.get(LAST_TERMINAL_CLOSE);
+  if (linkedAs && last) {
+    const { reason } = JSON.parse(last) as { reason: string };
+    lines.push({ ok: false, line: `WhatsApp: the last connection ended for good: ${reason}` });
+  }
+  return lines;
+}
+
+function installedBaileysVersion(): string | undefined {
+  try {
+    const require = createRequire(import.meta.url);
+    return (require('@whiskeysockets/baileys/package.json') as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
