@@ -203,31 +203,22 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 
     async start(h: ChannelHost) {
       host = h;
-      if (!deps.config.enabled) {
-        blocked = {
-          state: 'stopped',
-          reason: 'disabled ([channels.whatsapp] enabled = false)',
-          since: new Date().toISOString(),
-        };
+      // The host runs on without WhatsApp; status, doctor and the other admin chats say what to do.
+      const block = (state: ChannelStatus['state'], reason: string) => {
+        blocked = { state, reason, since: new Date().toISOString() };
         h.onStatus(blocked);
-        return;
-      }
+      };
+      if (!deps.config.enabled) return block('stopped', 'disabled ([channels.whatsapp] enabled = false)');
       try {
         auth = openAuthStore(deps.dataDir);
       } catch (err) {
-        blocked = { state: 'stopped', reason: (err as Error).message, since: new Date().toISOString() };
-        h.onStatus(blocked);
-        return;
+        return block('stopped', (err as Error).message);
       }
       if (!auth.isLinked()) {
-        // The host runs on without WhatsApp; status, doctor and the other admin chats say what to do.
-        blocked = {
-          state: 'needs-login',
-          reason: 'WhatsApp is not linked: stop the host, run `carapace whatsapp login`, then start it again',
-          since: new Date().toISOString(),
-        };
-        h.onStatus(blocked);
-        return;
+        return block(
+          'needs-login',
+          'WhatsApp is not linked: stop the host, run `carapace whatsapp login`, then start it again',
+        );
       }
       const c = createConnectionController<LiveSocket>({
         connect,
