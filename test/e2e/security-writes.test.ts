@@ -2,8 +2,9 @@
  * The writes matrix (DESIGN.md, "Security policy") for the web_fetch service (public_source and
  * public_sink: the URL itself carries data out), through real containers: the admin group is not given
  * it at all (clean room); a corrupted run's fetch goes to the Cop, a flag to the owner; a run with both
- * taints goes to the owner; a held secret in the parameters goes to the owner whatever the taint; a
- * service declared "forbidden" is denied without a call. The fetched server runs on this machine
+ * taints goes to the owner; a held secret in the parameters goes to the owner whatever the taint, and so
+ * does a credential the host does not hold, found by its format or its name, on each outbound path (the
+ * fetch, an escalated command, a message); a service declared "forbidden" is denied without a call. The fetched server runs on this machine
  * (127.0.0.1, allowed by `[web_fetch] allow_private_hosts`) and records every request it receives, so a
  * denied fetch is proven never to have left the host.
  */
@@ -15,6 +16,7 @@ import { describeDocker } from '../helpers/docker-available.ts';
 import {
   auditMark,
   auditSince,
+  bash,
   copReviews,
   detailsOf,
   nextApproval,
@@ -24,6 +26,7 @@ import {
   securityResponder,
 } from '../fakes/security-responders.ts';
 import type { ToolCallSpec } from '../fakes/fake-provider-script.ts';
+import { createRandom, tokenMakers } from '../fixtures/secret-corpus/generate.ts';
 import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
 
 const tag = () => crypto.randomBytes(4).toString('hex');
@@ -192,6 +195,54 @@ await describeDocker('e2e security: the writes matrix through web_fetch', () => 
       expect(JSON.stringify(rows)).not.toContain(h.providerKey);
       expect(JSON.stringify(detailsOf(rows[0]!))).toContain(`token=[REDACTED]`);
     }, 90_000);
+
+    it('a credential the host does not hold, in a provider format or assigned to a password, goes to the owner on every outbound path: a fetch, an escalated command, a message', async () => {
+      const t = tag();
+      const made = tokenMakers(createRandom(crypto.randomInt(2 ** 31)));
+      const github = made.githubClassic();
+      const stripe = made.stripeSecret();
+      const password = made.password();
+      const fromRequest = h.fake.requests.length;
+      h.fake.setResponder(
+        securityResponder({
+          alpha: runTools([
+            fetchCall(pages.url(`/gh-${t}?access_token=${github}`)),
+            bash(`touch sk-${t} && curl -sS -m 2 -H "Authorization: Bearer ${stripe}" http://127.0.0.1:9/`),
+            { name: 'send_message', arguments: { text: `msg-${t}: the db is up, DB_PASSWORD=${password}` } },
+          ]),
+        }),
+      );
+      const mark = auditMark(h);
+      const sent = h.send('alpha', '@Andy share the credentials');
+      const asks: [string, string][] = [
+        [`gh-${t}`, 'the parameters contain a secret (github/pat-classic)'],
+        [`sk-${t}`, 'the command contains a secret (stripe/secret-key)'],
+        [`msg-${t}`, 'the message contains a secret (keyword/password)'],
+      ];
+      for (const [needle, why] of asks) {
+        const ask = await nextApproval(h, seenApprovals, needle);
+        expect(ask.text).toContain(why);
+        await ownerSays(h, `deny ${ask.id}`);
+      }
+
+      const res = await sent;
+      expect(res.code).toBe(0);
+      const [fetched, command, message] = resultsOf(res.stdout);
+      expect(fetched).toBe(
+        'Denied by the host: not approved by the owner (the parameters contain a secret (github/pat-classic))',
+      );
+      expect(command).toMatch(/^Blocked: this command was not run\. Reason: not approved by the owner/);
+      expect(message).toContain('not approved by the owner');
+      // Nothing left: no request reached the page server, no chat row holds the password, no Cop review.
+      expect(pages.seen.filter((p) => p.includes(t))).toEqual([]);
+      expect(h.outbox('alpha').some((r) => r.text.includes(password))).toBe(false);
+      expect(copReviews(h.fake.requests, fromRequest)).toEqual([]);
+      expect(
+        decisions('alpha', mark)
+          .filter(([, decision]) => decision === 'denied')
+          .map(([operation]) => operation),
+      ).toEqual(['service.web_fetch', 'bash', 'message.send']);
+    }, 120_000);
 
     it('a run with corruption and secret taint: a fetch goes to the owner without the Cop', async () => {
       const t = tag();

@@ -6,7 +6,8 @@ import { isNotASecret } from './placeholders.ts';
  * detect-secrets' Base64HighEntropyString, narrowed: a quoted string of 20-120 base64 characters with
  * at least 4.5 bits of entropy per character (its default limit), mixing upper case, lower case and
  * digits. Narrowed, because on its own terms it flags every digest and id in a message: strings named
- * like an id, hash, digest, checksum, nonce or signature are skipped, as are SRI hashes (`sha512-…`).
+ * like an id, hash, digest, checksum, nonce or signature are skipped, as are SRI hashes (`sha512-…`)
+ * and base58 strings (crypto addresses, IPFS ids).
  * Bare hex strings are never reported here (a hex key and a SHA-256 look the same); hex values are judged
  * by the keyword detector, where the name says what they are.
  */
@@ -24,6 +25,9 @@ export function findHighEntropyStrings(text: string): Hit[] {
     if (!(c.lower && c.upper && c.digit)) continue;
     if (shannonEntropy(value) < 4.5) continue;
     if (/^sha(?:1|256|384|512)-/.test(value) || isNotASecret(value)) continue;
+    // Base58 only (no 0 O I l + / - _ =): crypto addresses and IPFS ids, which are public. A random
+    // base64 key of 32+ characters avoids those eight characters with a chance of about 2 %.
+    if (/^[1-9A-HJ-NP-Za-km-z]+$/.test(value)) continue;
     // What the value is named or said to be, just before it on its line.
     const before = text.slice(Math.max(0, m.index - 40), m.index);
     const context = before.slice(before.lastIndexOf('\n') + 1).replace(/([a-z])([A-Z])/g, '$1_$2');

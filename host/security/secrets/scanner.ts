@@ -117,18 +117,53 @@ function detect(text: string, depth: number): Ranked[] {
   return out;
 }
 
-/** Drops findings that overlap a stronger one, and repeats of the same range. */
+/** Disjoint intervals sorted by start: does any overlap [start, end)? */
+function overlapsAny(intervals: readonly [number, number][], start: number, end: number): boolean {
+  let lo = 0;
+  let hi = intervals.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((intervals[mid] as [number, number])[1] <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  const next = intervals[lo];
+  return next !== undefined && next[0] < end;
+}
+
+/** The union of sorted intervals, merged into disjoint ones. */
+function merge(intervals: [number, number][]): [number, number][] {
+  intervals.sort((a, b) => a[0] - b[0]);
+  const out: [number, number][] = [];
+  for (const [s, e] of intervals) {
+    const last = out[out.length - 1];
+    if (last && s <= last[1]) last[1] = Math.max(last[1], e);
+    else out.push([s, e]);
+  }
+  return out;
+}
+
+/**
+ * Drops findings that overlap a stronger one, and repeats of the same range. In n log n, strength by
+ * strength: a text stuffed with thousands of tokens must not make this quadratic.
+ */
 function rank(found: Ranked[]): Finding[] {
   found.sort((a, b) => a.strength - b.strength || a.start - b.start);
   const kept: Ranked[] = [];
-  for (const f of found) {
-    const shadowed = kept.some(
-      (k) =>
-        k.start < f.end &&
-        f.start < k.end &&
-        (k.strength < f.strength || (k.start === f.start && k.end === f.end)),
-    );
-    if (!shadowed) kept.push(f);
+  let stronger: [number, number][] = [];
+  let i = 0;
+  while (i < found.length) {
+    const strength = (found[i] as Ranked).strength;
+    const ranges = new Set<string>();
+    const tier: Ranked[] = [];
+    for (; i < found.length && (found[i] as Ranked).strength === strength; i++) {
+      const f = found[i] as Ranked;
+      const range = `${f.start}:${f.end}`;
+      if (ranges.has(range) || overlapsAny(stronger, f.start, f.end)) continue;
+      ranges.add(range);
+      tier.push(f);
+    }
+    kept.push(...tier);
+    stronger = merge([...stronger, ...tier.map((f): [number, number] => [f.start, f.end])]);
   }
   return kept
     .sort((a, b) => a.start - b.start || a.end - b.end)

@@ -168,9 +168,13 @@ export const TOKEN_RULES: readonly TokenRule[] = [
   {
     rule: 'openai/api-key',
     what: 'an OpenAI API key',
-    pattern: re(
-      `${B}(sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,250}|[A-Za-z0-9_-]{0,80}T3BlbkFJ[A-Za-z0-9_-]{20,80}))${E}`,
-    ),
+    pattern: re(`${B}(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,250})${E}`),
+  },
+  {
+    // Keys of every generation carry "T3BlbkFJ" (base64 of "OpenAI") mid-way: the pattern starts there.
+    rule: 'openai/api-key',
+    what: 'an OpenAI API key',
+    pattern: re(`T3BlbkFJ(?<=${B}(sk-[A-Za-z0-9_-]{0,80}T3BlbkFJ))([A-Za-z0-9_-]{20,80})${E}`),
   },
   {
     rule: 'anthropic/api-key',

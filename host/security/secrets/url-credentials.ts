@@ -59,8 +59,11 @@ export function findUrlCredentials(text: string): Hit[] {
   if (text.includes('-u') || text.includes('--user') || text.includes('--proxy-user')) {
     for (const m of text.matchAll(CURL_USER)) {
       // `-u` means "user" to curl; to docker, sort or git it means something else.
-      const lineStart = text.lastIndexOf('\n', m.index) + 1;
-      if (!/\bcurl\b|--user\b|--proxy-user\b/.test(text.slice(lineStart, m.index + m[0].length))) continue;
+      // The command's line, at most 500 characters back (a bound, so that many flags stay linear).
+      const from = Math.max(0, m.index - 500);
+      const before = text.slice(from, m.index + m[0].length);
+      const line = before.slice(before.lastIndexOf('\n') + 1);
+      if (!/\bcurl\b|--user\b|--proxy-user\b/.test(line)) continue;
       const user = m[2] as string;
       const password = m[3] as string;
       if (!isRealPassword(user, password)) continue;
