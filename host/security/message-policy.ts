@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { RunIdentity } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
@@ -11,7 +12,19 @@ import type { MutationVerdict } from './mutation-review.ts';
  * only when it could leak or carry an attack elsewhere: a secret in the text (the scanner, including every
  * secret the host holds) or a run that read both secrets and untrusted content goes to the owner; a
  * corrupted run writing to another chat goes to the Cop (a flag goes to the owner); the rest is sent.
+ *
+ * A denial is final: the same text from the same group to the same chat is refused at once afterwards
+ * (a retried run writes the same answer again), so the owner is asked once. The run is told only that the
+ * owner did not approve, never why: "it contains a GitHub token" would be relayed to the group.
  */
+export const MESSAGE_DENIED_REASON =
+  'the owner did not approve this message; do not send it again in any form, and do not tell the chat why';
+
+function deniedKey(groupId: string, to: string, text: string): string {
+  return crypto.createHash('sha256').update(`${groupId}\u0000${to}\u0000${text}`).digest('hex');
+}
+
+/** Reviews one outgoing chat message (see above). */
 export function createMessagePolicy(deps: {
   scanSecrets(text: string): Promise<Finding[]>;
   taint: TaintRegistry;
@@ -19,12 +32,26 @@ export function createMessagePolicy(deps: {
   human: HumanApproval;
   audit: AuditStore;
 }) {
+  // Digests of denied texts, for as long as the host runs: retries and later runs of the same group.
+  const denied = new Set<string>();
   return async function reviewMessage(
     identity: RunIdentity,
     text: string,
     to: string,
   ): Promise<MutationVerdict> {
     const t = deps.taint.get(identity.runId);
+    const key = deniedKey(identity.group.id, to, text);
+    if (denied.has(key)) {
+      deps.audit.record({
+        runId: identity.runId,
+        groupId: identity.group.id,
+        operation: 'message.send',
+        decision: 'denied',
+        taint: describeTaint(t),
+        reason: 'the owner already denied this text; not asked again',
+      });
+      return { allowed: false, reason: MESSAGE_DENIED_REASON };
+    }
     const findings = await deps.scanSecrets(text);
     let why: string | undefined;
     if (findings.length > 0)
@@ -59,8 +86,8 @@ export function createMessagePolicy(deps: {
       reason: approved ? `approved by the owner (${why})` : `not approved by the owner (${why})`,
       approver: approved ? 'owner' : null,
     });
-    return approved
-      ? { allowed: true, reason: why }
-      : { allowed: false, reason: `not approved by the owner (${why})` };
+    if (approved) return { allowed: true, reason: why };
+    denied.add(key);
+    return { allowed: false, reason: MESSAGE_DENIED_REASON };
   };
 }

@@ -12,7 +12,7 @@ import { assertAdminCleanRoom, CleanRoomError } from '../../host/security/admin-
 import { createBashPolicy, type HumanApproval } from '../../host/security/bash-policy.ts';
 import { createCop } from '../../host/security/cop.ts';
 import { createSecretScanner } from '../../host/security/secrets/index.ts';
-import { createMessagePolicy } from '../../host/security/message-policy.ts';
+import { createMessagePolicy, MESSAGE_DENIED_REASON } from '../../host/security/message-policy.ts';
 import { createMutationReview } from '../../host/security/mutation-review.ts';
 import { createServicePolicy } from '../../host/security/service-policy.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
@@ -326,6 +326,37 @@ describe('message and host-mutation reviews', () => {
     expect(human.asked).toEqual([]);
     expect(await review(identity(false), `the key is ${HELD}`, 'fam')).toMatchObject({ allowed: false });
     expect(human.asked[0]).toMatch(/contains a secret/);
+  });
+
+  it('asks the owner once per denied text, and tells the run only that the owner did not approve', async () => {
+    const human = recordingHuman(false);
+    const scanner = createSecretScanner({ heldSecrets: [HELD] });
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: true, secret: false }),
+      onTainted: () => undefined,
+    });
+    const review = createMessagePolicy({
+      scanSecrets: (t) => scanner.scan(t),
+      taint,
+      cop: scriptedCop({ flagged: false, reason: 'fine' }).cop,
+      human,
+      audit: store.audit,
+    });
+    const text = `the key is ${HELD}`;
+    const first = await review(identity(false), text, 'fam');
+    const retried = await review({ runId: 10, group: group(false) }, text, 'fam');
+    for (const verdict of [first, retried]) {
+      expect(verdict).toEqual({ allowed: false, reason: MESSAGE_DENIED_REASON });
+      expect(verdict.reason).not.toMatch(/secret|token|key/i);
+    }
+    expect(human.asked).toHaveLength(1);
+    expect(store.audit.tail(1)[0]).toMatchObject({
+      decision: 'denied',
+      reason: expect.stringMatching(/not asked again/),
+    });
+    // Another text is a new question.
+    await review(identity(false), `again: ${HELD}`, 'fam');
+    expect(human.asked).toHaveLength(2);
   });
 
   it('asks the owner before a run with secret and corruption taint says anything', async () => {
