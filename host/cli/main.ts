@@ -49,6 +49,11 @@ const COMMANDS: Record<string, Command> = {
       return (ctx) => doctorCommand(ctx);
     },
   },
+  cleanup: {
+    usage: 'carapace cleanup [--dry-run]',
+    summary: 'remove Docker networks, firewall chains and containers no host will clean up',
+    load: async () => (await import('./commands/cleanup-command.ts')).cleanupCommand,
+  },
   audit: {
     usage: 'carapace audit [--tail N] [--json]',
     summary: 'show the newest audit rows',

@@ -7,13 +7,15 @@ import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createAgentRuntime } from '../containers/agent-runtime.ts';
 import { upstreamApiBase } from '../gateway/config.ts';
-import { ADMIN_GROUP_ID, type HostDeps, type RunnerFactoryDeps } from '../main.ts';
-import { assertAdminCleanRoom } from '../security/admin-clean-room.ts';
+import type { HostDeps, RunnerFactoryDeps } from '../main.ts';
 import { createMessagePolicy } from '../security/message-policy.ts';
 import { createMutationReview } from '../security/mutation-review.ts';
 import { createServicePolicy } from '../security/service-policy.ts';
-import { createServiceRegistry } from '../services/service-registry.ts';
-import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
+import {
+  assertStartableConfig,
+  createHostServiceRegistry,
+  serviceGrants,
+} from '../security/service-grants.ts';
 import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts';
 import { createCop } from '../security/cop.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
@@ -96,17 +98,9 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       scanSecrets: (text) => opts.scanner.scan(text),
       audit: store.audit,
     });
-    const registry = createServiceRegistry({
-      web_fetch: createWebFetchService({ config: config.web_fetch }),
-    });
-    const grantedTo = (group: { id: string; isAdmin: boolean }) =>
-      config.groups[group.id]?.services ?? (group.isAdmin ? [] : [WEB_FETCH_SERVICE]);
-    assertAdminCleanRoom({
-      adminServices: grantedTo({ id: ADMIN_GROUP_ID, isAdmin: true }),
-      registry,
-      servicesConfig: config.services,
-      adminGroupId: ADMIN_GROUP_ID,
-    });
+    const registry = createHostServiceRegistry(config);
+    const grantedTo = serviceGrants(config);
+    assertStartableConfig(config, registry);
     const callService = createServicePolicy({
       registry,
       servicesConfig: config.services,

@@ -22,6 +22,7 @@ import { createDockerAgentRunner, type RunNetworks } from './docker-agent-runner
 import { planGroupMounts } from './group-mounts.ts';
 import { ensureAgentImage } from './image-ensure.ts';
 import { loadMountAllowlist } from './mount-allowlist.ts';
+import { LABEL_DATA_DIR, removeGatewayNetwork } from './docker-leftovers.ts';
 import { applyGatewayFirewall } from './network-host-firewall.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from './network-gateway.ts';
 
@@ -189,6 +190,7 @@ async function startContainerRuntime(
     gatewayNet = await ensureGatewayNetwork(
       docker,
       gatewayNetworkName(config.containers.gateway_network, paths.dataDir),
+      { [LABEL_DATA]: dataLabel, [LABEL_DATA_DIR]: paths.dataDir },
     );
     addresses.push(gatewayNet.hostAddress);
   } catch (err) {
@@ -224,7 +226,7 @@ async function startContainerRuntime(
     docker,
     image,
     hostInstanceId,
-    labels: { [LABEL_DATA]: dataLabel },
+    labels: { [LABEL_DATA]: dataLabel, [LABEL_DATA_DIR]: paths.dataDir },
     nameScope: dataLabel.slice(0, 8),
     containers: config.containers,
     prestart: {
@@ -292,11 +294,14 @@ async function startContainerRuntime(
   });
   logger.info({ image, gateway: gateway.port, addresses }, 'agent runtime ready');
   for (const group of recentlyActiveGroups(store, config.runs.prestart.idle_ms)) runner.warm(group);
+  const networkName = gatewayNet?.networkName;
   return {
     runner,
     close: async () => {
       await runner.close();
       await gateway.close();
+      // Made at each start, so removed at each stop: nothing of this host stays in Docker or iptables.
+      if (networkName) await removeGatewayNetwork(docker, networkName, hostInstanceId);
     },
   };
 }

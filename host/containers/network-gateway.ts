@@ -29,6 +29,8 @@ interface NetworkInfo {
 export async function ensureGatewayNetwork(
   docker: Docker,
   name: string = DEFAULT_GATEWAY_NETWORK,
+  /** Extra labels, e.g. the data folder it serves, so leftovers can be traced (docker-leftovers.ts). */
+  labels: Record<string, string> = {},
 ): Promise<GatewayNetwork> {
   let info = await inspectNetwork(docker, name);
   if (!info) {
@@ -38,7 +40,7 @@ export async function ensureGatewayNetwork(
         Driver: 'bridge',
         Internal: true,
         CheckDuplicate: true,
-        Labels: { 'carapace.managed': '1' },
+        Labels: { ...labels, 'carapace.managed': '1' },
         // Groups on the gateway network must not reach each other's containers.
         Options: { 'com.docker.network.bridge.enable_icc': 'false' },
       });

@@ -40,8 +40,7 @@ export async function applyGatewayFirewall(
     Options?: Record<string, string> | null;
   };
   const bridge = info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
-  // iptables chain names are at most 28 characters.
-  const chain = `CARAPACE-GW-${info.Id.slice(0, 12)}`;
+  const chain = gatewayChainName(info.Id);
   const ports = [...new Set(options.allowTcpPorts)].filter((p) => Number.isInteger(p) && p > 0 && p < 65536);
   const rules: string[][] = [
     ...(ports.length > 0
@@ -108,7 +107,22 @@ export async function removeGatewayFirewall(
     Options?: Record<string, string> | null;
   };
   const bridge = info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
-  const chain = `CARAPACE-GW-${info.Id.slice(0, 12)}`;
+  await removeFirewallChain(gatewayChainName(info.Id), bridge, iptablesRunner);
+}
+
+/** The chain applyGatewayFirewall makes for a network id (iptables chain names hold at most 28 characters). */
+export function gatewayChainName(networkId: string): string {
+  return `${GATEWAY_CHAIN_PREFIX}${networkId.slice(0, 12)}`;
+}
+
+export const GATEWAY_CHAIN_PREFIX = 'CARAPACE-GW-';
+
+/** Removes a gateway chain and its INPUT jump; for a chain whose network is gone, the bridge is `br-<id>`. */
+export async function removeFirewallChain(
+  chain: string,
+  bridge: string,
+  iptablesRunner?: IptablesRunner,
+): Promise<void> {
   const iptables = iptablesRunner ?? hostIptables();
   if (!iptables) return;
   while ((await iptables(['-w', '-D', 'INPUT', '-i', bridge, '-j', chain])).code === 0) {
@@ -118,7 +132,7 @@ export async function removeGatewayFirewall(
   await iptables(['-w', '-X', chain]);
 }
 
-function hostIptables(): IptablesRunner | undefined {
+export function hostIptables(): IptablesRunner | undefined {
   const binary = ['/usr/sbin/iptables', '/sbin/iptables', '/usr/bin/iptables'].find((p) => fs.existsSync(p));
   if (!binary) return undefined;
   return (args) =>

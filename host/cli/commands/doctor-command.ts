@@ -1,11 +1,18 @@
 import fs from 'node:fs';
 import Docker from 'dockerode';
 import { ConfigError } from '../../config/config-error.ts';
-import { loadSecrets } from '../../config/secrets.ts';
-import { providerConfigured } from '../../containers/agent-runtime.ts';
 import { AGENT_IMAGE_REPOSITORY } from '../../containers/image-ensure.ts';
 import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
 import type { CliContext } from '../cli-context.ts';
+import {
+  checkAllowlistSymlinks,
+  checkEnvFile,
+  checkGroupSettings,
+  checkProvider,
+  checkServiceNames,
+  checkStartable,
+} from './doctor-config-checks.ts';
+import { checkLeftovers } from './doctor-docker-checks.ts';
 
 export interface CheckResult {
   name: string;
@@ -105,11 +112,17 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
     checkNode,
     checkConfig,
     checkDataDir,
+    checkStartable,
     checkProvider,
+    checkEnvFile,
+    checkServiceNames,
+    checkGroupSettings,
     checkAllowlist,
+    checkAllowlistSymlinks,
     checkDocker(),
     checkAgentImage(),
     checkIsolation,
+    checkLeftovers(),
     ...extraChecks,
   ]);
   for (const r of results) {
@@ -120,24 +133,6 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
   ctx.out(failed === 0 ? 'All checks passed.' : `${failed} check${failed === 1 ? '' : 's'} failed.`);
   return failed === 0 ? 0 : 1;
 }
-
-export const checkProvider: Check = async (ctx) => {
-  const config = ctx.config();
-  const key = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env }).get(config.provider.api_key_env);
-  const ok = providerConfigured(config, key);
-  return {
-    name: 'llm provider',
-    ok,
-    detail: ok
-      ? `${config.provider.kind} at ${config.provider.base_url}, model ${config.provider.model}${key ? '' : ' (no key)'}`
-      : `${config.provider.api_key_env} is not set`,
-    ...(ok
-      ? {}
-      : {
-          fix: `put ${config.provider.api_key_env}=<key> in ${ctx.paths.envFile}, or set [provider] base_url to a local server`,
-        }),
-  };
-};
 
 export const checkAllowlist: Check = async (ctx) => {
   const result = loadMountAllowlist(ctx.paths.configDir);

@@ -1,0 +1,41 @@
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import Docker from 'dockerode';
+import { findLeftovers, leftoverCount, removeLeftovers } from '../../containers/docker-leftovers.ts';
+import { acquireHostLock, HostLockedError } from '../../store/host-lock.ts';
+import type { CliContext } from '../cli-context.ts';
+import { describeLeftovers } from './doctor-docker-checks.ts';
+
+/**
+ * `carapace cleanup [--dry-run]`: removes the networks, firewall chains and containers of data folders that
+ * are gone, and those of this data folder when no host runs on it (a host killed before it could stop).
+ */
+export async function cleanupCommand(ctx: CliContext, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { 'dry-run': { type: 'boolean', default: false } } });
+  const docker = new Docker();
+  const idle = fs.existsSync(ctx.paths.dataDir) && hostIsStopped(ctx.paths.dataDir);
+  const leftovers = await findLeftovers(docker, idle ? { idleDataDir: ctx.paths.dataDir } : {});
+  const lines = describeLeftovers(leftovers);
+  if (leftoverCount(leftovers) === 0) {
+    ctx.out('nothing to clean up');
+    return 0;
+  }
+  if (values['dry-run']) {
+    for (const line of lines) ctx.out(`would remove ${line}`);
+    return 0;
+  }
+  await removeLeftovers(docker, leftovers);
+  for (const line of lines) ctx.out(`removed ${line}`);
+  return 0;
+}
+
+/** Taking the host lock (and letting go at once) is the one sure sign that no host runs on the folder. */
+function hostIsStopped(dataDir: string): boolean {
+  try {
+    acquireHostLock(dataDir).release();
+    return true;
+  } catch (err) {
+    if (err instanceof HostLockedError) return false;
+    throw err;
+  }
+}

@@ -1,0 +1,28 @@
+import { ADMIN_GROUP_ID } from '../admin/admin-group.ts';
+import type { HostConfig } from '../config/schema.ts';
+import { createServiceRegistry, type ServiceRegistry } from '../services/service-registry.ts';
+import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
+import { assertAdminCleanRoom } from './admin-clean-room.ts';
+
+/** The host services that exist; `[groups.<id>] services` may only name these. */
+export function createHostServiceRegistry(config: HostConfig): ServiceRegistry {
+  return createServiceRegistry({ web_fetch: createWebFetchService({ config: config.web_fetch }) });
+}
+
+/** What a group may call: its configured list, else web_fetch for other groups and nothing for the admin group. */
+export function serviceGrants(config: HostConfig): (group: { id: string; isAdmin: boolean }) => string[] {
+  return (group) => config.groups[group.id]?.services ?? (group.isAdmin ? [] : [WEB_FETCH_SERVICE]);
+}
+
+/**
+ * The checks of the config that `start` refuses to run without, beyond its schema: `carapace doctor`
+ * runs this same function, so it cannot pass a config that start refuses.
+ */
+export function assertStartableConfig(config: HostConfig, registry: ServiceRegistry): void {
+  assertAdminCleanRoom({
+    adminServices: serviceGrants(config)({ id: ADMIN_GROUP_ID, isAdmin: true }),
+    registry,
+    servicesConfig: config.services,
+    adminGroupId: ADMIN_GROUP_ID,
+  });
+}

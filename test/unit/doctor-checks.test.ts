@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { createCliContext, type CliContext } from '../../host/cli/cli-context.ts';
+import {
+  checkAllowlistSymlinks,
+  checkEnvFile,
+  checkGroupSettings,
+  checkProvider,
+  checkServiceNames,
+  checkStartable,
+} from '../../host/cli/commands/doctor-config-checks.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
+import { CleanRoomError } from '../../host/security/admin-clean-room.ts';
+import { assertStartableConfig, createHostServiceRegistry } from '../../host/security/service-grants.ts';
+import { openStore } from '../../host/store/store.ts';
+import { useTempDirs } from '../helpers/temp-dir.ts';
+
+const tempDir = useTempDirs();
+let root: string;
+let configDir: string;
+let dataDir: string;
+
+beforeEach(() => {
+  root = tempDir();
+  configDir = path.join(root, 'config');
+  dataDir = path.join(root, 'data');
+  fs.mkdirSync(configDir);
+});
+
+function context(toml = '', env: NodeJS.ProcessEnv = {}): CliContext {
+  fs.writeFileSync(path.join(configDir, 'config.toml'), toml);
+  return createCliContext(
+    {
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+      stdin: new PassThrough(),
+      env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: dataDir, ...env },
+      cwd: root,
+    },
+    loadConfig,
+  );
+}
+
+describe('doctor runs the checks start runs', () => {
+  it('fails on a public_source service for the admin group, exactly where start refuses', async () => {
+    const ctx = context('[groups.main]\nservices = ["web_fetch"]\n');
+    expect(() => assertStartableConfig(ctx.config(), createHostServiceRegistry(ctx.config()))).toThrow(
+      CleanRoomError,
+    );
+    const r = await checkStartable(ctx);
+    expect(r.ok).toBe(false);
+    expect(r.detail).toMatch(/refusing to start: the admin group "main" is given web_fetch/);
+    expect(r.fix).toContain('config.toml');
+    expect((await checkStartable(context(''))).ok).toBe(true);
+  });
+});
+
+describe('doctor checks beyond start', () => {
+  it('fails when the key variable of a remote provider is unset, and passes a keyless server of your own', async () => {
+    const remote = '[provider]\nbase_url = "https://openrouter.ai/api/v1"\napi_key_env = "OR_KEY"\n';
+    const r = await checkProvider(context(remote));
+    expect(r.ok).toBe(false);
+    expect(r.detail).toMatch(/OR_KEY is not set, and openrouter\.ai refuses requests without a key/);
+    expect(r.fix).toMatch(/OR_KEY=<key>/);
+    expect((await checkProvider(context(remote, { OR_KEY: 'sk-or-1234567890abcdef' }))).ok).toBe(true);
+    const own = await checkProvider(context('[provider]\nbase_url = "http://localhost:11434/v1"\n'));
+    expect(own.ok).toBe(true);
+    expect((await checkProvider(context(''))).ok).toBe(false); // api.openai.com without OPENAI_API_KEY
+  });
+
+  it('fails on a .env other users can read, with the chmod that fixes it', async () => {
+    const ctx = context('');
+    expect((await checkEnvFile(ctx)).ok).toBe(true); // none at all is fine
+    fs.writeFileSync(ctx.paths.envFile, 'OPENAI_API_KEY=sk-1234567890\n', { mode: 0o644 });
+    fs.chmodSync(ctx.paths.envFile, 0o644);
+    const open = await checkEnvFile(ctx);
+    expect(open.ok).toBe(false);
+    expect(open.fix).toBe(`chmod 600 ${ctx.paths.envFile}`);
+    fs.chmodSync(ctx.paths.envFile, 0o600);
+    expect((await checkEnvFile(ctx)).ok).toBe(true);
+  });
+
+  it('fails on a service name that does not exist, naming the group and the known ones', async () => {
+    const ctx = context('[groups.family]\nservices = ["web_fecth"]\n');
+    const r = await checkServiceNames(ctx);
+    expect(r.ok).toBe(false);
+    expect(r.detail).toContain('web_fecth (in [groups.family])');
+    expect(r.detail).toContain('known: web_fetch');
+    expect((await checkServiceNames(context('[groups.family]\nservices = ["web_fetch"]\n'))).ok).toBe(true);
+  });
+
+  it('fails on settings for a group that does not exist, and passes once it is added', async () => {
+    const toml = '[groups.famliy]\nservices = []\n';
+    const r = await checkGroupSettings(context(toml));
+    expect(r.ok).toBe(false);
+    expect(r.detail).toContain('[groups.famliy]');
+    expect(r.fix).toMatch(/carapace groups add famliy/);
+    fs.mkdirSync(dataDir, { recursive: true });
+    const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+    store.groups.add({ id: 'famliy', name: 'famliy', channel: 'local', chatId: 'famliy', isAdmin: false });
+    store.close();
+    expect((await checkGroupSettings(context(toml))).ok).toBe(true);
+  });
+
+  it('fails on an allowed mount root reached through a symlink, giving the real path', async () => {
+    const real = path.join(root, 'projects-real');
+    const link = path.join(root, 'projects');
+    fs.mkdirSync(real);
+    fs.symlinkSync(real, link);
+    fs.writeFileSync(
+      path.join(configDir, 'mount-allowlist.toml'),
+      `[[allowed_roots]]\npath = "${link}"\nallow_read_write = false\n`,
+    );
+    const r = await checkAllowlistSymlinks(context(''));
+    expect(r.ok).toBe(false);
+    expect(r.detail).toContain(`${link} → ${real}`);
+    fs.writeFileSync(
+      path.join(configDir, 'mount-allowlist.toml'),
+      `[[allowed_roots]]\npath = "${real}"\nallow_read_write = false\n`,
+    );
+    expect((await checkAllowlistSymlinks(context(''))).ok).toBe(true);
+  });
+});
