@@ -15,6 +15,11 @@ const BENCHES: Bench[] = [
     module: './bench-telegram.ts',
     fn: 'benchTelegram',
   },
+  {
+    title: 'WhatsApp channel (upsert → runner vs a bare listener; reconnect after a server restart)',
+    module: './bench-whatsapp.ts',
+    fn: 'benchWhatsApp',
+  },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
