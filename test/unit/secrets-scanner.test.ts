@@ -184,6 +184,13 @@ describe('secret scanner', () => {
     expect((await scanner.scan(thrice)).map((f) => f.rule)).toEqual(['base64/base64/base64/unscanned']);
   });
 
+  it('stops judging after a bounded number of secret-named values and reports the rest as unread', async () => {
+    const text = Array.from({ length: 2_100 }, (_, i) => `password="${i}"`).join('\n');
+    const findings = await scanner.scan(text);
+    expect(findings.map((f) => f.rule)).toEqual(['keyword/too-many']);
+    expect(findings[0]?.end).toBe(text.length);
+  });
+
   it('finds a held secret raw, base64, inside a larger base64 blob, url-encoded and hex', async () => {
     const blob = Buffer.concat([
       randomBytes(301),

@@ -90,8 +90,10 @@ function secretKind(allWords: readonly string[]): string | undefined {
   const last = ws[ws.length - 1] as string;
   const prev = ws[ws.length - 2];
   if (last === 'key' && !(prev !== undefined && KEY_QUALIFIERS.has(prev))) return undefined;
-  if (!SECRET_NOUNS.has(last) && last !== 'key') return undefined;
-  if (ws.some((w) => /^(?:pass|pwd|passw)/.test(w))) return 'password';
+  // `pgpassword`, `smtppass`… written as one word: the noun is its end.
+  const isNoun = SECRET_NOUNS.has(last) || /.(?:password|passwd|passphrase|secret|token|apikey)$/.test(last);
+  if (!isNoun && last !== 'key') return undefined;
+  if (ws.some((w) => /pass|pwd/.test(w))) return 'password';
   if (ws.some((w) => w === 'auth' || w === 'authorization' || w === 'bearer')) return 'auth';
   if (ws.some((w) => w.includes('token') || w === 'pat')) return 'token';
   if (ws.some((w) => w.includes('secret'))) return 'secret';
@@ -119,6 +121,8 @@ function mayAssign(text: string, at: number, flag: boolean): boolean {
   const c = text.charCodeAt(at);
   if (c === 0x20 || c === 0x09) {
     if (flag) return true;
+    // A sentence with words between the name and its value: "the root password for staging is …".
+    if (/^[^\n:=]{1,40}?\s(?:is|was):?\s/.test(text.slice(at, at + 50))) return true;
     let i = at;
     while (text.charCodeAt(i) === 0x20 || text.charCodeAt(i) === 0x09) i++;
     const d = text.charCodeAt(i);
@@ -181,19 +185,19 @@ function readValue(text: string, at: number): Value | undefined {
 }
 
 /** Where the value starts after the name ending at `at`, or -1 when no assignment follows. */
-function valueStart(text: string, at: number, flag: boolean, prose: boolean): number {
+function valueStart(text: string, at: number, flag: boolean, prose: boolean, spaced = false): number {
   let i = at;
   if (text[i] === '\\' && QUOTES.has(text[i + 1] ?? '')) i += 2;
   else if (QUOTES.has(text[i] ?? '') || text[i] === ']') i += 1;
   const afterName = i;
   while (text[i] === ' ' || text[i] === '\t') i++;
-  const spaced = i > afterName;
+  const hasSpace = i > afterName;
   if (text.startsWith(':=', i) || text.startsWith('=>', i)) i += 2;
   else if (text[i] === '=' && text[i + 1] !== '=') i += 1;
   else if (text[i] === ':' && text[i + 1] !== ':') i += 1;
   else if (text[i] === '(' && (QUOTES.has(text[i + 1] ?? '') || text[i + 1] === '\\')) return i + 1;
-  else if (flag && spaced) return i;
-  else if (prose && spaced && /^(?:is|was|are)\s/.test(text.slice(i, i + 4))) i = text.indexOf(' ', i) + 1;
+  else if ((flag || spaced) && hasSpace) return i;
+  else if (prose && hasSpace && /^(?:is|was|are)\s/.test(text.slice(i, i + 4))) i = text.indexOf(' ', i) + 1;
   else return -1;
   while (text[i] === ' ' || text[i] === '\t') i++;
   return i;
@@ -219,9 +223,59 @@ function acceptable(value: string, quoted: boolean): boolean {
   return true;
 }
 
+/** For values found without an operator: long enough, mixed, random-looking. */
+function looksGenerated(value: string): boolean {
+  const c = charClasses(value);
+  return value.length >= 8 && c.digit && (c.lower || c.upper) && shannonEntropy(value) >= 3;
+}
+
+/**
+ * Passwords handed over without a `password` name: `requests.get(…, auth=("user", "…"))`, .NET
+ * `<add key="ApiKey" value="…"/>`, and tools' own short flags (`redis-cli -a …`, `sshpass -p …`,
+ * `mysql -p…`).
+ */
+const AUTH_TUPLE = /\bauth\s*=\s*\(\s*["'][^"'\n]{1,100}["']\s*,\s*["']([^"'\n]{1,200})["']\s*\)/g;
+const ADD_KEY_VALUE = /\bkey\s*=\s*["']([\w.:-]{1,100})["']\s+value\s*=\s*["']([^"'\n]{1,500})["']/g;
+const TOOL_FLAG =
+  /\b(?:redis-cli\b[^\n]{0,200}?\s-a|sshpass\b[^\n]{0,200}?\s-p|mysql(?:dump|admin)?\b[^\n]{0,200}?\s-p(?=[^\s-]))\s*(["']?)([^\s"']{1,200})\1/g;
+
+export function findPasswordArguments(text: string): Hit[] {
+  const hits: Hit[] = [];
+  const add = (m: RegExpMatchArray, group: number, name: string, quoted: boolean) => {
+    const value = m[group] as string;
+    if (!acceptable(value, quoted)) return;
+    const start = (m.index ?? 0) + m[0].lastIndexOf(value);
+    hits.push({
+      rule: 'keyword/password',
+      message: `found a password given as ${name}`,
+      start,
+      end: start + value.length,
+    });
+  };
+  if (text.includes('auth'))
+    for (const m of text.matchAll(AUTH_TUPLE)) add(m, 1, 'auth=(user, password)', true);
+  if (text.includes('value')) {
+    for (const m of text.matchAll(ADD_KEY_VALUE)) {
+      if (secretKind(words(m[1] as string)))
+        add(m, 2, `the value of "${(m[1] as string).slice(0, 60)}"`, true);
+    }
+  }
+  if (/redis-cli|sshpass|mysql/.test(text))
+    for (const m of text.matchAll(TOOL_FLAG)) add(m, 2, 'a command-line flag', false);
+  return hits;
+}
+
+/**
+ * Values judged per text at most. Judging one costs a few microseconds; a text written to be slow (tens
+ * of thousands of `password=x`) would otherwise hold the host's event loop. Past the limit the rest of
+ * the text is reported rather than read: fails closed.
+ */
+const MAX_VALUES_JUDGED = 2_000;
+
 export function findKeywordAssignments(text: string): Hit[] {
   const hits: Hit[] = [];
   let doneTo = -1;
+  let judged = 0;
   TRIGGER.lastIndex = 0;
   for (let m = TRIGGER.exec(text); m !== null; m = TRIGGER.exec(text)) {
     if (m.index < doneTo) continue;
@@ -232,8 +286,10 @@ export function findKeywordAssignments(text: string): Hit[] {
     doneTo = r;
     TRIGGER.lastIndex = r;
     const flag = text.charCodeAt(l) === 0x2d && (l === 0 || /\s/.test(text[l - 1] as string));
-    if (!mayAssign(text, r, flag)) continue;
     const name = text.slice(l, r).replace(/^-+/, '');
+    // `aws configure set aws_secret_access_key …`: a multi-word name, a space, a value (judged strictly).
+    const spaced = /[a-z0-9][_-][a-z0-9]/i.test(name) && (text[r] === ' ' || text[r] === '\t');
+    if (!spaced && !mayAssign(text, r, flag)) continue;
     let ws = words(name);
     let kind = secretKind(ws);
     // "the API key is …", "access token: …": a two-word name in prose.
@@ -245,11 +301,28 @@ export function findKeywordAssignments(text: string): Hit[] {
     }
     if (!kind) continue;
     const xml = text[l - 1] === '<' && text[r] === '>';
-    let at = xml ? r + 1 : valueStart(text, r, flag || kind === 'auth', ws.length <= 2);
+    let at = xml ? r + 1 : valueStart(text, r, flag || kind === 'auth', ws.length <= 2, spaced);
+    let strict = spaced && at >= 0 && !/[=:]/.test(text.slice(r, at));
+    if (at < 0 && ws.length <= 2) {
+      const between = /^[^\n:=]{1,40}?\s(?:is|was):?\s+/.exec(text.slice(r, r + 60));
+      if (between) {
+        at = r + between[0].length;
+        strict = true;
+      }
+    }
     if (at < 0) continue;
     if (kind === 'auth') {
       const scheme = AUTH_SCHEMES.exec(text.slice(at, at + 12));
       if (scheme) at += scheme[0].length;
+    }
+    if (++judged > MAX_VALUES_JUDGED) {
+      hits.push({
+        rule: 'keyword/too-many',
+        message: `more than ${MAX_VALUES_JUDGED} secret-named assignments; the rest of the text was not read`,
+        start: l,
+        end: text.length,
+      });
+      break;
     }
     const v = readValue(text, at);
     if (!v) continue;
@@ -257,9 +330,13 @@ export function findKeywordAssignments(text: string): Hit[] {
     doneTo = v.end;
     TRIGGER.lastIndex = v.end;
     if (xml && !text.startsWith('</', v.end)) continue;
+    // `"Authorization": "Token …"`: the scheme is inside the quotes.
+    const scheme = kind === 'auth' && v.quoted ? AUTH_SCHEMES.exec(text.slice(v.start, v.end)) : null;
+    if (scheme) v.start += scheme[0].length;
     const value = text.slice(v.start, v.end);
     if (/^(?:\.{3}|…)/.test(text.slice(v.end, v.end + 3))) continue; // `sk_live_...`: elided
     if (!acceptable(value, v.quoted)) continue;
+    if (strict && !looksGenerated(value)) continue;
     hits.push({
       rule: `keyword/${kind}`,
       message: `found a value assigned to "${name.slice(0, 60)}"`,

@@ -3,7 +3,7 @@ import { looksHandTyped } from './entropy.ts';
 import type { Finding, Hit, SecretScanner } from './finding.ts';
 import { createHeldSecretMatcher } from './held-matcher.ts';
 import { findHighEntropyStrings } from './high-entropy.ts';
-import { findKeywordAssignments } from './keyword-assignments.ts';
+import { findKeywordAssignments, findPasswordArguments } from './keyword-assignments.ts';
 import { isNotASecret } from './placeholders.ts';
 import { findPrivateKeyBlocks } from './private-key.ts';
 import { TOKEN_RULES } from './token-rules.ts';
@@ -51,11 +51,19 @@ function secretRange(m: RegExpMatchArray): [number, number] {
   return end < 0 ? [m.index ?? 0, (m.index ?? 0) + m[0].length] : [start, end];
 }
 
+/**
+ * Format findings per text at most: a text with more is full of secrets either way, and listing every
+ * one of a hundred thousand tokens would only cost time.
+ */
+const MAX_TOKEN_FINDINGS = 1_000;
+
 function findTokens(text: string): Hit[] {
   const hits: Hit[] = [];
   for (const rule of TOKEN_RULES) {
+    if (hits.length >= MAX_TOKEN_FINDINGS) break;
     rule.pattern.lastIndex = 0;
     for (const m of text.matchAll(rule.pattern)) {
+      if (hits.length >= MAX_TOKEN_FINDINGS) break;
       const [start, end] = secretRange(m);
       const secret = text.slice(start, end);
       if (isNotASecret(secret) || looksHandTyped(secret)) continue;
@@ -87,6 +95,7 @@ function detect(text: string, depth: number): Ranked[] {
   add(findPrivateKeys(text), Strength.Format);
   add(findUrlCredentials(text), Strength.Context);
   add(findKeywordAssignments(text), Strength.Context);
+  add(findPasswordArguments(text), Strength.Context);
   add(findHighEntropyStrings(text), Strength.Entropy);
   for (const blob of findDecodableBlobs(text)) {
     if (depth >= MAX_DECODE_DEPTH) {
