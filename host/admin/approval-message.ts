@@ -186,3 +186,11 @@ export function formatPendingList(items: PendingItem[], redact: (s: string) => s
   const head = `${items.length} approval request${items.length === 1 ? '' : 's'} waiting:`;
   return redact([head, ...lines, 'Answer with "approve <id>" or "deny <id>".'].join('\n'));
 }
+
+/** The buttons under an approval request: each press arrives as the same text command from the presser. */
+export function approvalActions(id: string): { label: string; command: string }[] {
+  return [
+    { label: 'Approve', command: `approve ${id}` },
+    { label: 'Deny', command: `deny ${id}` },
+  ];
+}

@@ -143,6 +143,11 @@ export interface ChannelDeps<C> {
   /** The channel's own 0700 folder under the data folder (WhatsApp auth state). */
   dataDir: string;
   logger: Logger;
+  /**
+   * `[assistant] name`: the trigger word is `@<name>` (Telegram warns when privacy mode hides it). Optional
+   * so that a host that does not know it yet (a CLI check) still builds deps; adapters then assume the worst.
+   */
+  assistantName?: string;
 }
 
 /** One entry of the channel registry (host/channels/registry.ts). */

@@ -2,7 +2,7 @@
 const RULES: Record<string, string> = {
   local: 'You are talking to the owner in a terminal. Use plain text or light Markdown; keep lines readable.',
   telegram:
-    'Telegram: use short paragraphs; *bold*, _italic_ and `code` work; avoid tables and headings. Messages over 4096 characters are split.',
+    'Telegram: use short paragraphs; *bold*, _italic_, `code`, ```code blocks``` and [links](https://…) work; avoid tables and headings. Messages over 4096 characters are split.',
   whatsapp:
     'WhatsApp: use short paragraphs; *bold*, _italic_, ~strike~ and ```code``` work; no Markdown links, headings or tables.',
 };

@@ -55,6 +55,7 @@ export function createOutboxDispatcher({
         chatId: item.chatId,
         text: item.text,
         idempotencyKey: item.idempotencyKey,
+        ...(item.actions ? { actions: item.actions } : {}),
       });
     } catch (err) {
       // Adapters map platform errors to outcomes; a throw is a bug there, and must not lose the reply.
@@ -180,11 +181,17 @@ export function createOutboxDispatcher({
  */
 export function splitForChannel(item: NewOutboxItem, textLimit: number | undefined): NewOutboxItem[] {
   if (textLimit === undefined || item.text.length <= textLimit) return [item];
-  return chunkText(item.text, textLimit).map((text, i) => ({
-    ...item,
-    idempotencyKey: `${item.idempotencyKey}#${i + 1}`,
-    text,
-  }));
+  const pieces = chunkText(item.text, textLimit);
+  // Buttons belong under the whole request: only the last piece carries them.
+  return pieces.map((text, i) => {
+    const { actions, ...rest } = item;
+    return {
+      ...rest,
+      idempotencyKey: `${item.idempotencyKey}#${i + 1}`,
+      text,
+      ...(actions && i === pieces.length - 1 ? { actions } : {}),
+    };
+  });
 }
 
 export type OutboxDispatcher = ReturnType<typeof createOutboxDispatcher>;

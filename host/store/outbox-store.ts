@@ -1,5 +1,11 @@
 import type { Db } from './open-database.ts';
 
+/** A button on a piece: pressing it sends `command` as the presser (OutboundPiece.actions). */
+export interface OutboxAction {
+  label: string;
+  command: string;
+}
+
 export interface OutboxItem {
   id: number;
   idempotencyKey: string;
@@ -8,6 +14,7 @@ export interface OutboxItem {
   chatId: string;
   runId: number | null;
   text: string;
+  actions?: OutboxAction[];
   /** `dead`: a permanent failure (chat gone, no such channel); kept with its reason, never retried. */
   status: OutboxStatus;
   attempts: number;
@@ -24,6 +31,8 @@ export interface NewOutboxItem {
   chatId: string;
   runId: number | null;
   text: string;
+  /** Buttons (approval requests); kept on the last piece when the text is split. */
+  actions?: OutboxAction[];
 }
 
 interface OutboxRow {
@@ -34,6 +43,7 @@ interface OutboxRow {
   chat_id: string;
   run_id: number | null;
   text: string;
+  actions: string | null;
   status: OutboxStatus;
   attempts: number;
   next_attempt_at: number;
@@ -49,6 +59,7 @@ function toItem(r: OutboxRow): OutboxItem {
     chatId: r.chat_id,
     runId: r.run_id,
     text: r.text,
+    ...(r.actions ? { actions: JSON.parse(r.actions) as OutboxAction[] } : {}),
     status: r.status,
     attempts: r.attempts,
     nextAttemptAt: r.next_attempt_at,
@@ -58,8 +69,8 @@ function toItem(r: OutboxRow): OutboxItem {
 
 export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const insert = db.prepare(
-    `INSERT INTO outbox (idempotency_key, group_id, channel, chat_id, run_id, text, next_attempt_at, created_at)
-     VALUES (@idempotencyKey, @groupId, @channel, @chatId, @runId, @text, @nextAttemptAt, @createdAt)
+    `INSERT INTO outbox (idempotency_key, group_id, channel, chat_id, run_id, text, actions, next_attempt_at, created_at)
+     VALUES (@idempotencyKey, @groupId, @channel, @chatId, @runId, @text, @actions, @nextAttemptAt, @createdAt)
      ON CONFLICT (idempotency_key) DO NOTHING`,
   );
   // A row waits while an older row of the same chat is still backing off: replies never overtake.
@@ -122,7 +133,12 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     /** Adds a reply; a second add with the same idempotency key is a no-op (returns false). */
     add(item: NewOutboxItem): boolean {
       return (
-        insert.run({ ...item, nextAttemptAt: now().getTime(), createdAt: now().toISOString() }).changes === 1
+        insert.run({
+          ...item,
+          actions: item.actions?.length ? JSON.stringify(item.actions) : null,
+          nextAttemptAt: now().getTime(),
+          createdAt: now().toISOString(),
+        }).changes === 1
       );
     },
     /** Adds the pieces of one reply in one transaction, so they are stored in order or not at all. */

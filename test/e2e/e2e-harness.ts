@@ -36,6 +36,8 @@ export interface E2eHostOptions {
   config?: Partial<Record<Section, Record<string, unknown>>>;
   /** The provider's answer when nothing is scripted (default: echo the last user message). */
   responder?: Responder;
+  /** Further variables for `<config dir>/.env` (a channel's bot token). */
+  secrets?: Record<string, string>;
 }
 
 /** A container lifecycle event of this host's containers, as Docker reported it. */
@@ -71,7 +73,10 @@ export interface E2eHost {
   readonly paths: CarapacePaths;
   /** CARAPACE_CONFIG_DIR and CARAPACE_DATA_DIR, for the CLI. */
   readonly env: NodeJS.ProcessEnv;
+  /** The running host (a new one after `restart`). */
   readonly host: RunningHost;
+  /** Stops the host and starts a new one on the same config and data folder, as a restart would. */
+  restart(): Promise<void>;
   readonly docker: Docker;
   readonly events: readonly ContainerEvent[];
   /** `carapace <args>` against this host, as a separate process. */
@@ -163,13 +168,33 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     fs.rmSync(dir, { recursive: true, force: true });
   };
 
+  const echo = process.env.CARAPACE_E2E_LOG === '1';
+  const boot = (config: HostConfig) =>
+    startProductionHost({
+      paths,
+      config,
+      // The host's own environment does not hold the key: it comes from .env like a real installation.
+      env: {},
+      logLevel: 'debug',
+      logDestination: {
+        write(line: string) {
+          logs.push(line);
+          if (echo) process.stderr.write(line);
+        },
+      },
+      onProgress: (line: string) => logs.push(`[agent image] ${line}\n`),
+    });
+
   try {
     fake = await startFakeProvider({
       apiKey: providerKey,
       ...(options.responder ? { responder: options.responder } : {}),
     });
     fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(paths.envFile, `E2E_PROVIDER_KEY=${providerKey}\n`, { mode: 0o600 });
+    const secrets = Object.entries(options.secrets ?? {}).map(([k, v]) => `${k}=${v}\n`);
+    fs.writeFileSync(paths.envFile, [`E2E_PROVIDER_KEY=${providerKey}\n`, ...secrets].join(''), {
+      mode: 0o600,
+    });
     const sections = mergeSections(
       {
         assistant: { name: 'Andy' },
@@ -210,29 +235,15 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     });
     eventStream.on('error', () => undefined);
 
-    const echo = process.env.CARAPACE_E2E_LOG === '1';
-    ({ host } = await startProductionHost({
-      paths,
-      config,
-      // The host's own environment does not hold the key: it comes from .env like a real installation.
-      env: {},
-      logLevel: 'debug',
-      logDestination: {
-        write(line: string) {
-          logs.push(line);
-          if (echo) process.stderr.write(line);
-        },
-      },
-      onProgress: (line: string) => logs.push(`[agent image] ${line}\n`),
-    }));
+    ({ host } = await boot(config));
   } catch (err) {
     await cleanup();
     throw err;
   }
 
-  const openHost = host;
+  let openHost = host;
   const openFake = fake;
-  const db = openHost.store.db;
+  let db = openHost.store.db;
   const send = (group: string, text: string, timeoutS = 90) =>
     runCli(['send', '--group', group, '--timeout', String(timeoutS), text], env);
 
@@ -241,7 +252,17 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     providerKey,
     paths,
     env,
-    host: openHost,
+    get host() {
+      return openHost;
+    },
+    async restart() {
+      await openHost.stop('restarted by the test');
+      host = undefined;
+      const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+      ({ host: openHost } = await boot(config));
+      host = openHost;
+      db = openHost.store.db;
+    },
     docker,
     events,
     cli: (args) => runCli(args, env),

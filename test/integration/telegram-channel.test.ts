@@ -379,6 +379,30 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     expect(warning.text).toMatch(/remove the bot from each group and add it again/);
   });
 
+  it('reports needs-login with the fix when the token is missing or rejected', async () => {
+    const fake = await startFakeTelegram();
+    cleanups.push(() => fake.close());
+    for (const [token, fix] of [
+      ['', /TELEGRAM_BOT_TOKEN is not set/],
+      ['999:wrong', /rejected the bot token.*@BotFather/],
+    ] as const) {
+      const state = openStateFile(tempDir());
+      const channel = createTelegramChannel({
+        config: telegramConfigSchema.parse({ owner_user_id: OWNER, api_root: fake.apiRoot }),
+        token,
+        triggerWord: '@Andy',
+        state,
+        logger: pino({ level: 'silent' }),
+        retryBaseMs: 20,
+      });
+      const { host } = createRecordingHost();
+      await channel.start(host);
+      expect(channel.status()).toMatchObject({ state: 'needs-login', reason: expect.stringMatching(fix) });
+      await channel.stop();
+      state.close();
+    }
+  });
+
   it('renews typing while a run is active and stops at its end', async () => {
     const t = await setup();
     await t.channel.setTyping(`${FORUM.id}/77`, true);

@@ -59,7 +59,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   identity(): BotIdentity | undefined;
 } {
   const { config, state, logger } = deps;
-  const bot = new Bot(deps.token, { client: { apiRoot: config.api_root } });
+  // grammY refuses an empty token; a missing one is reported at start as needs-login with the fix.
+  const bot = new Bot(deps.token || '0:missing', { client: { apiRoot: config.api_root } });
   // 429s wait in place when short (a chat's replies keep their order); longer ones, 5xx and network
   // errors go back to their caller's own backoff (the outbox, the poller), which knows the whole picture.
   bot.api.config.use(
@@ -312,6 +313,13 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   }
 
   async function connect(signal: AbortSignal, firstTry: () => void): Promise<void> {
+    if (!deps.token) {
+      setStatus(
+        'needs-login',
+        `${config.bot_token_env} is not set: put the bot token from @BotFather in <config dir>/.env and restart`,
+      );
+      return;
+    }
     if (!(await identify(signal, firstTry)) || !me) return;
     privacyNote = privacyWarning(me, deps.triggerWord);
     if (privacyNote) {

@@ -1,0 +1,47 @@
+import type { ChannelDefinition, ChannelDeps } from '../channel.ts';
+import { formattingRulesFor } from '../formatting-rules.ts';
+import { createTelegramChannel, TELEGRAM_TEXT_LIMIT } from './telegram-channel.ts';
+import { TELEGRAM_CHANNEL, telegramConfigSchema, type TelegramConfig } from './telegram-config.ts';
+import { telegramDoctor } from './telegram-doctor.ts';
+
+/** Without the assistant's name every trigger word counts as hidden by privacy mode: warn rather than not. */
+const triggerWordOf = (deps: ChannelDeps<TelegramConfig>) => `@${deps.assistantName ?? ''}`;
+
+const tokenOf = (deps: ChannelDeps<TelegramConfig>) => deps.secret(deps.config.bot_token_env);
+const webhookSecretOf = (deps: ChannelDeps<TelegramConfig>) =>
+  deps.config.webhook ? deps.secret(deps.config.webhook.secret_token_env) : undefined;
+
+/** Telegram in the channel registry: `[channels.telegram]`, the adapter, and its doctor checks. */
+export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
+  name: TELEGRAM_CHANNEL,
+  configSchema: telegramConfigSchema,
+  textLimit: TELEGRAM_TEXT_LIMIT,
+  formattingRules: formattingRulesFor(TELEGRAM_CHANNEL),
+  chatId: {
+    pattern: /^-?\d{1,20}(\/\d{1,12})?$/,
+    example: '-1001234567890 (a forum topic: -1001234567890/42)',
+  },
+  setupHint:
+    'Create a bot with @BotFather, put TELEGRAM_BOT_TOKEN=<token> in <config dir>/.env, add a [channels.telegram] ' +
+    'section to config.toml (owner_user_id = <your numeric user id>: send /start to the bot to learn it), and ' +
+    'restart Carapace. README.md, "Connect Telegram", walks through it.',
+  create(deps) {
+    const token = tokenOf(deps);
+    return createTelegramChannel({
+      config: deps.config,
+      // An empty token makes getMe fail, which the channel reports as needs-login with the fix.
+      token: token ?? '',
+      webhookSecret: webhookSecretOf(deps),
+      triggerWord: triggerWordOf(deps),
+      state: deps.state,
+      logger: deps.logger,
+    });
+  },
+  doctor: (deps) =>
+    telegramDoctor({
+      config: deps.config,
+      token: tokenOf(deps),
+      webhookSecret: webhookSecretOf(deps),
+      triggerWord: triggerWordOf(deps),
+    }),
+};
