@@ -5,6 +5,7 @@
 import os from 'node:os';
 import { format } from 'node:util';
 import { parseAgentEnv } from './config/agent-env.ts';
+import type { BashClassifier } from './gate/bash-classifier.ts';
 import { loadBashClassifier } from './gate/load-classifier.ts';
 import { createBashClassifier } from './bash-gate/classifier.ts';
 import { createOpenAiChatModel } from './llm/openai-chat-model.ts';
@@ -33,16 +34,23 @@ function exit(code: number): void {
 
 async function main(): Promise<void> {
   const env = parseAgentEnv(process.env);
-  // Not awaited: the host's run.start is answered at once, and the bash tool awaits the parser.
-  const classifier = loadBashClassifier({
-    create: (wasm) => createBashClassifier(wasm),
-    scriptUrl: import.meta.url,
-    wasmDir: env.CARAPACE_WASM_DIR,
-    logger,
-  });
-  // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it now,
-  // while the agent waits for run.start, without touching the network.
-  void fetch('data:,').catch(() => undefined);
+  // Loaded once the agent listens (below), not before: the host's run.start is answered at once, and the
+  // bash tool awaits the parser. In a container started ahead of its run this all happens while it waits.
+  const classifier = new Promise<BashClassifier>((resolve) =>
+    setImmediate(() =>
+      resolve(
+        loadBashClassifier({
+          create: (wasm) => createBashClassifier(wasm),
+          scriptUrl: import.meta.url,
+          wasmDir: env.CARAPACE_WASM_DIR,
+          logger,
+        }),
+      ),
+    ),
+  );
+  // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it after
+  // the agent listens, while it waits for run.start, without touching the network.
+  setImmediate(() => void fetch('data:,').catch(() => undefined));
 
   // The peer looks handlers up per call, so the controller (which needs the peer) fills them in after.
   const handlers = {} as RpcHandlers<AgentMethods>;

@@ -44,8 +44,8 @@ export interface PrestartPool<G extends { id: string }> {
 
 /** Assumed for a container whose memory was not measured yet (a Node agent idles at a few tens of MiB). */
 const UNMEASURED_BYTES = 64 * 1024 * 1024;
-/** How long after start a container's memory is measured: the agent has booted by then. */
-const MEASURE_AFTER_MS = 2_000;
+/** How long after start a container's memory is measured: the agent has booted and warmed up by then. */
+const MEASURE_AFTER_MS = 5_000;
 
 interface Entry {
   groupId: string;

@@ -1,9 +1,12 @@
 /**
- * Cold reply latency: one full turn through the real product (fake provider on loopback, `startHost` with
+ * Reply latency: one full turn through the real product (fake provider on loopback, `startHost` with
  * the production runner: real container, real agent, real gateway), from posting a message over the local
  * console socket until its reply is delivered to the console client, minus the time the provider itself
- * spent answering. Baseline: `docker run --rm --entrypoint true <the same agent image>`, measured in the same run and
- * interleaved with the turns. The responder answers in text only, so a turn is one LLM call and one reply.
+ * spent answering. Two hosts take turns: one without pre-started containers (every run starts its own, cold)
+ * and one with them (each run takes the container its group got ahead of time). Baseline: `docker run --rm
+ * --entrypoint true <the same agent image>`, measured in the same run and interleaved with the turns. The
+ * responder answers in text only, so a turn is one LLM call and one reply. It also reports when a run frees
+ * its slot after the reply, and the memory of an idle pre-started container (from the host's own measurement).
  *
  * To show where a turn's time goes it also records, from outside the container: docker events (create,
  * start, die, destroy), the host's debug log lines (run started/ended, the agent's own log lines with their
@@ -80,6 +83,7 @@ interface Mark {
 function createLogRecorder(marks: Mark[]) {
   let image: string | undefined;
   const stdioLagMs: number[] = [];
+  const prestartedMemoryBytes: number[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
       for (const text of chunk.toString('utf8').split('\n')) {
@@ -88,6 +92,8 @@ function createLogRecorder(marks: Mark[]) {
         if (!parsed.success) continue;
         const line = parsed.data;
         if (line.msg === 'agent runtime ready' && typeof line.image === 'string') image = line.image;
+        if (line.msg === 'pre-started container idle' && typeof line.memoryBytes === 'number')
+          prestartedMemoryBytes.push(line.memoryBytes);
         if (line.msg === 'agent log' && typeof line.agent === 'string') {
           // The agent's own timestamp says when it happened; the host line only when stderr was read.
           const inner = agentLine.safeParse(parseJson(line.agent));
@@ -104,7 +110,7 @@ function createLogRecorder(marks: Mark[]) {
       done();
     },
   });
-  return { stream, image: () => image, stdioLagMs };
+  return { stream, image: () => image, stdioLagMs, prestartedMemoryBytes };
 }
 
 /** Follows docker's container events for this bench's data folder. */
@@ -174,6 +180,130 @@ function markAfter(turn: Turn, what: string, from = turn.postedAt): number {
   return turn.marks.find((m) => m.what === what && m.at >= from - 1)?.at ?? Number.NaN;
 }
 
+/** A host with the production runner on its own data folder, driven over its console socket. */
+interface BenchHost {
+  image: string;
+  turn(n: number): Promise<Turn>;
+}
+
+async function startBenchHost(opts: {
+  docker: Docker;
+  dir: string;
+  providerUrl: string;
+  marks: Mark[];
+  recorder: ReturnType<typeof createLogRecorder>;
+  providerSpans: { start: number; end: number }[];
+  prestart: number;
+  cleanups: (() => unknown)[];
+}): Promise<BenchHost> {
+  const { docker, marks, recorder, providerSpans, cleanups } = opts;
+  const setup = fakeProviderHostSetup({
+    dir: opts.dir,
+    providerUrl: opts.providerUrl,
+    keyEnv: 'BENCH_PROVIDER_KEY',
+    key: PROVIDER_KEY,
+  });
+  const { env, paths } = setup;
+  const config = {
+    ...setup.config,
+    runs: { ...setup.config.runs, prestart: { ...setup.config.runs.prestart, count: opts.prestart } },
+  };
+  const secrets = loadSecrets({ envFile: paths.envFile, env });
+  // Reading the key is what makes it a held secret, as at a real start.
+  secrets.get(config.provider.api_key_env);
+  const scanner = createSecretScanner({ heldSecrets: secrets.held() });
+  const logger = createLogger({ level: 'debug', redact: scanner.redact, destination: recorder.stream });
+
+  // Same label the runtime puts on its containers, so events and the final sweep stay in our lane.
+  const dataLabel = dataFolderLabel(paths.dataDir);
+  const stopEvents = await followDockerEvents(docker, dataLabel, marks);
+  cleanups.push(stopEvents);
+  cleanups.push(async () => {
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_DATA}=${dataLabel}`] },
+    });
+    for (const c of left)
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
+  });
+
+  const imageBefore = recorder.image();
+  const host = await startHost({
+    paths,
+    config,
+    logger,
+    redact: scanner.redact,
+    createRunner: observedRunner(
+      productionRunnerFactory({
+        config,
+        paths,
+        projectRoot: PROJECT_ROOT,
+        secrets,
+        scanner,
+        onProgress: () => undefined,
+      }),
+      (what) => marks.push({ at: performance.now(), what }),
+    ),
+  });
+  cleanups.push(() => host.stop('bench over'));
+  const image = recorder.image();
+  if (!image || (imageBefore && image !== imageBefore))
+    throw new Error('the host did not report an agent image (is Docker usable, did the build fail?)');
+  const client = createLocalClient(paths.socketFile);
+  const seen = (what: string, after: number) => marks.some((m) => m.what === what && m.at > after);
+
+  return {
+    image,
+    async turn(n) {
+      const postedAt = performance.now();
+      let replyAt = Number.NaN;
+      const result = await sendAndWait({
+        client,
+        group: 'main',
+        text: `Please note item ${n}.`,
+        timeoutMs: TURN_TIMEOUT_MS,
+        onReply: () => {
+          if (Number.isNaN(replyAt)) replyAt = performance.now();
+        },
+      });
+      const returnedAt = performance.now();
+      if (result.kind !== 'answered' || Number.isNaN(replyAt))
+        throw new Error(`turn ${n} did not answer: ${JSON.stringify(result)}`);
+      // Let the container go away completely, and the next one be pre-started and booted, so the next
+      // measurement starts from a quiet engine.
+      await host.whenIdle();
+      const settled = Date.now() + 20_000;
+      while (
+        Date.now() < settled &&
+        !(
+          seen('docker: destroy', postedAt) &&
+          (opts.prestart === 0 || seen('host: pre-started container idle', postedAt))
+        )
+      )
+        await new Promise((r) => setTimeout(r, 20));
+      const spans = providerSpans.filter((s) => s.start >= postedAt && s.start <= replyAt);
+      return {
+        postedAt,
+        replyAt,
+        returnedAt,
+        providerMs: spans.reduce((sum, s) => sum + (s.end - s.start), 0),
+        requests: spans.length,
+        marks: marks
+          .filter((m) => m.at >= postedAt - 1 && m.at <= returnedAt + 2_000)
+          .sort((a, b) => a.at - b.at),
+      };
+    },
+  };
+}
+
+/** Pre-started containers' idle memory, from the host's log line about each. */
+function idleMemoryOf(recorder: ReturnType<typeof createLogRecorder>): number[] {
+  return recorder.prestartedMemoryBytes.map((b) => b / (1024 * 1024));
+}
+
 export async function benchColdReply(
   options: { turns?: number } = {},
 ): Promise<Record<string, number | string>> {
@@ -206,123 +336,54 @@ export async function benchColdReply(
       },
     });
     cleanups.push(() => fake.close());
-
-    const { env, paths, config } = fakeProviderHostSetup({
-      dir,
-      providerUrl: fake.openaiBaseUrl,
-      keyEnv: 'BENCH_PROVIDER_KEY',
-      key: PROVIDER_KEY,
-    });
-    const secrets = loadSecrets({ envFile: paths.envFile, env });
-    // Reading the key is what makes it a held secret, as at a real start.
-    secrets.get(config.provider.api_key_env);
-    const scanner = createSecretScanner({ heldSecrets: secrets.held() });
     const recorder = createLogRecorder(marks);
-    const logger = createLogger({ level: 'debug', redact: scanner.redact, destination: recorder.stream });
+    const hostOptions = { docker, providerUrl: fake.openaiBaseUrl, marks, recorder, providerSpans, cleanups };
+    // Two hosts, one after the other on data folders of their own: every run cold (as without pre-starting),
+    // then every run in the container its group got ahead of time.
+    const cold = await startBenchHost({ ...hostOptions, dir: path.join(dir, 'cold'), prestart: 0 });
+    const warm = await startBenchHost({ ...hostOptions, dir: path.join(dir, 'warm'), prestart: 1 });
+    const image = cold.image;
 
-    // Same label the runtime puts on its containers, so events and the final sweep stay in our lane.
-    const dataLabel = dataFolderLabel(paths.dataDir);
-    const stopEvents = await followDockerEvents(docker, dataLabel, marks);
-    cleanups.push(stopEvents);
-    cleanups.push(async () => {
-      const left = await docker.listContainers({
-        all: true,
-        filters: { label: [`${LABEL_DATA}=${dataLabel}`] },
-      });
-      for (const c of left)
-        await docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-    });
-
-    const host = await startHost({
-      paths,
-      config,
-      logger,
-      redact: scanner.redact,
-      createRunner: observedRunner(
-        productionRunnerFactory({
-          config,
-          paths,
-          projectRoot: PROJECT_ROOT,
-          secrets,
-          scanner,
-          onProgress: () => undefined,
-        }),
-        (what) => marks.push({ at: performance.now(), what }),
-      ),
-    });
-    cleanups.push(() => host.stop('bench over'));
-    const image = recorder.image();
-    if (!image)
-      throw new Error('the host did not report an agent image (is Docker usable, did the build fail?)');
-    const client = createLocalClient(paths.socketFile);
-
-    const turn = async (n: number): Promise<Turn> => {
-      const postedAt = performance.now();
-      let replyAt = Number.NaN;
-      const result = await sendAndWait({
-        client,
-        group: 'main',
-        text: `Please note item ${n}.`,
-        timeoutMs: TURN_TIMEOUT_MS,
-        onReply: () => {
-          if (Number.isNaN(replyAt)) replyAt = performance.now();
-        },
-      });
-      const returnedAt = performance.now();
-      if (result.kind !== 'answered' || Number.isNaN(replyAt))
-        throw new Error(`turn ${n} did not answer: ${JSON.stringify(result)}`);
-      // Let the container go away completely, so the next measurement starts from a quiet engine.
-      await host.whenIdle();
-      const destroyed = Date.now() + 10_000;
-      while (Date.now() < destroyed && !marks.some((m) => m.what === 'docker: destroy' && m.at > postedAt))
-        await new Promise((r) => setTimeout(r, 20));
-      const spans = providerSpans.filter((s) => s.start >= postedAt && s.start <= replyAt);
-      return {
-        postedAt,
-        replyAt,
-        returnedAt,
-        providerMs: spans.reduce((sum, s) => sum + (s.end - s.start), 0),
-        requests: spans.length,
-        marks: marks
-          .filter((m) => m.at >= postedAt - 1 && m.at <= returnedAt + 2_000)
-          .sort((a, b) => a.at - b.at),
-      };
-    };
-
-    // Warm-up: one turn and one bare run (page cache, image layers, JIT), then alternate.
-    await turn(0);
+    // Warm-up: one turn of each and one bare run (page cache, image layers, JIT), then alternate.
+    await cold.turn(0);
+    await warm.turn(0);
     await dockerRun(image, true);
     await dockerRun(image, false);
     const measured: Turn[] = [];
+    const prestarted: Turn[] = [];
     const bare: number[] = [];
     const withNode: number[] = [];
     for (let i = 1; i <= turns; i++) {
-      measured.push(await turn(i));
+      measured.push(await cold.turn(i));
       bare.push(await dockerRun(image, true));
+      prestarted.push(await warm.turn(i));
       withNode.push(await dockerRun(image, false));
     }
 
     // BENCH_TRACE=1: every measured turn's timeline, relative to posting, on stderr.
     if (process.env.BENCH_TRACE)
-      for (const [i, t] of measured.entries()) {
-        const lines = [
-          ...t.marks,
-          { at: t.replyAt, what: 'client: reply delivered' },
-          { at: t.returnedAt, what: 'client: sendAndWait returned' },
-        ]
-          .sort((a, b) => a.at - b.at)
-          .map((m) => `  ${(m.at - t.postedAt).toFixed(1).padStart(8)} ms  ${m.what}`);
-        process.stderr.write(`turn ${i + 1}\n${lines.join('\n')}\n`);
-      }
-    const replyMs = measured.map((t) => t.replyAt - t.postedAt - t.providerMs);
+      for (const [label, list] of [
+        ['cold', measured],
+        ['pre-started', prestarted],
+      ] as const)
+        for (const [i, t] of list.entries()) {
+          const lines = [
+            ...t.marks,
+            { at: t.replyAt, what: 'client: reply delivered' },
+            { at: t.returnedAt, what: 'client: sendAndWait returned' },
+          ]
+            .sort((a, b) => a.at - b.at)
+            .map((m) => `  ${(m.at - t.postedAt).toFixed(1).padStart(8)} ms  ${m.what}`);
+          process.stderr.write(`${label} turn ${i + 1}\n${lines.join('\n')}\n`);
+        }
+    const replyMs = (list: Turn[]) => list.map((t) => t.replyAt - t.postedAt - t.providerMs);
     const turnMs = measured.map((t) => t.returnedAt - t.postedAt - t.providerMs);
     const bareMs = median(bare);
     // Where the time goes: medians of the gaps between marks seen from outside the container.
-    const gap = (from: (t: Turn) => number, to: (t: Turn) => number) =>
-      round(median(measured.map((t) => to(t) - from(t)).filter((v) => Number.isFinite(v))), 1);
+    const gapOf = (list: Turn[]) => (from: (t: Turn) => number, to: (t: Turn) => number) =>
+      round(median(list.map((t) => to(t) - from(t)).filter((v) => Number.isFinite(v))), 1);
+    const gap = gapOf(measured);
+    const warmGap = gapOf(prestarted);
     const runStarted = (t: Turn) => markAfter(t, 'host: run started');
     const created = (t: Turn) => markAfter(t, 'docker: create');
     const started = (t: Turn) => markAfter(t, 'docker: start');
@@ -336,6 +397,7 @@ export async function benchColdReply(
     const finished = (t: Turn) => markAfter(t, 'agent: run finished');
     const died = (t: Turn) => markAfter(t, 'docker: die');
     const ended = (t: Turn) => markAfter(t, 'host: run ended');
+    const idleMb = idleMemoryOf(recorder);
     return {
       turns,
       cpus: os.cpus().length,
@@ -344,28 +406,44 @@ export async function benchColdReply(
       agent_image: image,
       llm_requests_per_turn: median(measured.map((t) => t.requests)),
       provider_ms_per_turn: round(median(measured.map((t) => t.providerMs)), 1),
-      reply_minus_provider_median_ms: Math.round(median(replyMs)),
       'docker_run_rm_true_median_ms (--entrypoint true)': Math.round(bareMs),
       docker_run_rm_agent_node_start_median_ms: Math.round(median(withNode)),
-      'reply_vs_docker_run_ratio (goal <= 1.3)': round(median(replyMs) / bareMs, 2),
-      turn_complete_minus_provider_median_ms: Math.round(median(turnMs)),
-      turn_complete_vs_docker_run_ratio: round(median(turnMs) / bareMs, 2),
+      'pre-started: reply_minus_provider_median_ms': Math.round(median(replyMs(prestarted))),
+      'pre-started: reply_vs_docker_run_ratio (goal <= 0.3)': round(median(replyMs(prestarted)) / bareMs, 2),
+      'cold: reply_minus_provider_median_ms': Math.round(median(replyMs(measured))),
+      'cold: reply_vs_docker_run_ratio (before pre-starting: 1.26-1.44)': round(
+        median(replyMs(measured)) / bareMs,
+        2,
+      ),
+      'cold: turn_complete_minus_provider_median_ms': Math.round(median(turnMs)),
+      'cold: turn_complete_vs_docker_run_ratio': round(median(turnMs) / bareMs, 2),
+      'agent boot: docker start → agent ready ms (cold runs)': gap(started, agentReady),
+      'agent boot vs docker_run_rm_true ratio': round(gap(started, agentReady) / bareMs, 2),
+      'slot release: reply delivered → run ended ms (cold)': gap((t) => t.replyAt, ended),
+      'slot release: reply delivered → run ended ms (pre-started)': warmGap((t) => t.replyAt, ended),
+      'slot release: run ended → docker die ms (removal, off the path)': gap(ended, died),
+      'idle memory per pre-started container, median MiB': round(median(idleMb), 1),
+      'idle memory per pre-started container, max MiB': round(Math.max(...idleMb), 1),
       'agent stderr line → host, median lag ms (1 ms clock resolution)': median(recorder.stdioLagMs),
-      'split: post → host run started ms': gap((t) => t.postedAt, runStarted),
-      'split: run started → docker create ms': gap(runStarted, created),
-      'split: docker create → docker start ms': gap(created, started),
-      'split: docker start → agent ready ms': gap(started, agentReady),
-      'split: agent ready → agent run.start ms': gap(agentReady, runStart),
-      'split: agent run.start → host has ack ms': gap(runStart, acked),
-      'split: host has ack → LLM request ms': gap(acked, request),
-      'split: LLM request → answered ms': gap(request, answered),
-      'split: answered → host has reply ms': gap(answered, replyReceived),
-      'split: host has reply → reply stored ms': gap(replyReceived, replyStored),
-      'split: reply stored → reply delivered ms': gap(replyStored, (t) => t.replyAt),
-      'split: reply → agent run finished ms': gap((t) => t.replyAt, finished),
-      'split: run finished → docker die ms': gap(finished, died),
-      'split: docker die → host run ended ms': gap(died, ended),
-      'split: run ended → sendAndWait returned ms': gap(ended, (t) => t.returnedAt),
+      'split (pre-started): post → host run started ms': warmGap((t) => t.postedAt, runStarted),
+      'split (pre-started): run started → agent run.start ms': warmGap(runStarted, runStart),
+      'split (pre-started): agent run.start → host has ack ms': warmGap(runStart, acked),
+      'split (pre-started): host has ack → LLM request ms': warmGap(acked, request),
+      'split (pre-started): answered → reply delivered ms': warmGap(answered, (t) => t.replyAt),
+      'split (cold): post → host run started ms': gap((t) => t.postedAt, runStarted),
+      'split (cold): run started → docker create ms': gap(runStarted, created),
+      'split (cold): docker create → docker start ms': gap(created, started),
+      'split (cold): docker start → agent ready ms': gap(started, agentReady),
+      'split (cold): agent ready → agent run.start ms': gap(agentReady, runStart),
+      'split (cold): agent run.start → host has ack ms': gap(runStart, acked),
+      'split (cold): host has ack → LLM request ms': gap(acked, request),
+      'split (cold): LLM request → answered ms': gap(request, answered),
+      'split (cold): answered → host has reply ms': gap(answered, replyReceived),
+      'split (cold): host has reply → reply stored ms': gap(replyReceived, replyStored),
+      'split (cold): reply stored → reply delivered ms': gap(replyStored, (t) => t.replyAt),
+      'split (cold): reply → agent run finished ms': gap((t) => t.replyAt, finished),
+      'split (cold): run finished → host run ended ms': gap(finished, ended),
+      'split (cold): run ended → sendAndWait returned ms': gap(ended, (t) => t.returnedAt),
     };
   } finally {
     for (const fn of cleanups.reverse())
