@@ -146,10 +146,15 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
       };
     },
 
-    /** After the last attempt failed: tell the group, and move past the messages so they do not loop forever. */
+    /**
+     * After the last attempt failed: tell the group, and move past the messages so they do not loop
+     * forever. The reason (provider error texts, configuration hints, paths) is for the owner: the admin
+     * chat reads it as is, any other group gets a neutral apology and the admin chat the reason.
+     */
     giveUp(groupId: string, end: Extract<RunEnd, { kind: 'failed' }>): void {
       const group = store.groups.get(groupId);
       if (!group) return;
+      const admin = group.isAdmin ? undefined : store.groups.list().find((g) => g.isAdmin);
       // Notice and cursor move together: no observer may see the messages passed without the notice queued.
       store.transaction(() => {
         store.groups.advanceCursor(group.id, end.givenThrough);
@@ -159,10 +164,24 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           channel: group.channel,
           chatId: group.chatId,
           runId: null,
-          text: end.retryable
-            ? `Sorry, I could not answer that (${end.reason}). Send the message again to retry.`
-            : `I cannot answer yet: ${end.reason}.`,
+          text: group.isAdmin
+            ? end.retryable
+              ? `Sorry, I could not answer that (${end.reason}). Send the message again to retry.`
+              : `I cannot answer yet: ${end.reason}.`
+            : end.retryable
+              ? 'Sorry, I could not answer that. Send the message again to retry.'
+              : 'Sorry, I cannot answer right now. The owner has been told.',
         });
+        if (admin) {
+          enqueueReply({
+            idempotencyKey: `giveup-owner:${group.id}:${end.givenThrough}`,
+            groupId: admin.id,
+            channel: admin.channel,
+            chatId: admin.chatId,
+            runId: null,
+            text: `Group ${group.id} got no answer (${end.retryable ? 'it may ask again' : 'it cannot be answered until this is fixed'}): ${end.reason}`,
+          });
+        }
       });
       events.emit('group-state', group.id);
     },

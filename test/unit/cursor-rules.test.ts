@@ -65,7 +65,7 @@ describe('cursor rules', () => {
   it('gives up after the last attempt, tells the group once and moves on', async () => {
     const scripted = createScriptedRunner();
     h = createRouterHarness({ runner: scripted.runner, maxAttempts: 2, retryBaseMs: 5 });
-    h.addGroup('fam');
+    h.addGroup('fam', true);
     const { messageId } = h.say('fam', '@Andy one');
     for (const n of [1, 2]) {
       const run = await scripted.run(n);
@@ -74,9 +74,27 @@ describe('cursor rules', () => {
     const sent = await h.delivered(1);
     await h.queue.whenIdle();
     expect(sent).toHaveLength(1);
+    // The admin chat is the owner's: it reads the reason.
     expect(sent[0]?.text).toMatch(/could not answer.*provider down/);
     expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
     expect(scripted.runs).toHaveLength(2);
+  });
+
+  it('gives another group a neutral apology and the owner the reason, which may hold provider texts and config hints', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 1 });
+    h.addGroup('main', true);
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const reason =
+      'agent error: the provider rejected the host API key; the owner must check [provider].api_key_env';
+    (await scripted.run(1)).finish({ ok: false, reason });
+    const sent = await h.delivered(2);
+    await h.queue.whenIdle();
+    const toFam = sent.filter((m) => m.chatId === 'chat-fam').map((m) => m.text);
+    const toOwner = sent.filter((m) => m.chatId === 'chat-main').map((m) => m.text);
+    expect(toFam).toEqual(['Sorry, I could not answer that. Send the message again to retry.']);
+    expect(toOwner).toEqual([`Group fam got no answer (it may ask again): ${reason}`]);
   });
 
   it('tells the group at once when retrying cannot help', async () => {
@@ -85,7 +103,9 @@ describe('cursor rules', () => {
     h.addGroup('fam');
     h.say('fam', '@Andy one');
     (await scripted.run(1)).finish({ ok: false, reason: 'no Docker engine', retryable: false });
-    expect((await h.delivered(1))[0]?.text).toMatch(/no Docker engine/);
+    expect((await h.delivered(1))[0]?.text).toBe(
+      'Sorry, I cannot answer right now. The owner has been told.',
+    );
     await h.queue.whenIdle();
     expect(scripted.runs).toHaveLength(1);
   });
