@@ -30,6 +30,8 @@ export interface EnsureAgentImageOptions {
   repository?: string;
   /** How many tags of the repository to keep, the new one included. Default 2. */
   keep?: number;
+  /** Tags built more recently than this are kept whatever `keep` says. Default PRUNE_GRACE_MS. */
+  pruneGraceMs?: number;
   /** Where `CARAPACE_IMAGE_BUILD` is read from when mode is `auto`. Default process.env. */
   env?: Record<string, string | undefined>;
   lockFile?: string;
@@ -80,7 +82,10 @@ export async function ensureAgentImage(options: EnsureAgentImageOptions): Promis
         labels: { 'carapace.agent-bundle': bundle.sha256, [LABEL_BUILT_AT]: String(Date.now()) },
         onProgress: progress,
       });
-      const pruned = await pruneImages(docker, repository, tag, options.keep ?? 2);
+      const pruned = await pruneImages(docker, repository, tag, {
+        keep: options.keep ?? 2,
+        graceMs: options.pruneGraceMs ?? PRUNE_GRACE_MS,
+      });
       if (pruned.length > 0) progress(`removed older images: ${pruned.join(', ')}`);
       return { tag, built: true, mode: base.mode };
     },
@@ -184,8 +189,7 @@ export async function pruneImages(
   docker: Docker,
   repository: string,
   current: string,
-  keep: number,
-  now: number = Date.now(),
+  { keep, graceMs, now = Date.now() }: { keep: number; graceMs: number; now?: number },
 ): Promise<string[]> {
   const images = await docker.listImages({ filters: { reference: [repository] } });
   // Docker's Created has one-second resolution: builds in the same second would tie, and pruning could
@@ -197,7 +201,7 @@ export async function pruneImages(
     .sort((a, b) => b.created - a.created);
   const removed: string[] = [];
   for (const { tag, created } of tags.slice(Math.max(0, keep - 1))) {
-    if (now - created < PRUNE_GRACE_MS) continue;
+    if (now - created < graceMs) continue;
     try {
       await docker.getImage(tag).remove();
       removed.push(tag);

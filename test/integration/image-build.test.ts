@@ -91,6 +91,8 @@ await describeDocker('agent image build', () => {
         entry,
         outFile: path.join(tmp, 'variant-dist', 'agent.mjs'),
         repository: pruneRepository,
+        // Without the grace period: these builds are seconds apart.
+        pruneGraceMs: 0,
       });
       expect(result.built).toBe(true);
       tags.push(result.tag);
@@ -102,6 +104,21 @@ await describeDocker('agent image build', () => {
     expect(left.sort()).toEqual(tags.slice(1).sort());
     const run = await runOnce(docker, { image: tags[2]!, user: AGENT_USER });
     expect(run).toMatchObject({ exitCode: 0, stdout: 'three\n' });
+
+    // With the default grace period, a tag built minutes ago stays: another host on this engine may be
+    // about to start containers from it.
+    fs.writeFileSync(entry, `process.stdout.write('four\\n');\n`);
+    const four = await ensureAgentImage({
+      docker,
+      projectRoot: PROJECT_ROOT,
+      entry,
+      outFile: path.join(tmp, 'variant-dist', 'agent.mjs'),
+      repository: pruneRepository,
+    });
+    const kept = (await docker.listImages({ filters: { reference: [pruneRepository] } })).flatMap(
+      (i) => i.RepoTags ?? [],
+    );
+    expect(kept.sort()).toEqual([...tags.slice(1), four.tag].sort());
   });
 
   it('a pull that cannot succeed fails fast with the reason', async () => {
