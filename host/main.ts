@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import type http from 'node:http';
 import type { Logger } from 'pino';
@@ -8,7 +9,10 @@ import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
 import { createTaskDelivery } from './scheduler/task-delivery.ts';
 import { ADMIN_GROUP_ID } from './admin/admin-group.ts';
 import { isOwnerMessage } from './admin/owner-check.ts';
-import type { Channel, ChannelHost } from './channels/channel.ts';
+import { createAdminChats } from './admin/admin-chats.ts';
+import type { Channel, ChannelHost, ChannelStatus } from './channels/channel.ts';
+import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from './channels/channel-definitions.ts';
+import { createChannelRegistry, type ChannelRegistry } from './channels/registry.ts';
 import { createDeliveryOutcomes } from './channels/delivery-outcomes.ts';
 import type { HostStatus } from './channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channel.ts';
@@ -43,6 +47,8 @@ export interface RunnerFactoryDeps {
   scheduler: Scheduler;
   /** Stores a host notice for a chat and wakes its delivery. */
   enqueueNotice(item: NewOutboxItem): void;
+  /** The channel registry: formatting rules for the agent, what register_group accepts. */
+  channels: ChannelRegistry;
 }
 
 export interface HostDeps {
@@ -52,8 +58,10 @@ export interface HostDeps {
   logger: Logger;
   /** Removes held secrets from text stored in the audit log. */
   redact: (s: string) => string;
-  /** Further channels (Telegram, WhatsApp); the local console is always there. */
+  /** Channels besides the console and the configured ones (tests' doubles). */
   extraChannels?: Channel[];
+  /** Secret lookup by variable name, for the channels' tokens. */
+  secret?(name: string): string | undefined;
 }
 
 export interface RunningHost {
@@ -108,6 +116,7 @@ export async function startHost({
   logger,
   redact,
   extraChannels = [],
+  secret = () => undefined,
 }: HostDeps): Promise<RunningHost> {
   ensureDataDirs(paths);
   // Before anything touches the database, unfinished runs or containers: one host per data folder.
@@ -131,6 +140,14 @@ export async function startHost({
     ensureAdminGroup(store);
     const events = createHostEvents();
     const channels = new Map<string, Channel>();
+    const registry = createChannelRegistry({
+      definitions: CHANNEL_DEFINITIONS,
+      config: () => config.channels,
+      alwaysOn: ALWAYS_ON_CHANNELS,
+    });
+    const statuses = new Map<string, ChannelStatus>();
+    // Set once every channel started: a channel's own shutdown on stop is not news to announce.
+    let running = false;
     // Bound late: the console's routes exist before the queue does (the socket is taken first).
     const late: { queue?: GroupQueue } = {};
     const local = createLocalChannel({
@@ -151,7 +168,13 @@ export async function startHost({
           assistant: config.assistant.name,
           queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
           outboxPending: store.outbox.pendingCount(),
+          outboxDead: store.outbox.deadCount(),
           approvalsPending: store.approvals.listPending().length,
+          channels: [...channels.values()].map((ch) => ({
+            name: ch.name,
+            ...(statuses.get(ch.name) ?? ch.status()),
+            adminChat: ch.adminChatId(),
+          })),
           groups: store.groups.list().map((g) => ({
             id: g.id,
             channel: g.channel,
@@ -164,9 +187,15 @@ export async function startHost({
       },
     });
     up.server = server;
+    const adminChats = createAdminChats({
+      groups: store.groups,
+      channels: () => channels.values(),
+      notifyChannels: () => config.admin.notify,
+      enqueue: (item) => dispatcher.enqueue(item),
+    });
     const outcomes = createDeliveryOutcomes({
       store,
-      notifyOwner: (key, text) => dispatcher.enqueue(adminMessage(store, key, text)),
+      notifyOwner: (key, text) => adminChats.notify(key, text),
       logger: logger.child({ subsystem: 'outbox' }),
     });
     const dispatcher = createOutboxDispatcher({
@@ -184,8 +213,7 @@ export async function startHost({
       redact,
       timeoutMs: config.security.approval_timeout_ms,
       logger: logger.child({ subsystem: 'approvals' }),
-      notifyAdmin: async (text, { approvalId }) =>
-        dispatcher.enqueue(adminMessage(store, `approval:${approvalId}`, text)),
+      notifyAdmin: async (text, { approvalId }) => adminChats.notify(`approval:${approvalId}`, text),
     });
     up.approvals = approvals;
     // Requests of runs that died with the previous host can never be executed: close them first.
@@ -210,6 +238,7 @@ export async function startHost({
       approvals,
       scheduler,
       enqueueNotice: dispatcher.enqueue,
+      channels: registry,
     });
     up.runtime = runtime;
 
@@ -233,36 +262,76 @@ export async function startHost({
       adminCommands: createAdminCommandHandler({
         approvals,
         isOwnerMessage: isOwnerMessage,
+        // The answer goes back to the admin chat the command came from, whichever channel that is.
         reply: (text, group, m) =>
           dispatcher.enqueue({
             idempotencyKey: adminCommandReplyKey(m),
             groupId: group.id,
-            channel: group.channel,
-            chatId: group.chatId,
+            channel: m.channel,
+            chatId: m.chatId,
             runId: null,
             text,
+          }),
+        onDecided: (text, m) =>
+          adminChats.notify(`decided:${adminCommandReplyKey(m)}`, `Decided in ${m.channel}: ${text}`, {
+            except: { channel: m.channel, chatId: m.chatId },
           }),
         audit: store.audit,
         redact,
         logger: logger.child({ subsystem: 'admin' }),
       }),
       assistantName: config.assistant.name,
+      triggerSettings: (groupId) => {
+        const g = config.groups[groupId];
+        return { trigger: g?.trigger ?? 'mention', allowedSenders: g?.allowed_senders };
+      },
       onTriggered: (groupId) => activeQueue.notify(groupId),
       logger: logger.child({ subsystem: 'ingest' }),
     });
 
-    for (const ch of [local.channel, ...extraChannels]) channels.set(ch.name, ch);
+    const configured = registry.create((d) => {
+      const dataDir = path.join(paths.dataDir, 'channels', d.name);
+      fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      return {
+        secret,
+        state: store.channelState(d.name),
+        dataDir,
+        logger: logger.child({ channel: d.name }),
+      };
+    });
+    for (const ch of [local.channel, ...configured, ...extraChannels]) channels.set(ch.name, ch);
     for (const ch of channels.values()) {
       const log = logger.child({ channel: ch.name });
       const host: ChannelHost = {
         ingest,
-        onStatus: (status) => log.info({ status }, 'channel status'),
-        onChatSeen: (chat) => log.debug({ chatId: chat.chatId }, 'chat seen'),
+        onStatus: (status) => {
+          const before = statuses.get(ch.name)?.state;
+          statuses.set(ch.name, status);
+          log.info({ status }, 'channel status');
+          // Losing a channel is news to the owner, told in the admin chats that still work.
+          if (
+            before !== status.state &&
+            (status.state === 'logged-out' || status.state === 'stopped') &&
+            running
+          ) {
+            const adminChat = ch.adminChatId();
+            adminChats.notify(
+              `channel-status:${ch.name}:${status.state}:${status.since}`,
+              `The ${ch.name} channel is ${status.state}${status.reason ? `: ${status.reason}` : ''}.`,
+              adminChat === undefined ? {} : { except: { channel: ch.name, chatId: adminChat } },
+            );
+          }
+        },
+        onChatSeen: (chat) => {
+          if (!store.groups.findByChat(ch.name, chat.chatId))
+            store.chatsSeen.seen(ch.name, chat.chatId, chat.title);
+        },
         isOwnMessage: (chatId, platformId) => store.outbox.isOwnMessage(ch.name, chatId, platformId),
       };
       up.channels.push(ch);
       await ch.start(host);
     }
+    running = true;
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
     for (const groupId of recoverInterruptedRuns(store, logger)) activeQueue.notify(groupId);
     // Tasks that fell due while the host was down fire once now, then on their own timer.
@@ -274,6 +343,7 @@ export async function startHost({
       store,
       whenIdle: () => activeQueue.whenIdle(),
       async stop(reason = 'host stopping') {
+        running = false;
         scheduler.stop();
         approvals.close();
         await activeQueue.close(reason);

@@ -15,6 +15,8 @@ export interface AdminCommandHandlerDeps {
   isOwnerMessage(m: InboundMessage, group: GroupRecord): boolean;
   /** Answers in the admin chat the command came from; `command` gives an idempotency key (its externalId). */
   reply(text: string, group: GroupRecord, command: InboundMessage): void | Promise<void>;
+  /** A decision was taken (approve or deny): the other admin chats are told what happened. */
+  onDecided?(text: string, command: InboundMessage): void;
   audit: Pick<AuditStore, 'record'>;
   /** Removes held secrets from the `pending` listing. */
   redact: (s: string) => string;
@@ -37,6 +39,7 @@ export function createAdminCommandHandler({
   audit,
   redact,
   logger,
+  onDecided,
 }: AdminCommandHandlerDeps) {
   const send = (text: string, group: GroupRecord, m: InboundMessage) => {
     void Promise.resolve()
@@ -53,9 +56,14 @@ export function createAdminCommandHandler({
     }
   };
 
-  const ignore = (m: InboundMessage, group: GroupRecord, command: AdminCommand, reason: string) => {
+  const ignore = (
+    m: InboundMessage,
+    group: GroupRecord | undefined,
+    command: AdminCommand,
+    reason: string,
+  ) => {
     audit.record({
-      groupId: group.id,
+      groupId: group?.id ?? null,
       operation: IGNORED_COMMAND_OPERATION,
       decision: 'ignored',
       reason,
@@ -70,13 +78,21 @@ export function createAdminCommandHandler({
       },
     });
     logger.warn(
-      { groupId: group.id, senderId: m.senderId, command: command.kind, reason },
+      { groupId: group?.id, senderId: m.senderId, command: command.kind, reason },
       'admin command ignored',
     );
     return false;
   };
 
   return {
+    /**
+     * A message from a chat that is no group and not the owner's (it is not stored): if it was an admin
+     * command, the attempt is audited all the same.
+     */
+    auditStray(m: InboundMessage): void {
+      const command = parseAdminCommand(m.text);
+      if (command) ignore(m, undefined, command, 'approval commands are only accepted from the owner');
+    },
     handle(m: InboundMessage, group: GroupRecord): boolean {
       const command = parseAdminCommand(m.text);
       if (!command) return false;
@@ -89,7 +105,9 @@ export function createAdminCommandHandler({
         if (command.kind === 'pending') {
           send(formatPendingList(approvals.pending(), redact), group, m);
         } else {
-          send(approvals.decide(command.id, command.kind, `${m.channel}:${m.senderId}`).message, group, m);
+          const decision = approvals.decide(command.id, command.kind, `${m.channel}:${m.senderId}`);
+          send(decision.message, group, m);
+          if (decision.ok) onDecided?.(decision.message, m);
         }
       } catch (err) {
         logger.error({ err, command: command.kind }, 'admin command failed');

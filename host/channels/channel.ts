@@ -50,6 +50,12 @@ export interface InboundMessage {
    * from this flag alone. The owner's messages in ordinary groups are NOT fromOwner: they are a member's.
    */
   fromOwner: boolean;
+  /**
+   * The sender is the owner's own account, in any chat (host refinement, optional): attested like
+   * `fromOwner`, from platform facts only. It only lets the owner trigger groups set to
+   * `trigger = "owner"`; it never makes a message an admin message, a command or an approval.
+   */
+  senderIsOwner?: boolean;
 }
 
 export interface InboundResult {

@@ -1,7 +1,11 @@
 /** Usage lines shared by the command table (help) and the commands' own errors; a leaf, so help loads nothing. */
 export const sendUsage = 'carapace send --group <id> [--timeout <seconds>] ("<text>" | - to read stdin)';
 
-export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat=<chat id>] [--name <name>] [--network full|gateway]
+export const approvalUsage = `carapace approve <id>
+carapace deny <id>
+carapace pending`;
+
+export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat <chat id>] [--name <name>] [--network full|gateway]
 carapace groups list
 carapace groups remove <id>
 carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;

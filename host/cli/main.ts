@@ -1,5 +1,5 @@
 import { createCliContext, type CliContext, type CliIo } from './cli-context.ts';
-import { groupsUsage, sendUsage, whatsappUsage } from './command-usage.ts';
+import { approvalUsage, groupsUsage, sendUsage, whatsappUsage } from './command-usage.ts';
 
 type Run = (ctx: CliContext, args: string[]) => Promise<number>;
 
@@ -34,6 +34,29 @@ const COMMANDS: Record<string, Command> = {
     usage: groupsUsage,
     summary: 'add, list or remove groups',
     load: async () => (await import('./commands/groups-command.ts')).groupsCommand,
+  },
+  chats: {
+    usage: 'carapace chats [--json]',
+    summary: 'list unregistered chats that wrote to the bot, ready for groups add',
+    load: async () => (await import('./commands/chats-command.ts')).chatsCommand,
+  },
+  approve: {
+    usage: approvalUsage,
+    summary: 'approve a pending request',
+    load: async () => (await import('./commands/approval-commands.ts')).approvalCommand('approve'),
+    client: true,
+  },
+  deny: {
+    usage: approvalUsage,
+    summary: 'deny a pending request',
+    load: async () => (await import('./commands/approval-commands.ts')).approvalCommand('deny'),
+    client: true,
+  },
+  pending: {
+    usage: approvalUsage,
+    summary: 'list pending approval requests',
+    load: async () => (await import('./commands/approval-commands.ts')).approvalCommand('pending'),
+    client: true,
   },
   status: {
     usage: 'carapace status [--json]',

@@ -1,7 +1,6 @@
 import Docker from 'dockerode';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
-import { formattingRulesFor } from '../channels/formatting-rules.ts';
 import type { SecretSource } from '../config/secrets.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
@@ -37,7 +36,7 @@ export interface ProductionRunnerOptions {
  * built here; test doubles never are.
  */
 export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps['createRunner'] {
-  return async ({ store, logger, approvals, scheduler, enqueueNotice }: RunnerFactoryDeps) => {
+  return async ({ store, logger, approvals, scheduler, enqueueNotice, channels }: RunnerFactoryDeps) => {
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
@@ -139,7 +138,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         }),
         reviewMutation: createMutationReview({ cop, human, taint, audit: store.audit }),
       },
-      formattingFor: formattingRulesFor,
+      formattingFor: (channel) => channels.formattingRules(channel),
+      checkRegistration: (channel, chatId) => channels.checkRegistration(channel, chatId),
       onProgress: opts.onProgress,
       logger,
     });

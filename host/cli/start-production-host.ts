@@ -30,6 +30,13 @@ export async function startProductionHost(
   const { paths, config } = opts;
   const secrets = loadSecrets({ envFile: paths.envFile, env: opts.env });
   secrets.get(config.provider.api_key_env);
+  // Channel sections name their secrets in `*_env` keys (bot_token_env): read them now, so the scanner and
+  // the log redactor hold those values before any channel can log or send them.
+  for (const section of Object.values(config.channels)) {
+    for (const [key, value] of Object.entries((section ?? {}) as Record<string, unknown>)) {
+      if (key.endsWith('_env') && typeof value === 'string') secrets.get(value);
+    }
+  }
   const scanner = createSecretScanner({ heldSecrets: secrets.held() });
   const logger = createLogger({
     level: opts.logLevel ?? config.logging.level,
@@ -42,6 +49,7 @@ export async function startProductionHost(
     config,
     logger,
     redact: scanner.redact,
+    secret: (name) => secrets.get(name),
     createRunner: productionRunnerFactory({
       config,
       paths,

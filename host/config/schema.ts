@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { groupIdSchema } from '../../container-agent/src/protocol.ts';
+import { CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
+import { channelsConfigSchema } from '../channels/registry.ts';
 import { containersConfigSchema } from '../containers/container-config.ts';
 import { extraMountRequestSchema } from '../containers/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
@@ -90,6 +92,21 @@ export const groupConfigSchema = z
     contains_secrets: z.boolean().default(false),
     /** Host services the group may call; default: web_fetch for other groups, none for the admin group. */
     services: z.array(z.string()).optional(),
+    /**
+     * Who starts a run: "mention" (the trigger word, an @-mention of the bot or a reply to it), "always"
+     * (every message), "owner" (only the owner's own messages). The admin group always triggers.
+     */
+    trigger: z.enum(['mention', 'always', 'owner']).default('mention'),
+    /** When set, only these sender ids can trigger; everyone else's messages stay context. */
+    allowed_senders: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+
+/** `[admin]`: where the host's notices and approval requests go. */
+export const adminConfigSchema = z
+  .object({
+    /** Channel names whose admin chat gets notices; default: every linked admin chat. */
+    notify: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -104,6 +121,8 @@ export const securityConfigSchema = z
 export const hostConfigSchema = z
   .object({
     assistant: assistantConfigSchema.prefault({}),
+    admin: adminConfigSchema.prefault({}),
+    channels: channelsConfigSchema(CHANNEL_DEFINITIONS),
     provider: providerConfigSchema.prefault({}),
     gateway: gatewayConfigSchema.prefault({}),
     containers: containersConfigSchema.prefault({}),

@@ -50,6 +50,8 @@ export interface AgentRuntimeDeps {
   onRunEnded(runId: number): void;
   /** Channel formatting rules for the agent's prompt, by channel name. */
   formattingFor(channel: string): string;
+  /** Throws, saying why, when a group cannot be registered on that channel and chat (register_group). */
+  checkRegistration(channel: string, chatId: string): void;
   /** Image build progress, for the person waiting at the terminal. */
   onProgress(line: string): void;
   logger: Logger;
@@ -273,6 +275,7 @@ async function startContainerRuntime(
         groups: store.groups,
         audit: store.audit,
         onDone,
+        checkRegistration: deps.checkRegistration,
         ...deps.policy,
         taint: deps.taint,
         tasks: createTaskHandlers({

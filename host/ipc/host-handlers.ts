@@ -37,6 +37,8 @@ export interface HostHandlerDeps {
   reviewMessage(identity: RunIdentity, text: string, to: string): Promise<Verdict>;
   /** Host-mutating operations (register a group, …): the Cop, then the owner on a flag. */
   reviewMutation(identity: RunIdentity, operation: string, params: Record<string, unknown>): Promise<Verdict>;
+  /** Throws, saying why, when the channel is unknown or not configured or the chat id has the wrong shape. */
+  checkRegistration(channel: string, chatId: string): void;
   /** The task.* methods, built for the same run identity (see host/scheduler/task-handlers.ts). */
   tasks: TaskHandlers;
   /** Marks the run as having read text strangers wrote (group names and chat titles). */
@@ -53,9 +55,6 @@ export interface Verdict {
  * works one tool call at a time, so more than this is a container trying to flood the Cop or the admin chat.
  */
 const MAX_REVIEWED_IN_FLIGHT = 2;
-
-/** Channels a group can be registered on. */
-const REGISTRABLE_CHANNELS = new Set(['local', 'telegram', 'whatsapp']);
 
 const forbidden = (message: string) => new RpcError(RPC_ERROR_CODES.forbidden, message);
 const unavailable = (what: string) =>
@@ -131,11 +130,10 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'group.register'(params) {
       adminOnly('group.register', params);
-      if (!REGISTRABLE_CHANNELS.has(params.channel)) {
-        throw new RpcError(
-          RPC_ERROR_CODES.invalidParams,
-          `channel must be one of ${[...REGISTRABLE_CHANNELS].join(', ')}`,
-        );
+      try {
+        deps.checkRegistration(params.channel, params.chatId);
+      } catch (err) {
+        throw new RpcError(RPC_ERROR_CODES.invalidParams, (err as Error).message);
       }
       if (groups.get(params.id) || groups.findByChat(params.channel, params.chatId)) {
         throw new RpcError(

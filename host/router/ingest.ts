@@ -3,27 +3,45 @@ import { adminCommandReplyKey } from '../admin/admin-command-handler.ts';
 import type { InboundMessage, InboundResult } from '../channels/channel.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { Store } from '../store/store.ts';
-import { shouldTrigger, triggerPattern } from './trigger-rules.ts';
+import { DEFAULT_TRIGGER, shouldTrigger, triggerPattern, type TriggerSettings } from './trigger-rules.ts';
 
 export interface IngestDeps {
-  store: Store;
+  store: Pick<Store, 'groups' | 'messages'> & Partial<Pick<Store, 'chatsSeen'>>;
   /** Owner commands in the admin chat (approve, deny, pending); true when it consumed the message. */
-  adminCommands?: { handle(m: InboundMessage, group: GroupRecord): boolean };
+  adminCommands?: {
+    handle(m: InboundMessage, group: GroupRecord): boolean;
+    auditStray?(m: InboundMessage): void;
+  };
   assistantName: string;
+  /** A group's trigger settings (`[groups.<id>] trigger`, `allowed_senders`), read for every message. */
+  triggerSettings?(groupId: string): TriggerSettings;
   onTriggered(groupId: string): void;
   logger: Logger;
 }
 
 /**
  * The one entry point for every channel: store first (so nothing received is lost), then decide.
- * Messages from chats that are not registered groups are dropped without being stored.
+ * A message the adapter attests as the owner's in their admin chat joins the admin group, whatever chat
+ * it came from. Messages from other chats that are not registered groups are never stored: only the chat
+ * (channel, id, title, when) is remembered, for `carapace chats`.
  */
-export function createIngest({ store, assistantName, onTriggered, logger, adminCommands }: IngestDeps) {
+export function createIngest({
+  store,
+  assistantName,
+  onTriggered,
+  logger,
+  adminCommands,
+  triggerSettings = () => DEFAULT_TRIGGER,
+}: IngestDeps) {
   const pattern = triggerPattern(assistantName);
   return (m: InboundMessage): InboundResult => {
-    const group = store.groups.findByChat(m.channel, m.chatId);
+    const group =
+      store.groups.findByChat(m.channel, m.chatId) ??
+      (m.fromOwner === true ? store.groups.admin() : undefined);
     if (!group) {
-      logger.debug({ channel: m.channel, chatId: m.chatId }, 'message from an unregistered chat ignored');
+      store.chatsSeen?.seen(m.channel, m.chatId, m.chatTitle ?? m.chatId);
+      adminCommands?.auditStray?.(m);
+      logger.debug({ channel: m.channel, chatId: m.chatId }, 'message from an unregistered chat not stored');
       return { stored: false, duplicate: false, triggered: false };
     }
     // Decided before storing: an approval is an instruction to the host, never context for an agent.
@@ -36,7 +54,7 @@ export function createIngest({ store, assistantName, onTriggered, logger, adminC
         commandReplyKey: adminCommandReplyKey(m),
       };
     }
-    const triggers = shouldTrigger(group, m, pattern);
+    const triggers = shouldTrigger(group, m, pattern, triggerSettings(group.id));
     const messageId = store.messages.insert({
       groupId: group.id,
       channel: m.channel,

@@ -43,6 +43,9 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
         return undefined;
       const messages = store.messages.after(group.id, group.agentCursor);
       let given = messages[messages.length - 1]?.id ?? group.agentCursor;
+      // The admin group is one conversation over every admin chat the owner linked: its replies go to the
+      // chat the owner wrote from last. Any other group has one chat.
+      let replyChat = group.isAdmin ? lastChatOf(messages, group) : group;
       let acked = group.agentCursor;
       let replies = 0;
       const run = store.runs.start(group.id, attempt, given);
@@ -79,7 +82,7 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
       const handle = runner.start(
         { runId: run.id, attempt, group, messages },
         {
-          reply: async (text: string) => send(group, text),
+          reply: async (text: string) => send({ ...group, ...replyChat }, text),
           sendToGroup: async (groupId: string, text: string) => {
             const target = store.groups.get(groupId);
             if (!target) throw new Error(`there is no group "${groupId}"`);
@@ -133,6 +136,7 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           const last = fresh[fresh.length - 1];
           if (!last) return;
           given = last.id;
+          if (group.isAdmin) replyChat = lastChatOf(fresh, replyChat);
           store.runs.markGiven(run.id, given);
           handle
             .input(fresh)
@@ -189,3 +193,11 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
 }
 
 export type RunExecutor = ReturnType<typeof createRunExecutor>;
+
+function lastChatOf(
+  messages: readonly { channel: string; chatId: string }[],
+  fallback: { channel: string; chatId: string },
+): { channel: string; chatId: string } {
+  const last = messages[messages.length - 1] ?? fallback;
+  return { channel: last.channel, chatId: last.chatId };
+}

@@ -63,6 +63,7 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
     'SELECT * FROM groups WHERE channel = ? AND chat_id = ?',
   );
   const all = db.prepare<[], GroupRow>('SELECT * FROM groups ORDER BY id');
+  const admins = db.prepare<[], GroupRow>('SELECT * FROM groups WHERE is_admin = 1 ORDER BY created_at, id');
   const insert = db.prepare(
     `INSERT INTO groups (id, channel, chat_id, name, is_admin, network_mode, created_at)
      VALUES (@id, @channel, @chatId, @name, @isAdmin, @networkMode, @createdAt)`,
@@ -84,6 +85,11 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
     },
     findByChat(channel: string, chatId: string): GroupRecord | undefined {
       const r = byChat.get(channel, chatId);
+      return r && toRecord(r);
+    },
+    /** The admin group: the one conversation every linked admin chat joins (the oldest, should there be two). */
+    admin(): GroupRecord | undefined {
+      const r = admins.get();
       return r && toRecord(r);
     },
     list(): GroupRecord[] {

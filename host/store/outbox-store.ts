@@ -122,6 +122,7 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const pendingForChat = db.prepare<[string, string], { n: number }>(
     `SELECT COUNT(*) AS n FROM outbox WHERE channel = ? AND chat_id = ? AND status = 'pending'`,
   );
+  const deadTotal = db.prepare<[], { n: number }>(`SELECT COUNT(*) AS n FROM outbox WHERE status = 'dead'`);
   const pendingTotal = db.prepare<[], { n: number }>(
     `SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'`,
   );
@@ -174,6 +175,9 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     /** Moves the pending pieces of a chat that the platform moved to a new id; they are due at once. */
     movePending(channel: string, fromChatId: string, toChatId: string): number {
       return movePending.run(toChatId, now().getTime(), channel, fromChatId).changes;
+    },
+    deadCount(): number {
+      return deadTotal.get()?.n ?? 0;
     },
     /** The newest dead-lettered pieces, for `carapace doctor`. */
     deadLetters(limit = 20): OutboxItem[] {

@@ -1,5 +1,7 @@
 import { createApprovalsStore } from './approvals-store.ts';
 import { createAuditStore } from './audit-store.ts';
+import { createChannelStateStore } from './channel-state-store.ts';
+import { createChatsSeenStore } from './chats-seen-store.ts';
 import { createGroupsStore } from './groups-store.ts';
 import { createMessagesStore } from './messages-store.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
@@ -38,6 +40,9 @@ export function openStore({
     audit: createAuditStore(db, redact, now),
     approvals: createApprovalsStore(db),
     tasks: createTasksStore(db, now),
+    chatsSeen: createChatsSeenStore(db, now),
+    /** The durable key/value state of one channel. */
+    channelState: (channel: string) => createChannelStateStore(db, channel),
     /** Runs `fn` in one transaction: every multi-row change goes through here. */
     transaction<T>(fn: () => T): T {
       return db.transaction(fn)();

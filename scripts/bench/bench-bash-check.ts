@@ -58,6 +58,7 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       groups: store.groups,
       audit: store.audit,
       onDone: () => undefined,
+      checkRegistration: () => undefined,
       bashCheck: (identity, command) => policy({ ...identity, runId: ++runId }, command),
       callService: async () => null,
       reviewMessage: async () => ({ allowed: true, reason: 'bench' }),

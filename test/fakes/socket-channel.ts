@@ -29,6 +29,8 @@ export interface SocketChannel extends Channel {
     /** The connection drops (the channel reports `connecting`) and comes back (`connected`). */
     drop(): void;
     restore(): void;
+    /** The platform logged the bot's session out (the owner has to link it again). */
+    logOut(): void;
   };
 }
 
@@ -135,6 +137,9 @@ export function createSocketChannel(opts: {
       },
       restore() {
         setStatus('connected');
+      },
+      logOut() {
+        setStatus('logged-out', `the ${name} session was logged out; link it again`);
       },
     },
   };

@@ -117,6 +117,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
         callService: async () => null,
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
         reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
+        checkRegistration: () => undefined,
         tasks: idleTaskHandlers(store, identity, async () => ({ allowed: true, reason: 'test' })),
         taint: { markCorrupted: () => undefined },
       }),

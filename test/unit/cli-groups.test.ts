@@ -69,40 +69,60 @@ describe('carapace groups', () => {
     expect(listIds((await cli('groups', 'list')).stdout)).toEqual(['main']);
   });
 
-  it('adds a telegram group under its (negative) chat id with the chosen network mode', async () => {
-    // Telegram group ids start with "-"; node's parseArgs takes them only as --chat=<id> and says so.
+  it('adds a telegram group under its (negative) chat id, once Telegram is configured', async () => {
+    fs.writeFileSync(path.join(configDir, 'config.toml'), '[channels.telegram]\nowner_user_id = 42\n');
+    // Telegram group ids start with "-": after --chat, a value is the chat id, whether spaced or with "=".
     const spaced = await cli('groups', 'add', 'team', '--channel', 'telegram', '--chat', '-100987');
-    expect(spaced.code).toBe(2);
-    expect(spaced.stderr).toContain("'--chat=-XYZ'");
-
+    expect(spaced).toMatchObject({ code: 0, stderr: '' });
     const r = await cli(
       'groups',
       'add',
-      'team',
+      'forum',
       '--channel',
       'telegram',
-      '--chat=-100987',
+      '--chat=-100988/7',
       '--network',
       'full',
     );
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('added group team (telegram:-100987, network full)');
+    expect(r.stdout).toContain('added group forum (telegram:-100988/7, network full)');
     const store = openStore({ file: path.join(dataDir, 'carapace.db') });
     try {
-      expect(store.groups.findByChat('telegram', '-100987')).toMatchObject({
-        id: 'team',
+      expect(store.groups.findByChat('telegram', '-100987')).toMatchObject({ id: 'team' });
+      expect(store.groups.findByChat('telegram', '-100988/7')).toMatchObject({
+        id: 'forum',
         networkMode: 'full',
       });
     } finally {
       store.close();
     }
+    const noChat = await cli('groups', 'add', 'x', '--channel', 'telegram');
+    expect(noChat.code).toBe(2);
+    expect(noChat.stderr).toMatch(/--chat is needed for telegram groups/);
+    const bad = await cli('groups', 'add', 'x', '--channel', 'telegram', '--chat', 'family@g.us');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/"family@g.us" is not a telegram chat id; it looks like -1001234567890/);
+  });
+
+  it('refuses a group on a channel that is not configured, exit 2, and says how to configure it', async () => {
+    for (const channel of ['telegram', 'whatsapp']) {
+      const r = await cli('groups', 'add', 'team', '--channel', channel, '--chat', '-100987');
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(`the ${channel} channel is not configured\\. .*\\[channels\\.${channel}\\]`),
+      );
+    }
+    expect(listIds((await cli('groups', 'list')).stdout)).toEqual(['main']);
   });
 
   it.each([
-    [['groups', 'add', 'family'], /--channel must be one of local, telegram, whatsapp/],
-    [['groups', 'add', 'family', '--channel', 'irc'], /--channel must be one of/],
-    [['groups', 'add', 'family', '--channel', 'telegram'], /--chat is needed for telegram groups/],
-    [['groups', 'add', 'family', '--channel', 'whatsapp'], /--chat is needed for whatsapp groups/],
+    [['groups', 'add', 'family'], /--channel is needed: one of local, telegram, whatsapp/],
+    [
+      ['groups', 'add', 'family', '--channel', 'irc'],
+      /there is no channel "irc"; use one of: local, telegram/,
+    ],
+    [['groups', 'add', 'family', '--channel', 'telegram'], /the telegram channel is not configured/],
+    [['groups', 'add', 'family', '--channel', 'whatsapp'], /the whatsapp channel is not configured/],
     [['groups', 'add', '--channel', 'local'], /needs a group id/],
     [
       ['groups', 'add', 'family', '--channel', 'local', '--network', 'open'],

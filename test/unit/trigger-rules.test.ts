@@ -7,7 +7,7 @@ const admin = { isAdmin: true };
 const andy = triggerPattern('Andy');
 
 function says(text: string, flags: Partial<TriggerInput> = {}): TriggerInput {
-  return { text, mentionsBot: false, repliesToBot: false, ...flags };
+  return { text, senderId: 'u1', mentionsBot: false, repliesToBot: false, ...flags };
 }
 
 describe('shouldTrigger', () => {
@@ -88,10 +88,42 @@ describe('triggerPattern', () => {
 describe('names continued by a hyphen', () => {
   it('does not trigger on a longer hyphenated name, but does on a dash after the name', () => {
     const p = triggerPattern('Andy');
-    const t = (text: string) =>
-      shouldTrigger({ isAdmin: false }, { text, mentionsBot: false, repliesToBot: false }, p);
+    const t = (text: string) => shouldTrigger({ isAdmin: false }, says(text), p);
     expect(t('@Andy-bot do this')).toBe(false);
     expect(t('@Andy - do this')).toBe(true);
     expect(t('thanks @Andy-')).toBe(true);
+  });
+});
+
+describe('per-group trigger settings', () => {
+  it('"always" triggers on every message, "mention" only on an address', () => {
+    expect(shouldTrigger(member, says('good morning'), andy, { trigger: 'always' })).toBe(true);
+    expect(shouldTrigger(member, says('good morning'), andy, { trigger: 'mention' })).toBe(false);
+    expect(shouldTrigger(member, says('@Andy good morning'), andy, { trigger: 'mention' })).toBe(true);
+  });
+
+  it('"owner" lets only the attested owner trigger, and only by addressing the bot', () => {
+    const owner = { trigger: 'owner' } as const;
+    expect(shouldTrigger(member, says('@Andy hi'), andy, owner)).toBe(false);
+    expect(
+      shouldTrigger(
+        member,
+        says('@Andy hi', { senderId: 'owner', senderName: 'owner' } as never),
+        andy,
+        owner,
+      ),
+    ).toBe(false);
+    expect(shouldTrigger(member, says('@Andy hi', { senderIsOwner: true }), andy, owner)).toBe(true);
+    expect(shouldTrigger(member, says('just chatting', { senderIsOwner: true }), andy, owner)).toBe(false);
+  });
+
+  it('allowed_senders keeps everyone else as context, whatever the mode', () => {
+    const only = { trigger: 'always', allowedSenders: ['alice'] } as const;
+    expect(shouldTrigger(member, says('hi', { senderId: 'alice' }), andy, only)).toBe(true);
+    expect(
+      shouldTrigger(member, says('@Andy hi', { senderId: 'mallory', mentionsBot: true }), andy, only),
+    ).toBe(false);
+    // The admin group is the owner's own conversation: its settings never apply.
+    expect(shouldTrigger(admin, says('hi', { senderId: 'mallory' }), andy, only)).toBe(true);
   });
 });

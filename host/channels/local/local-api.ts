@@ -60,7 +60,21 @@ export const hostStatus = z.object({
     retrying: z.array(z.object({ groupId: z.string(), attempt: z.int() })),
   }),
   outboxPending: z.int(),
+  /** Pieces dead-lettered (chat gone, no such channel); `carapace doctor` lists them. */
+  outboxDead: z._default(z.int(), 0),
   approvalsPending: z.int(),
+  channels: z._default(
+    z.array(
+      z.object({
+        name: z.string(),
+        state: z.enum(['connected', 'connecting', 'needs-login', 'logged-out', 'stopped']),
+        reason: z.optional(z.string()),
+        since: z.string(),
+        adminChat: z.optional(z.string()),
+      }),
+    ),
+    [],
+  ),
   groups: z.array(
     z.object({
       id: z.string(),

@@ -4,10 +4,12 @@ import type { GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
+import { LOCAL_TEXT_LIMIT } from './local-definition.ts';
+import { LOCAL_CHANNEL } from './local-names.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
 import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
 
-export const LOCAL_CHANNEL = 'local';
+export { LOCAL_CHANNEL };
 
 export interface LocalChannelDeps {
   groups: GroupsStore;
@@ -135,7 +137,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
 
   const channel: Channel = {
     name: LOCAL_CHANNEL,
-    textLimit: 64_000,
+    textLimit: LOCAL_TEXT_LIMIT,
     formattingRules: formattingRulesFor(LOCAL_CHANNEL),
     async start(h: ChannelHost) {
       host = h;

@@ -9,6 +9,8 @@ export interface SendOptions {
   group: string;
   text: string;
   timeoutMs: number;
+  /** For an owner command: print only the host's answer, not other replies arriving meanwhile. */
+  onlyCommandAnswer?: boolean;
   onReply(text: string): void;
 }
 
@@ -29,6 +31,7 @@ export async function sendAndWait({
   group,
   text,
   timeoutMs,
+  onlyCommandAnswer = false,
   onReply,
 }: SendOptions): Promise<SendResult> {
   const deadline = Date.now() + timeoutMs;
@@ -51,7 +54,7 @@ export async function sendAndWait({
       if (seen.has(e.key)) return;
       seen.add(e.key);
       if (isFailureNoticeKey(e.key)) failureNotices++;
-      onReply(e.text);
+      if (!onlyCommandAnswer || e.key === commandKey) onReply(e.text);
       // An owner command has exactly one answer: the host's, under the key it told us.
       if (e.key === commandKey) {
         done = true;

@@ -13,6 +13,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
+import { checkChannels, checkDeliveries } from './channel-checks.ts';
 
 export interface CheckResult {
   name: string;
@@ -123,6 +124,8 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
     checkAgentImage(),
     checkIsolation,
     checkLeftovers(),
+    checkChannels,
+    checkDeliveries,
     ...extraChecks,
   ]);
   for (const r of results) {

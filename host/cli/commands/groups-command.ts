@@ -1,12 +1,13 @@
 import { parseArgs } from 'node:util';
+import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
+import { LOCAL_CHANNEL } from '../../channels/local/local-names.ts';
+import { createChannelRegistry } from '../../channels/registry.ts';
 import { ensureAdminGroup, ensureDataDirs } from '../../main.ts';
 import { GroupExistsError, type NewGroup } from '../../store/groups-store.ts';
 import { openStore, type Store } from '../../store/store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { groupsUsage } from '../command-usage.ts';
 import { untaintGroup } from './groups-untaint.ts';
-
-const CHANNELS = ['local', 'telegram', 'whatsapp'] as const;
 
 /** A duplicate or malformed id is the user's input to fix, not a crash: report it as bad usage. */
 function addGroupOrExplain(store: Store, g: NewGroup) {
@@ -20,10 +21,26 @@ function addGroupOrExplain(store: Store, g: NewGroup) {
   }
 }
 
+/**
+ * Chat ids of Telegram groups start with "-" (-1001234567890), which parseArgs would take for an option:
+ * the value after --chat is always the chat id.
+ */
+function joinChatValue(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const next = args[i + 1];
+    if (args[i] === '--chat' && next !== undefined) {
+      out.push(`--chat=${next}`);
+      i += 1;
+    } else out.push(args[i] as string);
+  }
+  return out;
+}
+
 export async function groupsCommand(ctx: CliContext, args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({
-    args: rest,
+    args: joinChatValue(rest),
     allowPositionals: true,
     options: {
       channel: { type: 'string' },
@@ -47,13 +64,32 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
             'groups add needs a group id, e.g. carapace groups add family --channel local',
           );
         const channel = values.channel;
-        if (!channel || !(CHANNELS as readonly string[]).includes(channel)) {
-          throw new UsageError(`--channel must be one of ${CHANNELS.join(', ')}, e.g. --channel local`);
-        }
-        if (channel !== 'local' && !values.chat) {
+        const registry = createChannelRegistry({
+          definitions: CHANNEL_DEFINITIONS,
+          config: () => ctx.config().channels,
+          alwaysOn: ALWAYS_ON_CHANNELS,
+        });
+        if (!channel) {
           throw new UsageError(
-            `--chat is needed for ${channel} groups: the chat id the bot sees the group under`,
+            `--channel is needed: one of ${registry.names().join(', ')}, e.g. --channel local`,
           );
+        }
+        try {
+          registry.checkRegistration(channel);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+        if (channel !== LOCAL_CHANNEL && !values.chat) {
+          throw new UsageError(
+            `--chat is needed for ${channel} groups: the chat id the bot sees the group under (carapace chats lists them)`,
+          );
+        }
+        // A local group's chat is the group itself; its id is checked by the store.
+        const chatId = channel === LOCAL_CHANNEL ? id : (values.chat as string);
+        try {
+          if (channel !== LOCAL_CHANNEL) registry.checkRegistration(channel, chatId);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
         }
         const network = values.network;
         if (network !== undefined && network !== 'full' && network !== 'gateway') {
@@ -62,7 +98,7 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         const g = addGroupOrExplain(store, {
           id,
           channel,
-          chatId: channel === 'local' ? id : (values.chat as string),
+          chatId,
           name: values.name ?? id,
           isAdmin: false,
           ...(network ? { networkMode: network } : {}),

@@ -3,6 +3,7 @@ import { hostStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient } from '../../channels/local/local-client.ts';
 import { sendAndWait } from '../../channels/local/send-and-wait.ts';
 import { readAll, UsageError, type CliContext } from '../cli-context.ts';
+import { consoleAdminGroup } from '../admin-group.ts';
 import { sendUsage } from '../command-usage.ts';
 
 /** A client of the running host: it loads no config and no host code, so it starts in a blink. */
@@ -10,7 +11,7 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { group: { type: 'string', default: 'main' }, timeout: { type: 'string', default: '600' } },
+    options: { group: { type: 'string' }, timeout: { type: 'string', default: '600' } },
   });
   const timeoutS = Number(values.timeout);
   if (!Number.isFinite(timeoutS) || timeoutS <= 0)
@@ -22,7 +23,8 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
   const client = createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile });
   const result = await sendAndWait({
     client,
-    group: values.group as string,
+    // Without --group: the admin group, by its flag, whatever its id.
+    group: values.group ?? (await consoleAdminGroup(client)),
     text,
     timeoutMs: timeoutS * 1000,
     onReply: (reply) => ctx.out(reply),

@@ -2,7 +2,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createLocalClient } from '../../channels/local/local-client.ts';
-import { ADMIN_GROUP_ID, ensureDataDirs } from '../../main.ts';
+import { ensureDataDirs } from '../../main.ts';
+import { consoleAdminGroup } from '../admin-group.ts';
 import { runChat } from '../chat-repl.ts';
 import type { CliContext } from '../cli-context.ts';
 import { startProductionHost } from '../start-production-host.ts';
@@ -28,9 +29,10 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
     // The console owns the terminal; a SIGTERM from outside must still stop the host cleanly.
     process.once('SIGTERM', () => void stop('received SIGTERM').then(() => process.exit(0)));
     ctx.out(`Carapace is running (logs: ${logFile}). Other terminals can join with: npx carapace chat`);
+    const client = createLocalClient(ctx.paths.socketFile);
     await runChat({
-      client: createLocalClient(ctx.paths.socketFile),
-      group: ADMIN_GROUP_ID,
+      client,
+      group: await consoleAdminGroup(client),
       input: ctx.io.stdin,
       output: ctx.io.stdout,
       assistantName: config.assistant.name,

@@ -39,7 +39,15 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
     ctx.out(
       `runs: ${h.queue.active.length} active, ${h.queue.waiting.length} waiting, ${h.queue.retrying.length} waiting to retry`,
     );
-    ctx.out(`outbox: ${h.outboxPending} repl${h.outboxPending === 1 ? 'y' : 'ies'} waiting for delivery`);
+    ctx.out(
+      `outbox: ${h.outboxPending} repl${h.outboxPending === 1 ? 'y' : 'ies'} waiting for delivery` +
+        (h.outboxDead ? `, ${h.outboxDead} dead-lettered (carapace doctor lists them)` : ''),
+    );
+    for (const c of h.channels) {
+      ctx.out(
+        `channel ${c.name}: ${c.state}${c.reason ? ` (${c.reason})` : ''}${c.adminChat ? `, admin chat ${c.adminChat}` : ''}`,
+      );
+    }
     if (h.approvalsPending > 0) {
       ctx.out(
         `approvals: ${h.approvalsPending} waiting for you (send "pending" in the admin chat to see them)`,

@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
+import { hostStatus } from '../../channels/local/local-api.ts';
+import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
+import { createChannelRegistry } from '../../channels/registry.ts';
+import { openStore } from '../../store/store.ts';
+import type { CliContext } from '../cli-context.ts';
+
+/** Same shape as doctor's checks (declared here so the two modules do not import each other). */
+type Check = (ctx: CliContext) => Promise<{ name: string; ok: boolean; detail: string; fix?: string }>;
+
+/** Each configured channel's state as the running host reports it (logged out, stopped: with the fix). */
+export const checkChannels: Check = async (ctx) => {
+  const registry = createChannelRegistry({
+    definitions: CHANNEL_DEFINITIONS,
+    config: () => ctx.config().channels,
+    alwaysOn: ALWAYS_ON_CHANNELS,
+  });
+  const names = registry.names().filter((n) => registry.isConfigured(n));
+  let live;
+  try {
+    live = hostStatus.parse(await createLocalClient(ctx.paths.socketFile).getJson('/v1/status'));
+  } catch (err) {
+    if (!(err instanceof HostUnreachable)) throw err;
+  }
+  if (!live)
+    return { name: 'channels', ok: true, detail: `configured: ${names.join(', ')} (host not running)` };
+  const down = live.channels.filter((c) => c.state !== 'connected');
+  return {
+    name: 'channels',
+    ok: down.length === 0,
+    detail: live.channels.map((c) => `${c.name} ${c.state}${c.reason ? ` (${c.reason})` : ''}`).join('; '),
+    ...(down.length ? { fix: 'follow the reason given for each channel that is not connected' } : {}),
+  };
+};
+
+/** Replies that could not be delivered for good, and groups left on a channel that is not configured. */
+export const checkDeliveries: Check = async (ctx) => {
+  if (!fs.existsSync(ctx.paths.databaseFile))
+    return { name: 'deliveries', ok: true, detail: 'no database yet' };
+  const registry = createChannelRegistry({
+    definitions: CHANNEL_DEFINITIONS,
+    config: () => ctx.config().channels,
+    alwaysOn: ALWAYS_ON_CHANNELS,
+  });
+  const store = openStore({ file: ctx.paths.databaseFile });
+  try {
+    const dead = store.outbox.deadLetters(5);
+    const stranded = store.groups.list().filter((g) => !registry.isConfigured(g.channel));
+    const problems = [
+      ...(dead.length
+        ? [
+            `${store.outbox.deadCount()} dead-lettered repl${store.outbox.deadCount() === 1 ? 'y' : 'ies'}, newest: ` +
+              dead.map((d) => `${d.channel}:${d.chatId} (${d.lastError ?? 'no reason'})`).join('; '),
+          ]
+        : []),
+      ...stranded.map((g) => `group ${g.id} is on channel ${g.channel}, which is not configured`),
+    ];
+    return {
+      name: 'deliveries',
+      ok: problems.length === 0,
+      detail: problems.length ? problems.join('; ') : 'nothing dead-lettered',
+      ...(problems.length
+        ? {
+            fix: 'remove groups whose chat is gone (carapace groups remove <id>) or configure their channel ([channels.<name>] in config.toml)',
+          }
+        : {}),
+    };
+  } finally {
+    store.close();
+  }
+};
