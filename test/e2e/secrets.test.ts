@@ -25,6 +25,8 @@ function filesUnder(root: string): string[] {
       entries = fs.readdirSync(dir, { withFileTypes: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      // A mount of a single file (the empty file bound over a hidden one): the file itself.
+      if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return void out.push(dir);
       throw err;
     }
     for (const entry of entries) {
