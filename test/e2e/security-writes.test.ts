@@ -232,7 +232,7 @@ await describeDocker('e2e security: the writes matrix through web_fetch', () => 
         'Denied by the host: not approved by the owner (the parameters contain a secret (github/pat-classic))',
       );
       expect(command).toMatch(/^Blocked: this command was not run\. Reason: not approved by the owner/);
-      expect(message).toContain('not approved by the owner');
+      expect(message).toMatch(/^Denied by the host: message not sent/);
       // Nothing left: no request reached the page server, no chat row holds the password, no Cop review.
       expect(pages.seen.filter((p) => p.includes(t))).toEqual([]);
       expect(h.outbox('alpha').some((r) => r.text.includes(password))).toBe(false);
