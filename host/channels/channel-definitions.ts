@@ -1,13 +1,14 @@
 import type { ChannelDefinition } from './channel.ts';
 import { localChannelDefinition } from './local/local-definition.ts';
 import { LOCAL_CHANNEL } from './local/local-names.ts';
-import { plannedTelegram, plannedWhatsApp } from './planned-channels.ts';
+import { telegramChannelDefinition } from './telegram/telegram-definition.ts';
+import { whatsappChannelDefinition } from './whatsapp/whatsapp-definition.ts';
 
-/** Every channel Carapace knows, in the order `carapace status` shows them. Adapters add themselves here. */
+/** Every channel Carapace knows, in the order `carapace status` shows them. */
 export const CHANNEL_DEFINITIONS: readonly ChannelDefinition[] = [
   localChannelDefinition,
-  plannedTelegram,
-  plannedWhatsApp,
+  telegramChannelDefinition,
+  whatsappChannelDefinition,
 ] as ChannelDefinition[];
 
 /** Channels that need no config section. */
