@@ -4,6 +4,7 @@ import { CleanRoomError } from '../security/admin-clean-room.ts';
 import { HostLockedError } from '../store/host-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { SocketInUseError } from '../channels/local/socket-server.ts';
+import { RestoreRefused } from '../backup/restore-archive.ts';
 import { UsageError } from './cli-context.ts';
 
 /**
@@ -15,6 +16,7 @@ export function explainError(err: unknown, usage: string): { code: number; messa
     return { code: 2, message: err.message };
   if (
     err instanceof HostLockedError ||
+    err instanceof RestoreRefused ||
     err instanceof SocketInUseError ||
     err instanceof MigrationError ||
     err instanceof HostUnreachable ||

@@ -12,3 +12,7 @@ carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;
 
 export const whatsappUsage =
   'carapace whatsapp login [--phone <digits with country code>] | carapace whatsapp logout';
+
+export const serviceUsage = 'carapace service install [--user | --system] | uninstall [--user | --system]';
+
+export const logsUsage = 'carapace logs [-f] [-n <lines>]';

@@ -1,5 +1,12 @@
 import { createCliContext, type CliContext, type CliIo } from './cli-context.ts';
-import { approvalUsage, groupsUsage, sendUsage, whatsappUsage } from './command-usage.ts';
+import {
+  approvalUsage,
+  groupsUsage,
+  logsUsage,
+  sendUsage,
+  serviceUsage,
+  whatsappUsage,
+} from './command-usage.ts';
 
 type Run = (ctx: CliContext, args: string[]) => Promise<number>;
 
@@ -76,6 +83,26 @@ const COMMANDS: Record<string, Command> = {
     usage: 'carapace cleanup [--dry-run]',
     summary: 'remove Docker networks, firewall chains and containers no host will clean up',
     load: async () => (await import('./commands/cleanup-command.ts')).cleanupCommand,
+  },
+  backup: {
+    usage: 'carapace backup <file.tar.gz>',
+    summary: 'archive the database, group and session folders and config (no secrets), also while running',
+    load: async () => (await import('./commands/backup-command.ts')).backupCommand,
+  },
+  restore: {
+    usage: 'carapace restore <file.tar.gz>',
+    summary: 'restore an archive after checking every checksum (the host must be stopped)',
+    load: async () => (await import('./commands/backup-command.ts')).restoreCommand,
+  },
+  service: {
+    usage: serviceUsage,
+    summary: 'run the host in the background as a systemd service (restarts on failure, logs to the journal)',
+    load: async () => (await import('./commands/service-command.ts')).serviceCommand,
+  },
+  logs: {
+    usage: logsUsage,
+    summary: "show the host's log (the journal under the service, else data/logs/carapace.log)",
+    load: async () => (await import('./commands/logs-command.ts')).logsCommand,
   },
   audit: {
     usage: 'carapace audit [--tail N] [--json]',

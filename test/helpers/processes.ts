@@ -35,9 +35,10 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): 
 export function startProcess(
   entry: string,
   env: NodeJS.ProcessEnv,
+  args: string[] = [],
 ): Promise<{ child: ChildProcess; log: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry), ...args], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,15 +11,17 @@ import { startProductionHost } from '../start-production-host.ts';
 export async function startCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { 'no-console': { type: 'boolean', default: false } } });
   const config = ctx.config();
-  // With a console in this terminal, logs go to a file so they never tear through the prompt.
   const interactive = ctx.io.stdin.isTTY === true && !values['no-console'];
   ensureDataDirs(ctx.paths);
   const logFile = path.join(ctx.paths.logsDir, 'carapace.log');
+  // Logs go to data/logs, so they never tear through the console's prompt and `carapace logs` finds them;
+  // under systemd (which sets JOURNAL_STREAM) to stderr, which is the journal.
+  const toJournal = !interactive && ctx.io.env.JOURNAL_STREAM !== undefined;
   const { host } = await startProductionHost({
     paths: ctx.paths,
     config,
     env: ctx.io.env,
-    ...(interactive ? { logDestination: pino.destination({ dest: logFile, mkdir: true, sync: false }) } : {}),
+    ...(toJournal ? {} : { logDestination: pino.destination({ dest: logFile, mkdir: true, sync: false }) }),
     onProgress: (line) => ctx.err(`[agent image] ${line}`),
   });
   let stopping: Promise<void> | undefined;
@@ -41,7 +43,9 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
     await stop('console closed');
     return 0;
   }
-  ctx.err(`Carapace is running; talk to it with: npx carapace chat (socket ${ctx.paths.socketFile})`);
+  ctx.err(
+    `Carapace is running; talk to it with: npx carapace chat (socket ${ctx.paths.socketFile}); logs: npx carapace logs -f`,
+  );
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       process.off('SIGINT', onSignal);

@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { UsageError, type CliContext } from '../cli-context.ts';
+import { SERVICE_NAME, unitFile } from '../service-unit.ts';
+
+/**
+ * `carapace logs [-f]`: the host's log wherever it goes: the journal when the host runs as the systemd
+ * service, else `data/logs/carapace.log`.
+ */
+export async function logsCommand(ctx: CliContext, args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      follow: { type: 'boolean', short: 'f', default: false },
+      lines: { type: 'string', short: 'n', default: '100' },
+    },
+  });
+  const lines = Number(values.lines);
+  if (!Number.isInteger(lines) || lines < 1) throw new UsageError('-n must be a whole number of lines');
+  const scope = (['system', 'user'] as const).find((s) => fs.existsSync(unitFile(s, ctx.io.env)));
+  if (scope && hasJournalctl()) {
+    const argv = [
+      ...(scope === 'user' ? ['--user'] : []),
+      '-u',
+      SERVICE_NAME,
+      '-n',
+      String(lines),
+      '-o',
+      'cat',
+    ];
+    if (values.follow) argv.push('-f');
+    return new Promise((resolve) => {
+      const child = spawn('journalctl', argv, { stdio: ['ignore', 'inherit', 'inherit'] });
+      child.on('close', (code) => resolve(code ?? 1));
+    });
+  }
+  const file = path.join(ctx.paths.logsDir, 'carapace.log');
+  if (!fs.existsSync(file)) {
+    ctx.err(`no log yet: ${file} does not exist (the host writes it once started)`);
+    return values.follow ? followFile(ctx, file, 0) : 1;
+  }
+  const text = fs.readFileSync(file, 'utf8');
+  const all = text.split('\n');
+  if (all[all.length - 1] === '') all.pop();
+  for (const line of all.slice(-lines)) ctx.out(line);
+  return values.follow ? followFile(ctx, file, Buffer.byteLength(text)) : 0;
+}
+
+function hasJournalctl(): boolean {
+  return ['/usr/bin/journalctl', '/bin/journalctl'].some((p) => fs.existsSync(p));
+}
+
+/** Prints what is appended to the file until interrupted; a file that shrank (rotated) is read anew. */
+function followFile(ctx: CliContext, file: string, from: number): Promise<number> {
+  let offset = from;
+  return new Promise(() => {
+    fs.watchFile(file, { interval: 250 }, (cur) => {
+      if (cur.size < offset) offset = 0;
+      if (cur.size === offset) return;
+      const fd = fs.openSync(file, 'r');
+      try {
+        const chunk = Buffer.alloc(cur.size - offset);
+        fs.readSync(fd, chunk, 0, chunk.length, offset);
+        offset = cur.size;
+        ctx.io.stdout.write(chunk);
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
+  });
+}
