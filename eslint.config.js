@@ -14,4 +14,32 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  // Boundaries (DESIGN.md, "Layout"): the host imports only the shared kernel of container-agent (the IPC
+  // protocol, the JSON-RPC peer, the bash gate); the container never imports host code.
+  {
+    files: ['host/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: 'container-agent/src/(?!protocol\\.ts$|rpc/|bash-gate/)',
+              message:
+                'the host imports only the shared kernel of container-agent: protocol.ts, rpc/, bash-gate/',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['container-agent/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '(^|/)host/', message: 'the container never imports host code' }] },
+      ],
+    },
+  },
 );
