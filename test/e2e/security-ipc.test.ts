@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeDocker } from '../helpers/docker-available.ts';
+import { UNTRUSTED_TEXT_END_MARKER, untrustedTextStartMarker } from '../../host/services/untrusted-fence.ts';
 import {
   auditMark,
   auditSince,
@@ -109,11 +110,15 @@ await describeDocker('e2e security: the IPC authorization table', () => {
     expect(res.stdout.endsWith(`${replyText}\n`)).toBe(true);
     const [sent, listing, nowhere, register, flagged] = resultsOf(replyText);
     expect(sent).toBe('Message queued for alpha.');
-    expect((listing ?? '').split('\n').sort()).toEqual([
-      'alpha (local): alpha',
-      'beta (local): beta',
-      'main (local, admin): Admin console',
-    ]);
+    // Other groups' names are titles strangers can set: they reach the admin run fenced as untrusted text.
+    const fenced = (id: string) => [
+      `${id} (local): ${untrustedTextStartMarker(`the name of group ${id}`)}`,
+      id,
+      UNTRUSTED_TEXT_END_MARKER,
+    ];
+    expect(listing ?? '').toContain('main (local, admin): Admin console');
+    expect(listing ?? '').toContain(fenced('alpha').join('\n'));
+    expect(listing ?? '').toContain(fenced('beta').join('\n'));
     expect(nowhere).toBe('Error from the host: there is no group "nosuchgroup"');
     // Registering is a host mutation: the Cop reviews it whatever the taint; a flag goes to the owner.
     expect(register).toBe(`Group new${t} registered.`);
