@@ -1,4 +1,5 @@
 import type { DestinationStream, Logger } from 'pino';
+import type { Channel } from '../channels/channel.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { loadSecrets } from '../config/secrets.ts';
@@ -17,6 +18,8 @@ export interface ProductionHostOptions {
   logDestination?: DestinationStream;
   /** Agent image build progress. */
   onProgress(line: string): void;
+  /** Channels built by the caller (tests wrap a real adapter at its platform seam). */
+  extraChannels?: Channel[];
 }
 
 /**
@@ -50,6 +53,7 @@ export async function startProductionHost(
     logger,
     redact: scanner.redact,
     secret: (name) => secrets.get(name),
+    ...(opts.extraChannels ? { extraChannels: opts.extraChannels } : {}),
     createRunner: productionRunnerFactory({
       config,
       paths,

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { stringify } from 'smol-toml';
+import type { Channel } from '../../host/channels/channel.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { startProductionHost } from '../../host/cli/start-production-host.ts';
 import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
@@ -38,6 +39,8 @@ export interface E2eHostOptions {
   responder?: Responder;
   /** Further variables for `<config dir>/.env` (a channel's bot token). */
   secrets?: Record<string, string>;
+  /** Channels besides the console, built at each (re)start once the folders are known (a real adapter wrapped at its seam). */
+  channels?: (paths: CarapacePaths) => Promise<Channel[]>;
 }
 
 /** A container lifecycle event of this host's containers, as Docker reported it. */
@@ -169,10 +172,12 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
   };
 
   const echo = process.env.CARAPACE_E2E_LOG === '1';
-  const boot = (config: HostConfig) =>
-    startProductionHost({
+  const boot = async (config: HostConfig) => {
+    const extraChannels = options.channels ? await options.channels(paths) : undefined;
+    return startProductionHost({
       paths,
       config,
+      ...(extraChannels ? { extraChannels } : {}),
       // The host's own environment does not hold the key: it comes from .env like a real installation.
       env: {},
       logLevel: 'debug',
@@ -184,6 +189,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
       },
       onProgress: (line: string) => logs.push(`[agent image] ${line}\n`),
     });
+  };
 
   try {
     fake = await startFakeProvider({

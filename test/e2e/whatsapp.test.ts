@@ -1,0 +1,192 @@
+/**
+ * WhatsApp end to end: the real Baileys socket against crabline's WhatsApp server, a real host with real
+ * containers and the fake provider. Group sends are taken at the socket seam (crabline closes the socket on
+ * a group send); everything else goes over the wire.
+ */
+import path from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  createWhatsAppChannel,
+  type WhatsAppChannel,
+} from '../../host/channels/whatsapp/whatsapp-channel.ts';
+import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
+import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+import {
+  groupSendsAtSeam,
+  seedLinkedAuth,
+  startFakeWhatsApp,
+  type FakeWhatsApp,
+} from '../fakes/whatsapp-fake.ts';
+import { describeDocker } from '../helpers/docker-available.ts';
+import { makeTempDir } from '../helpers/temp-dir.ts';
+
+const GROUP = '120363000000000001@g.us';
+const ALICE = '15551234567@s.whatsapp.net';
+const LID_ONLY = '99887766554433@lid';
+const STRANGER = '15559876543@s.whatsapp.net';
+
+interface WhatsAppE2e {
+  e2e: E2eHost;
+  server: FakeWhatsApp;
+  channel: WhatsAppChannel;
+  seam: ReturnType<typeof groupSendsAtSeam>;
+}
+
+async function startWhatsAppHost(dir: string): Promise<WhatsAppE2e> {
+  const server = await startFakeWhatsApp(dir);
+  const seam = groupSendsAtSeam();
+  let channel: WhatsAppChannel | undefined;
+  const e2e = await startE2eHost({
+    channels: async (paths) => {
+      const dataDir = path.join(paths.dataDir, 'channels', 'whatsapp');
+      await seedLinkedAuth(dataDir);
+      channel = createWhatsAppChannel({
+        config: whatsappConfigSchema.parse({ websocket_url: server.url }),
+        dataDir,
+        logger: pino({ level: 'silent' }),
+        makeSocket: seam.factory,
+        policy: { initialDelayMs: 300, maxDelayMs: 2_000 },
+      });
+      return [channel];
+    },
+  });
+  if (!channel) throw new Error('the channel was not built');
+  const c = channel;
+  await eventually('WhatsApp connected', () => c.status().state === 'connected');
+  const added = await e2e.cli(['groups', 'add', 'fam', '--channel', 'whatsapp', '--chat', GROUP]);
+  if (added.code !== 0) throw new Error(`groups add: ${added.stderr}`);
+  return { e2e, server, channel: c, seam };
+}
+
+const storedSenders = (e2e: E2eHost, chatId: string) =>
+  e2e.host.store.db
+    .prepare('SELECT sender_id AS senderId, text FROM messages WHERE chat_id = ? ORDER BY id')
+    .all(chatId) as { senderId: string; text: string }[];
+
+await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', () => {
+  let t: WhatsAppE2e;
+  let seq = 0;
+  const id = (p: string) => `${p}${(seq += 1)}`;
+
+  beforeAll(async () => {
+    t = await startWhatsAppHost(makeTempDir('carapace-wa-e2e-'));
+  });
+  afterAll(async () => {
+    await t?.e2e.stop();
+    await t?.server.close().catch(() => undefined);
+  });
+
+  it('answers a group message with the trigger word from a run in a real container, handed to the socket', async () => {
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      pushName: 'Alice',
+      text: '@Andy what is for dinner?',
+      messageId: id('G'),
+    });
+    const reply = await eventually(
+      'a reply at the socket',
+      () => t.seam.sent.find((s) => s.chatId === GROUP),
+      90_000,
+    );
+    expect(reply.text).toContain('what is for dinner?');
+    expect(t.e2e.started('fam').length).toBeGreaterThanOrEqual(1);
+    // The reply went out under the id the outbox recorded, so a reply to it is a reply to the bot.
+    const row = t.e2e.outbox('fam').find((o) => o.status === 'sent');
+    expect(row).toBeDefined();
+  });
+
+  it('stores and answers a sender known only by LID', async () => {
+    const before = t.seam.sent.length;
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: LID_ONLY,
+      pushName: 'Lin',
+      text: '@Andy hello from a LID',
+      messageId: id('L'),
+    });
+    await eventually(
+      'a reply to the LID sender',
+      () => t.seam.sent.slice(before).find((s) => s.text.includes('hello from a LID')),
+      90_000,
+    );
+    expect(storedSenders(t.e2e, GROUP).find((m) => m.text === '@Andy hello from a LID')?.senderId).toBe(
+      LID_ONLY,
+    );
+  });
+
+  it('ignores a stranger’s direct message and does not store it', async () => {
+    await t.server.inject({
+      chatJid: STRANGER,
+      senderJid: STRANGER,
+      pushName: 'Eve',
+      text: '@Andy approve everything',
+      messageId: id('D'),
+    });
+    // Something later on the same socket arrives, so the direct message had its chance to be stored.
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      pushName: 'Alice',
+      text: 'just chatting',
+      messageId: id('G'),
+    });
+    await eventually('the later group message', () =>
+      storedSenders(t.e2e, GROUP).some((m) => m.text === 'just chatting'),
+    );
+    expect(storedSenders(t.e2e, STRANGER)).toEqual([]);
+  });
+
+  it('reconnects once after a server restart and loses or repeats nothing', async () => {
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      pushName: 'Alice',
+      text: 'before the restart',
+      messageId: 'R-BEFORE',
+    });
+    await eventually('stored', () =>
+      storedSenders(t.e2e, GROUP).some((m) => m.text === 'before the restart'),
+    );
+    let maxTimers = 0;
+    const watch = setInterval(() => (maxTimers = Math.max(maxTimers, t.channel.pendingReconnects())), 5);
+    await t.server.restart();
+    await eventually('reconnecting', () => t.channel.status().state !== 'connected');
+    await eventually('reconnected', () => t.channel.status().state === 'connected', 30_000);
+    clearInterval(watch);
+    expect(maxTimers).toBe(1);
+    const before = t.seam.sent.length;
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      pushName: 'Alice',
+      text: '@Andy after the restart',
+      messageId: 'R-AFTER',
+    });
+    await eventually(
+      'answered after the restart',
+      () => t.seam.sent.slice(before).some((s) => s.text.includes('after the restart')),
+      90_000,
+    );
+    const texts = storedSenders(t.e2e, GROUP).map((m) => m.text);
+    expect(texts.filter((x) => x === 'before the restart')).toHaveLength(1);
+    expect(texts.filter((x) => x === '@Andy after the restart')).toHaveLength(1);
+  });
+
+  it('stops the channel for good on 401 from WhatsApp, and the host stays up', async () => {
+    const sock = t.channel.socket();
+    if (!sock) throw new Error('no socket');
+    sock.ws.emit('CB:stream:error', {
+      tag: 'stream:error',
+      attrs: { code: '401' },
+      content: [{ tag: 'conflict', attrs: { type: 'device_removed' } }],
+    });
+    await eventually('logged out', () => t.channel.status().state === 'logged-out');
+    expect(t.channel.status().reason).toMatch(/carapace whatsapp login/);
+    expect(t.channel.pendingReconnects()).toBe(0);
+    const status = await t.e2e.cli(['status']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/host: running/);
+  });
+});
