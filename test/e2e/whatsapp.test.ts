@@ -38,6 +38,7 @@ async function startWhatsAppHost(dir: string): Promise<WhatsAppE2e> {
   const seam = groupSendsAtSeam();
   let channel: WhatsAppChannel | undefined;
   const e2e = await startE2eHost({
+    config: { channels: { whatsapp: { websocket_url: server.url } } },
     channels: async (paths) => {
       const dataDir = path.join(paths.dataDir, 'channels', 'whatsapp');
       await seedLinkedAuth(dataDir);
