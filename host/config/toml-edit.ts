@@ -29,7 +29,9 @@ const BARE_KEY = /^[A-Za-z0-9_-]+$/;
 export function parseConfigPath(text: string): ConfigPath {
   const { keys, end } = readKey(text, 0);
   if (end !== text.length || keys.length === 0) {
-    throw new TomlEditError(`"${text}" is not a key path (write it like assistant.name or groups.family.trigger)`);
+    throw new TomlEditError(
+      `"${text}" is not a key path (write it like assistant.name or groups.family.trigger)`,
+    );
   }
   return keys;
 }
@@ -97,7 +99,8 @@ function valueEnd(line: string, start: number, where: string): number {
     } else if (ch === '[' || ch === '{') depth++;
     else if (ch === ']' || ch === '}') depth--;
     else if (ch === '#' && depth === 0) break;
-    else if (ch === '#') throw new TomlEditError(`${where} has a comment inside its value; change it by hand`);
+    else if (ch === '#')
+      throw new TomlEditError(`${where} has a comment inside its value; change it by hand`);
   }
   if (depth !== 0) {
     throw new TomlEditError(`${where} spans several lines in the file; change it in the file by hand`);
@@ -199,7 +202,7 @@ function scanLines(text: string): Line[] {
 const startsWith = (path: ConfigPath, prefix: ConfigPath) =>
   prefix.length <= path.length && prefix.every((k, i) => path[i] === k);
 
-function setOne(lines: Line[], path: ConfigPath, value: unknown): void {
+function setOne(lines: Line[], path: ConfigPath, value: unknown, expected: Record<string, unknown>): void {
   const where = formatConfigPath(path);
   const rendered = tomlValue(value, where);
   const existing = lines.find((l) => l.key && l.table && isDeepStrictEqual(l.key.path, path));
@@ -209,11 +212,16 @@ function setOne(lines: Line[], path: ConfigPath, value: unknown): void {
     existing.text = text.slice(0, existing.key.valueStart) + rendered + text.slice(end);
     return;
   }
-  const holder = lines.find((l) => l.key && l.table && l.key.path.length < path.length && startsWith(path, l.key.path));
+  const holder = lines.find(
+    (l) => l.key && l.table && l.key.path.length < path.length && startsWith(path, l.key.path),
+  );
   if (holder?.key) {
-    throw new TomlEditError(
-      `${where} is inside the value of ${formatConfigPath(holder.key.path)}, written in one piece in the file; change it there by hand`,
-    );
+    // A one-line inline table (`caps = { a = 1 }`) holds no comments: it is rewritten whole, merged.
+    const merged = holder.key.path.reduce<unknown>((cur, k) => (cur as Record<string, unknown>)[k], expected);
+    const { text } = holder;
+    const end = valueEnd(text, holder.key.valueStart, formatConfigPath(holder.key.path));
+    holder.text = text.slice(0, holder.key.valueStart) + tomlValue(merged, where) + text.slice(end);
+    return;
   }
   const tablePath = path.slice(0, -1);
   const keyText = (table: ConfigPath) => `${formatConfigPath(path.slice(table.length))} = ${rendered}`;
@@ -267,7 +275,7 @@ function plain(value: unknown): unknown {
 
 /**
  * The config text with the patch applied, comments and layout kept. Throws TomlEditError when the
- * text cannot be edited safely (a multi-line value, a key inside an inline table or an array of tables,
+ * text cannot be edited safely (a multi-line value, a key inside an array of tables,
  * or a result that does not parse back to the merged document).
  */
 export function editTomlText(text: string, patch: PatchEntry[]): string {
@@ -275,13 +283,15 @@ export function editTomlText(text: string, patch: PatchEntry[]): string {
   const entries = flattenPatch(patch);
   const expected = mergePatch(original, entries);
   const lines = scanLines(text);
-  for (const { path, value } of entries) setOne(lines, path, value);
+  for (const { path, value } of entries) setOne(lines, path, value, expected);
   const edited = lines.map((l) => l.text).join('\n');
   let reparsed: unknown;
   try {
     reparsed = parseToml(edited);
   } catch (err) {
-    throw new TomlEditError(`the edited file would not parse (${(err as Error).message.split('\n')[0]}); change it by hand`);
+    throw new TomlEditError(
+      `the edited file would not parse (${(err as Error).message.split('\n')[0]}); change it by hand`,
+    );
   }
   if (!isDeepStrictEqual(plain(reparsed), plain(expected))) {
     throw new TomlEditError(

@@ -25,6 +25,14 @@ max_concurrent = 3
 `;
 
 describe('editTomlText', () => {
+  it('rewrites a one-line inline table whole when a key inside it changes or is added', () => {
+    const out = editTomlText('caps = { a = 1 } # usd\n', [
+      { path: ['caps', 'a'], value: 2 },
+      { path: ['caps', 'b c'], value: 3 },
+    ]);
+    expect(out).toBe('caps = { a = 2, "b c" = 3 } # usd\n');
+  });
+
   it('rewrites only the value span, keeping comments and layout', () => {
     const out = editTomlText(FILE, [{ path: ['assistant', 'name'], value: 'Max' }]);
     expect(out).toBe(FILE.replace('name = "Andy"   #', 'name = "Max"   #'));
@@ -58,7 +66,9 @@ describe('editTomlText', () => {
 
   it('keeps a quoted key and escapes strings', () => {
     const text = '[groups."my group"]\ntrigger = "mention"\n';
-    const out = editTomlText(text, [{ path: parseConfigPath('groups."my group".trigger'), value: 'a "b"\n' }]);
+    const out = editTomlText(text, [
+      { path: parseConfigPath('groups."my group".trigger'), value: 'a "b"\n' },
+    ]);
     expect(out).toBe('[groups."my group"]\ntrigger = "a \\"b\\"\\n"\n');
   });
 
@@ -82,18 +92,22 @@ describe('editTomlText', () => {
     expect(() => editTomlText(text, [{ path: ['groups', 'family', 'services'], value: [] }])).toThrow(
       /spans several lines/,
     );
-    expect(() => editTomlText('s = """\nx\n"""\n', [{ path: ['s'], value: 'y' }])).toThrow(/multi-line string/);
+    expect(() => editTomlText('s = """\nx\n"""\n', [{ path: ['s'], value: 'y' }])).toThrow(
+      /multi-line string/,
+    );
   });
 
   it('refuses a key inside an inline table, an array of tables, or a layout that would not parse back', () => {
-    expect(() => editTomlText('a = { b = 1 }\n', [{ path: ['a', 'b'], value: 2 }])).toThrow(
-      /inside the value of a/,
+    expect(() => editTomlText('a = { b = [\n1] }\n', [{ path: ['a', 'b'], value: 2 }])).toThrow(
+      /spans several lines/,
     );
     // Dotted keys define [a] implicitly; appending an [a] header would redefine it.
     expect(() => editTomlText('a.b = 1\n', [{ path: ['a', 'c'], value: 2 }])).toThrow(TomlEditError);
     expect(() => editTomlText('[[x]]\ny = 1\n', [{ path: ['x', 'y'], value: 2 }])).toThrow(TomlEditError);
     expect(() => editTomlText(FILE, [{ path: ['assistant', 'name', 'x'], value: 2 }])).toThrow(/not a table/);
-    expect(() => editTomlText(FILE, [{ path: ['assistant', 'name'], value: null }])).toThrow(/cannot be null/);
+    expect(() => editTomlText(FILE, [{ path: ['assistant', 'name'], value: null }])).toThrow(
+      /cannot be null/,
+    );
   });
 
   it('reads key paths the way TOML writes keys', () => {

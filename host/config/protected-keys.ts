@@ -1,0 +1,71 @@
+import type { HostConfig } from './schema.ts';
+import { formatConfigPath, type ConfigPath, type PatchEntry } from './toml-edit.ts';
+
+/**
+ * The keys an agent may never propose changing, in one place: they steer where credentials go, what a
+ * container can reach or see, and who the owner is. The owner changes them in the file or with
+ * `carapace config set`. `*` matches one key; a pattern also covers everything under it.
+ */
+export const PROTECTED_KEYS: readonly { pattern: ConfigPath; why: string }[] = [
+  { pattern: ['provider', 'base_url'], why: 'where the real provider key is sent' },
+  { pattern: ['provider', 'api_key_env'], why: 'which secret is used as the provider key' },
+  { pattern: ['security'], why: 'the security policy itself' },
+  { pattern: ['services'], why: 'service trust declarations' },
+  { pattern: ['containers'], why: 'how agent containers are isolated' },
+  { pattern: ['groups', '*', 'extra_mounts'], why: 'host folders a container can see' },
+  { pattern: ['channels', '*', 'owner_user_id'], why: 'who the owner is' },
+  { pattern: ['channels', '*', 'bot_token_env'], why: 'which secret is the channel token' },
+  { pattern: ['channels', '*', 'api_root'], why: 'where the channel token is sent' },
+  { pattern: ['channels', '*', 'websocket_url'], why: 'where the channel session is sent' },
+  { pattern: ['channels', '*', 'webhook'], why: 'where the channel receives messages and its secret' },
+];
+
+export interface ProtectedTouch {
+  key: string;
+  why: string;
+}
+
+/** Patterns match a path, anything under it, or a table above it (setting `groups.x` may set its mounts). */
+function overlaps(path: ConfigPath, pattern: ConfigPath): boolean {
+  const n = Math.min(path.length, pattern.length);
+  for (let i = 0; i < n; i++) if (pattern[i] !== '*' && pattern[i] !== path[i]) return false;
+  return true;
+}
+
+/** Each group's effective daily cap: its own override or the global one. */
+function groupCaps(config: HostConfig): Map<string, number> {
+  const caps = new Map<string, number>([['*', config.gateway.daily_cap_usd]]);
+  for (const [g, cap] of Object.entries(config.gateway.group_caps_usd)) caps.set(g, cap);
+  return caps;
+}
+
+function raisedCaps(before: HostConfig, after: HostConfig): string[] {
+  const old = groupCaps(before);
+  const now = groupCaps(after);
+  const raised: string[] = [];
+  for (const group of new Set([...old.keys(), ...now.keys()])) {
+    const was = old.get(group) ?? before.gateway.daily_cap_usd;
+    const is = now.get(group) ?? after.gateway.daily_cap_usd;
+    if (is > was) raised.push(group === '*' ? 'gateway.daily_cap_usd' : `gateway.group_caps_usd.${group}`);
+  }
+  return raised;
+}
+
+/**
+ * Which parts of a patch touch protected keys, given the effective config before and after it: an
+ * empty list means an agent may propose it (the owner still approves).
+ */
+export function protectedTouches(
+  patch: PatchEntry[],
+  before: HostConfig,
+  after: HostConfig,
+): ProtectedTouch[] {
+  const touches: ProtectedTouch[] = [];
+  for (const { path } of patch) {
+    for (const { pattern, why } of PROTECTED_KEYS) {
+      if (overlaps(path, pattern)) touches.push({ key: formatConfigPath(path), why });
+    }
+  }
+  for (const key of raisedCaps(before, after)) touches.push({ key, why: 'raises a spend cap' });
+  return touches;
+}
