@@ -272,6 +272,19 @@ export const bashCheckResultSchema = z
   })
   .strict();
 
+/**
+ * Sent before each command the agent runs, however it was decided: the host classifies it again, audits
+ * it, and stops the run when it ran locally although the host's gate escalates it (a gate miss), or ran
+ * "by the host's leave" without one. `via` and `reason` are the container's claims, never trusted.
+ */
+export const bashRanParamsSchema = z
+  .object({
+    command: nonEmptyText(LIMITS.command),
+    via: z.enum(['local', 'host', 'unreachable-host-allowed']),
+    reason: boundedText(LIMITS.reason),
+  })
+  .strict();
+
 export const serviceCallParamsSchema = z
   .object({
     service: z
@@ -328,6 +341,7 @@ export const hostMethods = {
   'group.list': { params: groupListParamsSchema, result: groupListResultSchema },
   'group.register': { params: groupRegisterParamsSchema, result: okResult },
   'security.bash_check': { params: bashCheckParamsSchema, result: bashCheckResultSchema },
+  'bash.ran': { params: bashRanParamsSchema, result: z.void(), notification: true },
   'service.call': { params: serviceCallParamsSchema, result: serviceCallResultSchema },
   'config.propose': { params: configProposeParamsSchema, result: configProposeResultSchema },
   'run.done': { params: runDoneParamsSchema, result: okResult },

@@ -15,7 +15,9 @@ import {
   createHostServiceRegistry,
   serviceGrants,
 } from '../security/service-grants.ts';
+import { createBashLedger } from '../security/bash-ledger.ts';
 import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts';
+import { createBashReports } from '../security/bash-reports.ts';
 import { createCop } from '../security/cop.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
 import type { SecretScanner } from '../security/secrets/index.ts';
@@ -89,6 +91,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         }
       },
     };
+    const bashLedger = createBashLedger();
     const bashCheck = createBashPolicy({
       classifier,
       taint,
@@ -96,7 +99,9 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       human,
       scanSecrets: (text) => opts.scanner.scan(text),
       audit: store.audit,
+      ledger: bashLedger,
     });
+    const bashRan = createBashReports({ classifier, ledger: bashLedger, taint, audit: store.audit });
     const registry = createHostServiceRegistry(config);
     const grantedTo = serviceGrants(config);
     assertStartableConfig(config, registry);
@@ -123,11 +128,13 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       onRunEnded: (runId) => {
         runSignals.end(runId);
         taint.forget(runId);
+        bashLedger.forget(runId);
       },
       providerApiKey,
       taint,
       policy: {
         bashCheck,
+        bashRan,
         callService,
         reviewMessage: createMessagePolicy({
           scanSecrets: (text) => opts.scanner.scan(text),

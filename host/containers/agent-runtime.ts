@@ -29,7 +29,7 @@ import { defaultBridgeAddress, ensureGatewayNetwork } from './network-gateway.ts
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
   HostHandlerDeps,
-  'bashCheck' | 'callService' | 'reviewMessage' | 'reviewMutation'
+  'bashCheck' | 'bashRan' | 'callService' | 'reviewMessage' | 'reviewMutation'
 >;
 
 export interface AgentRuntimeDeps {
@@ -268,7 +268,7 @@ async function startContainerRuntime(
       // The agent waits for the host's bash decision at least as long as the owner may take to approve.
       CARAPACE_BASH_CHECK_TIMEOUT_MS: String(config.security.approval_timeout_ms + 30_000),
     },
-    handlersFor: (identity, callbacks, onDone) =>
+    handlersFor: (identity, callbacks, onDone, stopRun) =>
       createHostHandlers({
         identity,
         callbacks,
@@ -276,6 +276,7 @@ async function startContainerRuntime(
         audit: store.audit,
         onDone,
         checkRegistration: deps.checkRegistration,
+        stopRun,
         ...deps.policy,
         taint: deps.taint,
         tasks: createTaskHandlers({

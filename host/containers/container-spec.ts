@@ -124,9 +124,9 @@ export function containerCreateOptions(
     Tty: false,
     HostConfig: {
       AutoRemove: true,
-      // tini as PID 1: forwards SIGTERM to the agent (PID 1 ignores signals it has no handler
-      // for) and reaps zombies (a fork bomb leaves many).
-      Init: true,
+      // The image's own tini is PID 1 (it forwards SIGTERM to the agent and reaps zombies). Docker's init
+      // would be readable, hence dumpable, and its stdio is the IPC stream: commands could open it.
+      Init: false,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,

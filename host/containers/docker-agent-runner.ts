@@ -49,6 +49,7 @@ export interface DockerAgentRunnerDeps {
     identity: RunIdentity,
     callbacks: RunCallbacks,
     onDone: (done: RunDone) => void,
+    stopRun: (reason: string) => void,
   ): RpcHandlers<HostMethods>;
   onProtocolProblem(identity: RunIdentity, problem: ProtocolProblem): void;
   /** Called once when a run has ended, however it ended (to release what the host holds for it). */
@@ -197,7 +198,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
           messages: fitStartMessages(ctx.messages).map(toChatMessage),
           gatewayKey: key.key,
         },
-        handlers: (onDone) => deps.handlersFor(identity, callbacks, onDone),
+        handlers: (onDone, stopRun) => deps.handlersFor(identity, callbacks, onDone, stopRun),
         onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
         stopGraceMs: containers.stop_grace_ms,
         logger: logger.child({ runId: ctx.runId, groupId: ctx.group.id, container: container.name }),

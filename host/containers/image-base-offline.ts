@@ -16,10 +16,17 @@ export const AGENT_UID = 10001;
 export const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
 /** Where the host's Node binary lives inside the offline base. */
 export const OFFLINE_NODE_PATH = '/usr/local/bin/node';
+/**
+ * The image's init and Node are execute-only (0711, owned by root): a process that runs a binary it
+ * cannot read is not dumpable, so commands (same uid) cannot open its /proc/<pid>/environ, mem or fd.
+ * That keeps tini (PID 1, whose stdio is the IPC stream) and the agent (which holds the gateway key)
+ * out of their reach. See DESIGN.md, "Bash gate".
+ */
+export const EXECUTE_ONLY_BINARIES = [OFFLINE_NODE_PATH, '/usr/bin/tini'] as const;
 
 /**
  * Debian packages of the offline base. The agent's tools need the first six; libstdc++6 and
- * libgcc-s1 are what an official Node binary links against besides glibc.
+ * libgcc-s1 are what an official Node binary links against besides glibc; tini is the image's init.
  */
 export const OFFLINE_BASE_PACKAGES = [
   'bash',
@@ -30,10 +37,11 @@ export const OFFLINE_BASE_PACKAGES = [
   'jq',
   'libstdc++6',
   'libgcc-s1',
+  'tini',
 ] as const;
 
 /** Bump when the way the root filesystem is prepared changes, so old bases are not reused. */
-const RECIPE_VERSION = 1;
+const RECIPE_VERSION = 2;
 
 /** Shared libraries a Debian root filesystem of the same release provides for Node. */
 const GLIBC_FAMILY =
@@ -284,7 +292,11 @@ function prepareRootfs(rootfs: string, recipe: OfflineBaseRecipe): void {
   const nodeTarget = path.join(rootfs, OFFLINE_NODE_PATH);
   fs.mkdirSync(path.dirname(nodeTarget), { recursive: true });
   fs.copyFileSync(recipe.nodeBinary, nodeTarget);
-  fs.chmodSync(nodeTarget, 0o755);
+  for (const binary of EXECUTE_ONLY_BINARIES) {
+    const target = path.join(rootfs, binary);
+    fs.chownSync(target, 0, 0);
+    fs.chmodSync(target, 0o711);
+  }
   // Package caches and lists are dead weight in an image that never runs apt.
   for (const dir of ['var/cache/apt/archives', 'var/lib/apt/lists', 'var/log']) {
     const full = path.join(rootfs, dir);

@@ -10,6 +10,7 @@ import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
 import type { TaskHandlers } from '../scheduler/task-handlers.ts';
+import type { BashReport, BashReportOutcome } from '../security/bash-reports.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupRecord, GroupsStore } from '../store/groups-store.ts';
@@ -31,6 +32,10 @@ export interface HostHandlerDeps {
   onDone(done: RunDone): void;
   /** The host's decision on a command the in-container gate escalated. */
   bashCheck(identity: RunIdentity, command: string): Promise<BashDecision>;
+  /** Audits a command the agent is about to run; a gate miss stops the run (see bash-reports.ts). */
+  bashRan(identity: RunIdentity, report: BashReport): BashReportOutcome;
+  /** Stops this run, and tells its group why (not retried). */
+  stopRun(reason: string): void;
   /** Host services (web_fetch, …); unknown names must throw an RpcError. */
   callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
   /** Whether a chat message may go out (secrets, taint); may ask the owner. */
@@ -161,6 +166,11 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'security.bash_check'({ command }) {
       return limited('bash', () => deps.bashCheck(identity, command));
+    },
+
+    async 'bash.ran'(report) {
+      const outcome = deps.bashRan(identity, report);
+      if (outcome.missed) deps.stopRun(outcome.reason);
     },
 
     async 'service.call'({ service, params }) {

@@ -10,6 +10,7 @@ import { createRpcPeer, type ProtocolProblem, type RpcHandlers } from '../../con
 import type { ContainerExit, ContainerProcess } from '../containers/container-launch.ts';
 import type { RunHandle, RunOutcome } from '../router/agent-runner.ts';
 import type { StoredMessage } from '../store/messages-store.ts';
+import { createFrameBudget, DEFAULT_FRAME_BUDGET, type FrameBudgetLimits } from './frame-budget.ts';
 import type { RunDone } from './host-handlers.ts';
 
 export function toChatMessage(m: StoredMessage): ChatMessage {
@@ -26,9 +27,14 @@ export function toChatMessage(m: StoredMessage): ChatMessage {
 export interface RunSessionDeps {
   container: ContainerProcess;
   start: RunStartParams;
-  /** Built per run with the run's identity (see createHostHandlers); `run.done` must call `onDone`. */
-  handlers: (onDone: (done: RunDone) => void) => RpcHandlers<HostMethods>;
+  /**
+   * Built per run with the run's identity (see createHostHandlers); `run.done` must call `onDone`;
+   * `stop` ends the run for a reason of the host's (a gate miss, a quota): not retried, the group is told.
+   */
+  handlers: (onDone: (done: RunDone) => void, stop: (reason: string) => void) => RpcHandlers<HostMethods>;
+  /** Audits one protocol problem; only the first few of a run come here (see frame-budget.ts). */
   onProtocolProblem(problem: ProtocolProblem): void;
+  frameBudget?: FrameBudgetLimits;
   stopGraceMs: number;
   logger: Logger;
 }
@@ -101,12 +107,32 @@ export function createRunSession({
   start,
   handlers,
   onProtocolProblem,
+  frameBudget,
   stopGraceMs,
   logger,
 }: RunSessionDeps): RunHandle {
+  function stopContainer(reason: string): void {
+    try {
+      peer.notify('run.stop', { reason: reason.slice(0, 500) });
+    } catch {
+      // the stream may already be gone; stopping the container below is what counts
+    }
+    container.stop(reason, stopGraceMs).catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'could not stop the container');
+    });
+  }
   let done: RunDone | undefined;
   let confirmDone!: (done: RunDone) => void;
   const confirmed = new Promise<RunDone>((resolve) => (confirmDone = resolve));
+  /** Set when the host itself ended the run for cause: the outcome says so and is not retried. */
+  let stoppedForCause: string | undefined;
+  const budget = createFrameBudget(frameBudget);
+  const stopForCause = (reason: string): void => {
+    if (stoppedForCause !== undefined) return;
+    stoppedForCause = reason;
+    logger.warn({ reason }, 'stopping the run');
+    stopContainer(reason);
+  };
   const peer = createRpcPeer({
     input: container.stdout,
     output: container.stdin,
@@ -116,7 +142,7 @@ export function createRunSession({
       keptAlive(
         handlers((d) => {
           done = d;
-        }),
+        }, stopForCause),
         container,
       ),
       () => {
@@ -124,10 +150,24 @@ export function createRunSession({
       },
     ),
     onProtocolError: (problem) => {
-      logger.warn({ problem }, 'IPC protocol problem');
-      onProtocolProblem(problem);
+      const step = budget.next();
+      if (step === 'audit') {
+        logger.warn({ problem }, 'IPC protocol problem');
+        onProtocolProblem(problem);
+      } else if (step === 'stop') {
+        const limit = (frameBudget ?? DEFAULT_FRAME_BUDGET).stopAfter;
+        stopForCause(`the agent sent more than ${limit} malformed or unexpected frames`);
+        // Nothing more from this stream is read: a flood costs the host nothing from here on.
+        peer.close();
+      }
     },
-    logger,
+    // The peer logs each problem too: only as long as they are audited one by one.
+    logger: {
+      warn: (details, message) => {
+        if (budget.logging()) logger.warn(details, message);
+      },
+      debug: (details, message) => logger.debug(details, message),
+    },
   });
   container.stderr.setEncoding('utf8');
   container.stderr.on('data', (chunk: string) => {
@@ -143,8 +183,16 @@ export function createRunSession({
     container.stop('run.start was not accepted', stopGraceMs).catch(() => undefined);
   });
 
-  const exited = container.exited.then((exit) => {
+  const exited = container.exited.then((exit): RunOutcome => {
     peer.close();
+    const unaudited = budget.unaudited();
+    if (unaudited > 0) {
+      onProtocolProblem({
+        kind: 'invalid-request',
+        message: `${unaudited} more protocol problems in this run (not audited one by one)`,
+      });
+    }
+    if (stoppedForCause !== undefined) return { ok: false, reason: stoppedForCause, retryable: false };
     return describeExit(exit, done);
   });
   // The run is over once its run.done is confirmed: the agent has nothing left to do but exit, so its slot
@@ -154,6 +202,7 @@ export function createRunSession({
     container.stop('the run is over', stopGraceMs).catch((err: unknown) => {
       logger.warn({ err: (err as Error).message }, 'could not stop a finished container');
     });
+    if (stoppedForCause !== undefined) return { ok: false, reason: stoppedForCause, retryable: false };
     return describeDone(d);
   });
   const finished = Promise.race([exited, confirmedOutcome]);
@@ -168,16 +217,7 @@ export function createRunSession({
         return false;
       }
     },
-    stop(reason) {
-      try {
-        peer.notify('run.stop', { reason: reason.slice(0, 500) });
-      } catch {
-        // the stream may already be gone; stopping the container below is what counts
-      }
-      container.stop(reason, stopGraceMs).catch((err: unknown) => {
-        logger.error({ err: (err as Error).message }, 'could not stop the container');
-      });
-    },
+    stop: stopContainer,
     done: finished,
   };
 }

@@ -1,6 +1,7 @@
 import type { BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import type { BashDecision, RunIdentity } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
+import type { BashLedger } from './bash-ledger.ts';
 import type { Cop } from './cop.ts';
 import type { Finding } from './secrets/index.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
@@ -23,6 +24,8 @@ export interface BashPolicyDeps {
   human: HumanApproval;
   scanSecrets(text: string): Promise<Finding[]>;
   audit: AuditStore;
+  /** Where allowed commands wait for the agent's report that it ran them (see bash-reports.ts). */
+  ledger?: BashLedger;
 }
 
 /**
@@ -48,6 +51,7 @@ export function createBashPolicy(deps: BashPolicyDeps) {
         details: { command: command.slice(0, 2000), class: verdict.class, network: verdict.network },
       });
       if (decision === 'allow' && verdict.network) taint.markCorrupted(identity.runId);
+      if (decision === 'allow') deps.ledger?.grant(identity.runId, command);
       return { decision, reason };
     };
     const askHuman = async (why: string) =>

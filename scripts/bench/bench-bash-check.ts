@@ -60,6 +60,8 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       onDone: () => undefined,
       checkRegistration: () => undefined,
       bashCheck: (identity, command) => policy({ ...identity, runId: ++runId }, command),
+      bashRan: () => ({ missed: false }),
+      stopRun: () => undefined,
       callService: async () => null,
       reviewMessage: async () => ({ allowed: true, reason: 'bench' }),
       reviewMutation: async () => ({ allowed: false, reason: 'bench' }),

@@ -22,6 +22,7 @@ const BENCHES: Bench[] = [
   },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
+  { title: 'bash.ran report on a local command', module: './bench-bash-report.ts', fn: 'benchBashReport' },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
   { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },

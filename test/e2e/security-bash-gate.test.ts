@@ -33,11 +33,14 @@ await describeDocker('e2e security: the bash gate decides by taint', () => {
 
   /** True when a command of `group` created `file` in the group folder. */
   const ran = (group: string, file: string) => fs.existsSync(path.join(h.paths.groupsDir, group, file));
-  /** Audit rows of the newest run of `group` written after `mark`, as [operation, decision, taint]. */
+  /**
+   * Decision rows of the newest run of `group` written after `mark`, as [operation, decision, taint]; the
+   * `bash.ran` report of each executed command is left out (security-gate-isolation.test.ts covers it).
+   */
   const decisions = (group: string, mark: number) => {
     const runId = h.runs(group).at(-1)?.id;
     return auditSince(h, mark)
-      .filter((r) => r.runId === runId)
+      .filter((r) => r.runId === runId && r.operation !== 'bash.ran')
       .map((r) => [r.operation, r.decision, r.taint]);
   };
   const owner = (command: string) => ownerSays(h, command);
@@ -67,8 +70,14 @@ await describeDocker('e2e security: the bash gate decides by taint', () => {
     expect(fs.readFileSync(path.join(h.paths.groupsDir, 'main', `local-${t}.txt`), 'utf8')).toBe(
       `local-${t}\n`,
     );
-    // The host was never asked: no bash decision of any kind.
+    // The host was never asked: no bash decision of any kind; it only heard that the command ran.
     expect(decisions('main', mark)).toEqual([]);
+    const runId = h.runs('main').at(-1)?.id;
+    expect(
+      auditSince(h, mark)
+        .filter((r) => r.runId === runId)
+        .map((r) => [r.operation, r.decision, r.reason]),
+    ).toEqual([['bash.ran', 'ran', 'local']]);
   }, 60_000);
 
   it('the admin group (no taint): escalated commands are allowed; an allowed network command taints the run, so the next one goes to the Cop; a secret in a command goes to the owner', async () => {

@@ -91,6 +91,7 @@ function startAgent(): HostSide {
         resolveDone(params);
         return { ok: true as const };
       },
+      'bash.ran': () => undefined,
       'security.bash_check': ({ command }) =>
         command.startsWith('echo $$ > pid.txt')
           ? { decision: 'allow' as const, reason: 'test command' }

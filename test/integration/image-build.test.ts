@@ -47,7 +47,7 @@ await describeDocker('agent image build', () => {
 
   it('the image runs the bundle as the agent user, from /workspace, with the tools', async () => {
     const info = await docker.getImage(image).inspect();
-    expect(info.Config.Entrypoint).toEqual(['node', '/app/agent.mjs']);
+    expect(info.Config.Entrypoint).toEqual(['/usr/bin/tini', '--', 'node', '/app/agent.mjs']);
     expect(info.Config.User).toBe('agent');
     expect(info.Config.WorkingDir).toBe('/workspace');
     const result = await runOnce(docker, {

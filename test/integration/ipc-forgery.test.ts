@@ -11,10 +11,15 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ContainerExit, ContainerProcess } from '../../host/containers/container-launch.ts';
 import { auditProtocolProblem } from '../../host/ipc/audit-protocol-problem.ts';
-import { createHostHandlers, type RunIdentity } from '../../host/ipc/host-handlers.ts';
+import { createHostHandlers, type HostHandlerDeps, type RunIdentity } from '../../host/ipc/host-handlers.ts';
 import { createRunSession } from '../../host/ipc/run-session.ts';
 import type { RunHandle } from '../../host/router/agent-runner.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
+import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
+import { createBashLedger } from '../../host/security/bash-ledger.ts';
+import { createBashReports } from '../../host/security/bash-reports.ts';
+import { createTaintRegistry } from '../../host/security/taint.ts';
 import { idleTaskHandlers } from '../helpers/idle-task-handlers.ts';
 
 let dir: string;
@@ -74,6 +79,7 @@ function fakeContainer(onTouch: () => void = () => undefined) {
 
 interface SessionOverrides {
   bashCheck?: () => Promise<{ decision: 'allow' | 'deny'; reason: string }>;
+  bashRan?: HostHandlerDeps['bashRan'];
   onTouch?: () => void;
 }
 
@@ -103,7 +109,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
       limits: { maxToolSteps: 5, maxOutputTokens: 100, wallTimeMs: 60_000 },
       gatewayKey: 'gw-forgery-test',
     },
-    handlers: (onDone) =>
+    handlers: (onDone, stopRun) =>
       createHostHandlers({
         identity,
         callbacks: {
@@ -114,6 +120,8 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
         audit: store.audit,
         onDone,
         bashCheck: overrides.bashCheck ?? (async () => ({ decision: 'deny', reason: 'test' })),
+        bashRan: overrides.bashRan ?? (() => ({ missed: false })),
+        stopRun,
         callService: async () => null,
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
         reviewMutation: async () => ({ allowed: false, reason: 'the owner said no' }),
@@ -323,5 +331,51 @@ describe('flooding the reviews', () => {
       params: { command: 'curl y', localReason: 'r' },
     });
     expect(await s.replyTo(43)).toMatchObject({ result: { decision: 'allow' } });
+  });
+});
+
+describe('commands the container reports running', () => {
+  it('stops the run when a command it ran locally is one the host escalates, audited as a gate miss, not retried', async () => {
+    const classifier = await createBashClassifier(resolveBashGateWasmPaths());
+    const taint = createTaintRegistry({
+      initial: () => ({ corruption: false, secret: false }),
+      onTainted: () => undefined,
+    });
+    const bashRan = createBashReports({ classifier, ledger: createBashLedger(), taint, audit: store.audit });
+    const s = startSession(false, { bashRan });
+    s.send({ jsonrpc: '2.0', method: 'bash.ran', params: { command: 'ls -la', via: 'local', reason: 'r' } });
+    s.send({
+      jsonrpc: '2.0',
+      method: 'bash.ran',
+      params: { command: "sed ':a e id' notes.txt", via: 'local', reason: 'every command is local' },
+    });
+    const outcome = await s.handle.done;
+    expect(outcome).toMatchObject({
+      ok: false,
+      retryable: false,
+      reason: expect.stringMatching(/^gate miss/),
+    });
+    const rows = store.audit.tail(10).map((r) => [r.operation, r.decision]);
+    expect(rows).toEqual([
+      ['bash.ran', 'ran'],
+      ['bash.gate_miss', 'stopped'],
+    ]);
+  });
+});
+
+describe('a flood of junk on the stream', () => {
+  it('audits the first problems one by one and the rest in one row, stops the run past the limit, and reads no further', async () => {
+    const s = startSession(false);
+    const junk = '{not json\n'.repeat(300_000);
+    s.send(junk.slice(0, -1));
+    const outcome = await s.handle.done;
+    expect(outcome).toMatchObject({
+      ok: false,
+      retryable: false,
+      reason: expect.stringMatching(/more than 200 malformed or unexpected frames/),
+    });
+    const rows = store.audit.tail(100);
+    expect(rows.filter((r) => r.operation === 'ipc.frame')).toHaveLength(11);
+    expect(rows.at(-1)?.reason).toMatch(/191 more protocol problems in this run/);
   });
 });

@@ -132,6 +132,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
         'group.list': refuse,
         'group.register': refuse,
         'security.bash_check': refuse,
+        'bash.ran': () => undefined,
         'service.call': refuse,
         'config.propose': refuse,
       } satisfies RpcHandlers<HostMethods>;

@@ -16,7 +16,8 @@ import {
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import { createRpcPeer, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import { createAgentTools } from '../../container-agent/src/tools/agent-tools.ts';
-import { commandEnvironment } from '../../container-agent/src/tools/bash.ts';
+import { commandEnvironment, createBashTool } from '../../container-agent/src/tools/bash.ts';
+import { checkProcessIsolation } from '../../container-agent/src/tools/process-isolation.ts';
 import { matchesGlob } from '../../container-agent/src/tools/glob.ts';
 import { createToolset, type Toolset } from '../../container-agent/src/tools/toolset.ts';
 import { createWorkspace } from '../../container-agent/src/workspace/confine.ts';
@@ -275,6 +276,10 @@ describe('bash tool and gate', () => {
         method: 'security.bash_check',
         params: { command: 'echo yes > ran.txt', localReason: 'curl reaches the network' },
       },
+      {
+        method: 'bash.ran',
+        params: { command: 'echo yes > ran.txt', via: 'host', reason: 'no taint' },
+      },
     ]);
   });
 
@@ -341,6 +346,51 @@ describe('bash tool and gate', () => {
     expect(calls[0]?.params).toMatchObject({ localReason: 'the classifier failed: parser crashed' });
   });
 
+  it('runs nothing when commands are not isolated from the agent process, or when the host cannot be told', async () => {
+    const bashWith = (host: ReturnType<typeof fakeHost>['host'], isolation: () => string | null) =>
+      createToolset([
+        createBashTool({
+          classifier: localClassifier,
+          host,
+          cwd: groupDir,
+          env: commandEnvironment(process.env, { timezone: 'UTC', home: tmp }),
+          onGateError: 'block',
+          checkTimeoutMs: 1000,
+          isolation,
+        }),
+      ]);
+    const { host, calls } = fakeHost({ 'bash.ran': () => undefined });
+    expect(
+      await call(bashWith(host, () => 'process 7 is dumpable'), 'bash', { command: 'echo yes > ran.txt' }),
+    ).toBe(
+      'Blocked: this command was not run. Reason: commands are not isolated from the agent here (process 7 is dumpable)',
+    );
+    const mute = {
+      ...host,
+      notify: () => {
+        throw new Error('the connection is closed');
+      },
+    };
+    expect(await call(bashWith(mute, () => null), 'bash', { command: 'echo yes > ran.txt' })).toBe(
+      'Blocked: this command was not run. Reason: the host could not be told about it (the connection is closed)',
+    );
+    expect(fs.existsSync(marker())).toBe(false);
+    expect(calls).toEqual([]);
+  });
+
+  it('calls a process shielded from commands only when /proc/<pid>/environ of the agent and of PID 1 belong to root', () => {
+    const owners: Record<string, number> = { '/proc/1/environ': 0, '/proc/7/environ': 0 };
+    const stat = (p: string) => {
+      const uid = owners[p];
+      if (uid === undefined) throw new Error(`ENOENT: ${p}`);
+      return { uid };
+    };
+    expect(checkProcessIsolation([1, 7], stat)).toBeNull();
+    owners['/proc/7/environ'] = 10001;
+    expect(checkProcessIsolation([1, 7], stat)).toMatch(/process 7 is dumpable/);
+    expect(checkProcessIsolation([1, 9], stat)).toMatch(/cannot tell whether process 9/);
+  });
+
   it('works with the real bash-gate classifier, loaded the way the agent loads it', async () => {
     const warnings: string[] = [];
     const classifier = await loadBashClassifier({
@@ -356,12 +406,18 @@ describe('bash tool and gate', () => {
     expect(await call(set, 'bash', { command: 'echo hello | tr a-z A-Z' })).toBe(
       'exit code 0\nstdout:\nHELLO',
     );
-    expect(calls).toEqual([]);
+    // A local command is not asked about, but the host hears of it before it runs.
+    expect(calls).toEqual([
+      {
+        method: 'bash.ran',
+        params: { command: 'echo hello | tr a-z A-Z', via: 'local', reason: expect.any(String) },
+      },
+    ]);
     expect(await call(set, 'bash', { command: 'curl https://example.org > page.html' })).toBe(
       'Blocked: this command was not run. Reason: tainted',
     );
-    expect(calls).toHaveLength(1);
-    expect(calls[0]?.params).toMatchObject({ command: 'curl https://example.org > page.html' });
+    expect(calls).toHaveLength(2);
+    expect(calls[1]?.params).toMatchObject({ command: 'curl https://example.org > page.html' });
     expect(fs.existsSync(path.join(groupDir, 'page.html'))).toBe(false);
   });
 

@@ -49,6 +49,7 @@ describe('protocol', () => {
   it('lists every method of the design in the two tables', () => {
     expect(Object.keys(agentMethods).sort()).toEqual(['run.input', 'run.start', 'run.stop']);
     expect(Object.keys(hostMethods).sort()).toEqual([
+      'bash.ran',
       'config.propose',
       'group.list',
       'group.register',
@@ -64,6 +65,7 @@ describe('protocol', () => {
       'task.update',
     ]);
     expect(agentMethods['run.stop'].notification).toBe(true);
+    expect(hostMethods['bash.ran'].notification).toBe(true);
   });
 
   it('never lets a container claim authority in its params', () => {

@@ -339,6 +339,7 @@ describe('createRpcPeer (two peers)', () => {
       {
         'message.send': () => ({ queued: true as const }),
         'task.schedule': () => ({ taskId: 't1' }),
+        'bash.ran': () => undefined,
         'task.list': () => ({ tasks: [] }),
         'task.update': () => ({ ok: true as const }),
         'task.pause': () => ({ ok: true as const }),

@@ -187,8 +187,9 @@ export function pathHazard(text: string, fullyComputedIsHazard: boolean): PathHa
     if (index === 0 && !absolute) {
       // The word starts with an expansion: its value is not known here.
       if (fullyComputedIsHazard) return computedHazard(text);
-      afterDev = false;
-      atRoot = false;
+      // Its value may be empty or a directory such as /dev: what follows is judged as if at `/`.
+      afterDev = true;
+      atRoot = true;
       continue;
     }
     const could = (name: string): boolean => component.pattern.test(name);

@@ -22,6 +22,11 @@ export interface LineDecoder {
   push(chunk: Buffer | string): void;
   /** The stream ended: a last line without a newline still counts as a frame. */
   end(): void;
+  /**
+   * Nothing more is decoded, not even the rest of the chunk being pushed: a flood of lines in one chunk
+   * stops costing anything the moment its reader gives up on it.
+   */
+  halt(): void;
 }
 
 const NEWLINE = 0x0a;
@@ -36,6 +41,7 @@ export function createLineDecoder(options: LineDecoderOptions): LineDecoder {
   let skipping = false;
   let skippedBytes = 0;
   let skippedPrefix = '';
+  let halted = false;
 
   const startSkipping = (segment: Buffer): void => {
     const head = Buffer.concat([...parts, segment.subarray(0, PREFIX_BYTES)]).subarray(0, PREFIX_BYTES);
@@ -68,7 +74,7 @@ export function createLineDecoder(options: LineDecoderOptions): LineDecoder {
     push(chunk) {
       const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
       let start = 0;
-      while (start <= buf.length) {
+      while (start <= buf.length && !halted) {
         const newline = buf.indexOf(NEWLINE, start);
         const end = newline === -1 ? buf.length : newline;
         const segment = buf.subarray(start, end);
@@ -86,7 +92,12 @@ export function createLineDecoder(options: LineDecoderOptions): LineDecoder {
       }
     },
     end() {
-      if (skipping || size > 0) finishLine();
+      if (!halted && (skipping || size > 0)) finishLine();
+    },
+    halt() {
+      halted = true;
+      parts = [];
+      size = 0;
     },
   };
 }

@@ -152,6 +152,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
   const shutdown = (reason: string): void => {
     if (closed) return;
     closed = true;
+    decoder.halt();
     input.off('data', onData);
     input.off('end', onEnd);
     input.off('close', onInputClose);

@@ -5,6 +5,7 @@ import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS } from '../protocol.ts';
 import { runBash, type BashRunResult } from './bash-runner.ts';
+import { checkProcessIsolation, type IsolationCheck } from './process-isolation.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
 export interface BashToolOptions {
@@ -19,6 +20,8 @@ export interface BashToolOptions {
   defaultTimeoutMs?: number;
   maxOutputBytes?: number;
   logger?: Pick<AgentLogger, 'info'>;
+  /** Null when commands cannot reach the agent's process; default: checkProcessIsolation. */
+  isolation?: IsolationCheck;
 }
 
 const MAX_TIMEOUT_SECONDS = 600;
@@ -43,6 +46,9 @@ const bashArgs = z
 export function createBashTool(options: BashToolOptions): AgentTool {
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 120_000;
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
+  const isolation = options.isolation ?? (() => checkProcessIsolation());
+  // Checked once per tool: what it looks at does not change while the agent runs.
+  let isolationProblem: { problem: string | null } | undefined;
   return defineTool({
     name: 'bash',
     description:
@@ -61,6 +67,20 @@ export function createBashTool(options: BashToolOptions): AgentTool {
         'bash gate',
       );
       if (!decision.run) return `Blocked: this command was not run. Reason: ${decision.reason}`;
+      isolationProblem ??= { problem: isolation() };
+      if (isolationProblem.problem !== null)
+        return `Blocked: this command was not run. Reason: commands are not isolated from the agent here (${isolationProblem.problem})`;
+      // The host hears of every command before it runs, so a gate miss is seen even if the command kills
+      // the agent. A report that cannot be sent blocks the command.
+      try {
+        options.host.notify('bash.ran', {
+          command: args.command,
+          via: decision.via,
+          reason: decision.reason.slice(0, LIMITS.reason),
+        });
+      } catch (error) {
+        return `Blocked: this command was not run. Reason: the host could not be told about it (${(error as Error).message})`;
+      }
       const result = await runBash({
         command: args.command,
         cwd: options.cwd,

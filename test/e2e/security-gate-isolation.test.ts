@@ -1,0 +1,166 @@
+/**
+ * The bash gate without silent misses (issue 12), through real containers. The classes found in review
+ * escalate; and where a command still runs (the host allows escalated commands in an untainted run), it
+ * cannot reach the agent's key, its IPC stream or the network: commands share the agent's uid, but the
+ * agent and PID 1 are not dumpable (execute-only node and tini), and the admin group is on the gateway
+ * network. Every command a run executes leaves a `bash.ran` audit row. A container that floods its IPC
+ * stream costs the host a bounded number of audit rows, is stopped, and does not slow another group.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeDocker } from '../helpers/docker-available.ts';
+import {
+  auditMark,
+  auditSince,
+  bash,
+  detailsOf,
+  resultsOf,
+  runTools,
+  securityResponder,
+} from '../fakes/security-responders.ts';
+import { reply } from '../fakes/fake-provider-script.ts';
+import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
+
+const tag = () => crypto.randomBytes(4).toString('hex');
+
+await describeDocker('e2e security: commands cannot reach the agent, whatever the gate says', () => {
+  let h: E2eHost;
+
+  /** Audit rows of the newest run of `group` written after `mark`. */
+  const rowsOf = (group: string, mark: number) => {
+    const runId = h.runs(group).at(-1)?.id;
+    return auditSince(h, mark).filter((r) => r.runId === runId);
+  };
+
+  beforeAll(async () => {
+    const config = { runs: { max_attempts: 1, max_concurrent: 3 } } as unknown as E2eHostOptions['config'];
+    h = await startE2eHost({ config });
+    await h.addLocalGroups('alpha', 'beta');
+  }, 180_000);
+  afterAll(async () => {
+    await h?.stop();
+  }, 60_000);
+
+  it('commands the host lets run find /proc/1 and the agent process closed: no key, no environment, no memory, no IPC stream', async () => {
+    const injected = `INJECTED-${tag()}`;
+    const frame = JSON.stringify({ jsonrpc: '2.0', method: 'message.send', params: { text: injected } });
+    const commands = [
+      'cat /proc/1/environ; echo "rc=$?"',
+      'cat /proc/$PPID/environ; echo "rc=$?"',
+      'head -c 64 /proc/$PPID/mem; echo "rc=$?"',
+      'ls /proc/$PPID/fd /proc/1/fd; echo "rc=$?"',
+      `echo '${frame}' > /proc/1/fd/1; echo "rc=$?"`,
+      `echo '${frame}' > /proc/$PPID/fd/1; echo "rc=$?"`,
+    ];
+    h.fake.setResponder(securityResponder({ main: runTools(commands.map(bash)) }));
+    const mark = auditMark(h);
+    const res = await h.send('main', 'look around');
+    expect(res.code).toBe(0);
+    const results = resultsOf(res.stdout);
+    expect(results).toHaveLength(commands.length);
+    for (const result of results) {
+      expect(result).toMatch(/Permission denied/);
+      expect(result).toMatch(/rc=[1-9]/);
+      expect(result).not.toMatch(/gw-[A-Za-z0-9_-]{20,}/);
+    }
+    // No frame reached the host's stream: nothing was sent with the injected text.
+    expect(h.outbox('main').some((r) => r.text.includes(injected))).toBe(false);
+    // Each command was escalated (the host decided it), and each one that ran was reported and audited.
+    const rows = rowsOf('main', mark);
+    const decided = rows.filter((r) => r.operation === 'bash').map((r) => detailsOf(r).command);
+    const ran = rows.filter((r) => r.operation === 'bash.ran').map((r) => detailsOf(r).command);
+    expect(decided).toEqual(commands);
+    expect(ran).toEqual(commands);
+    expect(rows.filter((r) => r.operation === 'bash.gate_miss')).toEqual([]);
+  }, 240_000);
+
+  it('each class found in review escalates, and what still runs reaches neither /proc nor the network', async () => {
+    const t = tag();
+    const local = `printf 'one\\n' > notes-${t}.txt`;
+    const escalated = [
+      // sed: a label ends at a blank; `e` after it runs a program.
+      `sed ':a e cat /proc/1/environ' notes-${t}.txt; echo "rc=$?"`,
+      // ~sys is /dev on Debian: a TCP socket opened by bash itself (the host's firewall refuses it).
+      'echo x > ~sys/tcp/host.docker.internal/9; echo "rc=$?"',
+      // /proc spelled as a glob.
+      'cat /pro[c]/1/environ; echo "rc=$?"',
+      // $PWD is wherever an earlier cd went; outside addresses are not routed from the gateway network.
+      'cd /dev && echo x > "$PWD/tcp/1.1.1.1/80"; echo "rc=$?"',
+    ];
+    h.fake.setResponder(
+      securityResponder({
+        main: runTools(
+          [local, ...escalated].map((command) => ({
+            name: 'bash',
+            arguments: { command, timeout_seconds: 5 },
+          })),
+        ),
+      }),
+    );
+    const mark = auditMark(h);
+    const res = await h.send('main', 'try the classes');
+    expect(res.code).toBe(0);
+    const [first, ...rest] = resultsOf(res.stdout);
+    expect(first).toBe('exit code 0');
+    for (const result of rest) {
+      // sed's `e` failing does not fail sed: the denial shows on stderr.
+      expect(result).toMatch(/rc=[1-9]|Permission denied|killed: time limit reached/);
+      expect(result).not.toMatch(/gw-[A-Za-z0-9_-]{20,}/);
+    }
+    const rows = rowsOf('main', mark);
+    expect(
+      rows.filter((r) => r.operation === 'bash').map((r) => [detailsOf(r).command, detailsOf(r).class]),
+    ).toEqual(escalated.map((c) => [c, 'escalate']));
+    // One bash.ran row for every command the run executed, the local one included.
+    expect(rows.filter((r) => r.operation === 'bash.ran').map((r) => detailsOf(r).command)).toEqual([
+      local,
+      ...escalated,
+    ]);
+    expect(rows.find((r) => detailsOf(r).command === local)).toMatchObject({
+      decision: 'ran',
+      reason: 'local',
+    });
+  }, 240_000);
+
+  it('a container flooding its IPC stream with 300,000 junk lines: a bounded number of audit rows, the run is stopped, another group is not slowed', async () => {
+    h.fake.setResponder(
+      securityResponder({
+        alpha: runTools([bash('sleep 30')]),
+        beta: () => reply.text('pong'),
+      }),
+    );
+    const pingBeta = async () => {
+      const started = performance.now();
+      const r = await h.send('beta', '@Andy ping');
+      expect(r.stdout).toContain('pong');
+      return performance.now() - started;
+    };
+    const idle = [await pingBeta(), await pingBeta()].sort((a, b) => a - b)[0] as number;
+
+    const mark = auditMark(h);
+    const alpha = h.send('alpha', '@Andy wait a while');
+    const container = await h.runningContainer('alpha');
+    // A compromised agent, simulated from outside: the test writes to the container's stdout itself (the
+    // agent's commands cannot, as the test above shows).
+    const exec = await h.docker.getContainer(container.Id).exec({
+      Cmd: ['sh', '-c', 'yes "{not json" | head -n 300000 > /proc/1/fd/1'],
+      User: '0',
+      Privileged: true,
+      AttachStdout: true,
+      AttachStderr: true,
+    });
+    const stream = await exec.start({});
+    stream.resume();
+    const during = await pingBeta();
+    const res = await alpha;
+    expect(res.stdout + res.stderr).toMatch(/malformed or unexpected frames/);
+    const rows = rowsOf('alpha', mark);
+    expect(rows.filter((r) => r.operation === 'ipc.frame').length).toBeLessThanOrEqual(12);
+    expect(rows.length).toBeLessThan(30);
+    expect(h.runs('alpha').at(-1)?.exitReason ?? '').toMatch(/malformed or unexpected frames/);
+    expect(during).toBeLessThan(2 * idle + 500);
+    fs.writeFileSync(path.join(h.paths.dataDir, 'flood-latency.json'), JSON.stringify({ idle, during }));
+  }, 300_000);
+});
