@@ -19,6 +19,12 @@ export const containersConfigSchema = z
     idle_timeout_ms: z.number().int().min(1_000).max(86_400_000).default(300_000),
     /** Between SIGTERM and SIGKILL when a run is stopped. */
     stop_grace_ms: z.number().int().min(0).max(60_000).default(2_000),
+    /** Disk quota of each group's folder on the host; no single file may grow past it either. */
+    group_quota_mb: z.number().int().min(1).max(1_048_576).default(1_024),
+    /** Disk quota of each group's session folder (its conversation history). */
+    session_quota_mb: z.number().int().min(1).max(1_048_576).default(256),
+    /** How often a running group's folders are measured against their quotas. */
+    disk_check_ms: z.number().int().min(200).max(600_000).default(2_000),
     /** The internal Docker network of `gateway`-mode groups. */
     gateway_network: z
       .string()

@@ -45,6 +45,8 @@ export const containerSpecSchema = z
         memoryMb: z.number().int().min(32),
         cpus: z.number().positive(),
         pids: z.number().int().min(8),
+        /** RLIMIT_FSIZE of every process in the container: no file it writes grows past this. */
+        fileSizeMb: z.number().int().min(1).optional(),
       })
       .strict(),
     timeouts: z
@@ -135,6 +137,17 @@ export function containerCreateOptions(
       MemorySwap: memory,
       NanoCpus: Math.round(spec.limits.cpus * 1e9),
       PidsLimit: spec.limits.pids,
+      ...(spec.limits.fileSizeMb !== undefined
+        ? {
+            Ulimits: [
+              {
+                Name: 'fsize',
+                Soft: spec.limits.fileSizeMb * 1024 * 1024,
+                Hard: spec.limits.fileSizeMb * 1024 * 1024,
+              },
+            ],
+          }
+        : {}),
       ExtraHosts: [`host.docker.internal:${hostAddress ?? 'host-gateway'}`],
       // Mounts (not Binds): a missing host path is an error instead of a root-owned empty dir.
       Mounts: spec.mounts.map((m) => ({

@@ -16,6 +16,8 @@ import { launchContainer } from './container-launch.ts';
 import { containerMemoryBytes } from './container-memory.ts';
 import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
 import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
+import { quotaFolders } from './disk-quota-folders.ts';
+import { watchDiskQuota } from './disk-quota.ts';
 import { AGENT_UID, AGENT_USER } from './image-base-offline.ts';
 import type { GroupMountPlan } from './group-mounts.ts';
 
@@ -144,7 +146,12 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       // No key here: what a container's environment holds, every process in it can read.
       env: { ...deps.env, OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
       network: specNetwork,
-      limits: { memoryMb: containers.memory_mb, cpus: containers.cpus, pids: containers.pids },
+      limits: {
+        memoryMb: containers.memory_mb,
+        cpus: containers.cpus,
+        pids: containers.pids,
+        fileSizeMb: containers.group_quota_mb,
+      },
       timeouts: {
         hardMs: containers.hard_timeout_ms,
         idleMs: containers.idle_timeout_ms,
@@ -199,6 +206,9 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
           gatewayKey: key.key,
         },
         handlers: (onDone, stopRun) => deps.handlersFor(identity, callbacks, onDone, stopRun),
+        guards: [
+          (stop) => watchDiskQuota(quotaFolders(spec.mounts, containers), containers.disk_check_ms, stop),
+        ],
         onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
         stopGraceMs: containers.stop_grace_ms,
         logger: logger.child({ runId: ctx.runId, groupId: ctx.group.id, container: container.name }),

@@ -35,6 +35,11 @@ export interface RunSessionDeps {
   /** Audits one protocol problem; only the first few of a run come here (see frame-budget.ts). */
   onProtocolProblem(problem: ProtocolProblem): void;
   frameBudget?: FrameBudgetLimits;
+  /**
+   * Watchers started with the run (e.g. disk quotas): each gets the stop-for-cause and returns its
+   * disposer, called when the container has exited.
+   */
+  guards?: ReadonlyArray<(stop: (reason: string) => void) => () => void>;
   stopGraceMs: number;
   logger: Logger;
 }
@@ -108,6 +113,7 @@ export function createRunSession({
   handlers,
   onProtocolProblem,
   frameBudget,
+  guards = [],
   stopGraceMs,
   logger,
 }: RunSessionDeps): RunHandle {
@@ -183,7 +189,9 @@ export function createRunSession({
     container.stop('run.start was not accepted', stopGraceMs).catch(() => undefined);
   });
 
+  const disposers = guards.map((guard) => guard(stopForCause));
   const exited = container.exited.then((exit): RunOutcome => {
+    for (const dispose of disposers) dispose();
     peer.close();
     const unaudited = budget.unaudited();
     if (unaudited > 0) {

@@ -21,6 +21,7 @@ import {
   securityResponder,
 } from '../fakes/security-responders.ts';
 import { reply } from '../fakes/fake-provider-script.ts';
+import { folderUsage } from '../../host/containers/disk-quota.ts';
 import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
 
 const tag = () => crypto.randomBytes(4).toString('hex');
@@ -35,9 +36,12 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
   };
 
   beforeAll(async () => {
-    const config = { runs: { max_attempts: 1, max_concurrent: 3 } } as unknown as E2eHostOptions['config'];
+    const config = {
+      runs: { max_attempts: 1, max_concurrent: 3 },
+      containers: { group_quota_mb: 5, disk_check_ms: 300 },
+    } as unknown as E2eHostOptions['config'];
     h = await startE2eHost({ config });
-    await h.addLocalGroups('alpha', 'beta');
+    await h.addLocalGroups('alpha', 'beta', 'gamma');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();
@@ -127,7 +131,7 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
   it('a container flooding its IPC stream with 300,000 junk lines: a bounded number of audit rows, the run is stopped, another group is not slowed', async () => {
     h.fake.setResponder(
       securityResponder({
-        alpha: runTools([bash('sleep 30')]),
+        alpha: runTools([bash('sleep 60')]),
         beta: () => reply.text('pong'),
       }),
     );
@@ -141,7 +145,7 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
 
     const mark = auditMark(h);
     const alpha = h.send('alpha', '@Andy wait a while');
-    const container = await h.runningContainer('alpha');
+    const container = await h.runningContainer('alpha', 150_000);
     // A compromised agent, simulated from outside: the test writes to the container's stdout itself (the
     // agent's commands cannot, as the test above shows).
     const exec = await h.docker.getContainer(container.Id).exec({
@@ -163,4 +167,25 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
     expect(during).toBeLessThan(2 * idle + 500);
     fs.writeFileSync(path.join(h.paths.dataDir, 'flood-latency.json'), JSON.stringify({ idle, during }));
   }, 300_000);
+
+  it('a group over its disk quota is stopped before the host disk holds more than the quota, and the next run stops at once', async () => {
+    const quota = 5 * 1024 * 1024;
+    h.fake.setResponder(
+      securityResponder({ gamma: runTools([bash('yes junk > junk.txt; echo "rc=$?"'), bash('sleep 20')]) }),
+    );
+    const res = await h.send('gamma', '@Andy fill the disk');
+    expect(res.stdout + res.stderr).toMatch(
+      /disk quota: the group folder holds [0-9.]+ MB, over its quota of 5 MB/,
+    );
+    expect(h.runs('gamma').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
+    const groupDir = path.join(h.paths.groupsDir, 'gamma');
+    // The file stopped at the quota (RLIMIT_FSIZE); the folder holds little more than that.
+    expect(fs.statSync(path.join(groupDir, 'junk.txt')).size).toBeLessThanOrEqual(quota);
+    expect((await folderUsage(groupDir)).bytes).toBeLessThan(quota + 512 * 1024);
+
+    h.fake.setResponder(securityResponder({ gamma: runTools([bash('yes more > more.txt')]) }));
+    const again = await h.send('gamma', '@Andy fill it more');
+    expect(again.stdout + again.stderr).toMatch(/disk quota/);
+    expect((await folderUsage(groupDir)).bytes).toBeLessThan(quota + 512 * 1024);
+  }, 240_000);
 });

@@ -1,0 +1,70 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { folderUsage, quotaProblem, watchDiskQuota } from '../../host/containers/disk-quota.ts';
+import { quotaFolders } from '../../host/containers/disk-quota-folders.ts';
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-quota-'));
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe('disk quotas', () => {
+  it('counts the blocks files hold, in nested folders, and not what a sparse file only pretends to hold', async () => {
+    fs.mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'a', 'b', 'data'), Buffer.alloc(300 * 1024, 1));
+    const sparse = fs.openSync(path.join(dir, 'sparse'), 'w');
+    fs.ftruncateSync(sparse, 1024 * 1024 * 1024);
+    fs.closeSync(sparse);
+    const usage = await folderUsage(dir);
+    expect(usage.entries).toBe(4);
+    expect(usage.bytes).toBeGreaterThanOrEqual(300 * 1024);
+    expect(usage.bytes).toBeLessThan(1024 * 1024);
+  });
+
+  it('says which folder is over its quota and by how much, and calls too many files over quota too', async () => {
+    fs.writeFileSync(path.join(dir, 'big'), Buffer.alloc(2 * 1024 * 1024, 1));
+    expect(await quotaProblem({ label: 'group folder', path: dir, limitBytes: 4 * 1024 * 1024 })).toBeNull();
+    expect(await quotaProblem({ label: 'group folder', path: dir, limitBytes: 1024 * 1024 })).toMatch(
+      /^the group folder holds 2\.0 MB, over its quota of 1 MB; delete files to make room$/,
+    );
+    for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(dir, `f${i}`), '');
+    expect(await folderUsage(dir, 10)).toMatchObject({ entries: 11 });
+  });
+
+  it('stops once when a watched folder goes over its quota while the run lasts', async () => {
+    const stops: string[] = [];
+    const dispose = watchDiskQuota([{ label: 'session folder', path: dir, limitBytes: 64 * 1024 }], 20, (r) =>
+      stops.push(r),
+    );
+    await new Promise((r) => setTimeout(r, 60));
+    expect(stops).toEqual([]);
+    fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
+    await new Promise((r) => setTimeout(r, 200));
+    dispose();
+    expect(stops).toHaveLength(1);
+    expect(stops[0]).toMatch(/^disk quota: the session folder holds/);
+  });
+
+  it('watches the group and session folders of a run with their own quotas', () => {
+    const mounts = [
+      {
+        hostPath: '/d/groups/fam',
+        containerPath: '/workspace/group',
+        readOnly: false,
+      },
+      {
+        hostPath: '/d/sessions/fam',
+        containerPath: '/workspace/session',
+        readOnly: false,
+      },
+      { hostPath: '/x', containerPath: '/workspace/extra/x', readOnly: false },
+    ];
+    expect(quotaFolders(mounts, { group_quota_mb: 2, session_quota_mb: 1 })).toEqual([
+      { label: 'group folder', path: '/d/groups/fam', limitBytes: 2 * 1024 * 1024 },
+      { label: 'session folder', path: '/d/sessions/fam', limitBytes: 1024 * 1024 },
+    ]);
+  });
+});
