@@ -6,6 +6,7 @@
  * network. Every command a run executes leaves a `bash.ran` audit row. A container that floods its IPC
  * stream costs the host a bounded number of audit rows, is stopped, and does not slow another group.
  */
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -128,45 +129,49 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
     });
   }, 240_000);
 
-  it('a container flooding its IPC stream with 300,000 junk lines: a bounded number of audit rows, the run is stopped, another group is not slowed', async () => {
-    h.fake.setResponder(
-      securityResponder({
-        alpha: runTools([bash('sleep 60')]),
-        beta: () => reply.text('pong'),
-      }),
-    );
-    const pingBeta = async () => {
-      const started = performance.now();
-      const r = await h.send('beta', '@Andy ping');
-      expect(r.stdout).toContain('pong');
-      return performance.now() - started;
-    };
-    const idle = [await pingBeta(), await pingBeta()].sort((a, b) => a - b)[0] as number;
+  const asRoot = process.getuid?.() === 0;
+  (asRoot ? it : it.skip)(
+    `a container flooding its IPC stream with 300,000 junk lines: a bounded number of audit rows, the run is stopped, another group is not slowed${asRoot ? '' : " (skipped: writing into a container's stdout from outside needs root)"}`,
+    async () => {
+      h.fake.setResponder(
+        securityResponder({
+          alpha: runTools([bash('sleep 60')]),
+          beta: () => reply.text('pong'),
+        }),
+      );
+      const pingBeta = async () => {
+        const started = performance.now();
+        const r = await h.send('beta', '@Andy ping');
+        expect(r.stdout).toContain('pong');
+        return performance.now() - started;
+      };
+      const idle = [await pingBeta(), await pingBeta()].sort((a, b) => a - b)[0] as number;
 
-    const mark = auditMark(h);
-    const alpha = h.send('alpha', '@Andy wait a while');
-    const container = await h.runningContainer('alpha', 150_000);
-    // A compromised agent, simulated from outside: the test writes to the container's stdout itself (the
-    // agent's commands cannot, as the test above shows).
-    const exec = await h.docker.getContainer(container.Id).exec({
-      Cmd: ['sh', '-c', 'yes "{not json" | head -n 300000 > /proc/1/fd/1'],
-      User: '0',
-      Privileged: true,
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = await exec.start({});
-    stream.resume();
-    const during = await pingBeta();
-    const res = await alpha;
-    expect(res.stdout + res.stderr).toMatch(/malformed or unexpected frames/);
-    const rows = rowsOf('alpha', mark);
-    expect(rows.filter((r) => r.operation === 'ipc.frame').length).toBeLessThanOrEqual(12);
-    expect(rows.length).toBeLessThan(30);
-    expect(h.runs('alpha').at(-1)?.exitReason ?? '').toMatch(/malformed or unexpected frames/);
-    expect(during).toBeLessThan(2 * idle + 500);
-    fs.writeFileSync(path.join(h.paths.dataDir, 'flood-latency.json'), JSON.stringify({ idle, during }));
-  }, 300_000);
+      const mark = auditMark(h);
+      const alpha = h.send('alpha', '@Andy wait a while');
+      const container = await h.runningContainer('alpha', 150_000);
+      // A compromised agent, simulated from outside: the host's root writes into the container's stdout
+      // through PID 1's descriptor (inside the container even root cannot: see the first test).
+      const pid = container.State.Pid;
+      const flood = spawn('sh', ['-c', `yes '{not json' | head -n 300000 > /proc/${pid}/fd/1`], {
+        stdio: 'ignore',
+      });
+      const flooded = new Promise<number | null>((resolve) => flood.on('exit', resolve));
+      const during = await pingBeta();
+      const res = await alpha;
+      await flooded;
+      expect(res.stdout + res.stderr).toMatch(/malformed or unexpected frames/);
+      const rows = rowsOf('alpha', mark);
+      expect(rows.filter((r) => r.operation === 'ipc.frame').length).toBeLessThanOrEqual(12);
+      expect(rows.length).toBeLessThan(30);
+      expect(h.runs('alpha').at(-1)?.exitReason ?? '').toMatch(/malformed or unexpected frames/);
+      expect(during).toBeLessThan(2 * idle + 500);
+      process.stdout.write(
+        `beta's reply: ${Math.round(idle)} ms idle, ${Math.round(during)} ms during the flood\n`,
+      );
+    },
+    300_000,
+  );
 
   it('a group over its disk quota is stopped before the host disk holds more than the quota, and the next run stops at once', async () => {
     const quota = 5 * 1024 * 1024;

@@ -205,3 +205,61 @@ export function pathHazard(text: string, fullyComputedIsHazard: boolean): PathHa
   }
   return null;
 }
+
+/** Where extra mounts appear in the container; some are read-write folders of the owner's. */
+const EXTRA_ROOT = '/workspace/extra';
+
+/** Commands that delete, truncate or overwrite the files they are given. */
+const MODIFYING_COMMANDS = new Set([
+  'rm',
+  'rmdir',
+  'unlink',
+  'mv',
+  'cp',
+  'ln',
+  'truncate',
+  'shred',
+  'touch',
+  'mkdir',
+  'chmod',
+  'tee',
+  'dd',
+  'install',
+]);
+
+const COPYING_COMMANDS = new Set(['cp', 'ln', 'install']);
+
+/**
+ * Whether the word, as a path, could lie on an extra mount: under /workspace/extra, a root-level glob
+ * or variable that could become it, or `..` out of the group folder (the working directory).
+ */
+export function couldBeExtraMount(text: string): boolean {
+  const plain = text.replace(/["']/g, '');
+  if (plain.startsWith('..')) return true;
+  if (!plain.startsWith('/')) return false;
+  const fixed = /^[^*?[{$`\\]*/.exec(plain)?.[0] ?? '';
+  const normalized = fixed.replace(/\/+/g, '/');
+  if (normalized.split('/').includes('..')) return true;
+  if (normalized.startsWith(EXTRA_ROOT)) return true;
+  // A fixed start that stops early (`/work*`, `/$x`) could still become /workspace/extra.
+  return fixed.length < plain.length && EXTRA_ROOT.startsWith(normalized);
+}
+
+/**
+ * Deleting, truncating or overwriting files on an extra mount is a write the policy decides (a
+ * tainted run asks), not local work: why this command is one, or null.
+ */
+export function extraMountWrite(name: string, argTexts: readonly string[]): string | null {
+  const modifies =
+    MODIFYING_COMMANDS.has(name) ||
+    (name === 'sed' && argTexts.some((a) => /^-(?:[a-zA-Z]*i|-in-place)/.test(a.replace(/["']/g, '')))) ||
+    (name === 'find' && argTexts.some((a) => a.replace(/["']/g, '') === '-delete'));
+  if (!modifies) return null;
+  // cp, ln and install change only their destination: the last operand, unless -t names it.
+  const destinationOnly =
+    COPYING_COMMANDS.has(name) &&
+    !argTexts.some((a) => /^(?:-[a-zA-Z]*t|--target)/.test(a.replace(/["']/g, '')));
+  const candidates = destinationOnly ? argTexts.slice(-1) : argTexts;
+  const target = candidates.find(couldBeExtraMount);
+  return target === undefined ? null : `${name} may change files on an extra mount (${quote(target)})`;
+}

@@ -13,7 +13,7 @@ import { quote } from './verdict.ts';
 import type { Finding } from './verdict.ts';
 import { report, textOf } from './walk-context.ts';
 import type { WalkContext } from './walk-context.ts';
-import { pathHazard } from './path-hazard.ts';
+import { couldBeExtraMount, extraMountWrite, pathHazard } from './path-hazard.ts';
 import { analyzeWord, scanUncovered } from './word-analysis.ts';
 import type { WordInfo } from './word-analysis.ts';
 import { words } from './word-list.ts';
@@ -219,6 +219,8 @@ function checkRedirectTarget(ctx: WalkContext, target: SyntaxNode, operator: str
     report(ctx, `redirection to ${quote(info.value)} reaches the network`, true);
     return;
   }
+  if (operator.includes('>') && couldBeExtraMount(info.text))
+    report(ctx, `redirection to ${quote(info.text)} may overwrite a file on an extra mount`, false);
   const hazard = pathHazard(info.text, true);
   if (hazard !== null) report(ctx, `redirection target ${hazard.reason}`, hazard.network);
 }
@@ -304,6 +306,8 @@ function handleCommand(ctx: WalkContext, node: SyntaxNode, extra: readonly Synta
   const definedUntil = ctx.functions.get(name);
   if (definedUntil !== undefined && definedUntil <= node.start) return;
   checkCommandRule(ctx, name, args);
+  const write = extraMountWrite(name, args.map((a) => a.text));
+  if (write !== null) report(ctx, write, false);
 }
 
 function checkCommandRule(ctx: WalkContext, name: string, args: readonly WordInfo[]): void {
