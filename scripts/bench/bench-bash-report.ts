@@ -55,6 +55,7 @@ export async function benchBashReport(): Promise<Record<string, number | string>
       groups: store.groups,
       audit: store.audit,
       taint,
+      checkRegistration: () => undefined,
       onDone: () => undefined,
       bashCheck: async () => ({ decision: 'deny', reason: 'bench' }),
       bashRan: (id, report) => {
