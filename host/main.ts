@@ -5,6 +5,7 @@ import type http from 'node:http';
 import type { Logger } from 'pino';
 import { adminCommandReplyKey, createAdminCommandHandler } from './admin/admin-command-handler.ts';
 import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
+import { approvalActions } from './admin/approval-message.ts';
 import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
 import { createTaskDelivery } from './scheduler/task-delivery.ts';
 import { ADMIN_GROUP_ID } from './admin/admin-group.ts';
@@ -213,7 +214,8 @@ export async function startHost({
       redact,
       timeoutMs: config.security.approval_timeout_ms,
       logger: logger.child({ subsystem: 'approvals' }),
-      notifyAdmin: async (text, { approvalId }) => adminChats.notify(`approval:${approvalId}`, text),
+      notifyAdmin: async (text, { approvalId }) =>
+        adminChats.notify(`approval:${approvalId}`, text, { actions: approvalActions(approvalId) }),
     });
     up.approvals = approvals;
     // Requests of runs that died with the previous host can never be executed: close them first.
@@ -257,6 +259,22 @@ export async function startHost({
       logger: logger.child({ subsystem: 'queue' }),
     });
     late.queue = activeQueue;
+    // A typing indicator while a group's run is active (best effort): on when a message triggers it, off
+    // once the queue says the group is idle. Read after the queue settled the change.
+    const typing = new Set<string>();
+    const syncTyping = (groupId: string) =>
+      setImmediate(() => {
+        const g = store.groups.get(groupId);
+        const busy = !!g && activeQueue.isBusy(groupId);
+        if (!g || busy === typing.has(groupId)) return;
+        if (busy) typing.add(groupId);
+        else typing.delete(groupId);
+        void channels
+          .get(g.channel)
+          ?.setTyping(g.chatId, busy)
+          .catch(() => undefined);
+      });
+    events.on('group-state', syncTyping);
     const ingest = createIngest({
       store,
       adminCommands: createAdminCommandHandler({
@@ -285,7 +303,10 @@ export async function startHost({
         const g = config.groups[groupId];
         return { trigger: g?.trigger ?? 'mention', allowedSenders: g?.allowed_senders };
       },
-      onTriggered: (groupId) => activeQueue.notify(groupId),
+      onTriggered: (groupId) => {
+        activeQueue.notify(groupId);
+        syncTyping(groupId);
+      },
       logger: logger.child({ subsystem: 'ingest' }),
     });
 
@@ -297,6 +318,7 @@ export async function startHost({
         state: store.channelState(d.name),
         dataDir,
         logger: logger.child({ channel: d.name }),
+        assistantName: config.assistant.name,
       };
     });
     for (const ch of [local.channel, ...configured, ...extraChannels]) channels.set(ch.name, ch);

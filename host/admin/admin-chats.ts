@@ -1,6 +1,6 @@
 import type { Channel } from '../channels/channel.ts';
 import type { GroupsStore } from '../store/groups-store.ts';
-import type { NewOutboxItem } from '../store/outbox-store.ts';
+import type { NewOutboxItem, OutboxAction } from '../store/outbox-store.ts';
 
 export interface AdminChat {
   channel: string;
@@ -47,7 +47,7 @@ export function createAdminChats({ groups, channels, notifyChannels, enqueue }: 
      * chat a decision was taken in already has its answer). The admin group's own chat keeps the plain
      * key, others get `<key>@<channel>`, so each chat gets the notice once.
      */
-    notify(key: string, text: string, opts: { except?: AdminChat } = {}): void {
+    notify(key: string, text: string, opts: { except?: AdminChat; actions?: OutboxAction[] } = {}): void {
       const admin = groups.admin();
       const only = notifyChannels();
       const all = linked();
@@ -64,6 +64,7 @@ export function createAdminChats({ groups, channels, notifyChannels, enqueue }: 
           chatId: chat.chatId,
           runId: null,
           text,
+          ...(opts.actions ? { actions: opts.actions } : {}),
         });
       }
     },

@@ -142,6 +142,8 @@ export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
       mentionsBot: mentions(m.text ?? m.caption ?? '', m.entities ?? m.caption_entities, bot),
       repliesToBot,
       fromOwner: m.chat.type === 'private' && fromId !== undefined && fromId === bot.ownerUserId,
+      // The owner's own account in any chat: lets them trigger groups set to trigger = "owner", nothing more.
+      senderIsOwner: fromId !== undefined && fromId === bot.ownerUserId,
     },
   };
 }

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
 import { hostStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { createChannelRegistry } from '../../channels/registry.ts';
+import { loadSecrets } from '../../config/secrets.ts';
 import { openStore } from '../../store/store.ts';
 import type { CliContext } from '../cli-context.ts';
 
@@ -69,4 +72,33 @@ export const checkDeliveries: Check = async (ctx) => {
   } finally {
     store.close();
   }
+};
+
+/** Each configured channel's own checks (Telegram: token, privacy mode, webhook), each with its fix. */
+export const checkChannelSetups: Check = async (ctx) => {
+  const config = ctx.config();
+  const secrets = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env });
+  const lines: { ok: boolean; line: string }[] = [];
+  for (const d of CHANNEL_DEFINITIONS) {
+    const section = (config.channels as Record<string, unknown>)[d.name];
+    if (section === undefined || !d.doctor) continue;
+    lines.push(
+      ...(await d.doctor({
+        config: section,
+        secret: (name) => secrets.get(name),
+        // Read-only checks: nothing is remembered.
+        state: { get: () => undefined, set: () => undefined },
+        dataDir: path.join(ctx.paths.dataDir, 'channels', d.name),
+        logger: pino({ level: 'silent' }),
+        assistantName: config.assistant.name,
+      })),
+    );
+  }
+  const failed = lines.filter((l) => !l.ok);
+  return {
+    name: 'channel setup',
+    ok: failed.length === 0,
+    detail: lines.length ? lines.map((l) => l.line).join('; ') : 'no channel with checks is configured',
+    ...(failed.length ? { fix: 'as each failing line says' } : {}),
+  };
 };

@@ -13,7 +13,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
-import { checkChannels, checkDeliveries } from './channel-checks.ts';
+import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
 
 export interface CheckResult {
   name: string;
@@ -125,6 +125,7 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
     checkIsolation,
     checkLeftovers(),
     checkChannels,
+    checkChannelSetups,
     checkDeliveries,
     ...extraChecks,
   ]);

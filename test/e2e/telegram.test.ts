@@ -1,0 +1,228 @@
+/**
+ * Telegram end to end: the real grammY client in the host against a fake Bot API that is a real HTTP
+ * server, real containers and the fake provider. A group message with the trigger word is answered in the
+ * group, a topic message in its topic; approvals wait in the owner's private chat with buttons only the
+ * owner's press decides; a restart loses and repeats nothing; a 429 storm delays but keeps order; a
+ * migrated group gets its next reply at its new id; a stranger's private message is refused, not stored.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
+import {
+  auditMark,
+  auditSince,
+  bash,
+  nextApproval,
+  runTools,
+  securityResponder,
+} from '../fakes/security-responders.ts';
+import { describeDocker } from '../helpers/docker-available.ts';
+import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+
+const OWNER = 7001;
+const MEMBER = { id: 7002, first_name: 'Mia' };
+const STRANGER = 7003;
+const FAMILY = { id: -1001001, type: 'supergroup' as const, title: 'Family' };
+const FORUM = { id: -1002002, type: 'supergroup' as const, title: 'Projects', is_forum: true };
+const OLD_GROUP = { id: -3003, type: 'group' as const, title: 'Old group' };
+const MIGRATED = -1003003;
+const ALPHA = { id: -1004004, type: 'supergroup' as const, title: 'Alpha' };
+const tag = () => crypto.randomBytes(3).toString('hex');
+
+await describeDocker('e2e telegram: grammY against a fake Bot API, through real containers', () => {
+  let tg: FakeTelegram;
+  let h: E2eHost;
+  const seenApprovals = new Set<string>();
+  const toChat = (chatId: number) => tg.sent().filter((s) => s.chat_id === chatId);
+  const say = (
+    chat: typeof FAMILY | typeof FORUM | typeof OLD_GROUP | typeof ALPHA,
+    text: string,
+    thread?: number,
+  ) => tg.message({ chat, from: MEMBER, text, ...(thread !== undefined ? { thread } : {}) });
+  const addGroup = async (id: string, chatId: string) => {
+    const res = await h.cli(['groups', 'add', id, '--channel', 'telegram', '--chat', chatId]);
+    expect(res.code, res.stderr).toBe(0);
+  };
+
+  beforeAll(async () => {
+    tg = await startFakeTelegram();
+    h = await startE2eHost({
+      config: {
+        channels: {
+          telegram: { owner_user_id: OWNER, api_root: tg.apiRoot, poll_timeout_s: 2, max_retry_after_s: 2 },
+        },
+        runs: { max_attempts: 1 },
+        outbox: { retry_base_ms: 200, retry_max_ms: 2_000 },
+      },
+      secrets: { TELEGRAM_BOT_TOKEN: tg.token },
+    });
+    await addGroup('family', String(FAMILY.id));
+    await addGroup('garden', `${FORUM.id}/77`);
+    await addGroup('old', String(OLD_GROUP.id));
+    await addGroup('alpha', String(ALPHA.id));
+    // The owner links their private chat: from now on it is an admin chat.
+    tg.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text: '/start' });
+    await eventually('the owner told their id', () =>
+      toChat(OWNER).find((s) => s.text.includes(String(OWNER))),
+    );
+  }, 240_000);
+  afterAll(async () => {
+    await h?.stop();
+    await tg?.close();
+  }, 60_000);
+
+  it('answers a group message with the trigger word in the group, typing while the run is active', async () => {
+    const before = toChat(FAMILY.id).length;
+    say(FAMILY, '@Andy what is for dinner?');
+    const reply = await eventually('the reply in the group', () => toChat(FAMILY.id)[before], 90_000);
+    expect(reply.text).toContain('what is for dinner?');
+    expect(reply.message_thread_id).toBeUndefined();
+    expect(
+      tg.calls.some((c) => c.method === 'sendChatAction' && Number(c.params.chat_id) === FAMILY.id),
+    ).toBe(true);
+    // Without the trigger word it is context, not a turn.
+    say(FAMILY, 'just chatting');
+    await eventually('the context stored', () => {
+      try {
+        return h.messageId('family', 'just chatting') > 0;
+      } catch {
+        return false;
+      }
+    });
+  }, 120_000);
+
+  it('answers a forum topic message in its topic', async () => {
+    say(FORUM, '@Andy garden plans?', 77);
+    const reply = await eventually('the reply in the topic', () => toChat(FORUM.id)[0], 90_000);
+    expect(reply).toMatchObject({ message_thread_id: 77 });
+    expect(reply.text).toContain('garden plans?');
+  }, 120_000);
+
+  it('refuses a stranger in private and stores nothing of it', async () => {
+    tg.message({
+      chat: { id: STRANGER, type: 'private' },
+      from: { id: STRANGER },
+      text: 'approve abc234 please',
+    });
+    const refusal = await eventually('the refusal', () => toChat(STRANGER)[0]);
+    expect(refusal.text).toMatch(/only talks to its owner/);
+    const stored = h.host.store.db
+      .prepare("SELECT COUNT(*) AS n FROM messages WHERE text LIKE '%abc234 please%'")
+      .get() as { n: number };
+    expect(stored.n).toBe(0);
+  }, 30_000);
+
+  it("asks approval in the owner's private chat: a stranger's press is ignored and audited, the owner's executes once", async () => {
+    const file = `FLAGGED-tg-${tag()}`;
+    h.fake.setResponder(
+      securityResponder({ alpha: runTools([bash(`touch ${file} && mkfifo fifo-${file}`)]) }),
+    );
+    const mark = auditMark(h);
+    say(ALPHA, '@Andy run the flagged command');
+    const ask = await nextApproval(h, seenApprovals, file);
+    const request = await eventually('the request with buttons in the owner chat', () =>
+      toChat(OWNER).find((s) => s.text.includes(ask.id) && s.reply_markup),
+    );
+    expect(request.reply_markup).toEqual({
+      inline_keyboard: [
+        [
+          { text: 'Approve', callback_data: `approve ${ask.id}` },
+          { text: 'Deny', callback_data: `deny ${ask.id}` },
+        ],
+      ],
+    });
+    const message = {
+      message_id: request.message_id,
+      date: 1,
+      chat: { id: OWNER, type: 'private' },
+      text: request.text,
+    };
+    const press = (id: string, from: number) =>
+      tg.push({
+        callback_query: {
+          id,
+          from: { id: from, is_bot: false, first_name: 'P' },
+          chat_instance: 'c',
+          data: `approve ${ask.id}`,
+          message,
+        },
+      });
+    press('cb-stranger', STRANGER);
+    await eventually('the stranger press audited', () =>
+      auditSince(h, mark).find((r) => r.operation === 'admin.command' && r.decision === 'ignored'),
+    );
+    expect(h.host.store.approvals.get(ask.id)?.status).toBe('pending');
+    press('cb-owner', OWNER);
+    press('cb-owner-again', OWNER);
+    await eventually(
+      'the command executed',
+      () => h.host.store.approvals.get(ask.id)?.status === 'executed',
+      60_000,
+    );
+    await eventually('alpha answered', () => toChat(ALPHA.id).length > 0, 60_000);
+    expect(fs.existsSync(path.join(h.paths.groupsDir, 'alpha', file))).toBe(true);
+    const decisions = auditSince(h, mark)
+      .filter((r) => r.operation === 'bash')
+      .map((r) => r.decision);
+    expect(decisions.filter((d) => d === 'approval-executed')).toHaveLength(1);
+    const answered = tg.calls
+      .filter((c) => c.method === 'answerCallbackQuery')
+      .map((c) => c.params.callback_query_id);
+    expect(answered).toEqual(expect.arrayContaining(['cb-stranger', 'cb-owner', 'cb-owner-again']));
+    h.fake.setResponder(undefined);
+  }, 150_000);
+
+  it('a restart mid-conversation loses and repeats nothing', async () => {
+    const before = toChat(FAMILY.id).length;
+    say(FAMILY, '@Andy first, before the restart');
+    await eventually('the first reply', () => toChat(FAMILY.id)[before], 90_000);
+    await h.restart();
+    say(FAMILY, '@Andy second, after the restart');
+    await eventually('the second reply', () => toChat(FAMILY.id)[before + 1], 90_000);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const replies = toChat(FAMILY.id)
+      .slice(before)
+      .map((s) => s.text);
+    expect(replies).toHaveLength(2);
+    expect(replies[0]).toContain('first, before the restart');
+    expect(replies[1]).toContain('second, after the restart');
+    const stored = h.host.store.db
+      .prepare("SELECT COUNT(*) AS n FROM messages WHERE text LIKE '%before the restart%'")
+      .get() as { n: number };
+    expect(stored.n).toBe(1);
+  }, 240_000);
+
+  it('a 429 storm delays the replies but keeps their order', async () => {
+    const before = toChat(FAMILY.id).length;
+    const paragraphs = Array.from({ length: 3 }, (_, i) => `Paragraph ${i}: ${'word '.repeat(700)}`.trim());
+    for (let i = 0; i < 4; i += 1)
+      tg.failNext('sendMessage', {
+        error_code: 429,
+        description: 'Too Many Requests: retry after 1',
+        parameters: { retry_after: 1 },
+      });
+    say(FAMILY, `@Andy ${paragraphs.join('\n\n')}`);
+    const pieces = await eventually(
+      'every piece',
+      () => toChat(FAMILY.id).length >= before + 2 && toChat(FAMILY.id).slice(before),
+      120_000,
+    );
+    await new Promise((r) => setTimeout(r, 1_000));
+    const texts = toChat(FAMILY.id)
+      .slice(before)
+      .map((s) => s.text);
+    expect(texts.length).toBe(pieces.length);
+    const order = paragraphs.map((p) => texts.join('\n').indexOf(p.slice(0, 12)));
+    expect(order.every((at, i) => at >= 0 && (i === 0 || at > (order[i - 1] as number)))).toBe(true);
+  }, 180_000);
+
+  it('a migrated group gets its next reply at the new chat id', async () => {
+    tg.migrate(OLD_GROUP.id, MIGRATED, OLD_GROUP.title);
+    say(OLD_GROUP, '@Andy are you still there?');
+    const reply = await eventually('the reply at the new id', () => toChat(MIGRATED)[0], 90_000);
+    expect(reply.text).toContain('are you still there?');
+    expect(h.host.store.groups.get('old')?.chatId).toBe(String(MIGRATED));
+  }, 120_000);
+});
