@@ -13,9 +13,12 @@ import {
 import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
 import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
 import {
+  FAKE_SELF_JID,
+  FAKE_SELF_LID,
   groupSendsAtSeam,
   seedLinkedAuth,
   startFakeWhatsApp,
+  waMessage,
   type FakeWhatsApp,
 } from '../fakes/whatsapp-fake.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
@@ -175,6 +178,42 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     expect(texts.filter((x) => x === '@Andy after the restart')).toHaveLength(1);
   });
 
+  it('takes the owner’s self-chat (phone and LID forms) into the admin conversation, answers there, not its echo', async () => {
+    const sock = t.channel.socket();
+    if (!sock) throw new Error('no socket');
+    const adminRows = () => storedSenders(t.e2e, FAKE_SELF_JID);
+    // crabline refuses messages from the linked account itself: they go into Baileys' own event buffer.
+    sock.ev.emit('messages.upsert', {
+      type: 'notify',
+      messages: [
+        waMessage({
+          id: id('S'),
+          remoteJid: FAKE_SELF_LID,
+          remoteJidAlt: FAKE_SELF_JID,
+          fromMe: true,
+          text: 'note from my phone',
+        }),
+      ],
+    });
+    const reply = await eventually(
+      'the answer in the self-chat',
+      () => t.server.sentTexts().find((x) => x.text.includes('note from my phone')),
+      90_000,
+    );
+    expect(adminRows().map((m) => m.senderId)).toEqual([FAKE_SELF_JID]);
+    // The bot's own reply comes back as a fromMe upsert under the id it was sent with: never input.
+    sock.ev.emit('messages.upsert', {
+      type: 'append',
+      messages: [waMessage({ id: reply.id, remoteJid: FAKE_SELF_JID, fromMe: true, text: reply.text })],
+    });
+    sock.ev.emit('messages.upsert', {
+      type: 'notify',
+      messages: [waMessage({ id: id('S'), remoteJid: FAKE_SELF_JID, fromMe: true, text: 'second note' })],
+    });
+    await eventually('the second note stored', () => adminRows().length === 2);
+    expect(adminRows().map((m) => m.text)).toEqual(['note from my phone', 'second note']);
+  });
+
   it('stops the channel for good on 401 from WhatsApp, and the host stays up', async () => {
     const sock = t.channel.socket();
     if (!sock) throw new Error('no socket');
@@ -189,5 +228,9 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     const status = await t.e2e.cli(['status']);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/host: running/);
+    // The owner hears it on the console (the admin group's own chat).
+    await eventually('the notice on the console', () =>
+      t.e2e.outbox('main').some((o) => /whatsapp channel is logged-out/.test(o.text)),
+    );
   });
 });
