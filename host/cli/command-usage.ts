@@ -16,3 +16,9 @@ export const whatsappUsage =
 export const serviceUsage = 'carapace service install [--user | --system] | uninstall [--user | --system]';
 
 export const logsUsage = 'carapace logs [-f] [-n <lines>]';
+
+export const configUsage = `carapace config get <key>
+carapace config set <key> <TOML value>
+carapace config diff
+carapace config history
+carapace config rollback [n]`;

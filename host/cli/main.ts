@@ -1,6 +1,7 @@
 import { createCliContext, type CliContext, type CliIo } from './cli-context.ts';
 import {
   approvalUsage,
+  configUsage,
   groupsUsage,
   logsUsage,
   sendUsage,
@@ -70,6 +71,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'is the host running; runs, queue and outbox',
     load: async () => (await import('./commands/status-command.ts')).statusCommand,
     client: true,
+  },
+  config: {
+    usage: configUsage,
+    summary: 'show or change config.toml (comments kept, validated, backed up), its history and rollback',
+    load: async () => (await import('./commands/config-command.ts')).configCommand,
   },
   doctor: {
     usage: 'carapace doctor',

@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+import { formatProblem } from '../../config/config-error.ts';
+import { diffConfigs, formatDiff } from '../../config/config-diff.ts';
+import {
+  createConfigFileStore,
+  StaleConfigError,
+  type ConfigFileStore,
+} from '../../config/config-file-store.ts';
+import { checkConfigPatch } from '../../config/config-patch.ts';
+import { hostConfigSchema } from '../../config/schema.ts';
+import { formatConfigPath, parseConfigPath, tomlValue } from '../../config/toml-edit.ts';
+import { configUsage } from '../command-usage.ts';
+import { EXAMPLE_CONFIG_FILE, UsageError, type CliContext } from '../cli-context.ts';
+
+/** A command-line value as TOML: `3`, `true`, `"Max"`, `["a", "b"]`. */
+function parseValue(text: string): unknown {
+  try {
+    return (parseToml(`value = ${text}`) as { value: unknown }).value;
+  } catch {
+    throw new UsageError(
+      `${text} is not a TOML value; strings need double quotes, e.g. carapace config set assistant.name '"Max"'`,
+    );
+  }
+}
+
+/** The effective config of a file's text (defaults applied), or its raw parse when it is not valid. */
+function effective(text: string): unknown {
+  const raw = parseToml(text);
+  const parsed = hostConfigSchema.safeParse(raw);
+  return parsed.success ? parsed.data : raw;
+}
+
+function get(ctx: CliContext, args: string[]): number {
+  const [key] = args;
+  if (!key || args.length > 1) throw new UsageError(`usage: ${configUsage}`);
+  const keyPath = parseConfigPath(key);
+  let value: unknown = ctx.config();
+  for (const k of keyPath) {
+    value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[k] : undefined;
+  }
+  if (value === undefined) {
+    ctx.err(`${formatConfigPath(keyPath)} is not set and has no default`);
+    return 1;
+  }
+  const leaves = diffConfigs({}, value);
+  if (leaves.length === 1 && leaves[0]?.key === '') ctx.out(tomlValue(value, key));
+  else
+    for (const l of leaves) ctx.out(`${formatConfigPath(keyPath)}.${l.key} = ${tomlValue(l.after, l.key)}`);
+  return 0;
+}
+
+function write(ctx: CliContext, store: ConfigFileStore, text: string, baseHash: string): void {
+  try {
+    store.write(text, baseHash);
+  } catch (err) {
+    if (err instanceof StaleConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  ctx.out(
+    `wrote ${store.configFile} (previous version kept in ${store.historyDir}); restart the host to apply it`,
+  );
+}
+
+function set(ctx: CliContext, store: ConfigFileStore, args: string[]): number {
+  const [key, valueText] = args;
+  if (!key || valueText === undefined || args.length > 2) throw new UsageError(`usage: ${configUsage}`);
+  const patch = [{ path: parseConfigPath(key), value: parseValue(valueText) }];
+  const base = store.read();
+  const checked = checkConfigPatch({
+    file: store.configFile,
+    text: base.text,
+    patch,
+    exampleText: fs.readFileSync(EXAMPLE_CONFIG_FILE, 'utf8'),
+  });
+  if (!checked.ok) {
+    ctx.err(`not changed; the configuration would have ${checked.problems.length} problem(s):`);
+    for (const p of checked.problems) ctx.err(`  - ${formatProblem(p)}`);
+    return 2;
+  }
+  ctx.out(formatDiff(checked.changes));
+  if (checked.changes.length === 0) return 0;
+  // The owner at the terminal may change protected keys; they are named so the change is deliberate.
+  for (const t of checked.protected)
+    ctx.out(`note: ${t.key} is protected (${t.why}); an agent could not propose it`);
+  write(ctx, store, checked.text, base.hash);
+  return 0;
+}
+
+function diff(ctx: CliContext, store: ConfigFileStore): number {
+  const [last] = store.history();
+  if (!last) {
+    ctx.err('no backup yet: config.history is filled when carapace config set or rollback replaces the file');
+    return 0;
+  }
+  ctx.out(`${store.configFile} against the version replaced at ${last.replacedAt}:`);
+  ctx.out(formatDiff(diffConfigs(effective(store.backupText(last)), effective(store.read().text))));
+  return 0;
+}
+
+function history(ctx: CliContext, store: ConfigFileStore): number {
+  const entries = store.history();
+  if (entries.length === 0) ctx.err('no backup yet');
+  entries.forEach((b, i) =>
+    ctx.out(`${i + 1}\t${b.replacedAt}\t${b.hash.slice(0, 12)} → ${b.replacedBy.slice(0, 12)}`),
+  );
+  return 0;
+}
+
+function rollback(ctx: CliContext, store: ConfigFileStore, args: string[]): number {
+  const n = Number(args[0] ?? '1');
+  const entries = store.history();
+  if (!Number.isInteger(n) || n < 1 || args.length > 1) throw new UsageError(`usage: ${configUsage}`);
+  const backup = entries[n - 1];
+  if (!backup)
+    throw new UsageError(`there are ${entries.length} backups; carapace config history lists them`);
+  const text = store.backupText(backup);
+  const parsed = hostConfigSchema.safeParse(parseToml(text));
+  if (!parsed.success) {
+    ctx.err(`backup ${n} is not a valid configuration for this version of carapace; not restored`);
+    return 2;
+  }
+  const current = store.read();
+  ctx.out(formatDiff(diffConfigs(effective(current.text), parsed.data)));
+  write(ctx, store, text, current.hash);
+  return 0;
+}
+
+export async function configCommand(ctx: CliContext, args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  const store = createConfigFileStore({ configFile: ctx.paths.configFile });
+  switch (sub) {
+    case 'get':
+      return get(ctx, rest);
+    case 'set':
+      return set(ctx, store, rest);
+    case 'diff':
+      return diff(ctx, store);
+    case 'history':
+      return history(ctx, store);
+    case 'rollback':
+      return rollback(ctx, store, rest);
+    default:
+      throw new UsageError(`usage: ${configUsage}`);
+  }
+}

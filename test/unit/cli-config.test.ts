@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../host/cli/main.ts';
+import { useTempDirs } from '../helpers/temp-dir.ts';
+
+const tempDir = useTempDirs();
+let configDir: string;
+let configFile: string;
+
+const FILE = `# my setup
+[assistant]
+name = "Andy" # the trigger word
+
+[runs]
+max_concurrent = 3
+`;
+
+beforeEach(() => {
+  const root = tempDir();
+  configDir = path.join(root, 'config');
+  fs.mkdirSync(configDir);
+  configFile = path.join(configDir, 'config.toml');
+  fs.writeFileSync(configFile, FILE);
+});
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const code = await main(argv, {
+    stdout,
+    stderr,
+    stdin: new PassThrough(),
+    env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: path.join(configDir, '..', 'data') },
+    cwd: configDir,
+  });
+  return { code, stdout: out, stderr: err };
+}
+
+describe('carapace config', () => {
+  it('gets a value or a table from the effective config, defaults included', async () => {
+    expect(await cli('config', 'get', 'assistant.name')).toMatchObject({ code: 0, stdout: '"Andy"\n' });
+    expect((await cli('config', 'get', 'assistant')).stdout).toBe(
+      'assistant.name = "Andy"\nassistant.timezone = "UTC"\n',
+    );
+    expect((await cli('config', 'get', 'assistant.nope')).code).toBe(1);
+  });
+
+  it('sets a value: shows the diff, keeps the comments, backs up the old file; diff, history, rollback', async () => {
+    const set = await cli('config', 'set', 'assistant.name', '"Max"');
+    expect(set.code).toBe(0);
+    expect(set.stdout).toContain('assistant.name: "Andy" → "Max"');
+    expect(fs.readFileSync(configFile, 'utf8')).toBe(FILE.replace('"Andy"', '"Max"'));
+
+    expect((await cli('config', 'diff')).stdout).toContain('assistant.name: "Andy" → "Max"');
+    const history = await cli('config', 'history');
+    expect(history.stdout.trim().split('\n')).toHaveLength(1);
+    expect(history.stdout).toMatch(/^1\t\d{4}-/);
+
+    const back = await cli('config', 'rollback');
+    expect(back.code).toBe(0);
+    expect(back.stdout).toContain('assistant.name: "Max" → "Andy"');
+    expect(fs.readFileSync(configFile, 'utf8')).toBe(FILE);
+    expect((await cli('config', 'history')).stdout.trim().split('\n')).toHaveLength(2);
+  });
+
+  it('refuses an invalid value with one line per problem and leaves the file alone', async () => {
+    const r = await cli('config', 'set', 'runs.max_concurrent', '0');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/runs\.max_concurrent/);
+    expect(fs.readFileSync(configFile, 'utf8')).toBe(FILE);
+    const bare = await cli('config', 'set', 'assistant.name', 'Max');
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/strings need double quotes/);
+  });
+
+  it('lets the owner change a protected key, naming it', async () => {
+    const r = await cli('config', 'set', 'gateway.daily_cap_usd', '50');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('note: gateway.daily_cap_usd is protected (raises a spend cap)');
+    expect(fs.readFileSync(configFile, 'utf8')).toContain('[gateway]\ndaily_cap_usd = 50\n');
+  });
+
+  it('rollback with no backup is a usage error', async () => {
+    expect((await cli('config', 'rollback')).code).toBe(2);
+  });
+});
