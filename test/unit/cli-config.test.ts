@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../host/cli/main.ts';
+import { runCli } from '../helpers/run-cli.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 
 const tempDir = useTempDirs();
@@ -25,22 +24,7 @@ beforeEach(() => {
   fs.writeFileSync(configFile, FILE);
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const code = await main(argv, {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: path.join(configDir, '..', 'data') },
-    cwd: configDir,
-  });
-  return { code, stdout: out, stderr: err };
-}
+const cli = (...argv: string[]) => runCli({ configDir, dataDir: path.join(configDir, '..', 'data') }, argv);
 
 describe('carapace config', () => {
   it('gets a value or a table from the effective config, defaults included', async () => {
