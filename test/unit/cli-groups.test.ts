@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../host/cli/main.ts';
 import { openStore } from '../../host/store/store.ts';
+import { runCli } from '../helpers/run-cli.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 
 const tempDir = useTempDirs();
@@ -17,22 +16,7 @@ beforeEach(() => {
   fs.mkdirSync(configDir);
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const code = await main(argv, {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: dataDir },
-    cwd: path.dirname(dataDir),
-  });
-  return { code, stdout: out, stderr: err };
-}
+const cli = (...argv: string[]) => runCli({ configDir, dataDir }, argv);
 
 function listIds(stdout: string): string[] {
   return stdout

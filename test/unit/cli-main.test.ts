@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../host/cli/main.ts';
 import { openStore } from '../../host/store/store.ts';
+import { runCli, type CliResult } from '../helpers/run-cli.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 
 const tempDir = useTempDirs();
@@ -18,30 +17,12 @@ beforeEach(() => {
   fs.mkdirSync(dataDir, { mode: 0o700 });
 });
 
-function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(...argv: string[]): Promise<CliResult> {
   return cliWithInput('', ...argv);
 }
 
-async function cliWithInput(
-  input: string,
-  ...argv: string[]
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdin = new PassThrough();
-  stdin.end(input);
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const code = await main(argv, {
-    stdout,
-    stderr,
-    stdin,
-    env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: dataDir },
-    cwd: path.dirname(dataDir),
-  });
-  return { code, stdout: out, stderr: err };
+function cliWithInput(input: string, ...argv: string[]): Promise<CliResult> {
+  return runCli({ configDir, dataDir }, argv, input);
 }
 
 describe('carapace (command dispatch)', () => {
