@@ -349,6 +349,7 @@ export async function startHost({
             store.chatsSeen.seen(ch.name, chat.chatId, chat.title);
         },
         isOwnMessage: (chatId, platformId) => store.outbox.isOwnMessage(ch.name, chatId, platformId),
+        onChatMoved: (from, to, reason) => outcomes.rebind(ch.name, from, to, reason),
       };
       up.channels.push(ch);
       await ch.start(host);

@@ -114,6 +114,12 @@ export interface ChannelHost {
   onChatSeen(chat: { chatId: string; title: string }): void;
   /** Whether the host sent this platform message id in this chat (replies to the bot, echo suppression). */
   isOwnMessage(chatId: string, platformId: string): boolean;
+  /**
+   * The platform itself said a chat moved (Telegram's migrate_to_chat_id service message): the host
+   * re-binds the chat's group at once, so what people write at the new id is the group's before any reply
+   * has gone there. A send that answers `moved` does the same from the outbox.
+   */
+  onChatMoved(fromChatId: string, toChatId: string, reason: string): void;
 }
 
 export interface Channel {

@@ -29,21 +29,30 @@ export function createDeliveryOutcomes({ store, notifyOwner, logger }: DeliveryO
     },
 
     onChatMoved(item: OutboxItem, newChatId: string, reason: string): void {
-      store.transaction(() => {
-        const group = store.groups.rebindChat(item.channel, item.chatId, newChatId);
-        const moved = store.outbox.movePending(item.channel, item.chatId, newChatId);
-        store.audit.record({
-          groupId: group?.id ?? item.groupId,
-          operation: CHAT_MOVED_OPERATION,
-          decision: 'rebound',
-          reason,
-          details: { channel: item.channel, from: item.chatId, to: newChatId, pendingMoved: moved },
-        });
-      });
-      logger.info(
-        { channel: item.channel, from: item.chatId, to: newChatId },
-        'group re-bound to its moved chat',
-      );
+      rebind(item.channel, item.chatId, newChatId, reason, item.groupId);
+    },
+
+    /** A channel read the move from the platform before any send found it. */
+    rebind(channel: string, fromChatId: string, toChatId: string, reason: string): void {
+      rebind(channel, fromChatId, toChatId, reason, null);
     },
   };
+
+  function rebind(channel: string, from: string, to: string, reason: string, groupId: string | null): void {
+    const rebound = store.transaction(() => {
+      const group = store.groups.rebindChat(channel, from, to);
+      const moved = store.outbox.movePending(channel, from, to);
+      // Nothing bound and nothing pending: a chat the host never served moved; there is nothing to record.
+      if (!group && moved === 0) return false;
+      store.audit.record({
+        groupId: group?.id ?? groupId,
+        operation: CHAT_MOVED_OPERATION,
+        decision: 'rebound',
+        reason,
+        details: { channel, from, to, pendingMoved: moved },
+      });
+      return true;
+    });
+    if (rebound) logger.info({ channel, from, to }, 'group re-bound to its moved chat');
+  }
 }

@@ -211,6 +211,7 @@ export async function benchTelegram(): Promise<Record<string, number | string>> 
       onStatus: () => undefined,
       onChatSeen: () => undefined,
       isOwnMessage: () => false,
+      onChatMoved: () => undefined,
     });
     // Everything the bare loop left unconfirmed is skipped, so the adapter starts on fresh updates.
     const soloSamples = await solo(-3001);

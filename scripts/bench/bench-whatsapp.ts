@@ -114,6 +114,7 @@ export async function benchWhatsApp(): Promise<Record<string, number | string>> 
       onStatus: () => undefined,
       onChatSeen: () => undefined,
       isOwnMessage: () => false,
+      onChatMoved: () => undefined,
     });
     await until(() => channel.status().state === 'connected');
     const sock = channel.socket();

@@ -158,6 +158,7 @@ export function describeChannelConformance(
         },
         onStatus: (s) => statuses.push(s),
         onChatSeen: () => undefined,
+        onChatMoved: (from, to, reason) => outcomes.rebind(subject.channel.name, from, to, reason),
         isOwnMessage: (chatId, platformId) =>
           store.outbox.isOwnMessage(subject.channel.name, chatId, platformId),
       };

@@ -12,6 +12,7 @@ export function createRecordingChannelHost() {
   const chats = new Map<string, string>();
   const sent = new Set<string>();
   const seen = new Set<string>();
+  const moves: { from: string; to: string }[] = [];
   const host: ChannelHost = {
     ingest(m): InboundResult {
       const key = `${m.chatId}\u0000${m.externalId}`;
@@ -23,12 +24,14 @@ export function createRecordingChannelHost() {
     onStatus: (s) => statuses.push(s),
     onChatSeen: (c) => chats.set(c.chatId, c.title),
     isOwnMessage: (chatId, id) => sent.has(`${chatId}\u0000${id}`),
+    onChatMoved: (from, to) => void moves.push({ from, to }),
   };
   return {
     host,
     messages,
     statuses,
     chats,
+    moves,
     /** What the outbox does with a delivered send: remember its platform ids. */
     recordSent(chatId: string, ids: string[]) {
       for (const id of ids) sent.add(`${chatId}\u0000${id}`);

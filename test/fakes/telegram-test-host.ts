@@ -15,6 +15,7 @@ export function createRecordingHost() {
   const inbound: InboundMessage[] = [];
   const statuses: ChannelStatus[] = [];
   const chats = new Map<string, string>();
+  const moves: { from: string; to: string }[] = [];
   const host: ChannelHost = {
     ingest(m) {
       inbound.push(m);
@@ -23,8 +24,9 @@ export function createRecordingHost() {
     onStatus: (s) => void statuses.push(s),
     onChatSeen: ({ chatId, title }) => void chats.set(chatId, title),
     isOwnMessage: () => false,
+    onChatMoved: (from, to) => void moves.push({ from, to }),
   };
-  return { host, inbound, statuses, chats };
+  return { host, inbound, statuses, chats, moves };
 }
 
 export function openStateFile(dir: string): ChannelStateStore & { close(): void } {

@@ -292,6 +292,8 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     const old = -4001;
     t.fake.migrate(old, -1004001);
     await t.fake.waitFor(() => t.fake.offsets().some((o) => o >= 2));
+    // Told to the host at once, so the group follows before any send finds out.
+    expect(t.moves).toEqual([{ from: String(old), to: '-1004001' }]);
     expect(await t.channel.send({ chatId: String(old), text: 'hi', idempotencyKey: 'k' })).toMatchObject({
       kind: 'moved',
       newChatId: '-1004001',

@@ -140,8 +140,10 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     const bound = identity();
     if (!host || !bound) return;
     if (msg.migrate_to_chat_id !== undefined) {
-      // The group became a supergroup: sends to the old id answer "moved" from now on.
+      // The group became a supergroup: its group follows it now (so messages at the new id are its own),
+      // and sends still aimed at the old id answer "moved".
       state.set(movedKey(String(msg.chat.id)), String(msg.migrate_to_chat_id));
+      host.onChatMoved(String(msg.chat.id), String(msg.migrate_to_chat_id), 'the group became a supergroup');
       logger.info({ from: msg.chat.id, to: msg.migrate_to_chat_id }, 'group migrated to a supergroup');
       return;
     }
