@@ -149,11 +149,13 @@ await describeDocker('e2e security: the IPC authorization table', () => {
     ]);
   }, 90_000);
 
-  it('a non-admin group is not offered list_groups or register_group, and the host refuses them anyway', async () => {
+  it('a non-admin group is not offered list_groups or register_group, and its commands cannot write frames onto the IPC stream', async () => {
     const t = tag();
-    // The container hides the admin tools; a run that speaks to the host directly (here: a command that
+    // The container hides the admin tools. A run that tries to speak to the host directly (a command that
     // writes JSON-RPC frames onto the container's IPC stream through /proc, which the gate escalates and
-    // the Cop lets pass in this script) meets the host's own check, made from the run's identity.
+    // the Cop lets pass in this script) finds the stream closed to commands: the agent is not dumpable.
+    // The host's own check of forged frames, made from the run's identity, is proven where frames can
+    // reach it: test/integration/ipc-forgery.test.ts.
     const forged = [
       frame(`forged-list-${t}`, 'group.list', {}),
       frame(`forged-register-${t}`, 'group.register', {
@@ -184,20 +186,16 @@ await describeDocker('e2e security: the IPC authorization table', () => {
     expect(list).toMatch(/^Error: there is no tool named "list_groups"\. Available tools: .*bash/);
     expect(list).not.toMatch(/list_groups,|register_group|propose_config/);
     expect(register).toMatch(/^Error: there is no tool named "register_group"\./);
-    expect(forging).toBe('exit code 0');
+    expect(forging).toMatch(/^exit code 1\nstderr:\n.*\/proc\/1\/fd\/1: Permission denied/);
 
-    const rows = auditSince(h, mark);
+    const rows = auditSince(h, mark).filter((r) => r.operation !== 'bash.ran');
     const runId = h.runs('alpha').at(-1)?.id;
-    // The writing command itself was escalated (it names /proc), reviewed, allowed; its frames were not.
+    // The writing command itself was escalated (it names /proc), reviewed, allowed; no frame got through.
     expect(rows.map((r) => [r.operation, r.decision, r.groupId, r.runId])).toEqual([
       ['bash.cop', 'passed', 'alpha', runId],
       ['bash', 'allowed', 'alpha', runId],
-      ['group.list', 'denied', 'alpha', runId],
-      ['group.register', 'denied', 'alpha', runId],
-      ['message.send', 'denied', 'alpha', runId],
     ]);
-    expect(rows.find((r) => r.operation === 'group.list')?.reason).toBe('only the admin group may do this');
-    // The host answered with refusals, so nothing of the forged requests happened.
+    // Nothing of the forged requests happened.
     expect(h.host.store.groups.list().map((g) => g.id)).toEqual(groupsBefore);
     expect(h.outbox('beta')).toEqual([]);
   }, 90_000);
