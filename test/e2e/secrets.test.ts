@@ -143,9 +143,12 @@ await describeDocker('e2e: the provider key never reaches a container', () => {
       expect(JSON.stringify(r.headers)).not.toMatch(GATEWAY_KEY);
       expect(r.rawBody).not.toContain(key);
     }
-    // What the container itself could see went back to the model: the environments, without any key.
+    // What the container itself could see went back to the model: its own shells' environments, without
+    // any key; the init's and the agent's are closed to commands (not dumpable), so their variables
+    // (OPENAI_BASE_URL among them) never show.
     const toolOutput = requests[1]?.rawBody ?? '';
-    expect(toolOutput).toContain('OPENAI_BASE_URL=');
+    expect(toolOutput).toContain('Permission denied');
+    expect(toolOutput).not.toContain('OPENAI_BASE_URL=');
     expect(toolOutput).not.toMatch(GATEWAY_KEY);
     const commandEnv = (JSON.parse(toolOutput) as { messages: { role: string; content: string }[] }).messages
       .filter((m) => m.role === 'tool')

@@ -35,6 +35,13 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
     const runId = h.runs(group).at(-1)?.id;
     return auditSince(h, mark).filter((r) => r.runId === runId);
   };
+  /** What the admin chat was told about `group`'s unanswered messages, newest last. */
+  const ownerToldOf = (group: string) =>
+    h
+      .outbox('main')
+      .filter((r) => r.text.startsWith(`Group ${group} got no answer`))
+      .map((r) => r.text)
+      .join('\n');
 
   beforeAll(async () => {
     const config = {
@@ -160,7 +167,10 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
       const during = await pingBeta();
       const res = await alpha;
       await flooded;
-      expect(res.stdout + res.stderr).toMatch(/malformed or unexpected frames/);
+      // The group gets a neutral apology; why the run was stopped is for the owner, in the admin chat.
+      expect(res.stdout).toContain('Sorry, I cannot answer right now.');
+      expect(res.stdout).not.toMatch(/malformed or unexpected frames/);
+      expect(ownerToldOf('alpha')).toMatch(/malformed or unexpected frames/);
       const rows = rowsOf('alpha', mark);
       expect(rows.filter((r) => r.operation === 'ipc.frame').length).toBeLessThanOrEqual(12);
       expect(rows.length).toBeLessThan(30);
@@ -179,7 +189,8 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
       securityResponder({ gamma: runTools([bash('yes junk > junk.txt; echo "rc=$?"'), bash('sleep 20')]) }),
     );
     const res = await h.send('gamma', '@Andy fill the disk');
-    expect(res.stdout + res.stderr).toMatch(
+    expect(res.stdout).toContain('Sorry, I cannot answer right now.');
+    expect(ownerToldOf('gamma')).toMatch(
       /disk quota: the group folder holds [0-9.]+ MB, over its quota of 5 MB/,
     );
     expect(h.runs('gamma').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
@@ -190,7 +201,8 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
 
     h.fake.setResponder(securityResponder({ gamma: runTools([bash('yes more > more.txt')]) }));
     const again = await h.send('gamma', '@Andy fill it more');
-    expect(again.stdout + again.stderr).toMatch(/disk quota/);
+    expect(again.stdout).toContain('Sorry, I cannot answer right now.');
+    expect(h.runs('gamma').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
     expect((await folderUsage(groupDir)).bytes).toBeLessThan(quota + 512 * 1024);
   }, 240_000);
 });
