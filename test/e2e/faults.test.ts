@@ -78,7 +78,8 @@ await describeDocker('e2e: faults between the group, the container and the provi
         `^Sorry, I could not answer that \\(agent error: .*did not answer within ${UPSTREAM_TIMEOUT_MS} ms.*\\)\\. Send the message again to retry\\.\\n$`,
       ),
     );
-    expect(res.code).toBe(0);
+    // A failure notice is not an answer: send says so in its exit code.
+    expect(res.code).toBe(1);
     expect(h.runs('main').at(-1)).toMatchObject({ status: 'failed', replied: false });
     // One upstream request, given up (aborted) at the timeout: neither the gateway nor the agent's
     // client retried a provider that hangs, which would multiply the wait.
@@ -104,7 +105,8 @@ await describeDocker('e2e: faults between the group, the container and the provi
     expect(res.stdout).toBe(
       'Sorry, I could not answer that (the agent exited (code 137) without finishing). Send the message again to retry.\n',
     );
-    expect(res.code).toBe(0);
+    // A failure notice is not an answer: send says so in its exit code.
+    expect(res.code).toBe(1);
     expect(h.runs('main').at(-1)).toMatchObject({
       status: 'failed',
       exitReason: 'the agent exited (code 137) without finishing',
