@@ -4,18 +4,6 @@
  * not the gate's own reading, say what each command does.
  */
 
-/** mulberry32: small, fast, and the same sequence for the same seed on every machine. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 const some = (random: Random, min: number, max: number) => min + Math.floor(random() * (max - min + 1));

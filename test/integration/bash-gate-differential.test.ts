@@ -27,11 +27,11 @@ import {
   findCommand,
   MARKER,
   pathWord,
-  seededRandom,
   sedScript,
   shellQuote,
   tarCommand,
 } from '../helpers/gate-fuzz.ts';
+import { seededRandom } from '../helpers/seeded-random.ts';
 
 const SEED = 20261123;
 const COUNTS = { sed: 300, path: 200, find: 120, awk: 120, tar: 120 };

@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chunkText } from '../../host/channels/chunk-text.ts';
 
-/** mulberry32: a tiny seeded PRNG, so a failing random case can be reproduced from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as prng } from '../helpers/seeded-random.ts';
 
 const LANGS = ['', 'ts', 'python', 'bash', 'json'];
 
