@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { appliesAtRestart } from './reload-scope.ts';
 import { formatConfigPath } from './toml-edit.ts';
 
 export interface ConfigChange {
@@ -27,8 +28,16 @@ export function diffConfigs(before: unknown, after: unknown): ConfigChange[] {
 
 const show = (v: unknown) => (v === undefined ? '(unset)' : JSON.stringify(v));
 
-/** One line per change, `key: old → new`, for a person to read. */
+/**
+ * One line per change, `key: old → new`, for a person to read; a change the running host cannot take
+ * without a restart ends in "(applies at restart)".
+ */
 export function formatDiff(changes: ConfigChange[]): string {
   if (changes.length === 0) return 'no change to the effective configuration';
-  return changes.map((c) => `${c.key}: ${show(c.before)} → ${show(c.after)}`).join('\n');
+  return changes
+    .map(
+      (c) =>
+        `${c.key}: ${show(c.before)} → ${show(c.after)}${appliesAtRestart(c.key) ? ' (applies at restart)' : ''}`,
+    )
+    .join('\n');
 }

@@ -10,14 +10,19 @@ export interface LoadConfigOptions {
   exampleFile: string;
 }
 
-function readToml(file: string): { value?: Record<string, unknown>; problem?: ConfigProblem } {
-  let text: string;
+function readText(file: string): { text?: string; problem?: ConfigProblem } {
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return { text: fs.readFileSync(file, 'utf8') };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { value: {} };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { text: '' };
     return { problem: { file, key: '', problem: `cannot read the file: ${(err as Error).message}` } };
   }
+}
+
+function parseTomlText(
+  file: string,
+  text: string,
+): { value?: Record<string, unknown>; problem?: ConfigProblem } {
   try {
     return { value: parseToml(text) as Record<string, unknown> };
   } catch (err) {
@@ -34,6 +39,11 @@ function readToml(file: string): { value?: Record<string, unknown>; problem?: Co
     }
     throw err;
   }
+}
+
+function readToml(file: string): { value?: Record<string, unknown>; problem?: ConfigProblem } {
+  const read = readText(file);
+  return read.problem ? { problem: read.problem } : parseTomlText(file, read.text ?? '');
 }
 
 function lookup(value: unknown, parts: (string | number)[]): unknown {
@@ -54,12 +64,26 @@ export function exampleLookup(exampleDoc: Record<string, unknown>) {
   };
 }
 
+export type CheckedConfigText = { ok: true; config: HostConfig } | { ok: false; problems: ConfigProblem[] };
+
+/**
+ * Checks the text of a config file exactly as a start does: TOML, then the schema, every problem at once
+ * with an example from the shipped file. A running host checks a changed file with this too.
+ */
+export function checkConfigText(file: string, text: string, exampleFile: string): CheckedConfigText {
+  const raw = parseTomlText(file, text);
+  if (raw.problem) return { ok: false, problems: [raw.problem] };
+  const parsed = hostConfigSchema.safeParse(raw.value);
+  if (parsed.success) return { ok: true, config: parsed.data };
+  const example = readToml(exampleFile).value ?? {};
+  return { ok: false, problems: problemsFromZod(file, parsed.error, exampleLookup(example)) };
+}
+
 /** Parses and validates the user's config.toml; throws ConfigError listing every problem at once. */
 export function loadConfig({ configFile, exampleFile }: LoadConfigOptions): HostConfig {
-  const raw = readToml(configFile);
-  if (raw.problem) throw new ConfigError([raw.problem]);
-  const parsed = hostConfigSchema.safeParse(raw.value);
-  if (parsed.success) return parsed.data;
-  const example = readToml(exampleFile).value ?? {};
-  throw new ConfigError(problemsFromZod(configFile, parsed.error, exampleLookup(example)));
+  const read = readText(configFile);
+  if (read.problem) throw new ConfigError([read.problem]);
+  const checked = checkConfigText(configFile, read.text ?? '', exampleFile);
+  if (!checked.ok) throw new ConfigError(checked.problems);
+  return checked.config;
 }

@@ -94,7 +94,9 @@ describe('checkConfigPatch', () => {
 describe('diffConfigs', () => {
   it('lists changed, added and removed leaves with old → new', () => {
     const changes = diffConfigs({ a: { b: 1, c: [1] }, d: 'x' }, { a: { b: 2, c: [1] }, e: true });
-    expect(formatDiff(changes)).toBe('a.b: 1 → 2\nd: "x" → (unset)\ne: (unset) → true');
+    expect(formatDiff(changes)).toBe(
+      `a.b: 1 → 2 (applies at restart)\nd: "x" → (unset) (applies at restart)\ne: (unset) → true (applies at restart)`,
+    );
     expect(formatDiff([])).toBe('no change to the effective configuration');
   });
 });

@@ -1,0 +1,35 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface ConfigWatchOptions {
+  configFile: string;
+  /** Quiet time after the last change before `onChange`: an editor's save is several events. */
+  debounceMs?: number;
+  onChange(): void;
+  onError(err: Error): void;
+}
+
+/**
+ * Watches config.toml for changes, whether written in place by an editor or replaced by a rename (an
+ * atomic write, `carapace config set`): the folder is watched, since a watch on the file itself loses
+ * the file when it is replaced. Returns the function that stops watching.
+ */
+export function watchConfigFile({
+  configFile,
+  debounceMs = 300,
+  onChange,
+  onError,
+}: ConfigWatchOptions): () => void {
+  const name = path.basename(configFile);
+  let timer: NodeJS.Timeout | undefined;
+  const watcher = fs.watch(path.dirname(configFile), { persistent: false }, (_event, file) => {
+    if (file !== null && file !== name) return;
+    clearTimeout(timer);
+    timer = setTimeout(onChange, debounceMs);
+  });
+  watcher.on('error', onError);
+  return () => {
+    clearTimeout(timer);
+    watcher.close();
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * The keys a running host applies without a restart, in one place: each is read from the config source
+ * at use (the next message, run, request or fetch), never captured at start. Everything else — the
+ * provider, containers, channels and their credentials, ports, the queue's sizes, the security policy —
+ * is built once at start and "applies at restart". Fail closed: a key not listed here is one of those.
+ * `*` matches one key; a pattern also covers everything under it.
+ */
+export const LIVE_KEYS: readonly (readonly string[])[] = [
+  ['assistant', 'name'],
+  ['assistant', 'timezone'],
+  ['admin', 'notify'],
+  ['groups', '*', 'trigger'],
+  ['groups', '*', 'allowed_senders'],
+  ['groups', '*', 'services'],
+  ['groups', '*', 'contains_secrets'],
+  ['groups', '*', 'extra_mounts'],
+  ['runs', 'max_tool_steps'],
+  ['runs', 'max_output_tokens'],
+  ['runs', 'wall_time_ms'],
+  ['gateway', 'daily_cap_usd'],
+  ['gateway', 'group_caps_usd'],
+  ['gateway', 'allowed_models'],
+  ['gateway', 'prices'],
+  ['gateway', 'max_request_bytes'],
+  ['web_fetch'],
+];
+
+/** Splits a diff key (`groups.family.trigger`, `gateway.prices."gpt-4o".input_per_mtok_usd`) into its parts. */
+function keyParts(key: string): string[] {
+  const parts: string[] = [];
+  const re = /"((?:[^"\\]|\\.)*)"|([^.]+)/g;
+  for (const m of key.matchAll(re))
+    parts.push(m[1] !== undefined ? (JSON.parse(`"${m[1]}"`) as string) : (m[2] ?? ''));
+  return parts;
+}
+
+function covers(pattern: readonly string[], parts: string[]): boolean {
+  if (parts.length < pattern.length) return false;
+  return pattern.every((p, i) => p === '*' || p === parts[i]);
+}
+
+/** Whether a changed key (as config-diff names it) only takes effect when the host starts again. */
+export function appliesAtRestart(key: string): boolean {
+  const parts = keyParts(key);
+  return !LIVE_KEYS.some((pattern) => covers(pattern, parts));
+}
+
+/** The keys of a diff that wait for a restart. */
+export function restartKeys(changes: readonly { key: string }[]): string[] {
+  return changes.filter((c) => appliesAtRestart(c.key)).map((c) => c.key);
+}
