@@ -356,7 +356,7 @@ export async function startHost({
     }
     running = true;
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
-    for (const groupId of recoverInterruptedRuns(store, logger)) activeQueue.notify(groupId);
+    for (const groupId of recoverInterruptedRuns(store, logger, dispatcher.enqueue)) activeQueue.notify(groupId);
     // Tasks that fell due while the host was down fire once now, then on their own timer.
     scheduler.start();
     dispatcher.kick();

@@ -21,6 +21,7 @@ import { createBashReports } from '../security/bash-reports.ts';
 import { createCop } from '../security/cop.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
 import type { SecretScanner } from '../security/secrets/index.ts';
+import { createFinalFailures } from '../router/final-failures.ts';
 import { createRunSignals } from '../router/run-signals.ts';
 import { createTaintRegistry } from '../security/taint.ts';
 
@@ -91,6 +92,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         }
       },
     };
+    const finalFailures = createFinalFailures();
     const bashLedger = createBashLedger();
     const bashCheck = createBashPolicy({
       classifier,
@@ -131,6 +133,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         bashLedger.forget(runId);
       },
       providerApiKey,
+      finalFailures,
       taint,
       policy: {
         bashCheck,
@@ -142,6 +145,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           cop,
           human,
           audit: store.audit,
+          onDenied: (runId) => finalFailures.withheld(runId, 'the owner did not approve its message'),
         }),
         reviewMutation: createMutationReview({ cop, human, taint, audit: store.audit }),
       },

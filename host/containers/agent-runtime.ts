@@ -15,6 +15,8 @@ import type { Scheduler } from '../scheduler/scheduler.ts';
 import type { TaintRegistry } from '../security/taint.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
+import type { FinalFailures } from '../router/final-failures.ts';
+import { slowProviderNotices } from '../router/run-notices.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { removeOrphans } from './container-orphans.ts';
@@ -48,6 +50,8 @@ export interface AgentRuntimeDeps {
   enqueueNotice(item: NewOutboxItem): void;
   /** Releases what the security layer holds for a run (its taint, its pending approvals). */
   onRunEnded(runId: number): void;
+  /** What makes a run's failure final (a denied message, a provider that refuses the key). */
+  finalFailures: FinalFailures;
   /** Channel formatting rules for the agent's prompt, by channel name. */
   formattingFor(channel: string): string;
   /** Throws, saying why, when a group cannot be registered on that channel and chat (register_group). */
@@ -178,6 +182,20 @@ async function startContainerRuntime(
         text: 'This group reached its daily LLM spending cap; I will answer again tomorrow (the owner can raise [gateway] daily_cap_usd).',
       });
     },
+    upstreamEvents: {
+      authRejected: (owner, status) =>
+        deps.finalFailures.final(
+          Number(owner.runId),
+          `the LLM provider rejected the host's API key (HTTP ${status}); the owner must check [provider].api_key_env`,
+        ),
+      slow: (owner, waitedMs) => {
+        const group = store.groups.get(owner.groupId);
+        if (!group) return;
+        const admin = store.groups.list().find((g) => g.isAdmin);
+        for (const item of slowProviderNotices(group, admin, Number(owner.runId), waitedMs))
+          deps.enqueueNotice(item);
+      },
+    },
   });
   const localDay = createDayFormatter(config.assistant.timezone);
 
@@ -293,6 +311,7 @@ async function startContainerRuntime(
       }),
     onProtocolProblem: (identity, problem) => auditProtocolProblem(store.audit, identity, problem),
     onRunEnded: deps.onRunEnded,
+    settleOutcome: (runId, outcome) => deps.finalFailures.settle(runId, outcome),
     hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
     logger: logger.child({ subsystem: 'containers' }),
   });

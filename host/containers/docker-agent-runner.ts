@@ -7,7 +7,7 @@ import type { RunStartParams } from '../../container-agent/src/protocol.ts';
 import type { ProtocolProblem } from '../../container-agent/src/rpc/peer.ts';
 import type { RunDone, RunIdentity } from '../ipc/host-handlers.ts';
 import { createRunSession, toChatMessage } from '../ipc/run-session.ts';
-import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../router/agent-runner.ts';
+import type { AgentRunner, RunCallbacks, RunContext, RunHandle, RunOutcome } from '../router/agent-runner.ts';
 import type { StoredMessage } from '../store/messages-store.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { HostMethods } from '../../container-agent/src/protocol.ts';
@@ -56,6 +56,8 @@ export interface DockerAgentRunnerDeps {
   onProtocolProblem(identity: RunIdentity, problem: ProtocolProblem): void;
   /** Called once when a run has ended, however it ended (to release what the host holds for it). */
   onRunEnded(runId: number): void;
+  /** Applies what was noted during the run to its outcome (a denial or a 401 make a failure final). */
+  settleOutcome?(runId: number, outcome: RunOutcome): RunOutcome;
   /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
   hostIds: { uid: number; gid: number };
   logger: Logger;
@@ -258,6 +260,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
               };
             },
           )
+          .then((outcome) => deps.settleOutcome?.(ctx.runId, outcome) ?? outcome)
           .finally(() => {
             deps.onRunEnded(ctx.runId);
             // The group is active: its next run should not wait for a container either.

@@ -26,6 +26,12 @@ export const gatewayConfigSchema = z
       .default(4 * 1024 * 1024),
     /** Wait for upstream response headers, and the longest silence between two body chunks. */
     upstream_timeout_ms: z.number().int().positive().default(300_000),
+    /**
+     * A provider that has not answered a request (no response headers) for this long gets its run's group a
+     * "still working" note and the owner a notice, once per run; the request itself goes on until
+     * `upstream_timeout_ms`. 0 turns the notes off.
+     */
+    slow_notice_ms: z.number().int().min(0).default(60_000),
     /** Extra attempts per model on 429/5xx/connection errors, before any byte reached the client. */
     retry_attempts: z.number().int().min(0).max(10).default(2),
     retry_base_ms: z.number().int().min(0).default(500),

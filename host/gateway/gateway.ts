@@ -5,7 +5,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { validateBindAddresses } from './bind-address.ts';
 import { allowedModels, upstreamApiBase, type GatewayConfig, type ProviderConfig } from './config.ts';
 import { createDayFormatter } from './day.ts';
-import { createRequestHandler } from './handler.ts';
+import { createRequestHandler, type UpstreamEvents } from './handler.ts';
 import { createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
 import { createRunSlots } from './run-slots.ts';
@@ -26,6 +26,8 @@ export interface GatewayDeps {
   maxOutputTokens: number;
   /** Called once per group and day when the group's spend reaches its cap. */
   onSpendCapReached: (groupId: string) => void;
+  /** What the host must hear about a run's provider calls (see UpstreamEvents); optional for tests. */
+  upstreamEvents?: UpstreamEvents;
   /** Waits between retries; injectable so tests can see the delays without waiting them out. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Upstream HTTP dispatcher; by default the gateway owns an undici Agent and closes it. */
@@ -108,6 +110,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     dayOf,
     now: () => deps.clock.now(),
     logger,
+    events: deps.upstreamEvents ?? { authRejected: () => undefined, slow: () => undefined },
     upstream: {
       dispatcher,
       apiBase: upstreamApiBase(deps.provider),

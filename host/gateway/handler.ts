@@ -32,6 +32,18 @@ export interface HandlerContext {
   dayOf: (epochMs: number) => string;
   now: () => number;
   logger: GatewayLogger;
+  events: UpstreamEvents;
+}
+
+/**
+ * What the host hears about a run's provider calls, to decide what the run's group and the owner are told.
+ * Both may be called from inside a request: they must only record or enqueue, never throw.
+ */
+export interface UpstreamEvents {
+  /** The provider refused the host's key: no retry of the run can help until the owner fixes it. */
+  authRejected(owner: KeyOwner, status: number): void;
+  /** A request of the run has waited `waitedMs` for the provider's first answer (`slow_notice_ms`). */
+  slow(owner: KeyOwner, waitedMs: number): void;
 }
 
 const streamFlagsSchema = z.looseObject({
@@ -230,6 +242,22 @@ export function createRequestHandler(
     const dialect = route.dialect;
     const { body, model, stripUsageOnlyChunks, reservation } = request;
     const models = model === undefined ? [] : chainFor(model);
+    const notify = (what: string, call: () => void): void => {
+      try {
+        call();
+      } catch (error) {
+        ctx.logger.error(
+          { runId: owner.runId, groupId: owner.groupId, err: String(error) },
+          `gateway: the host's ${what} handler failed`,
+        );
+      }
+    };
+    // Only the wait for the first answer: a stream that has started shows the group the run is alive.
+    const slowAfter = ctx.config.slow_notice_ms;
+    const slowTimer =
+      route.billable && slowAfter > 0
+        ? setTimeout(() => notify('slow', () => ctx.events.slow(owner, slowAfter)), slowAfter)
+        : undefined;
     const outcome = await callUpstream(ctx.upstream, {
       method: route.method,
       suffix: route.suffix + query,
@@ -241,7 +269,7 @@ export function createRequestHandler(
       body,
       models,
       signal: controller.signal,
-    });
+    }).finally(() => clearTimeout(slowTimer));
 
     const base = { runId: owner.runId, groupId: owner.groupId, route: route.path };
     switch (outcome.kind) {
@@ -274,6 +302,7 @@ export function createRequestHandler(
       await reservation?.settle(() => 0);
       await readUpstreamBody(outcome.body, 64 * 1024).catch(() => undefined);
       ctx.logger.error({ ...base, status: outcome.status }, 'gateway: provider rejected the host API key');
+      notify('authRejected', () => ctx.events.authRejected(owner, outcome.status));
       sendError(res, dialect, gatewayErrors.upstreamAuth(outcome.status));
       return;
     }

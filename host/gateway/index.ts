@@ -1,3 +1,4 @@
+export type { UpstreamEvents } from './handler.ts';
 export { createGateway, type Gateway, type GatewayDeps, type ListeningInfo } from './gateway.ts';
 export {
   gatewayConfigSchema,

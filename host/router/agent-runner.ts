@@ -42,4 +42,9 @@ export interface RunOutcome {
   reason: string;
   /** False when trying again cannot help (no engine, no image): the group is told at once. */
   retryable?: boolean;
+  /**
+   * The owner denied (or let expire) a message of this run: the failure is final, and the group is told
+   * neutrally that it gets no answer (asking again would write the same answer, denied again).
+   */
+  withheld?: boolean;
 }

@@ -1,17 +1,31 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
+import type { NewOutboxItem } from '../store/outbox-store.ts';
+import { unfinishedNotices } from './run-notices.ts';
 
 /**
  * Runs left "running" by a host that died cannot be resumed (their containers died with it). A run that
  * had already replied is closed as answered for what it had acknowledged when it last replied, so those
- * messages are not answered twice; later ones, and all of a run that never replied, are run again.
+ * messages are not answered twice, and its group is told the answer was not finished (once: the notice is
+ * keyed by run); later messages, and all of a run that never replied, are run again.
  * Returns the groups that still have triggering messages to answer.
  */
-export function recoverInterruptedRuns(store: Store, logger: Logger): string[] {
+export function recoverInterruptedRuns(
+  store: Store,
+  logger: Logger,
+  enqueue: (item: NewOutboxItem) => void,
+): string[] {
+  const admin = store.groups.list().find((g) => g.isAdmin);
   for (const run of store.runs.running()) {
+    const reason = 'the host stopped during the run';
     store.transaction(() => {
-      store.runs.finish(run.id, 'interrupted', 'host stopped during the run');
-      if (run.replied) store.groups.advanceCursor(run.groupId, run.repliedThrough);
+      store.runs.finish(run.id, 'interrupted', reason);
+      if (!run.replied) return;
+      store.groups.advanceCursor(run.groupId, run.repliedThrough);
+      const group = store.groups.get(run.groupId);
+      if (group)
+        for (const item of unfinishedNotices(group, group.isAdmin ? undefined : admin, run.id, reason))
+          enqueue(item);
     });
     logger.warn(
       { runId: run.id, groupId: run.groupId, replied: run.replied },

@@ -1,15 +1,23 @@
-import { failureNoticeKey } from '../channels/notice-keys.ts';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
 import type { HostEvents } from './host-events.ts';
+import { giveUpNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
 
 export type RunEnd =
   | { kind: 'succeeded' }
   /** `replied` runs are never retried: a second run would answer the same messages again. */
-  | { kind: 'failed'; replied: boolean; retryable: boolean; reason: string; givenThrough: number };
+  | {
+      kind: 'failed';
+      replied: boolean;
+      retryable: boolean;
+      /** What the group is told when it gives up (see run-notices.ts). */
+      failure: FailureKind;
+      reason: string;
+      givenThrough: number;
+    };
 
 export interface ActiveRun {
   readonly groupId: string;
@@ -31,6 +39,8 @@ export interface RunExecutorDeps {
 
 /** One run's lifecycle against the database: what it is given, what it acknowledged, how the cursor moves. */
 export function createRunExecutor({ store, runner, enqueueReply, events, logger }: RunExecutorDeps) {
+  const adminOf = (group: GroupRecord) =>
+    group.isAdmin ? undefined : store.groups.list().find((g) => g.isAdmin);
   return {
     hasPending(groupId: string): boolean {
       const group = store.groups.get(groupId);
@@ -106,20 +116,30 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
           ended = true;
           const record = store.runs.get(run.id);
           const replied = record?.replied ?? false;
+          const failure: FailureKind = outcome.withheld
+            ? 'withheld'
+            : outcome.retryable === false
+              ? 'final'
+              : 'retryable';
           store.transaction(() => {
             store.runs.finish(run.id, outcome.ok ? 'succeeded' : 'failed', outcome.reason);
             // A success covers everything the agent took in. A failure after a reply covers only what it
             // had taken in when it last spoke: later follow-ups get a new run instead of being dropped.
             if (outcome.ok) store.groups.advanceCursor(group.id, acked);
-            else if (replied)
+            else if (replied) {
               store.groups.advanceCursor(group.id, record?.repliedThrough ?? group.agentCursor);
+              // What the group read may look like the whole answer: say it is not, once, with the run's end.
+              for (const item of unfinishedNotices(group, adminOf(group), run.id, outcome.reason))
+                enqueueReply(item);
+            }
           });
           const end: RunEnd = outcome.ok
             ? { kind: 'succeeded' }
             : {
                 kind: 'failed',
                 replied,
-                retryable: outcome.retryable !== false,
+                retryable: failure === 'retryable',
+                failure,
                 reason: outcome.reason,
                 givenThrough: given,
               };
@@ -158,34 +178,17 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
     giveUp(groupId: string, end: Extract<RunEnd, { kind: 'failed' }>): void {
       const group = store.groups.get(groupId);
       if (!group) return;
-      const admin = group.isAdmin ? undefined : store.groups.list().find((g) => g.isAdmin);
+      const notices = giveUpNotices({
+        group,
+        admin: adminOf(group),
+        givenThrough: end.givenThrough,
+        kind: end.failure,
+        reason: end.reason,
+      });
       // Notice and cursor move together: no observer may see the messages passed without the notice queued.
       store.transaction(() => {
         store.groups.advanceCursor(group.id, end.givenThrough);
-        enqueueReply({
-          idempotencyKey: failureNoticeKey(group.id, end.givenThrough),
-          groupId: group.id,
-          channel: group.channel,
-          chatId: group.chatId,
-          runId: null,
-          text: group.isAdmin
-            ? end.retryable
-              ? `Sorry, I could not answer that (${end.reason}). Send the message again to retry.`
-              : `I cannot answer yet: ${end.reason}.`
-            : end.retryable
-              ? 'Sorry, I could not answer that. Send the message again to retry.'
-              : 'Sorry, I cannot answer right now. The owner has been told.',
-        });
-        if (admin) {
-          enqueueReply({
-            idempotencyKey: `giveup-owner:${group.id}:${end.givenThrough}`,
-            groupId: admin.id,
-            channel: admin.channel,
-            chatId: admin.chatId,
-            runId: null,
-            text: `Group ${group.id} got no answer (${end.retryable ? 'it may ask again' : 'it cannot be answered until this is fixed'}): ${end.reason}`,
-          });
-        }
+        for (const item of notices) enqueueReply(item);
       });
       events.emit('group-state', group.id);
     },

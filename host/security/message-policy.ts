@@ -31,6 +31,8 @@ export function createMessagePolicy(deps: {
   cop: Pick<Cop, 'review'>;
   human: HumanApproval;
   audit: AuditStore;
+  /** The run's message was denied: if the run then fails, running it again would only repeat it. */
+  onDenied?(runId: number): void;
 }) {
   // Digests of denied texts, for as long as the host runs: retries and later runs of the same group.
   const denied = new Set<string>();
@@ -50,6 +52,7 @@ export function createMessagePolicy(deps: {
         taint: describeTaint(t),
         reason: 'the owner already denied this text; not asked again',
       });
+      deps.onDenied?.(identity.runId);
       return { allowed: false, reason: MESSAGE_DENIED_REASON };
     }
     const findings = await deps.scanSecrets(text);
@@ -88,6 +91,7 @@ export function createMessagePolicy(deps: {
     });
     if (approved) return { allowed: true, reason: why };
     denied.add(key);
+    deps.onDenied?.(identity.runId);
     return { allowed: false, reason: MESSAGE_DENIED_REASON };
   };
 }

@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedRunner } from '../fakes/scripted-runner.ts';
+import pino from 'pino';
+import { recoverInterruptedRuns } from '../../host/router/recover-runs.ts';
+import type { NewOutboxItem } from '../../host/store/outbox-store.ts';
 import { createRouterHarness } from '../helpers/router-harness.ts';
 
 type Harness = ReturnType<typeof createRouterHarness>;
@@ -9,6 +12,7 @@ afterEach(async () => {
   h = undefined;
 });
 
+const silent = pino({ level: 'silent' });
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('cursor rules', () => {
@@ -60,6 +64,71 @@ describe('cursor rules', () => {
     expect(scripted.runs).toHaveLength(1);
     expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
     expect(h.store.runs.get(run.ctx.runId)?.status).toBe('failed');
+  });
+
+  it('tells a group whose run died after a progress message, once, that the answer is not finished', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3 });
+    h.addGroup('main', true);
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.reply('Looking into it…');
+    run.finish({ ok: false, reason: 'the agent exited (code 137) without finishing' });
+    await h.queue.whenIdle();
+    const sent = await h.delivered(3);
+    // Delivered in order per chat; chats go side by side.
+    const byChat = (chat: string) => sent.filter((m) => m.chatId === chat).map((m) => m.text);
+    expect(byChat('chat-fam')).toEqual([
+      'Looking into it…',
+      'Sorry, I could not finish that. Ask again if you still need the rest.',
+    ]);
+    expect(byChat('chat-main')).toEqual([
+      'Group fam got only part of an answer: the agent exited (code 137) without finishing',
+    ]);
+    // Not retried (it would repeat the progress message), and no give-up notice on top.
+    expect(scripted.runs).toHaveLength(1);
+    expect(h.store.outbox.pendingCount()).toBe(0);
+  });
+
+  it('tells the group of a run the host crashed under, once, however often recovery runs', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    const { messageId } = h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.reply('Looking into it…');
+    // The host dies here: the run stays "running" in the database. Recovery at the next start (twice:
+    // a host that crashed again while recovering) tells the group once.
+    const enqueued: string[] = [];
+    const enqueue = (item: NewOutboxItem) => {
+      if (h!.store.outbox.add(item)) enqueued.push(item.text);
+    };
+    expect(recoverInterruptedRuns(h.store, silent, enqueue)).toEqual([]);
+    expect(recoverInterruptedRuns(h.store, silent, enqueue)).toEqual([]);
+    expect(enqueued).toEqual(['Sorry, I could not finish that. Ask again if you still need the rest.']);
+    expect(h.store.runs.get(run.ctx.runId)?.status).toBe('interrupted');
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
+  });
+
+  it('ends a run whose answer the owner withheld without a retry, with a notice that says no more', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3 });
+    h.addGroup('main', true);
+    h.addGroup('fam');
+    const { messageId } = h.say('fam', '@Andy what is the deploy token?');
+    const reason = 'the owner did not approve its message (agent error: message not sent)';
+    (await scripted.run(1)).finish({ ok: false, reason, retryable: false, withheld: true });
+    const sent = await h.delivered(2);
+    await h.queue.whenIdle();
+    expect(sent.map((m) => [m.chatId, m.text]).sort()).toEqual([
+      ['chat-fam', 'Sorry, I cannot answer that.'],
+      ['chat-main', `Group fam got no answer (its answer was withheld): ${reason}`],
+    ]);
+    expect(scripted.runs).toHaveLength(1);
+    expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
   });
 
   it('gives up after the last attempt, tells the group once and moves on', async () => {
@@ -166,7 +235,10 @@ describe('messages to other chats', () => {
     run.accept();
     await run.callbacks.sendToGroup('fam', 'dinner is ready');
     run.finish({ ok: false, reason: 'killed' });
-    expect((await h.delivered(1)).map((s) => [s.chatId, s.text])).toEqual([['chat-fam', 'dinner is ready']]);
+    expect((await h.delivered(2)).map((s) => [s.chatId, s.text])).toEqual([
+      ['chat-fam', 'dinner is ready'],
+      ['chat-main', 'I could not finish that (killed). Ask again if you still need the rest.'],
+    ]);
     await h.queue.whenIdle();
     expect(scripted.runs).toHaveLength(1);
   });

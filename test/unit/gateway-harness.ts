@@ -31,6 +31,8 @@ export interface Harness {
   /** Delays the gateway asked to sleep between retries (the harness does not actually wait). */
   sleeps: number[];
   capCalls: string[];
+  /** What the gateway told the host about the run's provider calls, in order. */
+  upstreamEvents: string[];
   usageStore: UsageStore;
   close(): Promise<void>;
 }
@@ -61,6 +63,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
   const sleeps: number[] = [];
   const capCalls: string[] = [];
+  const upstreamEvents: string[] = [];
   const usageStore = options.usageStore ?? createMemoryUsageStore();
   const gateway = createGateway({
     config,
@@ -72,6 +75,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logger,
     maxOutputTokens: 4096,
     onSpendCapReached: (groupId) => capCalls.push(groupId),
+    upstreamEvents: {
+      authRejected: (owner, status) => upstreamEvents.push(`authRejected ${owner.runId} ${status}`),
+      slow: (owner, waitedMs) => upstreamEvents.push(`slow ${owner.runId} ${waitedMs}`),
+    },
     sleep: async (ms) => {
       sleeps.push(ms);
     },
@@ -90,6 +97,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logs,
     sleeps,
     capCalls,
+    upstreamEvents,
     usageStore,
     async close() {
       await gateway.close();

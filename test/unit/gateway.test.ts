@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { reply } from '../fakes/fake-provider.ts';
 import {
   chatBody,
@@ -353,6 +353,8 @@ describe('gateway headers and limits', () => {
     expect(failed).toBeInstanceOf(OpenAI.APIError);
     expect((failed as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     expect((failed as Error).message).toContain('[provider].api_key_env');
+    // The host hears it, so the run is not started again for a key that cannot work.
+    expect(h.upstreamEvents).toEqual(['authRejected run-1 401']);
     await h.close();
 
     h = await startHarness();
@@ -443,6 +445,23 @@ describe('gateway retries, timeouts and aborts', () => {
     expect((failed as Error).message).toContain('upstream_timeout_ms');
     await h.fake.waitForAbort(h.fake.requests[0]!);
     expect(h.fake.requests).toHaveLength(1);
+  });
+
+  it('tells the host once a request has waited slow_notice_ms for the provider, and goes on waiting', async () => {
+    h = await startHarness({ gateway: { upstream_timeout_ms: 5000, slow_notice_ms: 50 } });
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    h.fake.script(async () => {
+      await answered;
+      return reply.text('late but fine');
+    });
+    const pending = ask(h);
+    // Driven by the event itself: the provider answers only after the host was told.
+    await vi.waitUntil(() => h!.upstreamEvents.length > 0, { timeout: 4000, interval: 10 });
+    expect(h.upstreamEvents).toEqual(['slow run-1 50']);
+    answer();
+    expect((await pending).choices[0]?.message.content).toBe('late but fine');
+    expect(h.upstreamEvents).toEqual(['slow run-1 50']);
   });
 
   it('does not retry once bytes were streamed to the client', async () => {

@@ -335,12 +335,14 @@ describe('message and host-mutation reviews', () => {
       initial: () => ({ corruption: true, secret: false }),
       onTainted: () => undefined,
     });
+    const deniedRuns: number[] = [];
     const review = createMessagePolicy({
       scanSecrets: (t) => scanner.scan(t),
       taint,
       cop: scriptedCop({ flagged: false, reason: 'fine' }).cop,
       human,
       audit: store.audit,
+      onDenied: (runId) => deniedRuns.push(runId),
     });
     const text = `the key is ${HELD}`;
     const first = await review(identity(false), text, 'fam');
@@ -350,6 +352,8 @@ describe('message and host-mutation reviews', () => {
       expect(verdict.reason).not.toMatch(/secret|token|key/i);
     }
     expect(human.asked).toHaveLength(1);
+    // Both runs learn their failure is final: a third run would write the same text again.
+    expect(deniedRuns).toEqual([identity(false).runId, 10]);
     expect(store.audit.tail(1)[0]).toMatchObject({
       decision: 'denied',
       reason: expect.stringMatching(/not asked again/),

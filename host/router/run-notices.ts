@@ -1,0 +1,148 @@
+import { failureNoticeKey } from '../channels/notice-keys.ts';
+import type { GroupRecord } from '../store/groups-store.ts';
+import type { NewOutboxItem } from '../store/outbox-store.ts';
+
+/**
+ * What the host tells a group (and the owner) when a run ends without its answer. Every text a non-admin
+ * group reads is neutral: reasons hold provider error texts, configuration hints and paths, and a denial
+ * must not say why (never "the message contains a GitHub token"), so they go to the admin chat only.
+ * Every notice has a key of its own per run or per batch of messages, so the outbox stores it once
+ * however many paths (a run ending, the recovery after a host crash) try to.
+ */
+
+/** Why a run failed in a way that decides what its group is told. */
+export type FailureKind = 'retryable' | 'final' | 'withheld';
+
+export interface GiveUpNotice {
+  group: GroupRecord;
+  /** The admin group, told the reason when `group` is not the admin group itself. */
+  admin: GroupRecord | undefined;
+  givenThrough: number;
+  kind: FailureKind;
+  reason: string;
+}
+
+/** The run gave up before it said anything: the messages up to `givenThrough` stay unanswered. */
+export function giveUpNotices({ group, admin, givenThrough, kind, reason }: GiveUpNotice): NewOutboxItem[] {
+  const own: Record<FailureKind, { admin: string; others: string }> = {
+    retryable: {
+      admin: `Sorry, I could not answer that (${reason}). Send the message again to retry.`,
+      others: 'Sorry, I could not answer that. Send the message again to retry.',
+    },
+    final: {
+      admin: `I cannot answer yet: ${reason}.`,
+      others: 'Sorry, I cannot answer right now. The owner has been told.',
+    },
+    // Asking again would write the same answer, which the owner would deny again.
+    withheld: { admin: `My answer was not sent: ${reason}.`, others: 'Sorry, I cannot answer that.' },
+  };
+  const items: NewOutboxItem[] = [
+    {
+      idempotencyKey: failureNoticeKey(group.id, givenThrough),
+      groupId: group.id,
+      channel: group.channel,
+      chatId: group.chatId,
+      runId: null,
+      text: group.isAdmin ? own[kind].admin : own[kind].others,
+    },
+  ];
+  if (admin && !group.isAdmin) {
+    const outlook = {
+      retryable: 'it may ask again',
+      final: 'it cannot be answered until this is fixed',
+      withheld: 'its answer was withheld',
+    }[kind];
+    items.push(
+      ownerNotice(
+        admin,
+        `giveup-owner:${group.id}:${givenThrough}`,
+        `Group ${group.id} got no answer (${outlook}): ${reason}`,
+      ),
+    );
+  }
+  return items;
+}
+
+/**
+ * The run said something (a progress note, part of an answer) and then ended without finishing: the group
+ * must not take what it read for the whole answer. Not retried (a second run would repeat what was sent),
+ * so the group is told it may ask again. Keyed by run: exactly one such notice per run.
+ */
+export function unfinishedNotices(
+  group: GroupRecord,
+  admin: GroupRecord | undefined,
+  runId: number,
+  reason: string,
+): NewOutboxItem[] {
+  const items: NewOutboxItem[] = [
+    {
+      idempotencyKey: unfinishedNoticeKey(runId),
+      groupId: group.id,
+      channel: group.channel,
+      chatId: group.chatId,
+      runId: null,
+      text: group.isAdmin
+        ? `I could not finish that (${reason}). Ask again if you still need the rest.`
+        : 'Sorry, I could not finish that. Ask again if you still need the rest.',
+    },
+  ];
+  if (admin && !group.isAdmin)
+    items.push(
+      ownerNotice(
+        admin,
+        `unfinished-owner:${runId}`,
+        `Group ${group.id} got only part of an answer: ${reason}`,
+      ),
+    );
+  return items;
+}
+
+/**
+ * The provider has not answered the run for a while (the request goes on until the gateway's timeout):
+ * the group learns the run is alive, the owner what is slow. Keyed by run: once per run however many of
+ * its requests wait.
+ */
+export function slowProviderNotices(
+  group: GroupRecord,
+  admin: GroupRecord | undefined,
+  runId: number,
+  waitedMs: number,
+): NewOutboxItem[] {
+  const seconds = Math.round(waitedMs / 1000);
+  const items: NewOutboxItem[] = [
+    {
+      idempotencyKey: `slow:${runId}`,
+      groupId: group.id,
+      channel: group.channel,
+      chatId: group.chatId,
+      runId: null,
+      text: group.isAdmin
+        ? `Still working: the LLM provider has not answered for ${seconds} s.`
+        : 'Still working on it, this is taking longer than usual.',
+    },
+  ];
+  if (admin && !group.isAdmin)
+    items.push(
+      ownerNotice(
+        admin,
+        `slow-owner:${runId}`,
+        `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${runId}); it is still waiting.`,
+      ),
+    );
+  return items;
+}
+
+export function unfinishedNoticeKey(runId: number): string {
+  return `unfinished:${runId}`;
+}
+
+function ownerNotice(admin: GroupRecord, idempotencyKey: string, text: string): NewOutboxItem {
+  return {
+    idempotencyKey,
+    groupId: admin.id,
+    channel: admin.channel,
+    chatId: admin.chatId,
+    runId: null,
+    text,
+  };
+}
