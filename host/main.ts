@@ -20,6 +20,7 @@ import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channe
 import { listenOnSocket, sendJson } from './channels/local/socket-server.ts';
 import { createOutboxDispatcher } from './channels/outbox-dispatcher.ts';
 import type { CarapacePaths } from './config/paths.ts';
+import type { ReloadConfig } from './config/config-reload.ts';
 import type { HostConfig } from './config/schema.ts';
 import type { AgentRunner } from './router/agent-runner.ts';
 import { createGroupQueue, type GroupQueue } from './router/group-queue.ts';
@@ -50,6 +51,8 @@ export interface RunnerFactoryDeps {
   enqueueNotice(item: NewOutboxItem): void;
   /** The channel registry: formatting rules for the agent, what register_group accepts. */
   channels: ChannelRegistry;
+  /** Applies config.toml to the running host after an approved change (default: at the next restart). */
+  reloadConfig?: ReloadConfig;
 }
 
 export interface HostDeps {

@@ -43,6 +43,11 @@ export const LIMITS = {
   formatting: 8000,
   command: 64 * 1024,
   configPatch: 64 * 1024,
+  /** config.toml as `config.read` returns it. */
+  configText: 256 * 1024,
+  configChanges: 50,
+  /** A proposal's answer: the diff and the problems, one per line. */
+  configDetail: 16 * 1024,
   tasks: 1000,
   groups: 1000,
 } as const;
@@ -295,17 +300,52 @@ export const serviceCallParamsSchema = z
   .strict();
 export const serviceCallResultSchema = z.object({ result: z.unknown() }).strict();
 
+/** sha256 of config.toml's bytes, as `config.read` returned it. */
+export const configHashSchema = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, 'a config hash is the 64 hex digits config.read returned');
+
+export const configReadParamsSchema = z.object({}).strict();
+export const configReadResultSchema = z
+  .object({
+    /** config.toml with anything that looks like a secret replaced by [REDACTED]. */
+    text: boundedText(LIMITS.configText),
+    hash: configHashSchema,
+  })
+  .strict();
+
+/** A TOML-representable value (no null: a patch cannot delete a key), bounded by its JSON size. */
+const configValueSchema = z.json().refine((v) => JSON.stringify(v).length <= LIMITS.configPatch, {
+  message: `a value may be at most ${LIMITS.configPatch} characters as JSON`,
+});
+
 export const configProposeParamsSchema = z
   .object({
-    /** A TOML fragment. */
-    patch: nonEmptyText(LIMITS.configPatch),
+    /** The hash of the version the change is based on: a file changed since is refused, never merged. */
+    baseHash: configHashSchema,
+    changes: z
+      .array(
+        z
+          .object({
+            /** A dotted key path such as `assistant.name` or `groups.family.trigger`. */
+            key: nonEmptyText(LIMITS.name),
+            value: configValueSchema,
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(LIMITS.configChanges),
     reason: nonEmptyText(LIMITS.reason),
   })
   .strict();
 export const configProposeResultSchema = z
   .object({
-    status: z.enum(['applied', 'denied', 'pending']),
-    detail: boundedText(LIMITS.reason),
+    /**
+     * applied: written and handed to the running host; refused: the host's checks said no before anyone
+     * was asked (invalid, protected, stale); denied: the owner did not approve (or did not answer).
+     */
+    status: z.enum(['applied', 'refused', 'denied']),
+    detail: boundedText(LIMITS.configDetail),
   })
   .strict();
 
@@ -343,6 +383,7 @@ export const hostMethods = {
   'security.bash_check': { params: bashCheckParamsSchema, result: bashCheckResultSchema },
   'bash.ran': { params: bashRanParamsSchema, result: z.void(), notification: true },
   'service.call': { params: serviceCallParamsSchema, result: serviceCallResultSchema },
+  'config.read': { params: configReadParamsSchema, result: configReadResultSchema },
   'config.propose': { params: configProposeParamsSchema, result: configProposeResultSchema },
   'run.done': { params: runDoneParamsSchema, result: okResult },
 } as const satisfies MethodTable;

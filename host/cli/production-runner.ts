@@ -1,14 +1,21 @@
+import fs from 'node:fs';
 import Docker from 'dockerode';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import type { SecretSource } from '../config/secrets.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
+import { createConfigFileStore } from '../config/config-file-store.ts';
+import { reloadOnRestart } from '../config/config-reload.ts';
 import { createAgentRuntime } from '../containers/agent-runtime.ts';
 import { upstreamApiBase } from '../gateway/config.ts';
 import type { HostDeps, RunnerFactoryDeps } from '../main.ts';
+import { EXAMPLE_CONFIG_FILE } from './cli-context.ts';
 import { createMessagePolicy } from '../security/message-policy.ts';
 import { createMutationReview } from '../security/mutation-review.ts';
+import { createConfigProposals } from '../security/config-proposals.ts';
+import { configReferenceProblems } from '../security/config-references.ts';
+import { redactFindings } from '../security/secrets/redact-findings.ts';
 import { createServicePolicy } from '../security/service-policy.ts';
 import {
   assertStartableConfig,
@@ -39,7 +46,15 @@ export interface ProductionRunnerOptions {
  * built here; test doubles never are.
  */
 export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps['createRunner'] {
-  return async ({ store, logger, approvals, scheduler, enqueueNotice, channels }: RunnerFactoryDeps) => {
+  return async ({
+    store,
+    logger,
+    approvals,
+    scheduler,
+    enqueueNotice,
+    channels,
+    reloadConfig = reloadOnRestart,
+  }: RunnerFactoryDeps) => {
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
@@ -148,6 +163,18 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           onDenied: (runId) => finalFailures.withheld(runId, 'the owner did not approve its message'),
         }),
         reviewMutation: createMutationReview({ cop, human, taint, audit: store.audit }),
+        config: createConfigProposals({
+          files: createConfigFileStore({ configFile: opts.paths.configFile }),
+          exampleText: fs.readFileSync(EXAMPLE_CONFIG_FILE, 'utf8'),
+          referenceProblems: (before, after) =>
+            configReferenceProblems(before, after, (id) => store.groups.get(id) !== undefined),
+          redactText: (text) => redactFindings(text, opts.scanner),
+          cop,
+          human,
+          taint,
+          audit: store.audit,
+          reload: reloadConfig,
+        }),
       },
       formattingFor: (channel) => channels.formattingRules(channel),
       checkRegistration: (channel, chatId) => channels.checkRegistration(channel, chatId),

@@ -13,6 +13,8 @@ export type CheckedPatch =
       ok: true;
       /** The new file text, comments kept. */
       text: string;
+      /** The effective config before and after the patch. */
+      before: HostConfig;
       config: HostConfig;
       changes: ConfigChange[];
       protected: ProtectedTouch[];
@@ -53,6 +55,7 @@ export function checkConfigPatch({ file, text, patch, exampleText }: CheckPatchI
   return {
     ok: true,
     text: edited,
+    before: before.data,
     config: after.data,
     changes: diffConfigs(before.data, after.data),
     protected: protectedTouches(patch, before.data, after.data),

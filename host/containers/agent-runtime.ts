@@ -31,7 +31,7 @@ import { defaultBridgeAddress, ensureGatewayNetwork } from './network-gateway.ts
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
   HostHandlerDeps,
-  'bashCheck' | 'bashRan' | 'callService' | 'reviewMessage' | 'reviewMutation'
+  'bashCheck' | 'bashRan' | 'callService' | 'reviewMessage' | 'reviewMutation' | 'config'
 >;
 
 export interface AgentRuntimeDeps {

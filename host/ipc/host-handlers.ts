@@ -3,6 +3,9 @@ import {
   LIMITS,
   RPC_ERROR_CODES,
   type bashCheckResultSchema,
+  type configProposeParamsSchema,
+  type configProposeResultSchema,
+  type configReadResultSchema,
   type HostMethods,
   type runDoneParamsSchema,
 } from '../../container-agent/src/protocol.ts';
@@ -48,6 +51,16 @@ export interface HostHandlerDeps {
   tasks: TaskHandlers;
   /** Marks the run as having read text strangers wrote (group names and chat titles). */
   taint: { markCorrupted(runId: number): void };
+  /** config.toml for the admin agent: read redacted, change through review and the owner (config-proposals.ts). */
+  config: ConfigHandlers;
+}
+
+export interface ConfigHandlers {
+  read(): Promise<z.infer<typeof configReadResultSchema>>;
+  propose(
+    identity: RunIdentity,
+    proposal: z.infer<typeof configProposeParamsSchema>,
+  ): Promise<z.infer<typeof configProposeResultSchema>>;
 }
 
 export interface Verdict {
@@ -62,8 +75,6 @@ export interface Verdict {
 const MAX_REVIEWED_IN_FLIGHT = 2;
 
 const forbidden = (message: string) => new RpcError(RPC_ERROR_CODES.forbidden, message);
-const unavailable = (what: string) =>
-  new RpcError(RPC_ERROR_CODES.methodNotFound, `${what} is not available in this version of Carapace`);
 
 /**
  * The container → host methods of one run. Every authorization below is decided from `identity`;
@@ -179,9 +190,14 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       };
     },
 
+    async 'config.read'() {
+      adminOnly('config.read');
+      return deps.config.read();
+    },
+
     async 'config.propose'(params) {
-      adminOnly('config.propose', { reason: params.reason });
-      throw unavailable('config changes from the agent');
+      adminOnly('config.propose', { reason: params.reason, changes: params.changes });
+      return limited('config.propose', () => deps.config.propose(identity, params));
     },
 
     ...deps.tasks,

@@ -20,6 +20,7 @@ import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
+import { refusingConfigHandlers } from '../../test/helpers/refusing-config-handlers.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
 const N = 2000;
@@ -67,6 +68,7 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       reviewMutation: async () => ({ allowed: false, reason: 'bench' }),
       tasks: idleTaskHandlers(store, { runId: 1, group }, async () => ({ allowed: false, reason: 'bench' })),
       taint: { markCorrupted: () => undefined },
+      config: refusingConfigHandlers,
     });
     const toHost = new PassThrough();
     const toAgent = new PassThrough();

@@ -24,6 +24,7 @@ import { createBashReports } from '../../host/security/bash-reports.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
+import { refusingConfigHandlers } from '../../test/helpers/refusing-config-handlers.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
 const N = 300;
@@ -55,6 +56,7 @@ export async function benchBashReport(): Promise<Record<string, number | string>
       groups: store.groups,
       audit: store.audit,
       taint,
+      config: refusingConfigHandlers,
       checkRegistration: () => undefined,
       onDone: () => undefined,
       bashCheck: async () => ({ decision: 'deny', reason: 'bench' }),

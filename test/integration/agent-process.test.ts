@@ -105,6 +105,7 @@ function startAgent(): HostSide {
       'group.list': refuse('group.list'),
       'group.register': refuse('group.register'),
       'service.call': refuse('service.call'),
+      'config.read': refuse('config.read'),
       'config.propose': refuse('config.propose'),
     },
   });

@@ -21,6 +21,7 @@ import { createBashLedger } from '../../host/security/bash-ledger.ts';
 import { createBashReports } from '../../host/security/bash-reports.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { idleTaskHandlers } from '../helpers/idle-task-handlers.ts';
+import { refusingConfigHandlers } from '../helpers/refusing-config-handlers.ts';
 
 let dir: string;
 let store: Store;
@@ -80,6 +81,7 @@ function fakeContainer(onTouch: () => void = () => undefined) {
 interface SessionOverrides {
   bashCheck?: () => Promise<{ decision: 'allow' | 'deny'; reason: string }>;
   bashRan?: HostHandlerDeps['bashRan'];
+  config?: HostHandlerDeps['config'];
   onTouch?: () => void;
 }
 
@@ -128,6 +130,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
         checkRegistration: () => undefined,
         tasks: idleTaskHandlers(store, identity, async () => ({ allowed: true, reason: 'test' })),
         taint: { markCorrupted: () => undefined },
+        config: overrides.config ?? refusingConfigHandlers,
       }),
     onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
     stopGraceMs: 10,
@@ -199,6 +202,48 @@ describe('IPC forgery and bad frames', () => {
     const admin = startSession(true);
     admin.send({ jsonrpc: '2.0', id: 6, method: 'group.list', params: {} });
     expect(((await admin.replyTo(6)).result as { groups: unknown[] }).groups).toHaveLength(3);
+  });
+
+  it('keeps config.read and config.propose from other groups: forbidden before the host reads or reviews anything', async () => {
+    const calls: string[] = [];
+    const config: HostHandlerDeps['config'] = {
+      read: async () => {
+        calls.push('read');
+        return { text: '[assistant]\nname = "Andy"\n', hash: 'a'.repeat(64) };
+      },
+      propose: async () => {
+        calls.push('propose');
+        return { status: 'applied', detail: 'should never happen' };
+      },
+    };
+    const s = startSession(false, { config });
+    const propose = {
+      baseHash: 'a'.repeat(64),
+      changes: [{ key: 'assistant.name', value: 'Max' }],
+      reason: 'the owner asked',
+    };
+    s.send({ jsonrpc: '2.0', id: 40, method: 'config.read', params: {} });
+    s.send({ jsonrpc: '2.0', id: 41, method: 'config.propose', params: propose });
+    expect(await s.replyTo(40)).toMatchObject({ error: { code: -32001 } });
+    expect(await s.replyTo(41)).toMatchObject({ error: { code: -32001 } });
+    // A field claiming admin status or an approval is not even a valid frame.
+    s.send({ jsonrpc: '2.0', id: 42, method: 'config.propose', params: { ...propose, isAdmin: true } });
+    s.send({ jsonrpc: '2.0', id: 43, method: 'config.propose', params: { ...propose, approved: true } });
+    for (const id of [42, 43]) expect(await s.replyTo(id)).toMatchObject({ error: { code: -32602 } });
+    expect(calls).toEqual([]);
+    expect(
+      audits()
+        .filter((a) => a.operation.startsWith('config.'))
+        .map((a) => [a.operation, a.decision, a.groupId]),
+    ).toEqual([
+      ['config.read', 'denied', 'fam'],
+      ['config.propose', 'denied', 'fam'],
+    ]);
+
+    const admin = startSession(true, { config });
+    admin.send({ jsonrpc: '2.0', id: 44, method: 'config.read', params: {} });
+    expect(await admin.replyTo(44)).toMatchObject({ result: { hash: 'a'.repeat(64) } });
+    expect(calls).toEqual(['read']);
   });
 
   it('ends the run once run.done is confirmed, without waiting for the container to be gone', async () => {

@@ -134,6 +134,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
         'security.bash_check': refuse,
         'bash.ran': () => undefined,
         'service.call': refuse,
+        'config.read': refuse,
         'config.propose': refuse,
       } satisfies RpcHandlers<HostMethods>;
     },

@@ -156,7 +156,7 @@ describe('tool argument validation', () => {
   });
 
   it('offers admin tools to the admin group only', () => {
-    const admin = ['register_group', 'list_groups'];
+    const admin = ['register_group', 'list_groups', 'read_config', 'propose_config'];
     expect(tools({ isAdmin: false }).names.filter((n) => admin.includes(n))).toEqual([]);
     expect(tools({ isAdmin: true }).names.filter((n) => admin.includes(n))).toEqual(admin);
     expect(tools({}).names).toEqual([
@@ -361,7 +361,11 @@ describe('bash tool and gate', () => {
       ]);
     const { host, calls } = fakeHost({ 'bash.ran': () => undefined });
     expect(
-      await call(bashWith(host, () => 'process 7 is dumpable'), 'bash', { command: 'echo yes > ran.txt' }),
+      await call(
+        bashWith(host, () => 'process 7 is dumpable'),
+        'bash',
+        { command: 'echo yes > ran.txt' },
+      ),
     ).toBe(
       'Blocked: this command was not run. Reason: commands are not isolated from the agent here (process 7 is dumpable)',
     );
@@ -371,7 +375,13 @@ describe('bash tool and gate', () => {
         throw new Error('the connection is closed');
       },
     };
-    expect(await call(bashWith(mute, () => null), 'bash', { command: 'echo yes > ran.txt' })).toBe(
+    expect(
+      await call(
+        bashWith(mute, () => null),
+        'bash',
+        { command: 'echo yes > ran.txt' },
+      ),
+    ).toBe(
       'Blocked: this command was not run. Reason: the host could not be told about it (the connection is closed)',
     );
     expect(fs.existsSync(marker())).toBe(false);
@@ -516,5 +526,30 @@ describe('host-backed tools', () => {
     });
     expect(fake.calls[3]?.params).toEqual({ service: 'web_fetch', params: { url: 'https://example.org/' } });
     expect(fake.calls[4]?.params).toEqual({ id: 'work', channel: 'telegram', chatId: '-100', name: 'Work' });
+  });
+
+  it('read_config shows the hash to propose against; propose_config sends the typed patch and shows the answer', async () => {
+    const hash = 'ab'.repeat(32);
+    const fake = fakeHost({
+      'config.read': () => ({ text: '[assistant]\nname = "Andy" # trigger\n', hash }),
+      'config.propose': () => ({ status: 'applied', detail: 'Changed:\nassistant.name: "Andy" → "Max"' }),
+    });
+    const set = tools({ host: fake.host, isAdmin: true });
+    expect(await call(set, 'read_config', {})).toBe(
+      `hash: ${hash}\n--- config.toml ---\n[assistant]\nname = "Andy" # trigger\n`,
+    );
+    const changes = [{ key: 'assistant.name', value: 'Max' }];
+    expect(await call(set, 'propose_config', { base_hash: hash, changes, reason: 'asked' })).toBe(
+      'applied: Changed:\nassistant.name: "Andy" → "Max"',
+    );
+    expect(fake.calls.map((c) => [c.method, c.params])).toEqual([
+      ['config.read', {}],
+      ['config.propose', { baseHash: hash, changes, reason: 'asked' }],
+    ]);
+    // A hash that is not one read_config returns never reaches the host.
+    expect(await call(set, 'propose_config', { base_hash: 'latest', changes, reason: 'x' })).toMatch(
+      /^Error: /,
+    );
+    expect(fake.calls).toHaveLength(2);
   });
 });

@@ -51,6 +51,7 @@ describe('protocol', () => {
     expect(Object.keys(hostMethods).sort()).toEqual([
       'bash.ran',
       'config.propose',
+      'config.read',
       'group.list',
       'group.register',
       'message.send',

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { HostClient } from '../ipc/host-client.ts';
-import { LIMITS, channelSchema, groupIdSchema } from '../protocol.ts';
+import { LIMITS, channelSchema, configHashSchema, groupIdSchema } from '../protocol.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
 export function createAdminTools(options: { host: HostClient }): AgentTool[] {
@@ -43,7 +43,54 @@ export function createAdminTools(options: { host: HostClient }): AgentTool[] {
     },
   });
 
-  // No propose_config yet: the host answers config.propose with "not available" until config editing
-  // from the admin chat exists, and a tool that can only fail wastes the model's steps.
-  return [registerGroup, listGroups];
+  const readConfig = defineTool({
+    name: 'read_config',
+    description:
+      "Read the host's config.toml (secrets shown as [REDACTED]) and its hash; propose_config needs the hash.",
+    schema: z.object({}).strict(),
+    async run(_args, context) {
+      const { text, hash } = await host.request('config.read', {}, { signal: context.signal });
+      return `hash: ${hash}\n--- config.toml ---\n${text || '(empty: every key has its default)'}`;
+    },
+  });
+
+  const proposeConfig = defineTool({
+    name: 'propose_config',
+    description:
+      'Propose changes to config.toml, based on the version read_config returned (its hash). The host checks ' +
+      'them, a reviewer looks at them and the owner must approve in the admin chat; the answer says whether ' +
+      'they were applied. Keys that steer credentials, isolation, owners or spend caps can only be changed ' +
+      'by the owner.',
+    schema: z
+      .object({
+        base_hash: configHashSchema.describe('The hash read_config returned.'),
+        changes: z
+          .array(
+            z
+              .object({
+                key: z
+                  .string()
+                  .min(1)
+                  .max(LIMITS.name)
+                  .describe('Dotted key path, e.g. "assistant.name" or "groups.family.trigger".'),
+                value: z.json().describe('The new value: a string, number, boolean, array or table.'),
+              })
+              .strict(),
+          )
+          .min(1)
+          .max(LIMITS.configChanges),
+        reason: z.string().min(1).max(LIMITS.reason).describe('Why, in the words the owner will read.'),
+      })
+      .strict(),
+    async run(args, context) {
+      const { status, detail } = await host.request(
+        'config.propose',
+        { baseHash: args.base_hash, changes: args.changes, reason: args.reason },
+        { signal: context.signal },
+      );
+      return `${status}: ${detail}`;
+    },
+  });
+
+  return [registerGroup, listGroups, readConfig, proposeConfig];
 }

@@ -1,5 +1,5 @@
 /**
- * The tool list of one run. register_group and list_groups are offered to the admin
+ * The tool list of one run. register_group, list_groups, read_config and propose_config are offered to the admin
  * group only (the host enforces the same from the run's identity).
  */
 import type { BashClassifierSource } from '../gate/bash-classifier.ts';
