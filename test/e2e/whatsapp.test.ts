@@ -3,6 +3,7 @@
  * containers and the fake provider. Group sends are taken at the socket seam (crabline closes the socket on
  * a group send); everything else goes over the wire.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -12,6 +13,14 @@ import {
 } from '../../host/channels/whatsapp/whatsapp-channel.ts';
 import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
 import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+import {
+  auditMark,
+  auditSince,
+  bash,
+  nextApproval,
+  runTools,
+  securityResponder,
+} from '../fakes/security-responders.ts';
 import {
   FAKE_SELF_JID,
   FAKE_SELF_LID,
@@ -32,13 +41,15 @@ const STRANGER = '15559876543@s.whatsapp.net';
 interface WhatsAppE2e {
   e2e: E2eHost;
   server: FakeWhatsApp;
-  channel: WhatsAppChannel;
+  /** The live channel (a new one after `e2e.restart()`). */
+  readonly channel: WhatsAppChannel;
   seam: ReturnType<typeof groupSendsAtSeam>;
 }
 
 async function startWhatsAppHost(dir: string): Promise<WhatsAppE2e> {
   const server = await startFakeWhatsApp(dir);
   const seam = groupSendsAtSeam();
+  // A new channel at each (re)start of the host; `channel` is always the live one.
   let channel: WhatsAppChannel | undefined;
   const e2e = await startE2eHost({
     config: { channels: { whatsapp: { websocket_url: server.url } } },
@@ -55,12 +66,21 @@ async function startWhatsAppHost(dir: string): Promise<WhatsAppE2e> {
       return [channel];
     },
   });
-  if (!channel) throw new Error('the channel was not built');
-  const c = channel;
-  await eventually('WhatsApp connected', () => c.status().state === 'connected');
+  const live = () => {
+    if (!channel) throw new Error('the channel was not built');
+    return channel;
+  };
+  await eventually('WhatsApp connected', () => live().status().state === 'connected');
   const added = await e2e.cli(['groups', 'add', 'fam', '--channel', 'whatsapp', '--chat', GROUP]);
   if (added.code !== 0) throw new Error(`groups add: ${added.stderr}`);
-  return { e2e, server, channel: c, seam };
+  return {
+    e2e,
+    server,
+    get channel() {
+      return live();
+    },
+    seam,
+  };
 }
 
 const storedSenders = (e2e: E2eHost, chatId: string) =>
@@ -213,6 +233,105 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     await eventually('the second note stored', () => adminRows().length === 2);
     expect(adminRows().map((m) => m.text)).toEqual(['note from my phone', 'second note']);
   });
+
+  it('asks an approval for a group’s run in the self-chat; the owner approves there and it executes once', async () => {
+    const sock = t.channel.socket();
+    if (!sock) throw new Error('no socket');
+    const file = `FLAGGED-wa-${seq}`;
+    t.e2e.fake.setResponder(
+      securityResponder({ fam: runTools([bash(`touch ${file} && mkfifo fifo-${file}`)]) }),
+    );
+    const mark = auditMark(t.e2e);
+    const before = t.seam.sent.length;
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      pushName: 'Alice',
+      text: '@Andy run the flagged command',
+      messageId: id('A'),
+    });
+    const ask = await nextApproval(t.e2e, new Set(), file);
+    // The request went out over the wire to the owner's "Message yourself" chat.
+    await eventually('the request in the self-chat', () =>
+      t.server.sentTexts().find((x) => x.to === FAKE_SELF_JID && x.text.includes(ask.id)),
+    );
+    // A member writing the command in the group is a group member, never the owner: nothing is decided.
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: ALICE,
+      pushName: 'Alice',
+      text: `approve ${ask.id}`,
+      messageId: id('A'),
+    });
+    await eventually('the member’s message stored as the group’s', () =>
+      storedSenders(t.e2e, GROUP).some((m) => m.text === `approve ${ask.id}`),
+    );
+    expect(t.e2e.host.store.approvals.get(ask.id)?.status).toBe('pending');
+    // The owner answers in the self-chat (crabline refuses the linked account's own messages: Baileys' buffer).
+    const approve = (msgId: string) =>
+      sock.ev.emit('messages.upsert', {
+        type: 'notify',
+        messages: [
+          waMessage({
+            id: msgId,
+            remoteJid: FAKE_SELF_LID,
+            remoteJidAlt: FAKE_SELF_JID,
+            fromMe: true,
+            text: `approve ${ask.id}`,
+          }),
+        ],
+      });
+    approve(id('S'));
+    await eventually(
+      'the command executed',
+      () => t.e2e.host.store.approvals.get(ask.id)?.status === 'executed',
+      60_000,
+    );
+    approve(id('S'));
+    await eventually(
+      'the group’s answer at the socket',
+      () => t.seam.sent.slice(before).find((s) => s.chatId === GROUP),
+      60_000,
+    );
+    expect(fs.existsSync(path.join(t.e2e.paths.groupsDir, 'fam', file))).toBe(true);
+    expect(t.e2e.host.store.approvals.get(ask.id)?.decidedBy).toMatch(/^whatsapp:/);
+    // The second approval is answered as already decided; the command ran once.
+    await eventually('the answer to the second approval in the self-chat', () =>
+      t.server
+        .sentTexts()
+        .find((x) => x.to === FAKE_SELF_JID && x.text.startsWith(`Request ${ask.id} was approved`)),
+    );
+    const decisions = auditSince(t.e2e, mark)
+      .filter((r) => r.operation === 'bash')
+      .map((r) => r.decision);
+    expect(decisions.filter((d) => d === 'approval-executed')).toHaveLength(1);
+    t.e2e.fake.setResponder(undefined);
+  }, 150_000);
+
+  it('stops the channel for good on 440 (another session took over), tells the owner on the console, and the host stays up', async () => {
+    const sock = t.channel.socket();
+    if (!sock) throw new Error('no socket');
+    sock.ws.emit('CB:stream:error', {
+      tag: 'stream:error',
+      attrs: { code: '440' },
+      content: [{ tag: 'conflict', attrs: { type: 'replaced' } }],
+    });
+    await eventually('stopped', () => t.channel.status().state === 'stopped');
+    expect(t.channel.status().reason).toMatch(/Another session took over/);
+    expect(t.channel.pendingReconnects()).toBe(0);
+    const status = await t.e2e.cli(['status']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/host: running/);
+    await eventually('the notice on the console', () =>
+      t.e2e.outbox('main').some((o) => /whatsapp channel is stopped: Another session/.test(o.text)),
+    );
+    // The console still answers while WhatsApp is stopped.
+    const res = await t.e2e.send('main', 'still there?');
+    expect(res.stdout).toContain('still there?');
+    // The next case needs a connected channel again: the owner restarts the host, as the fix says.
+    await t.e2e.restart();
+    await eventually('WhatsApp connected again', () => t.channel.status().state === 'connected', 30_000);
+  }, 120_000);
 
   it('stops the channel for good on 401 from WhatsApp, and the host stays up', async () => {
     const sock = t.channel.socket();
