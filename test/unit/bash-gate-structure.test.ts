@@ -292,7 +292,7 @@ describe('evaluation hidden in expansions and assignments', () => {
 });
 
 describe('redirections', () => {
-  it('allows files, descriptors, home and relative computed targets', () => {
+  it('allows files, descriptors and home targets', () => {
     for (const command of [
       'ls > out.txt 2> err.txt',
       'ls >> log 2>&1',
@@ -301,12 +301,16 @@ describe('redirections', () => {
       'ls 2>&-',
       'echo x > ~/notes/a.txt',
       'echo x > "$HOME/a.txt"',
-      'echo x > "out/$name.txt"',
-      'echo x > /tmp/"$name"',
       'echo $(< file.txt)',
     ]) {
       expectLocal(command);
     }
+  });
+
+  it('escalates writes to a target a variable could point anywhere, an extra mount included', () => {
+    // `name=../../extra/notes/todo` would make both of these truncate the owner's file.
+    expectEscalate('echo x > "out/$name.txt"', /may overwrite a file on an extra mount/, false);
+    expectEscalate('echo x > /tmp/"$name"', /may overwrite a file on an extra mount/, false);
   });
 
   it('escalates targets that could be a socket', () => {

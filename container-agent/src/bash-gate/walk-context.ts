@@ -5,6 +5,7 @@
 import type { CommandRuleTable } from './command-rules.ts';
 import type { SyntaxNode } from './syntax-tree.ts';
 import type { Finding } from './verdict.ts';
+import type { WorkingDirectories } from './working-directory.ts';
 
 export interface WalkContext {
   readonly source: string;
@@ -16,6 +17,8 @@ export interface WalkContext {
    */
   readonly functions: ReadonlyMap<string, number>;
   readonly findings: Finding[];
+  /** Every directory the command could be in when any part of it runs; null when unknown. */
+  readonly directories: WorkingDirectories;
   /** Classifies the statements inside a `$(…)`, backticks, `<(…)` or a here-doc's trailing pipeline. */
   walkStatement(node: SyntaxNode): void;
 }

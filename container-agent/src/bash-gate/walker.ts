@@ -10,13 +10,14 @@ import { isProtectedVariable, protectedVariableReason, IDENTIFIER_RE } from './s
 import type { SyntaxNode } from './syntax-tree.ts';
 import { checkTestCommand } from './test-rule.ts';
 import { quote } from './verdict.ts';
-import type { Finding } from './verdict.ts';
 import { report, textOf } from './walk-context.ts';
 import type { WalkContext } from './walk-context.ts';
-import { couldBeExtraMount, extraMountWrite, pathHazard } from './path-hazard.ts';
+import { couldReachExtraMount, extraMountWrite } from './extra-mount-writes.ts';
+import { pathHazard } from './path-hazard.ts';
 import { analyzeWord, scanUncovered } from './word-analysis.ts';
 import type { WordInfo } from './word-analysis.ts';
 import { words } from './word-list.ts';
+import { possibleDirectories, type WorkingDirectories } from './working-directory.ts';
 
 /** Bare command names we look up; anything else in command position escalates. */
 const COMMAND_NAME_RE = /^(?:[A-Za-z0-9_][A-Za-z0-9_.+-]*|:|\.|\[)$/;
@@ -77,16 +78,50 @@ export function collectFunctions(source: string, root: SyntaxNode): Map<string, 
   return functions;
 }
 
-export function createWalkContext(source: string, rules: CommandRuleTable, root: SyntaxNode): WalkContext {
-  const findings: Finding[] = [];
+function contextWith(
+  source: string,
+  rules: CommandRuleTable,
+  functions: ReadonlyMap<string, number>,
+  directories: WorkingDirectories,
+): WalkContext {
   const ctx: WalkContext = {
     source,
     rules,
-    functions: collectFunctions(source, root),
-    findings,
+    functions,
+    findings: [],
+    directories,
     walkStatement: (node) => walkStatement(ctx, node),
   };
   return ctx;
+}
+
+/** Words tree-sitter hung on a redirection that are really further arguments (`cd >/dev/null /x`). */
+function hasWordsAfterRedirect(node: SyntaxNode): boolean {
+  return node.children.some(
+    (c) =>
+      (c.type === 'file_redirect' && childrenWithField(c, 'destination').length > 1) ||
+      (c.type === 'heredoc_redirect' &&
+        c.children.some((h) => h.field === 'argument' || h.field === 'redirect')),
+  );
+}
+
+export function createWalkContext(source: string, rules: CommandRuleTable, root: SyntaxNode): WalkContext {
+  const functions = collectFunctions(source, root);
+  // Reading the cd targets' words walks what is inside them; what that finds is found again by the walk.
+  const scratch = contextWith(source, rules, functions, null);
+  const directories = possibleDirectories(
+    root,
+    (node) => {
+      const name = node.children.find((c) => c.field === 'name');
+      return name === undefined ? null : textOf(scratch, name);
+    },
+    (node, parent) =>
+      hasWordsAfterRedirect(node) ||
+      (parent?.type === 'redirected_statement' && hasWordsAfterRedirect(parent))
+        ? null
+        : childrenWithField(node, 'argument').map((a) => analyzeWord(scratch, a)),
+  );
+  return contextWith(source, rules, functions, directories);
 }
 
 export function walkStatement(ctx: WalkContext, node: SyntaxNode): void {
@@ -219,7 +254,7 @@ function checkRedirectTarget(ctx: WalkContext, target: SyntaxNode, operator: str
     report(ctx, `redirection to ${quote(info.value)} reaches the network`, true);
     return;
   }
-  if (operator.includes('>') && couldBeExtraMount(info.text))
+  if (operator.includes('>') && couldReachExtraMount(ctx.directories, info))
     report(ctx, `redirection to ${quote(info.text)} may overwrite a file on an extra mount`, false);
   const hazard = pathHazard(info.text, true);
   if (hazard !== null) report(ctx, `redirection target ${hazard.reason}`, hazard.network);
@@ -306,7 +341,7 @@ function handleCommand(ctx: WalkContext, node: SyntaxNode, extra: readonly Synta
   const definedUntil = ctx.functions.get(name);
   if (definedUntil !== undefined && definedUntil <= node.start) return;
   checkCommandRule(ctx, name, args);
-  const write = extraMountWrite(name, args.map((a) => a.text));
+  const write = extraMountWrite(name, args, ctx.directories);
   if (write !== null) report(ctx, write, false);
 }
 
