@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLocalClient } from '../host/channels/local/local-client.ts';
 import { sendAndWait } from '../host/channels/local/send-and-wait.ts';
-import { startProductionHost } from '../host/cli/start-production-host.ts';
+import { startProductionHost } from '../host/app/production-host.ts';
 import { startFakeProvider } from '../test/fakes/fake-provider.ts';
 import { demoResponder } from '../test/fakes/demo-responder.ts';
 import { fakeProviderHostSetup } from '../test/fakes/fake-provider-host-setup.ts';

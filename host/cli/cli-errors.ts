@@ -5,6 +5,7 @@ import { HostLockedError } from '../store/host-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { SocketInUseError } from '../channels/local/socket-server.ts';
 import { RestoreRefused } from '../backup/restore-archive.ts';
+import { HostStartError } from '../app/start-error.ts';
 import { UsageError } from './cli-context.ts';
 
 /**
@@ -12,6 +13,11 @@ import { UsageError } from './cli-context.ts';
  * the caller prints its stack). Loaded only when a command fails, so no command pays for its imports.
  */
 export function explainError(err: unknown, usage: string): { code: number; message: string } | undefined {
+  // A failed start names its step; whether it is the owner's to fix (exit code, no stack) is its cause's.
+  if (err instanceof HostStartError) {
+    const cause = explainError(err.cause, usage);
+    return cause && { code: cause.code, message: err.message };
+  }
   if (err instanceof UsageError || err instanceof CleanRoomError || err instanceof ConfigError)
     return { code: 2, message: err.message };
   if (

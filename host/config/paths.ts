@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -48,4 +49,13 @@ export function resolvePaths({ env, cwd, homeDir = os.homedir() }: PathInputs): 
     socketFile: path.join(dataDir, 'carapace.sock'),
     pidFile: path.join(dataDir, HOST_PID_FILE),
   };
+}
+
+/** Creates the data folder and its subfolders, owner-only. */
+export function ensureDataDirs(paths: CarapacePaths): void {
+  for (const dir of [paths.dataDir, paths.groupsDir, paths.sessionsDir, paths.logsDir]) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+  // The socket's only authentication is that nobody else can reach into this folder.
+  fs.chmodSync(paths.dataDir, 0o700);
 }

@@ -13,14 +13,14 @@ import Docker from 'dockerode';
 import { stringify } from 'smol-toml';
 import type { Channel } from '../../host/channels/channel.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
-import { startProductionHost } from '../../host/cli/start-production-host.ts';
-import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../../host/containers/agent-runtime.ts';
+import { startProductionHost } from '../../host/app/production-host.ts';
+import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../../host/containers/data-folder-label.ts';
 import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
 import { removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
 import type { HostConfig } from '../../host/config/schema.ts';
-import type { RunningHost } from '../../host/main.ts';
+import type { RunningHost } from '../../host/app/host.ts';
 import {
   startFakeProvider,
   type FakeProvider,

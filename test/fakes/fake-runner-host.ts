@@ -8,7 +8,7 @@ import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
-import { staticRunner, startHost } from '../../host/main.ts';
+import { staticRunner, startHost } from '../../host/app/host.ts';
 import { createEchoRunner } from './echo-runner.ts';
 import { createSocketChannel } from './socket-channel.ts';
 

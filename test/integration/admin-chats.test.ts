@@ -17,7 +17,7 @@ import { createLocalClient } from '../../host/channels/local/local-client.ts';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
 import { hostConfigSchema } from '../../host/config/schema.ts';
 import type { ApprovalService } from '../../host/admin/approval-service.ts';
-import { startHost, type RunningHost } from '../../host/main.ts';
+import { startHost, type RunningHost } from '../../host/app/host.ts';
 import type { AgentRunner, RunOutcome } from '../../host/router/agent-runner.ts';
 import {
   createSocketChannel,

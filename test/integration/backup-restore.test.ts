@@ -5,7 +5,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
-import { ensureAdminGroup } from '../../host/main.ts';
+import { ensureAdminGroup } from '../../host/admin/admin-group.ts';
 import { acquireHostLock } from '../../host/store/host-lock.ts';
 import { openStore } from '../../host/store/store.ts';
 import { runCli, startProcess } from '../helpers/processes.ts';

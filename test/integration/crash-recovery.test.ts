@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensureAdminGroup } from '../../host/main.ts';
+import { ensureAdminGroup } from '../../host/admin/admin-group.ts';
 import { openStore } from '../../host/store/store.ts';
 import { postToSocketChannel } from '../fakes/socket-channel.ts';
 import { ROOT, startProcess, waitFor } from '../helpers/processes.ts';

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ensureDataDirs } from '../../main.ts';
+import { ensureDataDirs } from '../../config/paths.ts';
 import { openStore } from '../../store/store.ts';
 import type { CliContext } from '../cli-context.ts';
 

@@ -2,11 +2,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createLocalClient } from '../../channels/local/local-client.ts';
-import { ensureDataDirs } from '../../main.ts';
+import { ensureDataDirs } from '../../config/paths.ts';
 import { consoleAdminGroup } from '../admin-group.ts';
 import { runChat } from '../chat-repl.ts';
 import type { CliContext } from '../cli-context.ts';
-import { startProductionHost } from '../start-production-host.ts';
+import { startProductionHost } from '../../app/production-host.ts';
 
 export async function startCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { 'no-console': { type: 'boolean', default: false } } });

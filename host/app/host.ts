@@ -1,38 +1,37 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import type http from 'node:http';
 import type { Logger } from 'pino';
-import { adminCommandReplyKey, createAdminCommandHandler } from './admin/admin-command-handler.ts';
-import { createApprovalService, type ApprovalService } from './admin/approval-service.ts';
-import { approvalActions } from './admin/approval-message.ts';
-import { createScheduler, type Scheduler } from './scheduler/scheduler.ts';
-import { createTaskDelivery } from './scheduler/task-delivery.ts';
-import { ADMIN_GROUP_ID } from './admin/admin-group.ts';
-import { isOwnerMessage } from './admin/owner-check.ts';
-import { createAdminChats } from './admin/admin-chats.ts';
-import type { Channel, ChannelHost, ChannelStatus } from './channels/channel.ts';
-import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from './channels/channel-definitions.ts';
-import { createChannelRegistry, type ChannelRegistry } from './channels/registry.ts';
-import { createDeliveryOutcomes } from './channels/delivery-outcomes.ts';
-import type { HostStatus } from './channels/local/local-api.ts';
-import { createLocalChannel, LOCAL_CHANNEL } from './channels/local/local-channel.ts';
-import { listenOnSocket, sendJson } from './channels/local/socket-server.ts';
-import { createOutboxDispatcher } from './channels/outbox-dispatcher.ts';
-import type { CarapacePaths } from './config/paths.ts';
-import type { ReloadConfig } from './config/config-reload.ts';
-import type { HostConfig } from './config/schema.ts';
-import type { AgentRunner } from './router/agent-runner.ts';
-import { createGroupQueue, type GroupQueue } from './router/group-queue.ts';
-import { createHostEvents } from './router/host-events.ts';
-import { createIngest } from './router/ingest.ts';
-import { recoverInterruptedRuns } from './router/recover-runs.ts';
-import { createRunExecutor } from './router/run-executor.ts';
-import type { NewOutboxItem } from './store/outbox-store.ts';
-import { acquireHostLock } from './store/host-lock.ts';
-import { openStore, type Store } from './store/store.ts';
-
-export { ADMIN_GROUP_ID };
+import { adminCommandReplyKey, createAdminCommandHandler } from '../admin/admin-command-handler.ts';
+import { createApprovalService, type ApprovalService } from '../admin/approval-service.ts';
+import { approvalActions } from '../admin/approval-message.ts';
+import { createScheduler, type Scheduler } from '../scheduler/scheduler.ts';
+import { createTaskDelivery } from '../scheduler/task-delivery.ts';
+import { ensureAdminGroup } from '../admin/admin-group.ts';
+import { isOwnerMessage } from '../admin/owner-check.ts';
+import { createAdminChats } from '../admin/admin-chats.ts';
+import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
+import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
+import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
+import { createDeliveryOutcomes } from '../channels/delivery-outcomes.ts';
+import type { HostStatus } from '../channels/local/local-api.ts';
+import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
+import { listenOnSocket, sendJson } from '../channels/local/socket-server.ts';
+import { createOutboxDispatcher } from '../channels/outbox-dispatcher.ts';
+import { ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
+import type { ReloadConfig } from '../config/config-reload.ts';
+import type { HostConfig } from '../config/schema.ts';
+import type { AgentRunner } from '../router/agent-runner.ts';
+import { createGroupQueue, type GroupQueue } from '../router/group-queue.ts';
+import { createHostEvents } from '../router/host-events.ts';
+import { createIngest } from '../router/ingest.ts';
+import { recoverInterruptedRuns } from '../router/recover-runs.ts';
+import { createRunExecutor } from '../router/run-executor.ts';
+import type { NewOutboxItem } from '../store/outbox-store.ts';
+import { acquireHostLock } from '../store/host-lock.ts';
+import { openStore, type Store } from '../store/store.ts';
+import { createCloserStack } from './closer-stack.ts';
+import { HostStartError } from './start-error.ts';
 
 export interface RunnerRuntime {
   runner: AgentRunner;
@@ -74,45 +73,16 @@ export interface RunningHost {
   whenIdle(): Promise<void>;
 }
 
-export function ensureDataDirs(paths: CarapacePaths): void {
-  for (const dir of [paths.dataDir, paths.groupsDir, paths.sessionsDir, paths.logsDir]) {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  }
-  // The socket's only authentication is that nobody else can reach into this folder.
-  fs.chmodSync(paths.dataDir, 0o700);
-}
-
-/** A message from the host itself to the admin chat (approval requests, notices). */
-export function adminMessage(store: Store, idempotencyKey: string, text: string): NewOutboxItem {
-  const admin = store.groups.get(ADMIN_GROUP_ID);
-  return {
-    idempotencyKey,
-    groupId: ADMIN_GROUP_ID,
-    channel: admin?.channel ?? LOCAL_CHANNEL,
-    chatId: admin?.chatId ?? ADMIN_GROUP_ID,
-    runId: null,
-    text,
-  };
-}
-
-export function ensureAdminGroup(store: Store): void {
-  if (!store.groups.get(ADMIN_GROUP_ID)) {
-    store.groups.add({
-      id: ADMIN_GROUP_ID,
-      channel: LOCAL_CHANNEL,
-      chatId: ADMIN_GROUP_ID,
-      name: 'Admin console',
-      isAdmin: true,
-    });
-  }
-}
-
 /** For a runner that needs nothing from the host (tests, doubles). */
 export function staticRunner(runner: AgentRunner): HostDeps['createRunner'] {
   return async () => ({ runner, close: async () => undefined });
 }
 
-/** Wiring only: every subsystem gets its dependencies here and nowhere else. */
+/**
+ * Wiring only: every subsystem gets its dependencies here and nowhere else. Each part that comes up pushes
+ * its closer onto one stack; a failed start unwinds exactly what came up (connected channels included) and
+ * throws a HostStartError naming the step, and `stop()` unwinds the same stack.
+ */
 export async function startHost({
   paths,
   config,
@@ -122,25 +92,17 @@ export async function startHost({
   extraChannels = [],
   secret = () => undefined,
 }: HostDeps): Promise<RunningHost> {
-  ensureDataDirs(paths);
-  // Before anything touches the database, unfinished runs or containers: one host per data folder.
-  const lock = acquireHostLock(paths.dataDir);
-  let store: Store;
+  const closers = createCloserStack();
+  let step = 'creating the data folder';
   try {
-    store = openStore({ file: paths.databaseFile, redact });
-  } catch (err) {
-    lock.release();
-    throw err;
-  }
-  // What has been brought up so far, so that a failed start takes down exactly that.
-  const up: {
-    server?: http.Server;
-    runtime?: RunnerRuntime;
-    approvals?: ApprovalService;
-    scheduler?: Scheduler;
-    channels: Channel[];
-  } = { channels: [] };
-  try {
+    ensureDataDirs(paths);
+    step = "taking the data folder's lock";
+    // Before anything touches the database, unfinished runs or containers: one host per data folder.
+    const lock = acquireHostLock(paths.dataDir);
+    closers.push('host lock', () => lock.release());
+    step = 'opening the database';
+    const store = openStore({ file: paths.databaseFile, redact });
+    closers.push('database', () => store.close());
     ensureAdminGroup(store);
     const events = createHostEvents();
     const channels = new Map<string, Channel>();
@@ -163,6 +125,7 @@ export async function startHost({
       logger: logger.child({ channel: LOCAL_CHANNEL }),
     });
     const startedAt = new Date().toISOString();
+    step = 'opening the control socket';
     const server = await listenOnSocket(paths.socketFile, {
       ...local.routes,
       'GET /v1/status': (_req, res) => {
@@ -190,7 +153,18 @@ export async function startHost({
         sendJson(res, 200, status);
       },
     });
-    up.server = server;
+    closers.push('control socket', async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    // The channels start last but stop only after the runs ended and the outbox stopped, so a run's last
+    // reply still goes out: their closers live on a stack of their own, registered here.
+    const channelClosers = createCloserStack();
+    closers.push('channels', async (reason) => {
+      const failures = await channelClosers.closeAll(reason);
+      for (const f of failures)
+        logger.warn({ err: f.error, channel: f.name }, 'channel did not stop cleanly');
+    });
     const adminChats = createAdminChats({
       groups: store.groups,
       channels: () => channels.values(),
@@ -212,6 +186,8 @@ export async function startHost({
       onChatMoved: outcomes.onChatMoved,
       logger: logger.child({ subsystem: 'outbox' }),
     });
+    // Neither holds a timer until the runner or the first run uses it; their closers go on the stack below,
+    // after the queue's, so that a stop ends pending approvals and due tasks before it waits for runs.
     const approvals = createApprovalService({
       store,
       redact,
@@ -220,7 +196,6 @@ export async function startHost({
       notifyAdmin: async (text, { approvalId }) =>
         adminChats.notify(`approval:${approvalId}`, text, { actions: approvalActions(approvalId) }),
     });
-    up.approvals = approvals;
     // Requests of runs that died with the previous host can never be executed: close them first.
     approvals.expireOrphans();
     const scheduler = createScheduler({
@@ -236,7 +211,7 @@ export async function startHost({
       logger: logger.child({ subsystem: 'scheduler' }),
       retryMs: config.scheduler.delivery_retry_ms,
     });
-    up.scheduler = scheduler;
+    step = 'starting the agent runtime';
     const runtime = await createRunner({
       store,
       logger,
@@ -245,7 +220,10 @@ export async function startHost({
       enqueueNotice: dispatcher.enqueue,
       channels: registry,
     });
-    up.runtime = runtime;
+    closers.push('agent runtime', () =>
+      runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed')),
+    );
+    closers.push('outbox delivery', () => dispatcher.stop());
 
     const executor = createRunExecutor({
       store,
@@ -262,6 +240,9 @@ export async function startHost({
       logger: logger.child({ subsystem: 'queue' }),
     });
     late.queue = activeQueue;
+    closers.push('run queue', (reason) => activeQueue.close(reason));
+    closers.push('approvals', () => approvals.close());
+    closers.push('scheduler', () => scheduler.stop());
     // A typing indicator while a group's run is active (best effort): on when a message triggers it, off
     // once the queue says the group is idle. Read after the queue settled the change.
     const typing = new Set<string>();
@@ -313,6 +294,7 @@ export async function startHost({
       logger: logger.child({ subsystem: 'ingest' }),
     });
 
+    step = 'setting up the configured channels';
     const configured = registry.create((d) => {
       const dataDir = path.join(paths.dataDir, 'channels', d.name);
       fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -354,12 +336,16 @@ export async function startHost({
         isOwnMessage: (chatId, platformId) => store.outbox.isOwnMessage(ch.name, chatId, platformId),
         onChatMoved: (from, to, reason) => outcomes.rebind(ch.name, from, to, reason),
       };
-      up.channels.push(ch);
+      step = `starting the ${ch.name} channel`;
+      // Registered before it starts: a channel that fails half-way may already hold a connection or timer.
+      channelClosers.push(ch.name, () => ch.stop());
       await ch.start(host);
     }
     running = true;
+    step = 'taking over unfinished work';
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
-    for (const groupId of recoverInterruptedRuns(store, logger, dispatcher.enqueue)) activeQueue.notify(groupId);
+    for (const groupId of recoverInterruptedRuns(store, logger, dispatcher.enqueue))
+      activeQueue.notify(groupId);
     // Tasks that fell due while the host was down fire once now, then on their own timer.
     scheduler.start();
     dispatcher.kick();
@@ -370,27 +356,16 @@ export async function startHost({
       whenIdle: () => activeQueue.whenIdle(),
       async stop(reason = 'host stopping') {
         running = false;
-        scheduler.stop();
-        approvals.close();
-        await activeQueue.close(reason);
-        await dispatcher.stop();
-        await runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed'));
-        for (const ch of channels.values()) await ch.stop().catch(() => undefined);
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-        store.close();
-        lock.release();
+        const failures = await closers.closeAll(reason);
+        for (const f of failures) logger.error({ err: f.error, part: f.name }, 'could not close cleanly');
         logger.info({ reason }, 'host stopped');
       },
     };
   } catch (err) {
-    up.scheduler?.stop();
-    up.approvals?.close();
-    for (const ch of up.channels) await ch.stop().catch(() => undefined);
-    await up.runtime?.close().catch(() => undefined);
-    up.server?.close();
-    store.close();
-    lock.release();
-    throw err;
+    const open = closers.names();
+    const failures = await closers.closeAll(`start failed: ${step}`);
+    const error = new HostStartError(step, err, failures);
+    logger.error({ err, step, closed: open, closeFailures: failures.length }, error.message);
+    throw error;
   }
 }

@@ -8,7 +8,7 @@ import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
 import { createDayFormatter } from '../gateway/day.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
-import type { RunnerRuntime } from '../main.ts';
+import type { RunnerRuntime } from './host.ts';
 import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
@@ -19,14 +19,16 @@ import type { FinalFailures } from '../router/final-failures.ts';
 import { slowProviderNotices } from '../router/run-notices.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
-import { removeOrphans } from './container-orphans.ts';
-import { createDockerAgentRunner, type RunNetworks } from './docker-agent-runner.ts';
-import { planGroupMounts } from './group-mounts.ts';
-import { ensureAgentImage } from './image-ensure.ts';
-import { loadMountAllowlist } from './mount-allowlist.ts';
-import { LABEL_DATA_DIR, removeGatewayNetwork } from './docker-leftovers.ts';
-import { applyGatewayFirewall } from './network-host-firewall.ts';
-import { defaultBridgeAddress, ensureGatewayNetwork } from './network-gateway.ts';
+import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/data-folder-label.ts';
+import { createCloserStack, type CloserStack } from './closer-stack.ts';
+import { removeOrphans } from '../containers/container-orphans.ts';
+import { createDockerAgentRunner, type RunNetworks } from '../containers/docker-agent-runner.ts';
+import { planGroupMounts } from '../containers/group-mounts.ts';
+import { ensureAgentImage } from '../containers/image-ensure.ts';
+import { loadMountAllowlist } from '../containers/mount-allowlist.ts';
+import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/docker-leftovers.ts';
+import { applyGatewayFirewall } from '../containers/network-host-firewall.ts';
+import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network-gateway.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
@@ -59,19 +61,6 @@ export interface AgentRuntimeDeps {
   /** Image build progress, for the person waiting at the terminal. */
   onProgress(line: string): void;
   logger: Logger;
-}
-
-/** The label that scopes orphan cleanup to containers of this data folder. */
-export const LABEL_DATA = 'carapace.data';
-
-/** The gateway network of a data folder: each gets its own, so its firewall chain is its own. */
-export function gatewayNetworkName(prefix: string, dataDir: string): string {
-  return `${prefix}-${dataFolderLabel(dataDir).slice(0, 8)}`;
-}
-
-/** A data folder's short, stable id: the value of LABEL_DATA on its containers. */
-export function dataFolderLabel(dataDir: string): string {
-  return crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16);
 }
 
 /** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
@@ -116,12 +105,14 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
   }
 
   // Anything that fails from here on becomes a notice to the group instead of a host that cannot start,
-  // and never leaves the gateway's listeners behind.
-  const opened: { gateway?: { close(): Promise<void> } } = {};
+  // and never leaves the gateway's listeners, the network or a warmed container behind.
+  const closers = createCloserStack();
   try {
-    return await startContainerRuntime(deps, opened);
+    return await startContainerRuntime(deps, closers);
   } catch (err) {
-    await opened.gateway?.close().catch(() => undefined);
+    const failures = await closers.closeAll('the agent runtime could not start');
+    for (const f of failures)
+      logger.error({ err: f.error, part: f.name }, 'could not close after a failed start');
     logger.error({ err }, 'the agent runtime could not start');
     return noticeRuntime(
       `agent containers could not be set up: ${(err as Error).message} (carapace doctor says more)`,
@@ -129,10 +120,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
   }
 }
 
-async function startContainerRuntime(
-  deps: AgentRuntimeDeps,
-  opened: { gateway?: { close(): Promise<void> } },
-): Promise<RunnerRuntime> {
+async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStack): Promise<RunnerRuntime> {
   const { docker, config, paths, store, logger } = deps;
   const hostInstanceId = crypto.randomUUID();
   const dataLabel = dataFolderLabel(paths.dataDir);
@@ -199,7 +187,7 @@ async function startContainerRuntime(
   });
   const localDay = createDayFormatter(config.assistant.timezone);
 
-  opened.gateway = gateway;
+  closers.push('LLM gateway', () => gateway.close());
   const bridge = await defaultBridgeAddress(docker);
   const networks: RunNetworks = { full: { hostAddress: bridge }, gateway: { unavailable: 'not set up yet' } };
   const addresses = ['127.0.0.1', bridge];
@@ -212,6 +200,9 @@ async function startContainerRuntime(
       gatewayNetworkName(config.containers.gateway_network, paths.dataDir),
       { [LABEL_DATA]: dataLabel, [LABEL_DATA_DIR]: paths.dataDir },
     );
+    // Made at each start, so removed at each stop: nothing of this host stays in Docker or iptables.
+    const name = gatewayNet.networkName;
+    closers.push('gateway network', () => removeGatewayNetwork(docker, name, hostInstanceId));
     addresses.push(gatewayNet.hostAddress);
   } catch (err) {
     networks.gateway = {
@@ -315,16 +306,15 @@ async function startContainerRuntime(
     hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
     logger: logger.child({ subsystem: 'containers' }),
   });
+  closers.push('agent containers', () => runner.close());
   logger.info({ image, gateway: gateway.port, addresses }, 'agent runtime ready');
   for (const group of recentlyActiveGroups(store, config.runs.prestart.idle_ms)) runner.warm(group);
-  const networkName = gatewayNet?.networkName;
   return {
     runner,
     close: async () => {
-      await runner.close();
-      await gateway.close();
-      // Made at each start, so removed at each stop: nothing of this host stays in Docker or iptables.
-      if (networkName) await removeGatewayNetwork(docker, networkName, hostInstanceId);
+      const failures = await closers.closeAll('host stopping');
+      // The host logs a runtime that did not close; the first failure says what was left behind.
+      if (failures[0]) throw new Error(`could not close ${failures[0].name}`, { cause: failures[0].error });
     },
   };
 }

@@ -4,9 +4,9 @@ import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { loadSecrets } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
-import { startHost, type RunningHost } from '../main.ts';
+import { startHost, type RunningHost } from './host.ts';
 import { createSecretScanner, type SecretScanner } from '../security/secrets/index.ts';
-import { PROJECT_ROOT } from './cli-context.ts';
+import { PROJECT_ROOT } from '../cli/cli-context.ts';
 import { productionRunnerFactory } from './production-runner.ts';
 
 export interface ProductionHostOptions {
