@@ -1,7 +1,9 @@
+import type { ReloadOutcome } from './config-reloader.ts';
+
 /**
  * The seam between whoever writes config.toml (an approved chat proposal, `carapace config set`) and the
- * running host that applies it. Types only, so neither side imports the other's implementation; see
- * /DESIGN.md "Config editing".
+ * running host that applies it (config-reloader.ts). The writer depends only on `ReloadConfig`, passed
+ * in by the composition root; see DESIGN.md "Config editing".
  */
 
 export interface ConfigReloadOutcome {
@@ -25,3 +27,30 @@ export const reloadOnRestart: ReloadConfig = async () => ({
   ok: true,
   detail: 'saved; it applies when the host restarts',
 });
+
+/** The reloader's outcome in the words the agent and the owner read after an approved change. */
+export function describeReload(outcome: ReloadOutcome): ConfigReloadOutcome {
+  const lines = (problems: string[]) => problems.map((p) => `- ${p}`).join('\n');
+  switch (outcome.kind) {
+    case 'unchanged':
+      return { ok: true, detail: 'the running host already runs this version' };
+    case 'applied':
+      return {
+        ok: true,
+        detail:
+          outcome.atRestart.length === 0
+            ? 'applied to the running host, no restart needed'
+            : `applied to the running host; these take effect at the next restart: ${outcome.atRestart.join(', ')}`,
+      };
+    case 'refused':
+      return {
+        ok: false,
+        detail: `the host refused the file and runs on the configuration it had:\n${lines(outcome.problems)}`,
+      };
+    case 'rolled-back':
+      return {
+        ok: false,
+        detail: `it was applied, then rolled back because the host did not work with it:\n${lines(outcome.problems)}`,
+      };
+  }
+}

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createConfigFileStore, hashText } from '../../host/config/config-file-store.ts';
-import type { ConfigReloadOutcome } from '../../host/config/config-reload.ts';
+import { describeReload, type ConfigReloadOutcome } from '../../host/config/config-reload.ts';
 import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
 import { createConfigProposals, type ConfigProposal } from '../../host/security/config-proposals.ts';
 import { configReferenceProblems } from '../../host/security/config-references.ts';
@@ -289,5 +289,28 @@ describe('config proposals', () => {
     expect(read.text).not.toContain('Sup3rS3cretPassw0rd');
     expect(read.text).toContain('[REDACTED]');
     expect(read.text).toContain('name = "Andy" # the trigger word is @Andy');
+  });
+});
+
+describe('describeReload', () => {
+  it('says what the running host did with the written file, and fails only when it did not take it', () => {
+    const hash = 'c'.repeat(64);
+    expect(describeReload({ kind: 'applied', hash, changes: [], atRestart: [] })).toEqual({
+      ok: true,
+      detail: 'applied to the running host, no restart needed',
+    });
+    expect(describeReload({ kind: 'applied', hash, changes: [], atRestart: ['provider.model'] }).detail).toBe(
+      'applied to the running host; these take effect at the next restart: provider.model',
+    );
+    expect(describeReload({ kind: 'unchanged', hash }).ok).toBe(true);
+    expect(describeReload({ kind: 'refused', hash, problems: ['a', 'b'] })).toEqual({
+      ok: false,
+      detail: 'the host refused the file and runs on the configuration it had:\n- a\n- b',
+    });
+    expect(describeReload({ kind: 'rolled-back', hash, problems: ['telegram: not connected'] })).toEqual({
+      ok: false,
+      detail:
+        'it was applied, then rolled back because the host did not work with it:\n- telegram: not connected',
+    });
   });
 });
