@@ -92,7 +92,10 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
       const handle = runner.start(
         { runId: run.id, attempt, group, messages },
         {
-          reply: async (text: string) => send({ ...group, ...replyChat }, text),
+          // A group's chat can move while its run is active (a Telegram group that became a supergroup):
+          // the run's later replies go where the group is now, not where it was when the run started.
+          reply: async (text: string) =>
+            send(group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group), text),
           sendToGroup: async (groupId: string, text: string) => {
             const target = store.groups.get(groupId);
             if (!target) throw new Error(`there is no group "${groupId}"`);

@@ -275,3 +275,28 @@ describe('follow-ups after the last reply', () => {
     expect(h.store.outbox.pendingCount()).toBe(0);
   });
 });
+
+describe('a chat that moves while its run is active', () => {
+  it('gets the run’s later replies at its new id, not the one the run started with', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    // The platform answers the first reply with "moved" (a Telegram group that became a supergroup).
+    h.channel.answerNext({ kind: 'moved', newChatId: '-100200', reason: 'group upgraded to a supergroup' });
+    await run.callbacks.reply('first');
+    await h.delivered(1);
+    expect(h.store.groups.get('fam')?.chatId).toBe('-100200');
+    // The same run speaks again (a follow-up, a long task): it goes where the group now is.
+    await run.callbacks.reply('second');
+    const sent = await h.delivered(2);
+    run.finish({ ok: true, reason: 'completed' });
+    await h.queue.whenIdle();
+    expect(sent.map((s) => [s.text, s.chatId])).toEqual([
+      ['first', '-100200'],
+      ['second', '-100200'],
+    ]);
+  });
+});
