@@ -247,6 +247,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     },
     networks,
     gateway,
+    groupById: (id) => store.groups.get(id),
     planMounts: (group) =>
       planGroupMounts({
         dataDir: paths.dataDir,
@@ -311,6 +312,21 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
   for (const group of recentlyActiveGroups(store, config.runs.prestart.idle_ms)) runner.warm(group);
   return {
     runner,
+    prestart: {
+      status: () => {
+        const { budget, containers } = runner.prestartStatus();
+        return {
+          count: budget.count,
+          memoryMb: budget.memoryMb,
+          idleMs: budget.idleMs,
+          containers: containers.map((c) => ({
+            groupId: c.groupId,
+            memoryMb: c.memoryBytes === undefined ? null : c.memoryBytes / (1024 * 1024),
+          })),
+        };
+      },
+      refresh: () => runner.refresh(),
+    },
     close: async () => {
       const failures = await closers.closeAll('host stopping');
       // The host logs a runtime that did not close; the first failure says what was left behind.

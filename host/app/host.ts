@@ -14,7 +14,7 @@ import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
 import { createDeliveryOutcomes } from '../channels/delivery-outcomes.ts';
-import type { HostStatus } from '../channels/local/local-api.ts';
+import type { HostStatus, PrestartStatus } from '../channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
 import { listenOnSocket, sendJson } from '../channels/local/socket-server.ts';
 import { createOutboxDispatcher } from '../channels/outbox-dispatcher.ts';
@@ -36,6 +36,12 @@ import { HostStartError } from './start-error.ts';
 export interface RunnerRuntime {
   runner: AgentRunner;
   close(): Promise<void>;
+  /** Pre-started containers, when the runtime keeps them. */
+  prestart?: {
+    status(): PrestartStatus;
+    /** Groups or their settings changed: containers that may no longer serve a run are stopped now. */
+    refresh(): void;
+  };
 }
 
 /** What a runner factory may use; it runs after the host holds its data folder, before any run starts. */
@@ -115,7 +121,7 @@ export async function startHost({
     // Set once every channel started: a channel's own shutdown on stop is not news to announce.
     let running = false;
     // Bound late: the console's routes exist before the queue does (the socket is taken first).
-    const late: { queue?: GroupQueue } = {};
+    const late: { queue?: GroupQueue; runtime?: RunnerRuntime } = {};
     const local = createLocalChannel({
       groups: store.groups,
       outbox: store.outbox,
@@ -137,6 +143,7 @@ export async function startHost({
           outboxPending: store.outbox.pendingCount(),
           outboxDead: store.outbox.deadCount(),
           approvalsPending: store.approvals.listPending().length,
+          ...(late.runtime?.prestart ? { prestart: late.runtime.prestart.status() } : {}),
           channels: [...channels.values()].map((ch) => ({
             name: ch.name,
             ...(statuses.get(ch.name) ?? ch.status()),
@@ -151,6 +158,11 @@ export async function startHost({
           })),
         };
         sendJson(res, 200, status);
+      },
+      // The CLI changes groups in the database directly; this tells the host to drop what they made stale.
+      'POST /v1/groups/changed': (_req, res) => {
+        late.runtime?.prestart?.refresh();
+        sendJson(res, 200, { ok: true });
       },
     });
     closers.push('control socket', async () => {
@@ -220,6 +232,7 @@ export async function startHost({
       enqueueNotice: dispatcher.enqueue,
       channels: registry,
     });
+    late.runtime = runtime;
     closers.push('agent runtime', () =>
       runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed')),
     );

@@ -44,6 +44,8 @@ export interface DockerAgentRunnerDeps {
     baseUrlFor(address: string): string;
   };
   planMounts(group: RunContext['group']): GroupMountPlan;
+  /** A group as stored now; undefined once it was removed. */
+  groupById(groupId: string): RunContext['group'] | undefined;
   /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
   startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
   env: Record<string, string>;
@@ -61,6 +63,11 @@ export interface DockerAgentRunnerDeps {
   /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
   hostIds: { uid: number; gid: number };
   logger: Logger;
+}
+
+export interface PrestartStatus {
+  budget: PrestartBudget;
+  containers: ReturnType<PrestartPool<RunContext['group']>['snapshot']>;
 }
 
 /** One run.start frame must stay under the 1 MiB IPC limit; older context beyond this is left out. */
@@ -108,6 +115,14 @@ export interface DockerAgentRunner extends AgentRunner {
   warm(group: RunContext['group']): void;
   /** What is pre-started now (group, container, measured memory). */
   prestarted(): ReturnType<PrestartPool<RunContext['group']>['snapshot']>;
+  /** The pre-start budget and what is pre-started now, for `carapace status`. */
+  prestartStatus(): PrestartStatus;
+  /**
+   * Stops, at once, each pre-started container whose group was removed or whose container would now be
+   * made differently (its mounts, network or settings changed), and pre-starts the changed groups' anew.
+   * Called when groups or their configuration change; a stale one would otherwise wait out idle_ms.
+   */
+  refresh(): void;
   /** Stops the pre-started containers; runs in flight are the router's to stop. */
   close(): Promise<void>;
 }
@@ -270,6 +285,24 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     },
     warm: (group) => pool.warm(group),
     prestarted: () => pool.snapshot(),
+    prestartStatus: () => ({ budget: deps.prestart, containers: pool.snapshot() }),
+    refresh() {
+      const changed: RunContext['group'][] = [];
+      pool.prune((groupId, fingerprint) => {
+        const group = deps.groupById(groupId);
+        if (!group) return 'its group was removed';
+        let now: string;
+        try {
+          now = fingerprintOf(containerFor(group));
+        } catch (err) {
+          return `its group cannot run now: ${(err as Error).message}`;
+        }
+        if (now === fingerprint) return undefined;
+        changed.push(group);
+        return 'its mounts, network or settings changed';
+      });
+      for (const group of changed) pool.warm(group);
+    },
     close: () => pool.close(),
   };
 }

@@ -36,6 +36,12 @@ export interface PrestartPool<G extends { id: string }> {
   warm(group: G): void;
   /** Stops the group's pre-started container, if any (the group went away or changed). */
   discard(groupId: string, reason: string): void;
+  /**
+   * Checks every pre-started container against its group as it is now: `staleReason` answers why one may no
+   * longer serve a run (its group was removed, its spec changed), or undefined to keep it. The stale ones are
+   * stopped at once instead of waiting out idle_ms; returns the groups whose container was stopped.
+   */
+  prune(staleReason: (groupId: string, fingerprint: string) => string | undefined): string[];
   /** What is pre-started now, with each container's measured memory. */
   snapshot(): { groupId: string; name: string; memoryBytes: number | undefined }[];
   /** Stops every pre-started container and starts no more; resolves once they are gone. */
@@ -67,6 +73,9 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
   const pending = new Set<string>();
   let chain: Promise<void> = Promise.resolve();
   let closed = false;
+  /** The last prune's check and a count of prunes, so a launch in flight during a prune is checked too. */
+  let lastPrune: ((groupId: string, fingerprint: string) => string | undefined) | undefined;
+  let prunes = 0;
 
   const memoryInUse = () =>
     [...entries.values()].reduce((sum, e) => sum + (e.memoryBytes ?? UNMEASURED_BYTES), 0) +
@@ -120,9 +129,11 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
   const prestart = async (group: G) => {
     try {
       if (closed) return;
+      const prunesBefore = prunes;
       const prestarted = await deps.launch(group);
-      if (closed || entries.has(group.id)) {
-        await prestarted.container.stop('not needed any more', 0).catch(() => undefined);
+      const stale = prunes !== prunesBefore ? lastPrune?.(group.id, prestarted.fingerprint) : undefined;
+      if (closed || entries.has(group.id) || stale !== undefined) {
+        await prestarted.container.stop(stale ?? 'not needed any more', 0).catch(() => undefined);
         return;
       }
       admit(group.id, prestarted);
@@ -155,6 +166,18 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
     discard(groupId, reason) {
       const entry = entries.get(groupId);
       if (entry) void stop(entry, reason);
+    },
+    prune(staleReason) {
+      lastPrune = staleReason;
+      prunes += 1;
+      const pruned: string[] = [];
+      for (const entry of [...entries.values()]) {
+        const reason = staleReason(entry.groupId, entry.prestarted.fingerprint);
+        if (reason === undefined) continue;
+        void stop(entry, reason);
+        pruned.push(entry.groupId);
+      }
+      return pruned;
     },
     snapshot() {
       return [...entries.values()].map((e) => ({

@@ -16,22 +16,24 @@ await describeDocker('e2e: pre-started containers', () => {
   /** The containers of group main that were running while the provider answered, per turn. */
   const runningAtAnswer: string[][] = [];
 
-  const containersOfMain = async (status?: string) =>
+  const containersOf = async (group: string, status?: string) =>
     (
       await h.docker.listContainers({
         all: true,
         filters: {
-          label: [`${LABEL_DATA}=${dataFolderLabel(h.paths.dataDir)}`, `${LABEL_GROUP}=main`],
+          label: [`${LABEL_DATA}=${dataFolderLabel(h.paths.dataDir)}`, `${LABEL_GROUP}=${group}`],
           ...(status ? { status: [status] } : {}),
         },
       })
     ).map((c) => c.Names[0]?.slice(1) ?? '');
+  const containersOfMain = (status?: string) => containersOf('main', status);
 
   beforeAll(async () => {
     h = await startE2eHost({
       config: { runs: { retry_base_ms: 200, prestart: { count: 2, memory_mb: 256, idle_ms: 600_000 } } },
       responder: turnResponder(async (t) => {
-        runningAtAnswer.push(await containersOfMain('running'));
+        // Turns of main only (family's messages mention the assistant).
+        if (!t.text.startsWith('@Andy')) runningAtAnswer.push(await containersOfMain('running'));
         return reply.text(`heard: ${t.text}`);
       }),
     });
@@ -40,6 +42,33 @@ await describeDocker('e2e: pre-started containers', () => {
     // Also removes the folders; the host itself was stopped by the test (a second stop does nothing).
     await h?.stop();
   }, 60_000);
+
+  it("status shows the pool, and a removed group's pre-started container is stopped at once, not after idle_ms", async () => {
+    await h.addLocalGroups('family');
+    const asked = await h.send('family', '@Andy hello');
+    expect(asked.stdout).toBe('heard: @Andy hello\n');
+    await eventually('a pre-started container for family', async () =>
+      (await containersOf('family', 'running')).length === 1 ? true : undefined,
+    );
+    const status = await h.cli(['status']);
+    expect(status.stdout).toMatch(
+      /pre-started containers: \d of 2 ready \(.*family.*\), memory \d+ MiB of 256 MiB/,
+    );
+    const json = JSON.parse((await h.cli(['status', '--json'])).stdout) as {
+      host: { prestart: { count: number; memoryMb: number; containers: { groupId: string }[] } };
+    };
+    expect(json.host.prestart).toMatchObject({ count: 2, memoryMb: 256 });
+    expect(json.host.prestart.containers.map((c) => c.groupId)).toContain('family');
+
+    const removed = await h.cli(['groups', 'remove', 'family']);
+    expect(removed).toMatchObject({ code: 0, stderr: '' });
+    // idle_ms is ten minutes: gone within the wait means the host stopped it when told.
+    await eventually('family has no container left', async () =>
+      (await containersOf('family')).length === 0 ? true : undefined,
+    );
+    const after = JSON.parse((await h.cli(['status', '--json'])).stdout) as typeof json;
+    expect(after.host.prestart.containers.map((c) => c.groupId)).not.toContain('family');
+  }, 180_000);
 
   it('answers in the container started ahead, a new one per run, and a host stop removes the one waiting', async () => {
     const first = await h.send('main', 'one');

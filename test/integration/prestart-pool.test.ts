@@ -48,6 +48,8 @@ let nextRunId = 1;
 const issued: { key: string; runId: string }[] = [];
 /** Extra mounts per group, changed by tests to show that a changed plan replaces the container. */
 const extraMounts = new Map<string, string>();
+/** Groups a test removed: the runner no longer finds them. */
+const removedGroups = new Set<string>();
 const runners: DockerAgentRunner[] = [];
 /** The runners' log messages, for what only the log says (which run took a pre-started container). */
 const logged: string[] = [];
@@ -102,6 +104,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
       baseUrlFor: (address) => gateway.baseUrlFor(address),
     },
     planMounts: planFor,
+    groupById: (id) => (removedGroups.has(id) ? undefined : group(id)),
     startParams: () => ({
       assistantName: 'Andy',
       timezone: 'UTC',
@@ -335,6 +338,38 @@ await describeDocker('pre-started containers', () => {
     // Closed: nothing is pre-started any more.
     runner.warm(group('epsilon'));
     await new Promise((r) => setTimeout(r, 500));
+    expect(await containersOf()).toEqual([]);
+  }, 120_000);
+
+  it('a removed group loses its pre-started container at once; a changed group gets a new one without a run', async () => {
+    // idle_ms is two minutes here: anything gone within the test's wait was stopped by the refresh.
+    const runner = await startRunner({ count: 3 });
+    runner.warm(group('zeta'));
+    runner.warm(group('eta'));
+    runner.warm(group('theta'));
+    await eventually('three pre-started containers', () => runner.prestarted().length === 3);
+    const before = new Map(runner.prestarted().map((p) => [p.groupId, p.name]));
+
+    removedGroups.add('zeta');
+    const extra = fs.mkdtempSync(path.join(tmp, 'extra-'));
+    extraMounts.set('eta', extra);
+    runner.refresh();
+
+    expect(runner.prestarted().map((p) => p.groupId)).toEqual(['theta']);
+    await eventually('zeta has no container left', async () => (await containersOf('zeta')).length === 0);
+    const [eta] = await eventually('eta pre-started again, with the mount', async () => {
+      const running = (await containersOf('eta')).filter((c) => c.State === 'running');
+      return running.length === 1 && running[0]?.Names[0] !== `/${before.get('eta')}` ? running : undefined;
+    });
+    const info = await docker.getContainer(eta?.Id ?? '').inspect();
+    expect(info.Mounts.some((m) => m.Destination === '/workspace/extra/x')).toBe(true);
+    // The unchanged group keeps the container it had.
+    expect(runner.prestarted().find((p) => p.groupId === 'theta')?.name).toBe(before.get('theta'));
+    // A removed group is not pre-started again by a refresh.
+    runner.refresh();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await containersOf('zeta')).toEqual([]);
+    await runner.close();
     expect(await containersOf()).toEqual([]);
   }, 120_000);
 

@@ -50,6 +50,15 @@ export type ConsoleEvent = z.infer<typeof consoleEvent>;
 
 export const apiError = z.object({ error: z.string() });
 
+/** Pre-started containers: the budget and what waits now (memory as measured, null until measured). */
+export const prestartStatus = z.object({
+  count: z.int(),
+  memoryMb: z.number(),
+  idleMs: z.int(),
+  containers: z.array(z.object({ groupId: z.string(), memoryMb: z.nullable(z.number()) })),
+});
+export type PrestartStatus = z.infer<typeof prestartStatus>;
+
 export const hostStatus = z.object({
   pid: z.int(),
   startedAt: z.string(),
@@ -75,6 +84,8 @@ export const hostStatus = z.object({
     ),
     [],
   ),
+  /** Absent when the host runs no containers (no provider or no Docker: runs are answered with notices). */
+  prestart: z.optional(prestartStatus),
   groups: z.array(
     z.object({
       id: z.string(),

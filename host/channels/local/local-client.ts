@@ -161,6 +161,12 @@ export function createLocalClient(options: LocalClientOptions | string) {
     postMessage(body: PostMessageBody): Promise<PostMessageResult> {
       return call(postMessageResult, 'POST', '/v1/messages', body);
     },
+    /** Tells the host that groups changed in the database (removed, edited), so it drops what they made stale. */
+    async groupsChanged(): Promise<void> {
+      const { status, json } = await request('POST', '/v1/groups/changed', {});
+      if (status !== 200)
+        throw new ApiError(status, (json as { error?: string }).error ?? `host answered ${status}`);
+    },
     getJson(path: string): Promise<unknown> {
       return request('GET', path).then(({ status, json }) => {
         if (status !== 200)

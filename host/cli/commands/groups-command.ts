@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
+import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { LOCAL_CHANNEL } from '../../channels/local/local-names.ts';
 import { createChannelRegistry } from '../../channels/registry.ts';
 import { ensureAdminGroup } from '../../admin/admin-group.ts';
@@ -19,6 +20,21 @@ function addGroupOrExplain(store: Store, g: NewGroup) {
       throw new UsageError((err as Error).message);
     }
     throw err;
+  }
+}
+
+/**
+ * A running host holds the group's pre-started container, which no run may take any more: it stops it at once
+ * when told. No host running, nothing to tell; a host that cannot be told stops the container after idle_ms.
+ */
+async function tellRunningHost(ctx: CliContext): Promise<void> {
+  try {
+    await createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile }).groupsChanged();
+  } catch (err) {
+    if (err instanceof HostUnreachable) return;
+    ctx.err(
+      `the running host was not told (${(err as Error).message}); its container pre-started for the group stops on its own within [runs.prestart] idle_ms`,
+    );
   }
 }
 
@@ -126,6 +142,7 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         if (!store.groups.remove(id))
           throw new UsageError(`there is no group "${id}" (see carapace groups list)`);
         ctx.out(`removed group ${id}; its folders under ${ctx.paths.groupsDir} are kept`);
+        await tellRunningHost(ctx);
         return 0;
       }
       case 'untaint': {

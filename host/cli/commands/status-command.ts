@@ -1,9 +1,24 @@
 import { parseArgs } from 'node:util';
-import { hostStatus, type HostStatus } from '../../channels/local/local-api.ts';
+import { hostStatus, type HostStatus, type PrestartStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { openStore } from '../../store/store.ts';
 import type { CliContext } from '../cli-context.ts';
 import fs from 'node:fs';
+
+/** "pre-started: 1 of 2 ready (main 27 MiB), memory 27 of 256 MiB, idle after 600 s" */
+export function describePrestart(p: PrestartStatus): string {
+  if (p.count === 0) return 'pre-started containers: off ([runs.prestart] count = 0)';
+  const mib = (n: number) => `${Math.round(n)} MiB`;
+  const used = p.containers.reduce((sum, c) => sum + (c.memoryMb ?? 0), 0);
+  const each = p.containers.map(
+    (c) => `${c.groupId} ${c.memoryMb === null ? 'not measured yet' : mib(c.memoryMb)}`,
+  );
+  return (
+    `pre-started containers: ${p.containers.length} of ${p.count} ready` +
+    (each.length ? ` (${each.join(', ')})` : '') +
+    `, memory ${mib(used)} of ${mib(p.memoryMb)}, stopped after ${Math.round(p.idleMs / 1000)} s unused`
+  );
+}
 
 export async function statusCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
@@ -53,6 +68,7 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
         `approvals: ${h.approvalsPending} waiting for you (send "pending" in the admin chat to see them)`,
       );
     }
+    if (h.prestart) ctx.out(describePrestart(h.prestart));
     ctx.out(
       `groups: ${h.groups
         .map(
