@@ -36,7 +36,11 @@ interface Change {
  * The admin agent's turn: read_config, then propose_config against the hash it read (after `meanwhile`,
  * which a test uses to change the file under it), then a reply quoting both tool results.
  */
-function proposeTurn(changes: Change[], meanwhile: () => void = () => undefined) {
+function proposeTurn(
+  changes: Change[],
+  meanwhile: () => void = () => undefined,
+  reason = 'the owner asked for it in this chat',
+) {
   return turnResponder(
     () => reply.toolCalls([{ name: 'read_config', arguments: {} }]),
     (t) => {
@@ -45,7 +49,7 @@ function proposeTurn(changes: Change[], meanwhile: () => void = () => undefined)
       meanwhile();
       const call: ToolCallSpec = {
         name: 'propose_config',
-        arguments: { base_hash: hash, changes, reason: 'the owner asked for it in this chat' },
+        arguments: { base_hash: hash, changes, reason },
       };
       return reply.toolCalls([call]);
     },
@@ -152,14 +156,17 @@ await describeDocker(
       expect(configText()).toBe(original);
     }, 120_000);
 
-    it('a denial changes nothing', async () => {
-      h.fake.setResponder(
-        securityResponder({ main: proposeTurn([{ key: 'assistant.name', value: 'Bob' }]) }),
-      );
+    it('a Cop flag is shown to the owner; a denial changes nothing', async () => {
+      // The scripted Cop flags parameters that contain the word FLAGGED.
+      const turn = proposeTurn([{ key: 'assistant.name', value: 'Bob' }], undefined, 'FLAGGED: rename');
+      h.fake.setResponder(securityResponder({ main: turn }));
       const mark = auditMark(h);
       const sent = h.send('main', 'call yourself Bob');
       const ask = await nextApproval(h, seen, 'config.propose');
       expect(ask.text).toContain('assistant.name: \\"Andy\\" → \\"Bob\\"');
+      expect(ask.text).toContain(
+        'a config change; FLAGGED by the Cop: scripted flag: the parameters contain \\"FLAGGED\\"',
+      );
       expect(await ownerSays(h, `deny ${ask.id}`)).toBe(`Denied ${ask.id}: config.propose will not run.`);
       expect((await sent).code).toBe(0);
       expect(proposal(runReply(h, 'main'))).toBe(
