@@ -325,9 +325,6 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     await eventually('the notice on the console', () =>
       t.e2e.outbox('main').some((o) => /whatsapp channel is stopped: Another session/.test(o.text)),
     );
-    // The console still answers while WhatsApp is stopped.
-    const res = await t.e2e.send('main', 'still there?');
-    expect(res.stdout).toContain('still there?');
     // The next case needs a connected channel again: the owner restarts the host, as the fix says.
     await t.e2e.restart();
     await eventually('WhatsApp connected again', () => t.channel.status().state === 'connected', 30_000);
