@@ -1,4 +1,5 @@
 import { LOCAL_CHANNEL } from '../channels/local/local-names.ts';
+import type { GroupsStore } from '../store/groups-store.ts';
 import type { Store } from '../store/store.ts';
 
 /** The group whose chat is the owner's: approvals, notices and owner commands live there. */
@@ -15,4 +16,12 @@ export function ensureAdminGroup(store: Store): void {
       isAdmin: true,
     });
   }
+}
+
+/**
+ * The id of the group flagged admin in the store. A data folder that was never started has none yet: the
+ * first start creates it as ADMIN_GROUP_ID, so that is the group checks made before it (doctor) must mean.
+ */
+export function adminGroupId(groups: Pick<GroupsStore, 'admin'> | undefined): string {
+  return groups?.admin()?.id ?? ADMIN_GROUP_ID;
 }

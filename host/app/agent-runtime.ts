@@ -16,7 +16,7 @@ import type { TaintRegistry } from '../security/taint.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
-import { slowProviderNotices } from '../router/run-notices.ts';
+import { sendNotices, slowProviderNotices } from '../router/run-notices.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/data-folder-label.ts';
@@ -50,6 +50,8 @@ export interface AgentRuntimeDeps {
   scheduler: Scheduler;
   /** Stores a host notice in the outbox and wakes its delivery. */
   enqueueNotice(item: NewOutboxItem): void;
+  /** A notice for the owner in every admin chat (or those `[admin] notify` names). */
+  notifyOwner(key: string, text: string): void;
   /** Releases what the security layer holds for a run (its taint, its pending approvals). */
   onRunEnded(runId: number): void;
   /** What makes a run's failure final (a denied message, a provider that refuses the key). */
@@ -179,9 +181,10 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
       slow: (owner, waitedMs) => {
         const group = store.groups.get(owner.groupId);
         if (!group) return;
-        const admin = store.groups.list().find((g) => g.isAdmin);
-        for (const item of slowProviderNotices(group, admin, Number(owner.runId), waitedMs))
-          deps.enqueueNotice(item);
+        sendNotices(slowProviderNotices(group, Number(owner.runId), waitedMs), {
+          enqueue: deps.enqueueNotice,
+          notifyOwner: deps.notifyOwner,
+        });
       },
     },
   });

@@ -54,6 +54,8 @@ export interface RunnerFactoryDeps {
   scheduler: Scheduler;
   /** Stores a host notice for a chat and wakes its delivery. */
   enqueueNotice(item: NewOutboxItem): void;
+  /** A notice for the owner in every admin chat (or those `[admin] notify` names). */
+  notifyOwner(key: string, text: string): void;
   /** The channel registry: formatting rules for the agent, what register_group accepts. */
   channels: ChannelRegistry;
   /** Applies config.toml to the running host after an approved change (default: at the next restart). */
@@ -230,6 +232,7 @@ export async function startHost({
       approvals,
       scheduler,
       enqueueNotice: dispatcher.enqueue,
+      notifyOwner: (key, text) => adminChats.notify(key, text),
       channels: registry,
     });
     late.runtime = runtime;
@@ -242,6 +245,7 @@ export async function startHost({
       store,
       runner: runtime.runner,
       enqueueReply: dispatcher.enqueue,
+      notifyOwner: (key, text) => adminChats.notify(key, text),
       events,
       logger: logger.child({ subsystem: 'runs' }),
     });
@@ -357,7 +361,10 @@ export async function startHost({
     running = true;
     step = 'taking over unfinished work';
     // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
-    for (const groupId of recoverInterruptedRuns(store, logger, dispatcher.enqueue))
+    for (const groupId of recoverInterruptedRuns(store, logger, {
+      enqueue: dispatcher.enqueue,
+      notifyOwner: (key, text) => adminChats.notify(key, text),
+    }))
       activeQueue.notify(groupId);
     // Tasks that fell due while the host was down fire once now, then on their own timer.
     scheduler.start();

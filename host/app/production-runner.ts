@@ -7,6 +7,7 @@ import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createConfigFileStore } from '../config/config-file-store.ts';
 import { reloadOnRestart } from '../config/config-reload.ts';
+import { adminGroupId } from '../admin/admin-group.ts';
 import { createAgentRuntime } from './agent-runtime.ts';
 import { upstreamApiBase } from '../gateway/config.ts';
 import type { HostDeps, RunnerFactoryDeps } from './host.ts';
@@ -52,6 +53,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     approvals,
     scheduler,
     enqueueNotice,
+    notifyOwner,
     channels,
     reloadConfig = reloadOnRestart,
   }: RunnerFactoryDeps) => {
@@ -121,7 +123,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     const bashRan = createBashReports({ classifier, ledger: bashLedger, taint, audit: store.audit });
     const registry = createHostServiceRegistry(config);
     const grantedTo = serviceGrants(config);
-    assertStartableConfig(config, registry);
+    assertStartableConfig(config, registry, adminGroupId(store.groups));
     const callService = createServicePolicy({
       registry,
       servicesConfig: config.services,
@@ -142,6 +144,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       store,
       scheduler,
       enqueueNotice,
+      notifyOwner,
       onRunEnded: (runId) => {
         runSignals.end(runId);
         taint.forget(runId);
@@ -167,7 +170,12 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           files: createConfigFileStore({ configFile: opts.paths.configFile }),
           exampleText: fs.readFileSync(EXAMPLE_CONFIG_FILE, 'utf8'),
           referenceProblems: (before, after) =>
-            configReferenceProblems(before, after, (id) => store.groups.get(id) !== undefined),
+            configReferenceProblems(
+              before,
+              after,
+              (id) => store.groups.get(id) !== undefined,
+              adminGroupId(store.groups),
+            ),
           redactText: (text) => redactFindings(text, opts.scanner),
           cop,
           human,

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
-import type { NewOutboxItem } from '../store/outbox-store.ts';
-import { unfinishedNotices } from './run-notices.ts';
+import { sendNotices, unfinishedNotices, type NoticeSinks } from './run-notices.ts';
 
 /**
  * Runs left "running" by a host that died cannot be resumed (their containers died with it). A run that
@@ -10,12 +9,7 @@ import { unfinishedNotices } from './run-notices.ts';
  * keyed by run); later messages, and all of a run that never replied, are run again.
  * Returns the groups that still have triggering messages to answer.
  */
-export function recoverInterruptedRuns(
-  store: Store,
-  logger: Logger,
-  enqueue: (item: NewOutboxItem) => void,
-): string[] {
-  const admin = store.groups.list().find((g) => g.isAdmin);
+export function recoverInterruptedRuns(store: Store, logger: Logger, notices: NoticeSinks): string[] {
   for (const run of store.runs.running()) {
     const reason = 'the host stopped during the run';
     store.transaction(() => {
@@ -23,9 +17,7 @@ export function recoverInterruptedRuns(
       if (!run.replied) return;
       store.groups.advanceCursor(run.groupId, run.repliedThrough);
       const group = store.groups.get(run.groupId);
-      if (group)
-        for (const item of unfinishedNotices(group, group.isAdmin ? undefined : admin, run.id, reason))
-          enqueue(item);
+      if (group) sendNotices(unfinishedNotices(group, run.id, reason), notices);
     });
     logger.warn(
       { runId: run.id, groupId: run.groupId, replied: run.replied },

@@ -4,7 +4,7 @@ import type { GroupRecord } from '../store/groups-store.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
 import type { HostEvents } from './host-events.ts';
-import { giveUpNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
+import { giveUpNotices, sendNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
 
 export type RunEnd =
   | { kind: 'succeeded' }
@@ -33,14 +33,22 @@ export interface RunExecutorDeps {
   runner: AgentRunner;
   /** Must write synchronously (it is called inside store transactions) and deliver later. */
   enqueueReply(item: NewOutboxItem): void;
+  /** A notice for the owner in every admin chat; must write synchronously too. */
+  notifyOwner(key: string, text: string): void;
   events: HostEvents;
   logger: Logger;
 }
 
 /** One run's lifecycle against the database: what it is given, what it acknowledged, how the cursor moves. */
-export function createRunExecutor({ store, runner, enqueueReply, events, logger }: RunExecutorDeps) {
-  const adminOf = (group: GroupRecord) =>
-    group.isAdmin ? undefined : store.groups.list().find((g) => g.isAdmin);
+export function createRunExecutor({
+  store,
+  runner,
+  enqueueReply,
+  notifyOwner,
+  events,
+  logger,
+}: RunExecutorDeps) {
+  const sinks = { enqueue: enqueueReply, notifyOwner };
   return {
     hasPending(groupId: string): boolean {
       const group = store.groups.get(groupId);
@@ -132,8 +140,7 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
             else if (replied) {
               store.groups.advanceCursor(group.id, record?.repliedThrough ?? group.agentCursor);
               // What the group read may look like the whole answer: say it is not, once, with the run's end.
-              for (const item of unfinishedNotices(group, adminOf(group), run.id, outcome.reason))
-                enqueueReply(item);
+              sendNotices(unfinishedNotices(group, run.id, outcome.reason), sinks);
             }
           });
           const end: RunEnd = outcome.ok
@@ -183,7 +190,6 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
       if (!group) return;
       const notices = giveUpNotices({
         group,
-        admin: adminOf(group),
         givenThrough: end.givenThrough,
         kind: end.failure,
         reason: end.reason,
@@ -191,7 +197,7 @@ export function createRunExecutor({ store, runner, enqueueReply, events, logger 
       // Notice and cursor move together: no observer may see the messages passed without the notice queued.
       store.transaction(() => {
         store.groups.advanceCursor(group.id, end.givenThrough);
-        for (const item of notices) enqueueReply(item);
+        sendNotices(notices, sinks);
       });
       events.emit('group-state', group.id);
     },

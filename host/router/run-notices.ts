@@ -13,17 +13,39 @@ import type { NewOutboxItem } from '../store/outbox-store.ts';
 /** Why a run failed in a way that decides what its group is told. */
 export type FailureKind = 'retryable' | 'final' | 'withheld';
 
+/** A notice for the owner: it goes to every admin chat (or those `[admin] notify` names), once each. */
+export interface OwnerNotice {
+  key: string;
+  text: string;
+}
+
+/** What a run's end tells: the group's own notices, and the owner's when the group is not the admin group. */
+export interface RunNotices {
+  group: NewOutboxItem[];
+  owner?: OwnerNotice;
+}
+
+/** Where notices go: the group's chat through the outbox, the owner's through the admin chats' notifier. */
+export interface NoticeSinks {
+  /** Must write synchronously: notices are stored in the same transaction as the cursor they explain. */
+  enqueue(item: NewOutboxItem): void;
+  notifyOwner(key: string, text: string): void;
+}
+
+export function sendNotices(notices: RunNotices, sinks: NoticeSinks): void {
+  for (const item of notices.group) sinks.enqueue(item);
+  if (notices.owner) sinks.notifyOwner(notices.owner.key, notices.owner.text);
+}
+
 export interface GiveUpNotice {
   group: GroupRecord;
-  /** The admin group, told the reason when `group` is not the admin group itself. */
-  admin: GroupRecord | undefined;
   givenThrough: number;
   kind: FailureKind;
   reason: string;
 }
 
 /** The run gave up before it said anything: the messages up to `givenThrough` stay unanswered. */
-export function giveUpNotices({ group, admin, givenThrough, kind, reason }: GiveUpNotice): NewOutboxItem[] {
+export function giveUpNotices({ group, givenThrough, kind, reason }: GiveUpNotice): RunNotices {
   const own: Record<FailureKind, { admin: string; others: string }> = {
     retryable: {
       admin: `Sorry, I could not answer that (${reason}). Send the message again to retry.`,
@@ -46,21 +68,19 @@ export function giveUpNotices({ group, admin, givenThrough, kind, reason }: Give
       text: group.isAdmin ? own[kind].admin : own[kind].others,
     },
   ];
-  if (admin && !group.isAdmin) {
-    const outlook = {
-      retryable: 'it may ask again',
-      final: 'it cannot be answered until this is fixed',
-      withheld: 'its answer was withheld',
-    }[kind];
-    items.push(
-      ownerNotice(
-        admin,
-        `giveup-owner:${group.id}:${givenThrough}`,
-        `Group ${group.id} got no answer (${outlook}): ${reason}`,
-      ),
-    );
-  }
-  return items;
+  if (group.isAdmin) return { group: items };
+  const outlook = {
+    retryable: 'it may ask again',
+    final: 'it cannot be answered until this is fixed',
+    withheld: 'its answer was withheld',
+  }[kind];
+  return {
+    group: items,
+    owner: {
+      key: `giveup-owner:${group.id}:${givenThrough}`,
+      text: `Group ${group.id} got no answer (${outlook}): ${reason}`,
+    },
+  };
 }
 
 /**
@@ -68,12 +88,7 @@ export function giveUpNotices({ group, admin, givenThrough, kind, reason }: Give
  * must not take what it read for the whole answer. Not retried (a second run would repeat what was sent),
  * so the group is told it may ask again. Keyed by run: exactly one such notice per run.
  */
-export function unfinishedNotices(
-  group: GroupRecord,
-  admin: GroupRecord | undefined,
-  runId: number,
-  reason: string,
-): NewOutboxItem[] {
+export function unfinishedNotices(group: GroupRecord, runId: number, reason: string): RunNotices {
   const items: NewOutboxItem[] = [
     {
       idempotencyKey: unfinishedNoticeKey(runId),
@@ -86,15 +101,14 @@ export function unfinishedNotices(
         : 'Sorry, I could not finish that. Ask again if you still need the rest.',
     },
   ];
-  if (admin && !group.isAdmin)
-    items.push(
-      ownerNotice(
-        admin,
-        `unfinished-owner:${runId}`,
-        `Group ${group.id} got only part of an answer: ${reason}`,
-      ),
-    );
-  return items;
+  if (group.isAdmin) return { group: items };
+  return {
+    group: items,
+    owner: {
+      key: `unfinished-owner:${runId}`,
+      text: `Group ${group.id} got only part of an answer: ${reason}`,
+    },
+  };
 }
 
 /**
@@ -102,12 +116,7 @@ export function unfinishedNotices(
  * the group learns the run is alive, the owner what is slow. Keyed by run: once per run however many of
  * its requests wait.
  */
-export function slowProviderNotices(
-  group: GroupRecord,
-  admin: GroupRecord | undefined,
-  runId: number,
-  waitedMs: number,
-): NewOutboxItem[] {
+export function slowProviderNotices(group: GroupRecord, runId: number, waitedMs: number): RunNotices {
   const seconds = Math.round(waitedMs / 1000);
   const items: NewOutboxItem[] = [
     {
@@ -121,28 +130,16 @@ export function slowProviderNotices(
         : 'Still working on it, this is taking longer than usual.',
     },
   ];
-  if (admin && !group.isAdmin)
-    items.push(
-      ownerNotice(
-        admin,
-        `slow-owner:${runId}`,
-        `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${runId}); it is still waiting.`,
-      ),
-    );
-  return items;
+  if (group.isAdmin) return { group: items };
+  return {
+    group: items,
+    owner: {
+      key: `slow-owner:${runId}`,
+      text: `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${runId}); it is still waiting.`,
+    },
+  };
 }
 
 export function unfinishedNoticeKey(runId: number): string {
   return `unfinished:${runId}`;
-}
-
-function ownerNotice(admin: GroupRecord, idempotencyKey: string, text: string): NewOutboxItem {
-  return {
-    idempotencyKey,
-    groupId: admin.id,
-    channel: admin.channel,
-    chatId: admin.chatId,
-    runId: null,
-    text,
-  };
 }

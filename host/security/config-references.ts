@@ -13,6 +13,7 @@ export function configReferenceProblems(
   before: HostConfig,
   after: HostConfig,
   groupExists: (id: string) => boolean,
+  adminGroupId: string,
 ): string[] {
   const problems: string[] = [];
   const changedGroups = Object.keys(after.groups).filter(
@@ -35,7 +36,7 @@ export function configReferenceProblems(
     }
   }
   try {
-    assertStartableConfig(after, registry);
+    assertStartableConfig(after, registry, adminGroupId);
   } catch (err) {
     if (!(err instanceof CleanRoomError)) throw err;
     problems.push(err.message.replace(/^refusing to start: /, ''));

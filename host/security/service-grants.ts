@@ -1,4 +1,3 @@
-import { ADMIN_GROUP_ID } from '../admin/admin-group.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { createServiceRegistry, type ServiceRegistry } from '../services/service-registry.ts';
 import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
@@ -16,13 +15,18 @@ export function serviceGrants(config: HostConfig): (group: { id: string; isAdmin
 
 /**
  * The checks of the config that `start` refuses to run without, beyond its schema: `carapace doctor`
- * runs this same function, so it cannot pass a config that start refuses.
+ * runs this same function, so it cannot pass a config that start refuses. `adminGroupId` is the group the
+ * store flags admin (admin-group.ts `adminGroupId`), never an id assumed here.
  */
-export function assertStartableConfig(config: HostConfig, registry: ServiceRegistry): void {
+export function assertStartableConfig(
+  config: HostConfig,
+  registry: ServiceRegistry,
+  adminGroupId: string,
+): void {
   assertAdminCleanRoom({
-    adminServices: serviceGrants(config)({ id: ADMIN_GROUP_ID, isAdmin: true }),
+    adminServices: serviceGrants(config)({ id: adminGroupId, isAdmin: true }),
     registry,
     servicesConfig: config.services,
-    adminGroupId: ADMIN_GROUP_ID,
+    adminGroupId,
   });
 }

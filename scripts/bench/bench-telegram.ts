@@ -88,6 +88,7 @@ export async function benchTelegram(): Promise<Record<string, number | string>> 
       store,
       runner,
       enqueueReply: () => undefined,
+      notifyOwner: () => undefined,
       events: createHostEvents(),
       logger,
     }),

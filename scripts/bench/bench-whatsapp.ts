@@ -68,6 +68,7 @@ export async function benchWhatsApp(): Promise<Record<string, number | string>> 
       store,
       runner,
       enqueueReply: () => undefined,
+      notifyOwner: () => undefined,
       events: createHostEvents(),
       logger,
     }),

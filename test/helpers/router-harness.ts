@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import type { Channel, ChannelHost, ChannelStatus, SendOutcome } from '../../host/channels/channel.ts';
+import { createAdminChats } from '../../host/admin/admin-chats.ts';
 import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts';
 import { createOutboxDispatcher } from '../../host/channels/outbox-dispatcher.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
@@ -72,7 +73,6 @@ export function createRecordingChannel(name = 'test'): RecordingChannel {
 }
 
 /** Where the harness's host notices to the owner (dead letters) are delivered. */
-export const OWNER_CHAT = 'owner-admin';
 
 /** The real router pieces over a real SQLite file, with the runner of the test's choice. */
 export function createRouterHarness(opts: {
@@ -87,18 +87,17 @@ export function createRouterHarness(opts: {
   const logger = pino({ level: 'silent' });
   const events = createHostEvents();
   const channel = createRecordingChannel();
+  // The owner's notices go through the host's own notifier: to the admin group's chat, when there is one.
+  const adminChats = createAdminChats({
+    groups: store.groups,
+    channels: () => [channel],
+    notifyChannels: () => undefined,
+    enqueue: (item) => dispatcher.enqueue(item),
+  });
+  const notifyOwner = (key: string, text: string) => adminChats.notify(key, text);
   const outcomes = createDeliveryOutcomes({
     store,
-    // The owner's notices go to a chat of their own on the test channel.
-    notifyOwner: (key, text) =>
-      dispatcher.enqueue({
-        idempotencyKey: key,
-        groupId: null,
-        channel: channel.name,
-        chatId: OWNER_CHAT,
-        runId: null,
-        text,
-      }),
+    notifyOwner,
     logger,
   });
   const dispatcher = createOutboxDispatcher({
@@ -115,6 +114,7 @@ export function createRouterHarness(opts: {
     store,
     runner: opts.runner,
     enqueueReply: dispatcher.enqueue,
+    notifyOwner,
     events,
     logger,
   });

@@ -51,6 +51,8 @@ function approvalRunner(approvals: () => ApprovalService): AgentRunner {
     start(ctx, callbacks) {
       const done = (async (): Promise<RunOutcome> => {
         const last = ctx.messages.at(-1)?.text ?? '';
+        if (last.includes('unanswerable'))
+          return { ok: false, reason: 'the provider refused the key', retryable: false };
         if (last.includes('risky')) {
           const r = await approvals().request({
             runId: ctx.runId,
@@ -225,4 +227,23 @@ it('lets allowed_senders and trigger = "owner" decide who starts a run', async (
     ['alice', true],
   ]);
   await eventually('the answer to alice', () => deliveries().find((d) => d.chatId === '-100778'));
+});
+
+it('tells the owner in every admin chat that a group got no answer, and the group only a neutral apology', async () => {
+  const client = createLocalClient(paths.socketFile);
+  await client.postMessage({
+    group: 'family',
+    text: '@Andy something unanswerable',
+    clientMessageId: newClientMessageId(),
+  });
+  const note =
+    'Group family got no answer (it cannot be answered until this is fixed): the provider refused the key';
+  await eventually('the note in the console admin chat', () => consoleRows().some((r) => r.text === note));
+  await eventually('the note in the second admin chat', () =>
+    deliveries().some((d) => d.chatId === FAKE_OWNER.chatId && d.text === note),
+  );
+  const family = host.store.db
+    .prepare("SELECT text FROM outbox WHERE group_id = 'family' ORDER BY id")
+    .all() as { text: string }[];
+  expect(family.map((r) => r.text)).toEqual(['Sorry, I cannot answer right now. The owner has been told.']);
 });

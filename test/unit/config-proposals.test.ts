@@ -58,7 +58,7 @@ function proposals(
     files: createConfigFileStore({ configFile }),
     exampleText,
     referenceProblems: (before, after) =>
-      configReferenceProblems(before, after, (id) => store.groups.get(id) !== undefined),
+      configReferenceProblems(before, after, (id) => store.groups.get(id) !== undefined, 'main'),
     redactText: (text) => redactFindings(text, scanner),
     cop: createCop({
       complete: async (messages) => {

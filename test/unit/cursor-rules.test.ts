@@ -106,9 +106,13 @@ describe('cursor rules', () => {
     const enqueue = (item: NewOutboxItem) => {
       if (h!.store.outbox.add(item)) enqueued.push(item.text);
     };
-    expect(recoverInterruptedRuns(h.store, silent, enqueue)).toEqual([]);
-    expect(recoverInterruptedRuns(h.store, silent, enqueue)).toEqual([]);
+    const owner: string[] = [];
+    const sinks = { enqueue, notifyOwner: (_key: string, text: string) => void owner.push(text) };
+    expect(recoverInterruptedRuns(h.store, silent, sinks)).toEqual([]);
+    expect(recoverInterruptedRuns(h.store, silent, sinks)).toEqual([]);
     expect(enqueued).toEqual(['Sorry, I could not finish that. Ask again if you still need the rest.']);
+    // The reason goes to the owner's admin chats, not to the group.
+    expect(owner).toEqual(['Group fam got only part of an answer: the host stopped during the run']);
     expect(h.store.runs.get(run.ctx.runId)?.status).toBe('interrupted');
     expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
   });

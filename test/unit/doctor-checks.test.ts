@@ -46,14 +46,28 @@ function context(toml = '', env: NodeJS.ProcessEnv = {}): CliContext {
 describe('doctor runs the checks start runs', () => {
   it('fails on a public_source service for the admin group, exactly where start refuses', async () => {
     const ctx = context('[groups.main]\nservices = ["web_fetch"]\n');
-    expect(() => assertStartableConfig(ctx.config(), createHostServiceRegistry(ctx.config()))).toThrow(
-      CleanRoomError,
-    );
+    expect(() =>
+      assertStartableConfig(ctx.config(), createHostServiceRegistry(ctx.config()), 'main'),
+    ).toThrow(CleanRoomError);
     const r = await checkStartable(ctx);
     expect(r.ok).toBe(false);
     expect(r.detail).toMatch(/refusing to start: the admin group "main" is given web_fetch/);
     expect(r.fix).toContain('config.toml');
     expect((await checkStartable(context(''))).ok).toBe(true);
+  });
+
+  it('checks the group the store flags admin, whatever its id', async () => {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+    store.groups.add({ id: 'owner', channel: 'local', chatId: 'owner', name: 'Owner', isAdmin: true });
+    store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'Main', isAdmin: false });
+    store.close();
+    const owner = await checkStartable(context('[groups.owner]\nservices = ["web_fetch"]\n'));
+    expect(owner.ok).toBe(false);
+    expect(owner.detail).toMatch(/the admin group "owner" is given web_fetch/);
+    expect(owner.detail).toContain('[groups.owner] services');
+    // A group that is only called "main" is not the admin group.
+    expect((await checkStartable(context('[groups.main]\nservices = ["web_fetch"]\n'))).ok).toBe(true);
   });
 });
 

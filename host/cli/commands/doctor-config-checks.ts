@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
-import { ADMIN_GROUP_ID } from '../../admin/admin-group.ts';
+import { ADMIN_GROUP_ID, adminGroupId } from '../../admin/admin-group.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
 import { expandHome } from '../../containers/mount-paths.ts';
@@ -12,8 +12,17 @@ import type { Check, CheckResult } from './doctor-command.ts';
 /** The checks `start` makes before it runs (the admin clean room), through the very same function. */
 export const checkStartable: Check = async (ctx) => {
   const config = ctx.config();
+  let admin = adminGroupId(undefined);
+  if (fs.existsSync(ctx.paths.databaseFile)) {
+    const store = openStore({ file: ctx.paths.databaseFile });
+    try {
+      admin = adminGroupId(store.groups);
+    } finally {
+      store.close();
+    }
+  }
   try {
-    assertStartableConfig(config, createHostServiceRegistry(config));
+    assertStartableConfig(config, createHostServiceRegistry(config), admin);
     return { name: 'start checks', ok: true, detail: 'the admin group reads nothing public' };
   } catch (err) {
     if (!(err instanceof CleanRoomError)) throw err;
