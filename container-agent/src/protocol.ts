@@ -290,6 +290,19 @@ export const bashRanParamsSchema = z
   })
   .strict();
 
+/**
+ * Sent before a file tool reads (`read_file`, `grep`, `edit_file`), with the real path it is about to read
+ * (symlinks resolved). The host decides from its own mount plan whether the path lies in a mount that
+ * held secrets, and taints the run; nothing here says whether it does. A report that cannot be sent
+ * blocks the read.
+ */
+export const fileReadParamsSchema = z
+  .object({
+    path: nonEmptyText(4096),
+    tool: z.enum(['read_file', 'grep', 'edit_file']),
+  })
+  .strict();
+
 export const serviceCallParamsSchema = z
   .object({
     service: z
@@ -382,6 +395,7 @@ export const hostMethods = {
   'group.register': { params: groupRegisterParamsSchema, result: okResult },
   'security.bash_check': { params: bashCheckParamsSchema, result: bashCheckResultSchema },
   'bash.ran': { params: bashRanParamsSchema, result: z.void(), notification: true },
+  'file.read': { params: fileReadParamsSchema, result: z.void(), notification: true },
   'service.call': { params: serviceCallParamsSchema, result: serviceCallResultSchema },
   'config.read': { params: configReadParamsSchema, result: configReadResultSchema },
   'config.propose': { params: configProposeParamsSchema, result: configProposeResultSchema },

@@ -33,7 +33,7 @@ import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/networ
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
   HostHandlerDeps,
-  'bashCheck' | 'bashRan' | 'callService' | 'reviewMessage' | 'reviewMutation' | 'config'
+  'bashCheck' | 'bashRan' | 'fileRead' | 'callService' | 'reviewMessage' | 'reviewMutation' | 'config'
 >;
 
 export interface AgentRuntimeDeps {
@@ -180,8 +180,9 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         ),
       slow: (owner, waitedMs) => {
         const group = store.groups.get(owner.groupId);
-        if (!group) return;
-        sendNotices(slowProviderNotices(group, Number(owner.runId), waitedMs), {
+        const run = store.runs.get(Number(owner.runId));
+        if (!group || !run) return;
+        sendNotices(slowProviderNotices(group, run, waitedMs), {
           enqueue: deps.enqueueNotice,
           notifyOwner: deps.notifyOwner,
         });

@@ -27,6 +27,7 @@ import { createBashLedger } from '../security/bash-ledger.ts';
 import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts';
 import { createBashReports } from '../security/bash-reports.ts';
 import { createCop } from '../security/cop.ts';
+import { createSecretReads } from '../security/secret-reads.ts';
 import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
 import type { SecretScanner } from '../security/secrets/index.ts';
 import { createFinalFailures } from '../router/final-failures.ts';
@@ -120,7 +121,14 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       audit: store.audit,
       ledger: bashLedger,
     });
-    const bashRan = createBashReports({ classifier, ledger: bashLedger, taint, audit: store.audit });
+    const secretReads = createSecretReads({ taint, audit: store.audit });
+    const bashRan = createBashReports({
+      classifier,
+      ledger: bashLedger,
+      taint,
+      audit: store.audit,
+      secretReads,
+    });
     const registry = createHostServiceRegistry(config);
     const grantedTo = serviceGrants(config);
     assertStartableConfig(config, registry, adminGroupId(store.groups));
@@ -156,6 +164,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       policy: {
         bashCheck,
         bashRan,
+        fileRead: secretReads.fileRead,
         callService,
         reviewMessage: createMessagePolicy({
           scanSecrets: (text) => opts.scanner.scan(text),

@@ -135,8 +135,11 @@ export interface DockerAgentRunner extends AgentRunner {
 export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgentRunner {
   const { docker, containers, networks, logger } = deps;
 
-  /** The container a group's runs get now, apart from its run id. */
-  function containerFor(group: RunContext['group']): Omit<ContainerSpec, 'runId'> {
+  /** The container a group's runs get now, apart from its run id, and which of its mounts held secrets. */
+  function containerFor(group: RunContext['group']): {
+    spec: Omit<ContainerSpec, 'runId'>;
+    secretMounts: string[];
+  } {
     let specNetwork: ContainerSpec['network'];
     let hostAddress: string;
     if (group.networkMode === 'full') {
@@ -179,13 +182,13 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       hostInstanceId: deps.hostInstanceId,
       ...(user ? { user } : {}),
     };
-    return spec;
+    return { spec, secretMounts: plan.secretMounts };
   }
 
   const pool = createPrestartPool<RunContext['group']>({
     budget: deps.prestart,
     launch: async (group) => {
-      const spec = containerFor(group);
+      const { spec } = containerFor(group);
       // Named apart from run containers: its run id is not known yet.
       const runId = `pre-${randomBytes(4).toString('hex')}`;
       const container = await launchContainer(
@@ -200,8 +203,8 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
   });
 
   async function launch(ctx: RunContext, callbacks: RunCallbacks) {
-    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group };
-    const spec = containerFor(ctx.group);
+    const { spec, secretMounts } = containerFor(ctx.group);
+    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts };
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const container = prestarted ?? (await launchContainer(docker, { ...spec, runId: ctx.runId }));
     container.beginRun();
@@ -293,7 +296,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
         if (!group) return 'its group was removed';
         let now: string;
         try {
-          now = fingerprintOf(containerFor(group));
+          now = fingerprintOf(containerFor(group).spec);
         } catch (err) {
           return `its group cannot run now: ${(err as Error).message}`;
         }

@@ -56,10 +56,11 @@ export interface GroupMountPlan {
   /** Allowlist status worth showing the owner (missing file, unusable roots). */
   notes: string[];
   /**
-   * A mounted tree held entries that matched a secret pattern (now hidden). Files next to them may hold
-   * secrets under other names, so reading these mounts counts as reading secret data.
+   * Container paths of the mounts whose trees held secret files (now hidden; see `namesSecretFile`).
+   * Files next to them may hold secrets under other names, so a run that reads inside one of these
+   * mounts is secret-tainted (host/security/secret-reads.ts).
    */
-  holdsSecrets: boolean;
+  secretMounts: string[];
 }
 
 export interface PlanGroupMountsInput {
@@ -133,11 +134,11 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
   }
   const patterns = allowlistResult.ok ? allowlistResult.allowlist.blockedPatterns : mergeBlockedPatterns([]);
   let sources: ShadowSources | undefined;
-  let holdsSecrets = false;
+  const secretMounts: string[] = [];
   const shadowsFor = (hostDir: string, containerDir: string): { shadows: Mount[]; unhideable: string[] } => {
     sources ??= ensureShadowSources(realDataDir);
     const planned = planShadows({ hostDir, containerDir, patterns, hide, sources });
-    holdsSecrets ||= planned.matchedSecrets;
+    if (planned.matchedSecrets) secretMounts.push(containerDir);
     return {
       shadows: planned.shadows.map((s) => ({ ...s, kind: 'shadow' as const })),
       unhideable: planned.unhideable,
@@ -218,5 +219,5 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
     mounts.push(mount, ...shadows);
   }
 
-  return { groupId: group.id, isAdmin: group.isAdmin, mounts, rejected, notes, holdsSecrets };
+  return { groupId: group.id, isAdmin: group.isAdmin, mounts, rejected, notes, secretMounts };
 }

@@ -77,6 +77,28 @@ const GIT_DIR = '.git';
 const GIT_USER_CONFIG = '.gitconfig';
 /** Content-addressed objects: many files, none of them named by a person. */
 const GIT_OBJECTS = 'objects';
+/**
+ * Folders of installed third-party packages. Their entries are hidden like any other, but do not make the
+ * tree count as holding secrets: packages ship test keys (ssh2's `id_rsa`, `bad_rsa_private_key`) and
+ * files such as `credentials.js`, so every project with dependencies would count, and every run that
+ * reads it would be secret-tainted. The owner's own secrets are not installed by a package manager.
+ */
+const DEPENDENCY_DIRS = new Set(['node_modules', 'bower_components', 'site-packages', 'dist-packages']);
+
+/**
+ * Whether an entry that matched a blocked pattern is named as a secret file (`.env`, `.env.local`,
+ * `credentials.json`, `id_rsa`, `.ssh`), rather than merely mentioning the word inside a longer name
+ * (`url-credentials.ts`, a source file about credentials). Both are hidden; only the first makes the tree
+ * count as holding secrets. Git configuration does not count either: it is hidden for the remote URLs and
+ * credential helpers in it, and git writes them nowhere else in the repository.
+ */
+export function namesSecretFile(name: string, pattern: string): boolean {
+  const lower = name.toLowerCase();
+  const p = pattern.toLowerCase();
+  if (/[*?[]/.test(p)) return true;
+  return lower === p || (lower.startsWith(p) && /^[._-]/.test(lower.slice(p.length)));
+}
+
 /** A tree this large is refused rather than walked at every run. */
 export const MAX_WALKED_ENTRIES = 250_000;
 
@@ -88,7 +110,10 @@ export interface ShadowPlan {
    * specs; control characters are refused). The caller must not mount the directory at all.
    */
   unhideable: string[];
-  /** Some entry matched a blocked pattern (beyond the explicit `hide` paths): the tree held secrets. */
+  /**
+   * The tree holds what looks like the owner's secrets (see `namesSecretFile`), outside dependency
+   * folders: its other files may hold secrets under other names, so reading it counts as reading secrets.
+   */
   matchedSecrets: boolean;
 }
 
@@ -135,7 +160,7 @@ export function planShadows(input: PlanShadowsInput): ShadowPlan {
   );
   let matchedSecrets = false;
   let walked = 0;
-  const walk = (dir: string, relative: string, insideGit: boolean): void => {
+  const walk = (dir: string, relative: string, insideGit: boolean, insideDeps: boolean): void => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       if (++walked > MAX_WALKED_ENTRIES) {
         throw new Error(
@@ -148,7 +173,7 @@ export function planShadows(input: PlanShadowsInput): ShadowPlan {
       if (hiddenDirs.has(childPath)) continue;
       const pattern = matchBlockedComponent(entry.name, patterns);
       if (pattern !== undefined) {
-        matchedSecrets = true;
+        if (!insideDeps && namesSecretFile(entry.name, pattern)) matchedSecrets = true;
         add(childRelative, entry.isDirectory(), `matches blocked pattern "${pattern}"`);
         continue;
       }
@@ -156,16 +181,20 @@ export function planShadows(input: PlanShadowsInput): ShadowPlan {
         entry.isFile() &&
         ((insideGit && entry.name === GIT_CONFIG_FILE) || entry.name.toLowerCase() === GIT_USER_CONFIG)
       ) {
-        matchedSecrets = true;
         add(childRelative, false, 'git configuration (remote URLs with tokens, credential helpers)');
         continue;
       }
       if (!entry.isDirectory()) continue;
       if (insideGit && entry.name === GIT_OBJECTS) continue;
-      walk(childPath, childRelative, insideGit || entry.name === GIT_DIR);
+      walk(
+        childPath,
+        childRelative,
+        insideGit || entry.name === GIT_DIR,
+        insideDeps || DEPENDENCY_DIRS.has(entry.name),
+      );
     }
   };
-  walk(hostDir, '', false);
+  walk(hostDir, '', false, false);
 
   const shadows = [...byRelative.values()].sort((a, b) => a.containerPath.localeCompare(b.containerPath));
   return { shadows, unhideable, matchedSecrets };

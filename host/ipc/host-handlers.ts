@@ -14,6 +14,7 @@ import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
 import type { TaskHandlers } from '../scheduler/task-handlers.ts';
 import type { BashReport, BashReportOutcome } from '../security/bash-reports.ts';
+import type { FileReadReport } from '../security/secret-reads.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupRecord, GroupsStore } from '../store/groups-store.ts';
@@ -25,6 +26,11 @@ export type BashDecision = z.infer<typeof bashCheckResultSchema>;
 export interface RunIdentity {
   runId: number;
   group: GroupRecord;
+  /**
+   * Container paths of the run's mounts that held secret files (from the host's mount plan): reading
+   * inside one secret-taints the run (host/security/secret-reads.ts).
+   */
+  secretMounts: readonly string[];
 }
 
 export interface HostHandlerDeps {
@@ -37,6 +43,8 @@ export interface HostHandlerDeps {
   bashCheck(identity: RunIdentity, command: string): Promise<BashDecision>;
   /** Audits a command the agent is about to run; a gate miss stops the run (see bash-reports.ts). */
   bashRan(identity: RunIdentity, report: BashReport): BashReportOutcome;
+  /** A file tool is about to read this path: taints the run when it lies in a mount that held secrets. */
+  fileRead(identity: RunIdentity, report: FileReadReport): void;
   /** Stops this run, and tells its group why (not retried). */
   stopRun(reason: string): void;
   /** Host services (web_fetch, …); unknown names must throw an RpcError. */
@@ -177,6 +185,10 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'security.bash_check'({ command }) {
       return limited('bash', () => deps.bashCheck(identity, command));
+    },
+
+    async 'file.read'(report) {
+      deps.fileRead(identity, report);
     },
 
     async 'bash.ran'(report) {

@@ -113,14 +113,18 @@ export function unfinishedNotices(group: GroupRecord, runId: number, reason: str
 
 /**
  * The provider has not answered the run for a while (the request goes on until the gateway's timeout):
- * the group learns the run is alive, the owner what is slow. Keyed by run: once per run however many of
- * its requests wait.
+ * the group learns the run is alive, the owner what is slow. Keyed by the messages the run answers: once
+ * however many requests of the run, or retries of it, wait.
  */
-export function slowProviderNotices(group: GroupRecord, runId: number, waitedMs: number): RunNotices {
+export function slowProviderNotices(
+  group: GroupRecord,
+  run: { id: number; givenThrough: number },
+  waitedMs: number,
+): RunNotices {
   const seconds = Math.round(waitedMs / 1000);
   const items: NewOutboxItem[] = [
     {
-      idempotencyKey: `slow:${runId}`,
+      idempotencyKey: `slow:${group.id}:${run.givenThrough}`,
       groupId: group.id,
       channel: group.channel,
       chatId: group.chatId,
@@ -134,8 +138,8 @@ export function slowProviderNotices(group: GroupRecord, runId: number, waitedMs:
   return {
     group: items,
     owner: {
-      key: `slow-owner:${runId}`,
-      text: `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${runId}); it is still waiting.`,
+      key: `slow-owner:${group.id}:${run.givenThrough}`,
+      text: `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${run.id}); it is still waiting.`,
     },
   };
 }

@@ -2,6 +2,7 @@ import type { BashClassifier } from '../../container-agent/src/bash-gate/index.t
 import type { RunIdentity } from '../ipc/host-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { BashLedger } from './bash-ledger.ts';
+import type { SecretReads } from './secret-reads.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 
 export interface BashReport {
@@ -18,6 +19,8 @@ export interface BashReportsDeps {
   ledger: BashLedger;
   taint: TaintRegistry;
   audit: AuditStore;
+  /** Secret-taints a run whose command may read inside a mount that held secrets. */
+  secretReads: Pick<SecretReads, 'commandRan'>;
 }
 
 /**
@@ -27,7 +30,7 @@ export interface BashReportsDeps {
  * that); nothing in the report is believed.
  */
 export function createBashReports(deps: BashReportsDeps) {
-  const { classifier, ledger, taint, audit } = deps;
+  const { classifier, ledger, taint, audit, secretReads } = deps;
   return function bashRan(identity: RunIdentity, report: BashReport): BashReportOutcome {
     const verdict = classifier.classify(report.command);
     const allowedByHost = verdict.class === 'escalate' && ledger.consume(identity.runId, report.command);
@@ -55,6 +58,8 @@ export function createBashReports(deps: BashReportsDeps) {
         network: verdict.network,
       },
     });
-    return miss === null ? { missed: false } : { missed: true, reason: `gate miss: ${miss}` };
+    if (miss !== null) return { missed: true, reason: `gate miss: ${miss}` };
+    secretReads.commandRan(identity, report.command, verdict);
+    return { missed: false };
   };
 }

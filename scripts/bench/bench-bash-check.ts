@@ -54,7 +54,7 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
     // command taints its run, which would send the next request to the Cop).
     let runId = 0;
     const handlers = createHostHandlers({
-      identity: { runId: 1, group },
+      identity: { runId: 1, group, secretMounts: [] },
       callbacks: { reply: async () => undefined, sendToGroup: async () => undefined },
       groups: store.groups,
       audit: store.audit,
@@ -62,11 +62,15 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       checkRegistration: () => undefined,
       bashCheck: (identity, command) => policy({ ...identity, runId: ++runId }, command),
       bashRan: () => ({ missed: false }),
+      fileRead: () => undefined,
       stopRun: () => undefined,
       callService: async () => null,
       reviewMessage: async () => ({ allowed: true, reason: 'bench' }),
       reviewMutation: async () => ({ allowed: false, reason: 'bench' }),
-      tasks: idleTaskHandlers(store, { runId: 1, group }, async () => ({ allowed: false, reason: 'bench' })),
+      tasks: idleTaskHandlers(store, { runId: 1, group, secretMounts: [] }, async () => ({
+        allowed: false,
+        reason: 'bench',
+      })),
       taint: { markCorrupted: () => undefined },
       config: refusingConfigHandlers,
     });

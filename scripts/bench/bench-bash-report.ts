@@ -21,6 +21,7 @@ import { commandEnvironment, createBashTool } from '../../container-agent/src/to
 import { createHostHandlers } from '../../host/ipc/host-handlers.ts';
 import { createBashLedger } from '../../host/security/bash-ledger.ts';
 import { createBashReports } from '../../host/security/bash-reports.ts';
+import { createSecretReads } from '../../host/security/secret-reads.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
@@ -42,13 +43,19 @@ export async function benchBashReport(): Promise<Record<string, number | string>
       name: 'fam',
       isAdmin: false,
     });
-    const identity = { runId: 1, group };
+    const identity = { runId: 1, group, secretMounts: [] };
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
     const taint = createTaintRegistry({
       initial: () => ({ corruption: false, secret: false }),
       onTainted: () => undefined,
     });
-    const bashRan = createBashReports({ classifier, ledger: createBashLedger(), taint, audit: store.audit });
+    const bashRan = createBashReports({
+      classifier,
+      ledger: createBashLedger(),
+      taint,
+      audit: store.audit,
+      secretReads: createSecretReads({ taint, audit: store.audit }),
+    });
     let reports = 0;
     const handlers = createHostHandlers({
       identity,
@@ -60,6 +67,7 @@ export async function benchBashReport(): Promise<Record<string, number | string>
       checkRegistration: () => undefined,
       onDone: () => undefined,
       bashCheck: async () => ({ decision: 'deny', reason: 'bench' }),
+      fileRead: () => undefined,
       bashRan: (id, report) => {
         reports += 1;
         return bashRan(id, report);

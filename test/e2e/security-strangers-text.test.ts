@@ -3,7 +3,8 @@
  * a task planted in another group reads its prompt fenced, its run is corrupted, and its next network
  * command goes to the Cop. A task that corrupted run schedules carries the taint, and `groups untaint`
  * will not clear the admin group until the owner decided about it. The admin project mount hides a
- * `.env.local` several folders deep.
+ * `.env.local` several folders deep, and a run that reads beside it is secret-tainted; one that does not,
+ * is not.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -23,9 +24,6 @@ await describeDocker("e2e security: strangers' text in tool results, tainted tas
   const secretValue = `NESTED_TOKEN=${tag()}${tag()}`;
 
   beforeAll(async () => {
-    fs.mkdirSync(path.join(nestedRoot, 'apps', 'web'), { recursive: true });
-    fs.writeFileSync(path.join(nestedRoot, 'apps', 'web', '.env.local'), `${secretValue}\n`);
-    fs.writeFileSync(path.join(nestedRoot, 'apps', 'web', 'readme.txt'), 'plain file\n');
     h = await startE2eHost({ config: { runs: { max_attempts: 1 } } });
     await h.addLocalGroups('alpha');
   }, 180_000);
@@ -91,21 +89,47 @@ await describeDocker("e2e security: strangers' text in tool results, tainted tas
     expect(h.host.store.groups.get('main')?.taint).toEqual({ corruption: false, secret: false });
   }, 120_000);
 
-  it('hides a .env.local several folders deep in the admin project mount, and leaves its neighbours readable', async () => {
-    const dir = `/workspace/project/${path.basename(nestedRoot)}/apps/web`;
-    h.fake.setResponder(
-      securityResponder({
-        main: runTools([
-          bash(`cat ${dir}/.env.local; echo "size=$(wc -c < ${dir}/.env.local)"`),
-          bash(`cat ${dir}/readme.txt`),
-        ]),
-      }),
-    );
-    const res = await h.send('main', 'read the files');
-    expect(res.code, res.stderr).toBe(0);
-    const [hidden, neighbour] = resultsOf(res.stdout);
-    expect(hidden).toContain('size=0');
-    expect(res.stdout).not.toContain(secretValue);
-    expect(neighbour).toContain('plain file');
-  }, 90_000);
+  // Planted only for this test: while it exists, the project counts as holding secrets, and commands of
+  // admin runs that may read it (in any test file on this checkout) secret-taint their runs.
+  it('hides a .env.local several folders deep in the admin project mount; reading beside it secret-taints the run, other work does not', async () => {
+    fs.mkdirSync(path.join(nestedRoot, 'apps', 'web'), { recursive: true });
+    fs.writeFileSync(path.join(nestedRoot, 'apps', 'web', '.env.local'), `${secretValue}\n`);
+    fs.writeFileSync(path.join(nestedRoot, 'apps', 'web', 'readme.txt'), 'plain file\n');
+    try {
+      await h.cli(['groups', 'untaint', 'main']);
+      expect(h.host.store.groups.get('main')?.taint).toEqual({ corruption: false, secret: false });
+      // Work in the group folder only: the project held secrets, but this run read none of it.
+      h.fake.setResponder(
+        securityResponder({
+          main: runTools([bash('ls -la'), { name: 'read_file', arguments: { path: 'AGENT.md' } }]),
+        }),
+      );
+      const quiet = await h.send('main', 'write a note');
+      expect(quiet.code, quiet.stderr).toBe(0);
+      expect(h.host.store.groups.get('main')?.taint.secret).toBe(false);
+
+      const dir = `/workspace/project/${path.basename(nestedRoot)}/apps/web`;
+      h.fake.setResponder(
+        securityResponder({
+          main: runTools([
+            { name: 'read_file', arguments: { path: `${dir}/readme.txt` } },
+            bash(`cat ${dir}/.env.local; echo "size=$(wc -c < ${dir}/.env.local)"`),
+          ]),
+        }),
+      );
+      const res = await h.send('main', 'read the files');
+      expect(res.code, res.stderr).toBe(0);
+      const [neighbour, hidden] = resultsOf(res.stdout);
+      expect(hidden).toContain('size=0');
+      expect(res.stdout).not.toContain(secretValue);
+      expect(neighbour).toContain('plain file');
+      // The file tool's report tainted the run (the command after it found it tainted already).
+      expect(h.host.store.groups.get('main')?.taint.secret).toBe(true);
+      const rows = h.host.store.audit.tail(50).filter((r) => r.decision === 'tainted');
+      expect(rows.map((r) => r.operation)).toEqual(['file.read']);
+      expect(rows[0]?.reason).toContain(`${dir}/readme.txt`);
+    } finally {
+      fs.rmSync(nestedRoot, { recursive: true, force: true });
+    }
+  }, 150_000);
 });

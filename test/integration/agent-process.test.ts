@@ -92,6 +92,7 @@ function startAgent(): HostSide {
         return { ok: true as const };
       },
       'bash.ran': () => undefined,
+      'file.read': () => undefined,
       'security.bash_check': ({ command }) =>
         command.startsWith('echo $$ > pid.txt')
           ? { decision: 'allow' as const, reason: 'test command' }

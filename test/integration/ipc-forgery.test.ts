@@ -19,6 +19,7 @@ import { createBashClassifier } from '../../container-agent/src/bash-gate/index.
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import { createBashLedger } from '../../host/security/bash-ledger.ts';
 import { createBashReports } from '../../host/security/bash-reports.ts';
+import { createSecretReads } from '../../host/security/secret-reads.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { idleTaskHandlers } from '../helpers/idle-task-handlers.ts';
 import { refusingConfigHandlers } from '../helpers/refusing-config-handlers.ts';
@@ -96,7 +97,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
   }
   const group = store.groups.get(isAdmin ? 'main' : 'fam');
   if (!group) throw new Error('setup');
-  const identity: RunIdentity = { runId: 42, group };
+  const identity: RunIdentity = { runId: 42, group, secretMounts: [] };
   const sent: { to: string; text: string }[] = [];
   const fake = fakeContainer(overrides.onTouch);
   const handle: RunHandle = createRunSession({
@@ -123,6 +124,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
         onDone,
         bashCheck: overrides.bashCheck ?? (async () => ({ decision: 'deny', reason: 'test' })),
         bashRan: overrides.bashRan ?? (() => ({ missed: false })),
+        fileRead: () => undefined,
         stopRun,
         callService: async () => null,
         reviewMessage: async () => ({ allowed: true, reason: 'test' }),
@@ -386,7 +388,13 @@ describe('commands the container reports running', () => {
       initial: () => ({ corruption: false, secret: false }),
       onTainted: () => undefined,
     });
-    const bashRan = createBashReports({ classifier, ledger: createBashLedger(), taint, audit: store.audit });
+    const bashRan = createBashReports({
+      classifier,
+      ledger: createBashLedger(),
+      taint,
+      audit: store.audit,
+      secretReads: createSecretReads({ taint, audit: store.audit }),
+    });
     const s = startSession(false, { bashRan });
     s.send({ jsonrpc: '2.0', method: 'bash.ran', params: { command: 'ls -la', via: 'local', reason: 'r' } });
     s.send({

@@ -81,7 +81,7 @@ function planFor(g: GroupRecord): GroupMountPlan {
   const extra = extraMounts.get(g.id);
   if (extra)
     mounts.push({ kind: 'extra', hostPath: extra, containerPath: '/workspace/extra/x', readOnly: true });
-  return { groupId: g.id, isAdmin: false, mounts, rejected: [], notes: [], holdsSecrets: false };
+  return { groupId: g.id, isAdmin: false, mounts, rejected: [], notes: [], secretMounts: [] };
 }
 
 async function startRunner(budget: { count: number; memoryMb?: number }): Promise<DockerAgentRunner> {
@@ -136,6 +136,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
         'group.register': refuse,
         'security.bash_check': refuse,
         'bash.ran': () => undefined,
+        'file.read': () => undefined,
         'service.call': refuse,
         'config.read': refuse,
         'config.propose': refuse,

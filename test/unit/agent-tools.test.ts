@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/classifier.ts';
 import { failClosed, type BashClassifier } from '../../container-agent/src/gate/bash-classifier.ts';
 import { loadBashClassifier } from '../../container-agent/src/gate/load-classifier.ts';
@@ -222,6 +222,41 @@ describe('file tools', () => {
     );
     expect(await call(set, 'grep', { pattern: 'DAD', ignore_case: true, glob: '*.txt' })).toBe('No matches.');
     expect(await call(set, 'grep', { pattern: '(' })).toMatch(/invalid regular expression/);
+  });
+
+  it('tells the host the real path of every file read, grep and edit before it happens, and not of writes or listings', async () => {
+    const fake = fakeHost({ 'file.read': () => undefined });
+    const set = tools({ host: fake.host });
+    fs.mkdirSync(path.join(root, 'project'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'project', 'config.js'), 'db = "x"\n');
+    await call(set, 'write_file', { path: 'a.txt', content: 'one\n' });
+    await call(set, 'list_files', {});
+    expect(await call(set, 'read_file', { path: 'a.txt' })).toContain('one');
+    await call(set, 'edit_file', { path: 'a.txt', old_string: 'one', new_string: 'two' });
+    await call(set, 'grep', { pattern: 'db', path: path.join(root, 'project') });
+    await call(set, 'read_file', { path: path.join(root, 'project', 'config.js') });
+    await vi.waitFor(() => expect(fake.calls.filter((c) => c.method === 'file.read')).toHaveLength(4));
+    const real = (p: string) => fs.realpathSync(p);
+    expect(fake.calls.filter((c) => c.method === 'file.read').map((c) => c.params)).toEqual([
+      { path: real(path.join(groupDir, 'a.txt')), tool: 'read_file' },
+      { path: real(path.join(groupDir, 'a.txt')), tool: 'edit_file' },
+      { path: real(path.join(root, 'project')), tool: 'grep' },
+      { path: real(path.join(root, 'project', 'config.js')), tool: 'read_file' },
+    ]);
+  });
+
+  it('does not read a file the host cannot be told about', async () => {
+    fs.writeFileSync(path.join(groupDir, 'a.txt'), 'content\n');
+    const { host } = fakeHost();
+    const mute = {
+      ...host,
+      notify: () => {
+        throw new Error('the connection is closed');
+      },
+    };
+    expect(await call(tools({ host: mute }), 'read_file', { path: 'a.txt' })).toBe(
+      'Error: not read: the host could not be told about it (the connection is closed)',
+    );
   });
 
   it('refuses paths that leave the workspace', async () => {

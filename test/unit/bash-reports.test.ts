@@ -9,6 +9,7 @@ import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
 import { createBashLedger } from '../../host/security/bash-ledger.ts';
 import { createBashPolicy } from '../../host/security/bash-policy.ts';
 import { createBashReports } from '../../host/security/bash-reports.ts';
+import { createSecretReads } from '../../host/security/secret-reads.ts';
 import { createCop } from '../../host/security/cop.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
@@ -40,6 +41,7 @@ const identity: RunIdentity = {
     createdAt: '',
     taint: { corruption: false, secret: false },
   },
+  secretMounts: [],
 };
 
 function setup() {
@@ -57,7 +59,13 @@ function setup() {
     audit: store.audit,
     ledger,
   });
-  const ran = createBashReports({ classifier, ledger, taint, audit: store.audit });
+  const ran = createBashReports({
+    classifier,
+    ledger,
+    taint,
+    audit: store.audit,
+    secretReads: createSecretReads({ taint, audit: store.audit }),
+  });
   return {
     taint,
     check,

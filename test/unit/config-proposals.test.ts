@@ -85,7 +85,7 @@ function proposals(
 const identity = (): RunIdentity => {
   const group = store.groups.get('main');
   if (!group) throw new Error('setup: no admin group');
-  return { runId: 7, group };
+  return { runId: 7, group, secretMounts: [] };
 };
 
 const propose = (changes: ConfigProposal['changes'], baseHash = hashText(FILE)) =>

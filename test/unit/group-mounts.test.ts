@@ -192,12 +192,38 @@ describe('planGroupMounts', () => {
       '/workspace/project/apps/web/config/.env.local',
       '/workspace/project/data',
     ]);
-    expect(p.holdsSecrets).toBe(true);
+    expect(p.secretMounts).toEqual(['/workspace/project']);
   });
 
   it('says when a mounted tree held nothing that matched a secret pattern', () => {
     fs.rmSync(path.join(projectRoot, '.env'));
-    expect(plan({ id: 'main', isAdmin: true }, { allowlistResult: allowlist() }).holdsSecrets).toBe(false);
+    expect(plan({ id: 'main', isAdmin: true }, { allowlistResult: allowlist() }).secretMounts).toEqual([]);
+  });
+
+  it("hides dependencies' test keys and source files about credentials, but they do not make the tree secret", () => {
+    fs.rmSync(path.join(projectRoot, '.env'));
+    const fixtures = path.join(projectRoot, 'node_modules', 'ssh2', 'test', 'fixtures');
+    fs.mkdirSync(fixtures, { recursive: true });
+    fs.writeFileSync(path.join(fixtures, 'id_rsa'), '-----BEGIN RSA PRIVATE KEY-----');
+    fs.mkdirSync(path.join(projectRoot, 'src'), { recursive: true });
+    fs.writeFileSync(path.join(projectRoot, 'src', 'url-credentials.ts'), 'export {}');
+    fs.mkdirSync(path.join(projectRoot, '.git'), { recursive: true });
+    fs.writeFileSync(path.join(projectRoot, '.git', 'config'), '[core]');
+    const p = plan({ id: 'main', isAdmin: true }, { allowlistResult: allowlist() });
+    const shadows = p.mounts.filter((m) => m.kind === 'shadow').map((m) => m.containerPath);
+    expect(shadows).toEqual(
+      expect.arrayContaining([
+        '/workspace/project/node_modules/ssh2/test/fixtures/id_rsa',
+        '/workspace/project/src/url-credentials.ts',
+        '/workspace/project/.git/config',
+      ]),
+    );
+    expect(p.secretMounts).toEqual([]);
+    // The owner's own key file, outside dependencies, does count.
+    fs.writeFileSync(path.join(projectRoot, 'src', 'id_rsa'), 'key');
+    expect(plan({ id: 'main', isAdmin: true }, { allowlistResult: allowlist() }).secretMounts).toEqual([
+      '/workspace/project',
+    ]);
   });
 
   it('gives a non-admin group no project mount', () => {

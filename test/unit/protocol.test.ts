@@ -52,6 +52,7 @@ describe('protocol', () => {
       'bash.ran',
       'config.propose',
       'config.read',
+      'file.read',
       'group.list',
       'group.register',
       'message.send',
@@ -67,6 +68,7 @@ describe('protocol', () => {
     ]);
     expect(agentMethods['run.stop'].notification).toBe(true);
     expect(hostMethods['bash.ran'].notification).toBe(true);
+    expect(hostMethods['file.read'].notification).toBe(true);
   });
 
   it('never lets a container claim authority in its params', () => {

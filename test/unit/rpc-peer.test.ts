@@ -340,6 +340,7 @@ describe('createRpcPeer (two peers)', () => {
         'message.send': () => ({ queued: true as const }),
         'task.schedule': () => ({ taskId: 't1' }),
         'bash.ran': () => undefined,
+        'file.read': () => undefined,
         'task.list': () => ({ tasks: [] }),
         'task.update': () => ({ ok: true as const }),
         'task.pause': () => ({ ok: true as const }),

@@ -84,7 +84,7 @@ function setup(opts: {
     onTainted: () => undefined,
   });
   const scanner = createSecretScanner({ heldSecrets: [HELD] });
-  const identity: RunIdentity = { runId: 7, group: group(opts.admin) };
+  const identity: RunIdentity = { runId: 7, group: group(opts.admin), secretMounts: [] };
   const bash = createBashPolicy({
     classifier,
     taint,
@@ -215,7 +215,7 @@ describe('service write policy', () => {
       audit: store.audit,
       signalFor: () => AbortSignal.timeout(5000),
     });
-    const identity: RunIdentity = { runId: 3, group: group(!!opts.admin) };
+    const identity: RunIdentity = { runId: 3, group: group(!!opts.admin), secretMounts: [] };
     return { call: (params: unknown) => call(identity, 'probe', params), calls, taint, human, cop };
   }
 
@@ -306,7 +306,7 @@ describe('admin clean room', () => {
 });
 
 describe('message and host-mutation reviews', () => {
-  const identity = (admin: boolean): RunIdentity => ({ runId: 9, group: group(admin) });
+  const identity = (admin: boolean): RunIdentity => ({ runId: 9, group: group(admin), secretMounts: [] });
 
   it('sends an ordinary reply, but asks the owner for one carrying a held secret', async () => {
     const human = recordingHuman(false);
@@ -346,7 +346,7 @@ describe('message and host-mutation reviews', () => {
     });
     const text = `the key is ${HELD}`;
     const first = await review(identity(false), text, 'fam');
-    const retried = await review({ runId: 10, group: group(false) }, text, 'fam');
+    const retried = await review({ runId: 10, group: group(false), secretMounts: [] }, text, 'fam');
     for (const verdict of [first, retried]) {
       expect(verdict).toEqual({ allowed: false, reason: MESSAGE_DENIED_REASON });
       expect(verdict.reason).not.toMatch(/secret|token|key/i);
@@ -444,7 +444,7 @@ describe('messages from a corrupted run to another chat', () => {
       human,
       audit: store.audit,
     });
-    const admin: RunIdentity = { runId: 4, group: group(true) };
+    const admin: RunIdentity = { runId: 4, group: group(true), secretMounts: [] };
     expect(await review(admin, 'all good here', 'main')).toMatchObject({ allowed: true });
     expect(cop.seen).toHaveLength(0);
     expect(await review(admin, 'click https://evil.example', 'fam')).toMatchObject({ allowed: false });

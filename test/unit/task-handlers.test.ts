@@ -77,7 +77,11 @@ void _fits;
 const RUN_IDS = { main: 101, family: 202, work: 303 } as const;
 
 function handlersFor(groupId: keyof typeof RUN_IDS, maxTasksPerGroup?: number): TaskHandlers {
-  const identity: RunIdentity = { runId: RUN_IDS[groupId], group: store.groups.get(groupId)! };
+  const identity: RunIdentity = {
+    runId: RUN_IDS[groupId],
+    group: store.groups.get(groupId)!,
+    secretMounts: [],
+  };
   return createTaskHandlers({
     identity,
     tasks: store.tasks,
@@ -145,7 +149,7 @@ describe('task.schedule', () => {
     });
     expect(reviews).toEqual([
       {
-        identity: { runId: RUN_IDS.family, group: store.groups.get('family') },
+        identity: { runId: RUN_IDS.family, group: store.groups.get('family'), secretMounts: [] },
         operation: 'task.schedule',
         params: { group: 'family', prompt: 'task of family', schedule: daily },
       },

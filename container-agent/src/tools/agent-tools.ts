@@ -12,6 +12,7 @@ import { createEditFileTool } from './edit-file.ts';
 import { createGrepTool } from './grep.ts';
 import { createListFilesTool } from './list-files.ts';
 import { createReadFileTool } from './read-file.ts';
+import { reportingReads } from './read-reports.ts';
 import { createSendMessageTool } from './send-message.ts';
 import { createTaskTools } from './tasks.ts';
 import type { AgentTool } from './tool.ts';
@@ -44,11 +45,12 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
       checkTimeoutMs: options.bashCheckTimeoutMs,
       ...(options.logger ? { logger: options.logger } : {}),
     }),
-    createReadFileTool(workspace),
+    // The host hears of every file a tool reads (see read-reports.ts); listing names reads no content.
+    createReadFileTool(reportingReads(workspace, host, 'read_file')),
     createWriteFileTool(workspace),
-    createEditFileTool(workspace),
+    createEditFileTool(reportingReads(workspace, host, 'edit_file')),
     createListFilesTool(workspace),
-    createGrepTool({ workspace, ripgrep: options.ripgrep }),
+    createGrepTool({ workspace: reportingReads(workspace, host, 'grep'), ripgrep: options.ripgrep }),
     createSendMessageTool({
       host,
       isAdmin,
