@@ -295,6 +295,10 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     );
     expect(fs.existsSync(path.join(t.e2e.paths.groupsDir, 'fam', file))).toBe(true);
     expect(t.e2e.host.store.approvals.get(ask.id)?.decidedBy).toMatch(/^whatsapp:/);
+    // Decided in the self-chat, confirmed in the other admin chat (the console).
+    await eventually('the confirmation on the console', () =>
+      t.e2e.outbox('main').find((o) => o.text.startsWith(`Decided in whatsapp: Approved ${ask.id}`)),
+    );
     // The second approval is answered as already decided; the command ran once.
     await eventually('the answer to the second approval in the self-chat', () =>
       t.server
