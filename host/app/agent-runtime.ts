@@ -151,12 +151,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
   }
 
   const gateway = createGateway({
-    config: config.gateway,
+    config: () => config.gateway,
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
     usageStore: createSqliteUsageStore(store.db),
     clock: { now: () => Date.now() },
-    timezone: config.assistant.timezone,
+    timezone: () => config.assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
     onSpendCapReached: (groupId) => {

@@ -220,7 +220,7 @@ export async function startHost({
         messages: store.messages,
         notify: (id) => late.queue?.notify(id),
       }),
-      timezone: config.assistant.timezone,
+      timezone: () => config.assistant.timezone,
       audit: store.audit,
       logger: logger.child({ subsystem: 'scheduler' }),
       retryMs: config.scheduler.delivery_retry_ms,

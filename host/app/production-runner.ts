@@ -129,8 +129,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       audit: store.audit,
       secretReads,
     });
-    const registry = createHostServiceRegistry(config);
-    const grantedTo = serviceGrants(config);
+    const registry = createHostServiceRegistry(() => config);
+    const grantedTo = serviceGrants(() => config);
     assertStartableConfig(config, registry, adminGroupId(store.groups));
     const callService = createServicePolicy({
       registry,

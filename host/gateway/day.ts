@@ -16,9 +16,26 @@ export function createDayFormatter(timezone: string): (epochMs: number) => strin
       `unknown time zone "${timezone}": set [assistant].timezone to an IANA name such as "Europe/Berlin"`,
     );
   }
-  return (epochMs) => {
+  return (epochMs: number) => {
     const parts = format.formatToParts(new Date(epochMs));
     const get = (type: string) => parts.find((part) => part.type === type)?.value ?? '';
     return `${get('year')}-${get('month')}-${get('day')}`;
+  };
+}
+
+/**
+ * A day formatter for a zone read at each call (a reloaded `[assistant].timezone`); the formatter is
+ * rebuilt only when the zone changed.
+ */
+export function createLiveDayFormatter(timezone: () => string): (epochMs: number) => string {
+  let zone = timezone();
+  let format = createDayFormatter(zone);
+  return (epochMs) => {
+    const now = timezone();
+    if (now !== zone) {
+      format = createDayFormatter(now);
+      zone = now;
+    }
+    return format(epochMs);
   };
 }

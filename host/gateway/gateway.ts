@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { validateBindAddresses } from './bind-address.ts';
 import { allowedModels, upstreamApiBase, type GatewayConfig, type ProviderConfig } from './config.ts';
-import { createDayFormatter } from './day.ts';
+import { createLiveDayFormatter } from './day.ts';
 import { createRequestHandler, type UpstreamEvents } from './handler.ts';
 import { createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
@@ -13,14 +13,18 @@ import { createSpendCap } from './spend-cap.ts';
 import type { UsageStore } from './usage-store.ts';
 
 export interface GatewayDeps {
-  config: GatewayConfig;
+  /**
+   * Read at each request: caps, prices, allowed models and the size limit of a reloaded config apply to
+   * the next one. The port, retry settings and upstream timeout are taken once, at creation.
+   */
+  config: () => GatewayConfig;
   provider: ProviderConfig;
   /** The real provider key, read by the host from its environment. Empty for providers without keys. */
   providerApiKey: string;
   usageStore: UsageStore;
   clock: { now(): number };
-  /** IANA zone of the assistant; spend is counted per calendar day there. */
-  timezone: string;
+  /** IANA zone of the assistant, read at each request; spend is counted per calendar day there. */
+  timezone: () => string;
   logger: GatewayLogger;
   /** The most output tokens one call may ask for (`[runs].max_output_tokens`); larger asks are clamped. */
   maxOutputTokens: number;
@@ -82,11 +86,12 @@ function closeServer(server: Server): Promise<void> {
 }
 
 export function createGateway(deps: GatewayDeps): Gateway {
-  const dayOf = createDayFormatter(deps.timezone);
+  const dayOf = createLiveDayFormatter(deps.timezone);
   const ownsDispatcher = deps.dispatcher === undefined;
   const dispatcher = deps.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
   const keys = createKeyRegistry();
   const logger = deps.logger;
+  const startConfig = deps.config();
   const spendCap = createSpendCap({
     config: deps.config,
     usageStore: deps.usageStore,
@@ -101,7 +106,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     config: deps.config,
     provider: deps.provider,
     providerApiKey: deps.providerApiKey,
-    allowedModels: allowedModels(deps.config, deps.provider),
+    allowedModels: () => allowedModels(deps.config(), deps.provider),
     maxOutputTokens: deps.maxOutputTokens,
     keys,
     spendCap,
@@ -114,10 +119,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     upstream: {
       dispatcher,
       apiBase: upstreamApiBase(deps.provider),
-      timeoutMs: deps.config.upstream_timeout_ms,
-      retryAttempts: deps.config.retry_attempts,
-      retryBaseMs: deps.config.retry_base_ms,
-      retryMaxDelayMs: deps.config.retry_max_delay_ms,
+      timeoutMs: startConfig.upstream_timeout_ms,
+      retryAttempts: startConfig.retry_attempts,
+      retryBaseMs: startConfig.retry_base_ms,
+      retryMaxDelayMs: startConfig.retry_max_delay_ms,
       sleep: deps.sleep ?? ((ms, signal) => delay(ms, undefined, { signal })),
       now: () => deps.clock.now(),
       logger,
@@ -133,7 +138,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       if (state !== 'idle') throw new Error(`gateway.listen called on a gateway that is already ${state}`);
       const checked = validateBindAddresses(addresses);
       state = 'listening';
-      let chosen = port ?? deps.config.port;
+      let chosen = port ?? startConfig.port;
       try {
         for (const address of checked) {
           const server = createServer({ noDelay: true }, handler);

@@ -18,10 +18,11 @@ import type { PartialUsage } from './usage-extract.ts';
 import type { UsageStore } from './usage-store.ts';
 
 export interface HandlerContext {
-  config: GatewayConfig;
+  /** Read at each request: a reloaded config's caps, prices and size limit apply to the next one. */
+  config: () => GatewayConfig;
   provider: ProviderConfig;
   providerApiKey: string;
-  allowedModels: ReadonlySet<string>;
+  allowedModels: () => ReadonlySet<string>;
   /** The most output tokens one call may ask for; larger requests are clamped to it. */
   maxOutputTokens: number;
   keys: KeyRegistry;
@@ -162,10 +163,10 @@ export function createRequestHandler(
     let stripUsageOnlyChunks = false;
     let reservation: Reservation | undefined;
     if (route.method === 'POST') {
-      const read = await readBodyLimited(req, ctx.config.max_request_bytes);
+      const read = await readBodyLimited(req, ctx.config().max_request_bytes);
       if (!read.ok) {
         if (read.reason === 'too_large')
-          sendError(res, dialect, gatewayErrors.tooLarge(ctx.config.max_request_bytes));
+          sendError(res, dialect, gatewayErrors.tooLarge(ctx.config().max_request_bytes));
         return;
       }
       const prepared = prepareBody(read.body, route, ctx.provider.model, ctx.maxOutputTokens);
@@ -177,8 +178,9 @@ export function createRequestHandler(
         sendError(res, dialect, gatewayErrors.badRequest(prepared.message));
         return;
       }
-      if (!ctx.allowedModels.has(prepared.model)) {
-        sendError(res, dialect, gatewayErrors.modelNotAllowed(prepared.model, [...ctx.allowedModels]));
+      const allowed = ctx.allowedModels();
+      if (!allowed.has(prepared.model)) {
+        sendError(res, dialect, gatewayErrors.modelNotAllowed(prepared.model, [...allowed]));
         return;
       }
       ({ body, model, stripUsageOnlyChunks } = prepared);
@@ -187,7 +189,7 @@ export function createRequestHandler(
           chainFor(model),
           read.body.length,
           prepared.maxOutputTokens,
-          ctx.config.prices,
+          ctx.config().prices,
         );
         const reserved = await ctx.spendCap.reserve(owner.groupId, day, worst);
         if (!reserved.ok) {
@@ -281,10 +283,10 @@ export function createRequestHandler(
         return;
       case 'timeout':
         ctx.logger.warn(
-          { ...base, model, timeoutMs: ctx.config.upstream_timeout_ms },
+          { ...base, model, timeoutMs: ctx.config().upstream_timeout_ms },
           'gateway: upstream timeout',
         );
-        sendError(res, dialect, gatewayErrors.timeout(ctx.config.upstream_timeout_ms));
+        sendError(res, dialect, gatewayErrors.timeout(ctx.config().upstream_timeout_ms));
         return;
       case 'unreachable':
         await reservation?.settle(() => 0);
@@ -321,7 +323,8 @@ export function createRequestHandler(
         return;
       }
       const ok = outcome.status >= 200 && outcome.status < 300;
-      const filtered = ok && route.filterModelList ? filterModelList(buffered, ctx.allowedModels) : undefined;
+      const filtered =
+        ok && route.filterModelList ? filterModelList(buffered, ctx.allowedModels()) : undefined;
       const text = filtered ?? redact(buffered.toString('utf8'), ctx.providerApiKey);
       const extra: Record<string, string> =
         outcome.exhaustedRetries && isRetryableStatus(outcome.status) ? { 'x-should-retry': 'false' } : {};
@@ -402,7 +405,7 @@ async function record(
   reservedMicros: number,
 ): Promise<number> {
   const tokens = { promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 };
-  const cost = usage === undefined ? reservedMicros : costMicros(model, tokens, ctx.config.prices);
+  const cost = usage === undefined ? reservedMicros : costMicros(model, tokens, ctx.config().prices);
   if (usage === undefined) {
     ctx.logger.warn(
       { runId: owner.runId, groupId: owner.groupId, model, costMicros: cost },

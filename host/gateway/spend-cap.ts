@@ -27,7 +27,8 @@ export interface SpendCap {
 }
 
 export interface SpendCapDeps {
-  config: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
+  /** Read at each check, so a reloaded cap applies to the next request. */
+  config: () => Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
   usageStore: Pick<UsageStore, 'spentTodayMicros'>;
   onSpendCapReached: (groupId: string) => void;
   onNotifyError: (error: unknown, groupId: string) => void;
@@ -57,10 +58,12 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
   const groups = new Map<string, GroupDay>();
   const notified = new Set<string>();
 
-  const capFor = (groupId: string): number =>
-    Object.hasOwn(deps.config.group_caps_usd, groupId)
-      ? (deps.config.group_caps_usd[groupId] ?? deps.config.daily_cap_usd)
-      : deps.config.daily_cap_usd;
+  const capFor = (groupId: string): number => {
+    const config = deps.config();
+    return Object.hasOwn(config.group_caps_usd, groupId)
+      ? (config.group_caps_usd[groupId] ?? config.daily_cap_usd)
+      : config.daily_cap_usd;
+  };
 
   const groupDay = (groupId: string, day: string): GroupDay => {
     if (day !== currentDay) {
@@ -132,7 +135,7 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
       };
     },
     message(groupId, capUsd) {
-      const setting = Object.hasOwn(deps.config.group_caps_usd, groupId)
+      const setting = Object.hasOwn(deps.config().group_caps_usd, groupId)
         ? `[gateway].group_caps_usd."${groupId}"`
         : '[gateway].daily_cap_usd';
       return `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;

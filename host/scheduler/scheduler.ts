@@ -49,8 +49,8 @@ export interface SchedulerDeps {
   deliver(firing: TaskFiring): void;
   /** After the commit: wake whatever starts runs (the group queue). */
   onDelivered(firing: TaskFiring): void;
-  /** IANA zone cron expressions are evaluated in (`[assistant].timezone`). */
-  timezone: string;
+  /** IANA zone cron expressions are evaluated in (`[assistant].timezone`); read at each firing. */
+  timezone: () => string;
   audit?: Pick<AuditStore, 'record'>;
   logger: SchedulerLogger;
   clock?: SchedulerClock;
@@ -150,7 +150,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     const dueAt = task.nextRunAt as number;
     let after: TaskAdvance;
     try {
-      const next = nextRunAfter(task.schedule, dueAt, now, timezone);
+      const next = nextRunAfter(task.schedule, dueAt, now, timezone());
       after = { status: next === null ? 'completed' : 'active', nextRunAt: next, lastRunAt: now };
     } catch (err) {
       // Fire this once more (it was due), but stop it: a schedule that cannot compute a next run would loop.

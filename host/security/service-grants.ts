@@ -3,14 +3,22 @@ import { createServiceRegistry, type ServiceRegistry } from '../services/service
 import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
 import { assertAdminCleanRoom } from './admin-clean-room.ts';
 
-/** The host services that exist; `[groups.<id>] services` may only name these. */
-export function createHostServiceRegistry(config: HostConfig): ServiceRegistry {
-  return createServiceRegistry({ web_fetch: createWebFetchService({ config: config.web_fetch }) });
+/**
+ * The host services that exist; `[groups.<id>] services` may only name these. `config` is read at each
+ * call, so a reloaded `[web_fetch]` applies to the next fetch.
+ */
+export function createHostServiceRegistry(config: () => HostConfig): ServiceRegistry {
+  return createServiceRegistry({ web_fetch: createWebFetchService({ config: () => config().web_fetch }) });
 }
 
-/** What a group may call: its configured list, else web_fetch for other groups and nothing for the admin group. */
-export function serviceGrants(config: HostConfig): (group: { id: string; isAdmin: boolean }) => string[] {
-  return (group) => config.groups[group.id]?.services ?? (group.isAdmin ? [] : [WEB_FETCH_SERVICE]);
+/**
+ * What a group may call: its configured list, else web_fetch for other groups and nothing for the admin
+ * group. Read at each call, so a reloaded `services` list applies to the next call.
+ */
+export function serviceGrants(
+  config: () => HostConfig,
+): (group: { id: string; isAdmin: boolean }) => string[] {
+  return (group) => config().groups[group.id]?.services ?? (group.isAdmin ? [] : [WEB_FETCH_SERVICE]);
 }
 
 /**
@@ -24,7 +32,7 @@ export function assertStartableConfig(
   adminGroupId: string,
 ): void {
   assertAdminCleanRoom({
-    adminServices: serviceGrants(config)({ id: adminGroupId, isAdmin: true }),
+    adminServices: serviceGrants(() => config)({ id: adminGroupId, isAdmin: true }),
     registry,
     servicesConfig: config.services,
     adminGroupId,

@@ -325,11 +325,17 @@ export async function webFetch(
   }
 }
 
-export function createWebFetchService(deps: WebFetchDeps): HostService<WebFetchParams> {
+export interface WebFetchServiceDeps extends Omit<WebFetchDeps, 'config'> {
+  /** Read at each call: a reloaded `[web_fetch]` applies to the next fetch, one fetch keeps its limits. */
+  config: () => WebFetchConfig;
+}
+
+export function createWebFetchService(deps: WebFetchServiceDeps): HostService<WebFetchParams> {
   return {
     name: WEB_FETCH_SERVICE,
     builtinTrust: WEB_FETCH_TRUST,
     paramsSchema: webFetchParamsSchema,
-    call: (params: WebFetchParams, context: ServiceCallContext) => webFetch(params, deps, context.signal),
+    call: (params: WebFetchParams, context: ServiceCallContext) =>
+      webFetch(params, { ...deps, config: deps.config() }, context.signal),
   };
 }

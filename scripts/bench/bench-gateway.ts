@@ -246,12 +246,12 @@ export async function benchGateway(
       destination: pino.destination({ dest: os.devNull, sync: true }),
     });
     const gateway = createGateway({
-      config: gatewayConfigSchema.parse({}),
+      config: () => gatewayConfigSchema.parse({}),
       provider: providerConfigSchema.parse({ base_url: ready.baseUrl, model: 'fake-model' }),
       providerApiKey: REAL_KEY,
       usageStore: createSqliteUsageStore(store.db),
       clock: { now: () => Date.now() },
-      timezone: 'UTC',
+      timezone: () => 'UTC',
       logger: logger.child({ subsystem: 'gateway' }),
       maxOutputTokens: 4096,
       onSpendCapReached: () => undefined,

@@ -20,7 +20,7 @@ export function idleTaskHandlers(
       transaction: store.transaction,
       deliver: () => undefined,
       onDelivered: () => undefined,
-      timezone: 'UTC',
+      timezone: () => 'UTC',
       logger: pino({ level: 'silent' }),
     }),
     timezone: 'UTC',

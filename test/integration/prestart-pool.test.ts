@@ -212,12 +212,12 @@ await describeDocker('pre-started containers', () => {
     image = (await ensureAgentImage({ docker, projectRoot })).tag;
     fake = await startFakeProvider({ apiKey: PROVIDER_KEY });
     gateway = createGateway({
-      config: gatewayConfigSchema.parse({}),
+      config: () => gatewayConfigSchema.parse({}),
       provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'fake-model' }),
       providerApiKey: PROVIDER_KEY,
       usageStore: createMemoryUsageStore(),
       clock: { now: () => Date.now() },
-      timezone: 'UTC',
+      timezone: () => 'UTC',
       maxOutputTokens: 256,
       logger: {
         debug: () => undefined,

@@ -34,6 +34,8 @@ export interface Harness {
   /** What the gateway told the host about the run's provider calls, in order. */
   upstreamEvents: string[];
   usageStore: UsageStore;
+  /** Replaces the [gateway] settings the running gateway reads, as a config reload does. */
+  reconfigure(gateway: Record<string, unknown>): void;
   close(): Promise<void>;
 }
 
@@ -48,7 +50,7 @@ export interface HarnessOptions {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const fake = await startFakeProvider({ apiKey: REAL_KEY });
   const kind = options.provider?.kind === 'anthropic' ? 'anthropic' : 'openai';
-  const config = gatewayConfigSchema.parse({ retry_base_ms: 1, ...options.gateway });
+  let config = gatewayConfigSchema.parse({ retry_base_ms: 1, ...options.gateway });
   const provider = providerConfigSchema.parse({
     base_url: kind === 'anthropic' ? fake.url : fake.openaiBaseUrl,
     model: 'fake-model',
@@ -66,12 +68,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const upstreamEvents: string[] = [];
   const usageStore = options.usageStore ?? createMemoryUsageStore();
   const gateway = createGateway({
-    config,
+    config: () => config,
     provider,
     providerApiKey: options.providerApiKey ?? REAL_KEY,
     usageStore,
     clock: { now: options.now ?? (() => FIXED_NOW) },
-    timezone: 'Europe/Berlin',
+    timezone: () => 'Europe/Berlin',
     logger,
     maxOutputTokens: 4096,
     onSpendCapReached: (groupId) => capCalls.push(groupId),
@@ -99,6 +101,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     capCalls,
     upstreamEvents,
     usageStore,
+    reconfigure(gateway) {
+      config = gatewayConfigSchema.parse({ retry_base_ms: 1, ...gateway });
+    },
     async close() {
       await gateway.close();
       await fake.close();

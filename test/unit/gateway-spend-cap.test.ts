@@ -5,11 +5,12 @@ import { createMemoryUsageStore } from '../fakes/memory-usage-store.ts';
 
 const DAY = '2024-03-11';
 
-function makeCap(capUsd: number) {
+function makeCap(capUsd: number | (() => number)) {
   const store = createMemoryUsageStore();
   const notices: string[] = [];
+  const capNow = typeof capUsd === 'number' ? () => capUsd : capUsd;
   const cap = createSpendCap({
-    config: { daily_cap_usd: capUsd, group_caps_usd: {} },
+    config: () => ({ daily_cap_usd: capNow(), group_caps_usd: {} }),
     usageStore: store,
     onSpendCapReached: (groupId) => notices.push(groupId),
     onNotifyError: () => undefined,
@@ -40,6 +41,16 @@ describe('spend cap arithmetic', () => {
     expect(worstCaseMicros(['cheap', 'dear'], 1000, 4096, prices)).toBe(64_440);
     expect(worstCaseMicros(['cheap'], 1000, 4096, prices)).toBe(9_192);
     expect(worstCaseMicros(['unpriced'], 1000, 4096, prices)).toBe(0);
+  });
+
+  it('checks a lowered cap from a config reload at the next request', async () => {
+    let capUsd = 1;
+    const { cap, charge } = makeCap(() => capUsd);
+    const first = await cap.reserve('g', DAY, 300_000);
+    if (!first.ok) throw new Error('the first request should be admitted');
+    await charge(first.reservation, 'g', 300_000);
+    capUsd = 0.25;
+    expect((await cap.reserve('g', DAY, 1)).ok).toBe(false);
   });
 
   it('bounds the overshoot by one reservation, however many requests arrive at once and whatever they cost', async () => {
@@ -92,7 +103,7 @@ describe('spend cap arithmetic', () => {
       },
     };
     const cap = createSpendCap({
-      config: { daily_cap_usd: 1, group_caps_usd: {} },
+      config: () => ({ daily_cap_usd: 1, group_caps_usd: {} }),
       usageStore: slow,
       onSpendCapReached: () => undefined,
       onNotifyError: () => undefined,

@@ -30,12 +30,12 @@ const silent = {
 
 function makeGateway(port = 0) {
   return createGateway({
-    config: gatewayConfigSchema.parse({ port }),
+    config: () => gatewayConfigSchema.parse({ port }),
     provider: providerConfigSchema.parse({}),
     providerApiKey: 'sk-x',
     usageStore: createMemoryUsageStore(),
     clock: { now: () => Date.now() },
-    timezone: 'UTC',
+    timezone: () => 'UTC',
     logger: silent,
     maxOutputTokens: 4096,
     onSpendCapReached: () => undefined,

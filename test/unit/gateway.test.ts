@@ -319,6 +319,15 @@ describe('gateway headers and limits', () => {
     expect((await ask(h, { model: 'fake-model' })).model).toBe('fake-model');
   });
 
+  it('takes a reloaded allowlist and size limit at the next request, without a restart', async () => {
+    h = await startHarness();
+    await expect(ask(h, { model: 'extra-model' })).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
+    h.reconfigure({ allowed_models: ['extra-model'] });
+    expect((await ask(h, { model: 'extra-model' })).model).toBe('extra-model');
+    h.reconfigure({ max_request_bytes: 10 });
+    await expect(ask(h, {})).rejects.toMatchObject({ status: 413 });
+  });
+
   it('answers 400 to a body that is not JSON', async () => {
     h = await startHarness();
     const res = await rawRequest(h.port, {

@@ -81,7 +81,7 @@ function makeScheduler(
       (over.deliver ?? delivery.deliver)(f);
     },
     onDelivered: delivery.onDelivered,
-    timezone: over.timezone ?? 'Europe/Berlin',
+    timezone: () => over.timezone ?? 'Europe/Berlin',
     audit: store.audit,
     logger: silent,
     clock: clock.clock,
@@ -139,7 +139,7 @@ describe('scheduler', () => {
       deliver: (f) => store.messages.insert(scheduledTaskMessage(f, store.groups.get('family')!)),
       // Notified only after the commit: the message is already there for the run to read.
       onDelivered: (f) => notified.push(`${f.task.groupId}:${messages().length}`),
-      timezone: 'UTC',
+      timezone: () => 'UTC',
       logger: silent,
       clock: clock.clock,
     });

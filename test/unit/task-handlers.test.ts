@@ -50,7 +50,7 @@ beforeEach(() => {
     transaction: store.transaction,
     deliver: () => undefined,
     onDelivered: () => undefined,
-    timezone: 'Europe/Berlin',
+    timezone: () => 'Europe/Berlin',
     logger: silent,
     clock: {
       now: () => now,

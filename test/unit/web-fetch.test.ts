@@ -492,7 +492,7 @@ describe('createWebFetchService', () => {
   it('declares its trust and validates params with its schema', async () => {
     routes['/'] = text('via service');
     const service = createWebFetchService({
-      config: config(),
+      config: () => config(),
       resolve: mapResolver({ 'example.test': ['127.0.0.1'] }),
       isForbiddenAddress: allowLoopback,
     });

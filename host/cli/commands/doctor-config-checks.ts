@@ -22,7 +22,7 @@ export const checkStartable: Check = async (ctx) => {
     }
   }
   try {
-    assertStartableConfig(config, createHostServiceRegistry(config), admin);
+    assertStartableConfig(config, createHostServiceRegistry(() => config), admin);
     return { name: 'start checks', ok: true, detail: 'the admin group reads nothing public' };
   } catch (err) {
     if (!(err instanceof CleanRoomError)) throw err;
@@ -90,7 +90,7 @@ export const checkEnvFile: Check = async (ctx) => {
 /** `[groups.<id>] services` naming a service that does not exist grants nothing and hides a typo. */
 export const checkServiceNames: Check = async (ctx) => {
   const config = ctx.config();
-  const known = createHostServiceRegistry(config).names();
+  const known = createHostServiceRegistry(() => config).names();
   const unknown = Object.entries(config.groups).flatMap(([id, g]) =>
     (g.services ?? []).filter((s) => !known.includes(s)).map((s) => ({ id, s })),
   );
