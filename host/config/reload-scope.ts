@@ -22,6 +22,7 @@ export const LIVE_KEYS: readonly (readonly string[])[] = [
   ['gateway', 'allowed_models'],
   ['gateway', 'prices'],
   ['gateway', 'max_request_bytes'],
+  ['gateway', 'slow_notice_ms'],
   ['web_fetch'],
 ];
 

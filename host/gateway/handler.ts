@@ -255,7 +255,7 @@ export function createRequestHandler(
       }
     };
     // Only the wait for the first answer: a stream that has started shows the group the run is alive.
-    const slowAfter = ctx.config.slow_notice_ms;
+    const slowAfter = ctx.config().slow_notice_ms;
     const slowTimer =
       route.billable && slowAfter > 0
         ? setTimeout(() => notify('slow', () => ctx.events.slow(owner, slowAfter)), slowAfter)

@@ -25,7 +25,7 @@ export function configReferenceProblems(
   for (const id of new Set([...changedGroups, ...changedCaps])) {
     if (!groupExists(id)) problems.push(`there is no group "${id}"; list_groups shows the registered ones`);
   }
-  const registry = createHostServiceRegistry(after);
+  const registry = createHostServiceRegistry(() => after);
   const declared = registry.names();
   for (const id of changedGroups) {
     for (const service of after.groups[id]?.services ?? []) {
