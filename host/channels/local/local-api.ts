@@ -59,6 +59,15 @@ export const prestartStatus = z.object({
 });
 export type PrestartStatus = z.infer<typeof prestartStatus>;
 
+/** `POST /v1/config/reload`: the running host read config.toml again; what came of it. */
+export const configReloadResult = z.object({
+  kind: z.enum(['unchanged', 'applied', 'refused', 'rolled-back']),
+  ok: z.boolean(),
+  /** Lines for a person (what applied, what waits for a restart, or why not). */
+  detail: z.string(),
+});
+export type ConfigReloadResult = z.infer<typeof configReloadResult>;
+
 export const hostStatus = z.object({
   pid: z.int(),
   startedAt: z.string(),

@@ -2,8 +2,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type * as z from 'zod/mini';
 import {
+  configReloadResult,
   consoleEvent,
   postMessageResult,
+  type ConfigReloadResult,
   type ConsoleEvent,
   type PostMessageBody,
   type PostMessageResult,
@@ -166,6 +168,10 @@ export function createLocalClient(options: LocalClientOptions | string) {
       const { status, json } = await request('POST', '/v1/groups/changed', {});
       if (status !== 200)
         throw new ApiError(status, (json as { error?: string }).error ?? `host answered ${status}`);
+    },
+    /** Asks the running host to read config.toml again and apply it (`carapace config set`, rollback). */
+    reloadConfig(): Promise<ConfigReloadResult> {
+      return call(configReloadResult, 'POST', '/v1/config/reload');
     },
     getJson(path: string): Promise<unknown> {
       return request('GET', path).then(({ status, json }) => {

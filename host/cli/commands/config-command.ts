@@ -10,6 +10,7 @@ import {
 import { checkConfigPatch } from '../../config/config-patch.ts';
 import { hostConfigSchema } from '../../config/schema.ts';
 import { formatConfigPath, parseConfigPath, tomlValue } from '../../config/toml-edit.ts';
+import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { configUsage } from '../command-usage.ts';
 import { EXAMPLE_CONFIG_FILE, UsageError, type CliContext } from '../cli-context.ts';
 
@@ -50,19 +51,42 @@ function get(ctx: CliContext, args: string[]): number {
   return 0;
 }
 
-function write(ctx: CliContext, store: ConfigFileStore, text: string, baseHash: string): void {
+/**
+ * Writes the file, then asks a running host to apply it through its socket, so the owner sees at once
+ * whether it took it (the host's file watch would pick it up too, but could not answer here). Exit 1
+ * when the running host refused or rolled it back; the file stays written either way.
+ */
+async function write(
+  ctx: CliContext,
+  store: ConfigFileStore,
+  text: string,
+  baseHash: string,
+): Promise<number> {
   try {
     store.write(text, baseHash);
   } catch (err) {
     if (err instanceof StaleConfigError) throw new UsageError(err.message);
     throw err;
   }
-  ctx.out(
-    `wrote ${store.configFile} (previous version kept in ${store.historyDir}); restart the host to apply it`,
-  );
+  ctx.out(`wrote ${store.configFile} (previous version kept in ${store.historyDir})`);
+  const client = createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile });
+  try {
+    const result = await client.reloadConfig();
+    (result.ok ? ctx.out : ctx.err)(result.detail);
+    return result.ok ? 0 : 1;
+  } catch (err) {
+    if (err instanceof HostUnreachable) {
+      ctx.out('no host is running; it applies when the host starts');
+      return 0;
+    }
+    ctx.err(
+      `the running host did not answer the reload (${(err as Error).message}); it picks the file up by itself`,
+    );
+    return 1;
+  }
 }
 
-function set(ctx: CliContext, store: ConfigFileStore, args: string[]): number {
+async function set(ctx: CliContext, store: ConfigFileStore, args: string[]): Promise<number> {
   const [key, valueText] = args;
   if (!key || valueText === undefined || args.length > 2) throw new UsageError(`usage: ${configUsage}`);
   const patch = [{ path: parseConfigPath(key), value: parseValue(valueText) }];
@@ -83,8 +107,7 @@ function set(ctx: CliContext, store: ConfigFileStore, args: string[]): number {
   // The owner at the terminal may change protected keys; they are named so the change is deliberate.
   for (const t of checked.protected)
     ctx.out(`note: ${t.key} is protected (${t.why}); an agent could not propose it`);
-  write(ctx, store, checked.text, base.hash);
-  return 0;
+  return write(ctx, store, checked.text, base.hash);
 }
 
 function diff(ctx: CliContext, store: ConfigFileStore): number {
@@ -107,7 +130,7 @@ function history(ctx: CliContext, store: ConfigFileStore): number {
   return 0;
 }
 
-function rollback(ctx: CliContext, store: ConfigFileStore, args: string[]): number {
+async function rollback(ctx: CliContext, store: ConfigFileStore, args: string[]): Promise<number> {
   const n = Number(args[0] ?? '1');
   const entries = store.history();
   if (!Number.isInteger(n) || n < 1 || args.length > 1) throw new UsageError(`usage: ${configUsage}`);
@@ -122,8 +145,7 @@ function rollback(ctx: CliContext, store: ConfigFileStore, args: string[]): numb
   }
   const current = store.read();
   ctx.out(formatDiff(diffConfigs(effective(current.text), parsed.data)));
-  write(ctx, store, text, current.hash);
-  return 0;
+  return write(ctx, store, text, current.hash);
 }
 
 export async function configCommand(ctx: CliContext, args: string[]): Promise<number> {
