@@ -11,7 +11,9 @@ import {
   checkServiceNames,
   checkStartable,
 } from '../../host/cli/commands/doctor-config-checks.ts';
+import { checkConfig } from '../../host/cli/commands/doctor-command.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
+import { lastGoodFile, saveLastGood } from '../../host/config/safe-start.ts';
 import { CleanRoomError } from '../../host/security/admin-clean-room.ts';
 import { assertStartableConfig, createHostServiceRegistry } from '../../host/security/service-grants.ts';
 import { openStore } from '../../host/store/store.ts';
@@ -68,6 +70,23 @@ describe('doctor runs the checks start runs', () => {
     expect(owner.detail).toContain('[groups.owner] services');
     // A group that is only called "main" is not the admin group.
     expect((await checkStartable(context('[groups.main]\nservices = ["web_fetch"]\n'))).ok).toBe(true);
+  });
+});
+
+describe('doctor on a broken config.toml', () => {
+  it('names every problem and says the host runs on the last good copy, or that it cannot start', async () => {
+    const broken = '[assistant]\nname = "two words"\n';
+    const none = await checkConfig(context(broken));
+    expect(none.ok).toBe(false);
+    expect(none.detail).toMatch(/assistant\.name: must be one word/);
+    expect(none.detail).toMatch(/no last good configuration to fall back on/);
+    saveLastGood(path.join(configDir, 'config.toml'), { text: '[assistant]\nname = "Andy"\n' });
+    const safe = await checkConfig(context(broken));
+    expect(safe.ok).toBe(false);
+    expect(safe.detail).toMatch(/assistant\.name: must be one word/);
+    expect(safe.detail).toContain(
+      `safe mode on the last good configuration, ${lastGoodFile(path.join(configDir, 'config.toml'))}`,
+    );
   });
 });
 

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import Docker from 'dockerode';
 import { ConfigError } from '../../config/config-error.ts';
+import { loadStartConfig } from '../../config/safe-start.ts';
 import { AGENT_IMAGE_REPOSITORY } from '../../containers/image-ensure.ts';
 import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
-import type { CliContext } from '../cli-context.ts';
+import { EXAMPLE_CONFIG_FILE, type CliContext } from '../cli-context.ts';
 import {
   checkAllowlistSymlinks,
   checkEnvFile,
@@ -52,11 +53,25 @@ export const checkConfig: Check = async (ctx) => {
     return {
       name: 'config',
       ok: false,
-      detail: err.message,
+      detail: `${err.message}${safeModeNote(ctx)}`,
       fix: `edit ${ctx.paths.configFile} as listed above`,
     };
   }
 };
+
+/** What a start does with the broken file: run on the last good copy (safe mode), or not start at all. */
+function safeModeNote(ctx: CliContext): string {
+  try {
+    const start = loadStartConfig({ configFile: ctx.paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+    if (!start.safeMode) return '';
+    return (
+      `\nThe host runs (or starts) in safe mode on the last good configuration, ${start.safeMode.lastGoodFile} ` +
+      `(saved ${start.safeMode.savedAt}); a repaired file is picked up by the running host.`
+    );
+  } catch {
+    return '\nThere is no last good configuration to fall back on: the host does not start until the file is repaired.';
+  }
+}
 
 export const checkDataDir: Check = async (ctx) => {
   try {
