@@ -1,4 +1,3 @@
-import type { ConfigReloadOutcome } from './config-reload.ts';
 import { formatProblem } from './config-error.ts';
 import { diffConfigs, formatDiff, type ConfigChange } from './config-diff.ts';
 import { StaleConfigError, type ConfigFileStore } from './config-file-store.ts';
@@ -148,30 +147,4 @@ export function createConfigReloader<S>(deps: ConfigReloaderDeps<S>): ConfigRelo
       return run;
     },
   };
-}
-
-/** An outcome in the words the proposal flow and the CLI show (config-reload.ts's seam). */
-export function describeReload(outcome: ReloadOutcome): ConfigReloadOutcome {
-  switch (outcome.kind) {
-    case 'unchanged':
-      return { ok: true, detail: 'the running host already runs on this version of the file' };
-    case 'applied':
-      return {
-        ok: true,
-        detail:
-          outcome.atRestart.length === 0
-            ? 'the running host applied it'
-            : `the running host applied it; these take effect at the next restart: ${outcome.atRestart.join(', ')}`,
-      };
-    case 'refused':
-      return {
-        ok: false,
-        detail: `the file is not valid, so the running host kept its configuration:\n${outcome.problems.map((p) => `- ${p}`).join('\n')}`,
-      };
-    case 'rolled-back':
-      return {
-        ok: false,
-        detail: `the host did not work with it, so the previous configuration was restored:\n${outcome.problems.map((p) => `- ${p}`).join('\n')}`,
-      };
-  }
 }
