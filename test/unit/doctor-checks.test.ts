@@ -49,7 +49,11 @@ describe('doctor runs the checks start runs', () => {
   it('fails on a public_source service for the admin group, exactly where start refuses', async () => {
     const ctx = context('[groups.main]\nservices = ["web_fetch"]\n');
     expect(() =>
-      assertStartableConfig(ctx.config(), createHostServiceRegistry(() => ctx.config()), 'main'),
+      assertStartableConfig(
+        ctx.config(),
+        createHostServiceRegistry(() => ctx.config()),
+        'main',
+      ),
     ).toThrow(CleanRoomError);
     const r = await checkStartable(ctx);
     expect(r.ok).toBe(false);

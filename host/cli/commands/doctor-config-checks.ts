@@ -22,7 +22,11 @@ export const checkStartable: Check = async (ctx) => {
     }
   }
   try {
-    assertStartableConfig(config, createHostServiceRegistry(() => config), admin);
+    assertStartableConfig(
+      config,
+      createHostServiceRegistry(() => config),
+      admin,
+    );
     return { name: 'start checks', ok: true, detail: 'the admin group reads nothing public' };
   } catch (err) {
     if (!(err instanceof CleanRoomError)) throw err;
