@@ -23,7 +23,7 @@ export const containersConfigSchema = z
     group_quota_mb: z.number().int().min(1).max(1_048_576).default(1_024),
     /** Disk quota of each group's session folder (its conversation history). */
     session_quota_mb: z.number().int().min(1).max(1_048_576).default(256),
-    /** How often a running group's folders are measured against their quotas. */
+    /** How often a running group's folders are walked whole (writes are also measured as they happen). */
     disk_check_ms: z.number().int().min(200).max(600_000).default(2_000),
     /** The internal Docker network of `gateway`-mode groups. */
     gateway_network: z

@@ -33,7 +33,7 @@ export interface ContainerProcess {
    * without them (it may be pre-started long before); otherwise they run from the start and this is a no-op.
    */
   beginRun(): void;
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the container is gone. */
+  /** SIGTERM, then SIGKILL after `graceMs` (at once when it is 0); resolves once the container is gone. */
   stop(reason: string, graceMs?: number): Promise<void>;
   /** Resolves (never rejects) when the container has exited and been removed, after its output ended. */
   readonly exited: Promise<ContainerExit>;
@@ -179,6 +179,12 @@ export async function launchContainer(
   async function stopWith(reason: ContainerExitReason, detail: string, grace: number): Promise<void> {
     if (finished) return;
     stopRequest ??= { reason, detail };
+    if (grace <= 0) {
+      // No grace: one kill, not a SIGTERM and a second round trip to the engine.
+      await signal('SIGKILL');
+      await exited;
+      return;
+    }
     await signal('SIGTERM');
     const gone = await Promise.race([exited.then(() => true), delay(grace).then(() => false)]);
     if (!gone) await signal('SIGKILL');

@@ -1,10 +1,14 @@
 /**
  * Disk quotas of a group's folders on the host's disk. Commands get RLIMIT_FSIZE (no single file grows
- * past the group quota, set on the container), and while a run lasts its group and session folders are
- * measured every few seconds: a run whose folder is over its quota is stopped and its group told. The
- * measurement walks the folder asynchronously (blocks actually allocated, so sparse files count for what
- * they hold) and counts entries too: a folder of millions of empty files is over quota as well.
+ * past the group quota, set on the container). While a run lasts, its group and session folders are
+ * watched (inotify, recursively): each file a write touches is measured again at once and the folder's
+ * total updated, so a run is stopped as soon as a write takes it over quota, not at the next timer; and
+ * the whole folder is walked every few seconds to correct the running total (files in a folder made
+ * before its watch was in place, a watch that failed). The walk counts blocks actually allocated (sparse
+ * files count for what they hold) and entries too: a folder of millions of empty files is over quota
+ * as well. A run over quota is killed without a grace period, since its writers would go on writing.
  */
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -25,7 +29,17 @@ export const MAX_ENTRIES = 100_000;
 
 /** Allocated bytes and entry count under `dir` (symlinks not followed); stops counting at `maxEntries`. */
 export async function folderUsage(dir: string, maxEntries = MAX_ENTRIES): Promise<FolderUsage> {
-  const usage: FolderUsage = { bytes: 0, entries: 0 };
+  const { bytes, entries } = await measureFolder(dir, maxEntries);
+  return { bytes, entries };
+}
+
+/** What a walk found: the totals and each entry's allocated bytes, by path relative to the folder. */
+interface FolderMeasure extends FolderUsage {
+  sizes: Map<string, number>;
+}
+
+async function measureFolder(dir: string, maxEntries: number): Promise<FolderMeasure> {
+  const usage: FolderMeasure = { bytes: 0, entries: 0, sizes: new Map() };
   const pending = [dir];
   for (let current = pending.pop(); current !== undefined; current = pending.pop()) {
     let names: string[];
@@ -40,6 +54,7 @@ export async function folderUsage(dir: string, maxEntries = MAX_ENTRIES): Promis
       const stat = await fs.lstat(full).catch(() => null);
       if (stat === null) continue;
       usage.bytes += stat.blocks * 512;
+      usage.sizes.set(path.relative(dir, full), stat.blocks * 512);
       if (stat.isDirectory()) pending.push(full);
     }
   }
@@ -48,9 +63,7 @@ export async function folderUsage(dir: string, maxEntries = MAX_ENTRIES): Promis
 
 const MB = 1024 * 1024;
 
-/** Why `folder` is over its quota, or null. */
-export async function quotaProblem(folder: QuotaFolder): Promise<string | null> {
-  const usage = await folderUsage(folder.path);
+function problemOf(folder: QuotaFolder, usage: FolderUsage): string | null {
   if (usage.entries > MAX_ENTRIES)
     return `the ${folder.label} holds more than ${MAX_ENTRIES} files; delete some to make room`;
   if (usage.bytes <= folder.limitBytes) return null;
@@ -60,32 +73,203 @@ export async function quotaProblem(folder: QuotaFolder): Promise<string | null> 
   );
 }
 
+/** Why `folder` is over its quota, or null. */
+export async function quotaProblem(folder: QuotaFolder): Promise<string | null> {
+  return problemOf(folder, await folderUsage(folder.path));
+}
+
 /**
- * Checks the folders at once and then every `intervalMs` until disposed; the first problem found calls
- * `stop` (once). Returns the disposer. Checks never overlap.
+ * Measures one path again and corrects the folder's totals. Synchronous (one lstat), so that two
+ * measurements of one file never land out of order.
+ */
+function remeasure(dir: string, usage: FolderMeasure, rel: string): void {
+  let bytes: number | null;
+  try {
+    bytes = fsSync.lstatSync(path.join(dir, rel)).blocks * 512;
+  } catch {
+    bytes = null;
+  }
+  const known = usage.sizes.get(rel);
+  if (bytes === null) {
+    if (known === undefined) return;
+    usage.sizes.delete(rel);
+    usage.bytes -= known;
+    usage.entries -= 1;
+    return;
+  }
+  usage.bytes += bytes - (known ?? 0);
+  if (known === undefined) usage.entries += 1;
+  usage.sizes.set(rel, bytes);
+}
+
+export interface DiskQuotaWatchDeps {
+  /** Recursive change notifications for a folder; default fs.watch (inotify on Linux). */
+  watch?: (
+    dir: string,
+    onChange: (relativePath: string | null) => void,
+    onError: (error: Error) => void,
+  ) => { close(): void };
+  /** Told when a folder cannot be watched: only the periodic walk checks it then. */
+  onWatchError?: (folder: QuotaFolder, error: Error) => void;
+}
+
+/**
+ * Change notifications for every folder under `dir`: one non-recursive fs.watch (one inotify watch) per
+ * folder, added as folders appear. Node's own `recursive: true` on Linux also polls every file it finds
+ * with a stat watcher, which a folder of thousands of new files turns into a stall of the host.
+ */
+function watchRecursively(
+  dir: string,
+  onChange: (relativePath: string | null) => void,
+  onError: (error: Error) => void,
+): { close(): void } {
+  const watchers = new Map<string, fsSync.FSWatcher>();
+  let closed = false;
+  const add = (rel: string): void => {
+    if (closed || watchers.has(rel) || watchers.size >= MAX_ENTRIES) return;
+    let watcher: fsSync.FSWatcher;
+    try {
+      watcher = fsSync.watch(path.join(dir, rel), { persistent: false }, (_event, name) => {
+        if (typeof name !== 'string') return onChange(null);
+        const child = rel === '' ? name : path.join(rel, name);
+        onChange(child);
+        // A new folder: watch it too, and report what was made in it before the watch was in place.
+        let isDirectory = false;
+        try {
+          isDirectory = fsSync.lstatSync(path.join(dir, child)).isDirectory();
+        } catch {
+          const gone = watchers.get(child);
+          gone?.close();
+          watchers.delete(child);
+        }
+        if (isDirectory && !watchers.has(child)) {
+          add(child);
+          for (const entry of fsSync.readdirSync(path.join(dir, child), { withFileTypes: true })) {
+            const grandchild = path.join(child, entry.name);
+            onChange(grandchild);
+            if (entry.isDirectory()) add(grandchild);
+          }
+        }
+      });
+    } catch (error) {
+      // Removed meanwhile: nothing to watch. Anything else (inotify limits) is the caller's to know.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') onError(error as Error);
+      return;
+    }
+    watcher.on('error', (error) => {
+      watchers.delete(rel);
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && !closed) onError(error);
+    });
+    watchers.set(rel, watcher);
+  };
+  const addTree = (rel: string): void => {
+    add(rel);
+    let entries: fsSync.Dirent[];
+    try {
+      entries = fsSync.readdirSync(path.join(dir, rel), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries)
+      if (entry.isDirectory()) addTree(rel === '' ? entry.name : path.join(rel, entry.name));
+  };
+  if (!fsSync.statSync(dir).isDirectory()) throw new Error(`${dir} is not a folder`);
+  addTree('');
+  return {
+    close() {
+      closed = true;
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
+    },
+  };
+}
+
+/**
+ * Watches the folders until disposed: each write is measured as it happens, and every `intervalMs` the
+ * folders are walked whole. The first problem found calls `stop` (once). Returns the disposer.
  */
 export function watchDiskQuota(
   folders: readonly QuotaFolder[],
   intervalMs: number,
   stop: (reason: string) => void,
+  deps: DiskQuotaWatchDeps = {},
 ): () => void {
+  const watch = deps.watch ?? watchRecursively;
   let disposed = false;
   let timer: NodeJS.Timeout | undefined;
-  const check = async (): Promise<void> => {
-    for (const folder of folders) {
-      const problem = await quotaProblem(folder);
-      if (disposed) return;
-      if (problem !== null) {
-        disposed = true;
-        stop(`disk quota: ${problem}`);
-        return;
-      }
-    }
-    if (!disposed) timer = setTimeout(() => void check(), intervalMs);
+  const over = (problem: string): void => {
+    if (disposed) return;
+    disposed = true;
+    stop(`disk quota: ${problem}`);
+    dispose();
   };
-  void check();
-  return () => {
+
+  const states = folders.map((folder) => {
+    const state = {
+      folder,
+      usage: { bytes: 0, entries: 0, sizes: new Map<string, number>() } as FolderMeasure,
+      /** Paths touched since the last flush; measured together on the next turn of the event loop. */
+      touched: new Set<string>(),
+      flushQueued: false,
+      /** A walk is under way; paths measured meanwhile are measured again once it ends. */
+      walking: false,
+      changedDuringWalk: new Set<string>(),
+      watcher: undefined as { close(): void } | undefined,
+    };
+    const flush = (): void => {
+      state.flushQueued = false;
+      if (disposed) return;
+      for (const rel of state.touched) {
+        remeasure(folder.path, state.usage, rel);
+        if (state.walking) state.changedDuringWalk.add(rel);
+      }
+      state.touched.clear();
+      const problem = problemOf(folder, state.usage);
+      if (problem !== null) over(problem);
+    };
+    const failed = (error: Error): void => {
+      if (!disposed) deps.onWatchError?.(folder, error);
+    };
+    try {
+      state.watcher = watch(
+        folder.path,
+        (rel) => {
+          if (disposed || rel === null) return; // a change without a name: the next walk sees it
+          state.touched.add(rel);
+          if (!state.flushQueued) {
+            state.flushQueued = true;
+            setImmediate(flush);
+          }
+        },
+        failed,
+      );
+    } catch (error) {
+      failed(error as Error);
+    }
+    return state;
+  });
+
+  const walk = async (): Promise<void> => {
+    for (const state of states) state.walking = true;
+    for (const state of states) {
+      const measured = await measureFolder(state.folder.path, MAX_ENTRIES);
+      state.walking = false;
+      if (disposed) return;
+      // The walk may have seen a file before a write that was measured meanwhile: measure those again.
+      for (const rel of state.changedDuringWalk) remeasure(state.folder.path, measured, rel);
+      state.changedDuringWalk.clear();
+      state.usage = measured;
+      const problem = problemOf(state.folder, measured);
+      if (problem !== null) return over(problem);
+    }
+    if (!disposed) timer = setTimeout(() => void walk(), intervalMs);
+  };
+
+  function dispose(): void {
     disposed = true;
     if (timer) clearTimeout(timer);
-  };
+    for (const state of states) state.watcher?.close();
+  }
+  void walk();
+  return dispose;
 }

@@ -227,7 +227,19 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
         },
         handlers: (onDone, stopRun) => deps.handlersFor(identity, callbacks, onDone, stopRun),
         guards: [
-          (stop) => watchDiskQuota(quotaFolders(spec.mounts, containers), containers.disk_check_ms, stop),
+          (stop) =>
+            watchDiskQuota(
+              quotaFolders(spec.mounts, containers),
+              containers.disk_check_ms,
+              (reason) => stop(reason, { now: true }),
+              {
+                onWatchError: (folder, err) =>
+                  logger.warn(
+                    { runId: ctx.runId, folder: folder.label, err: err.message },
+                    'cannot watch a folder for its disk quota; it is checked every disk_check_ms only',
+                  ),
+              },
+            ),
         ],
         onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
         stopGraceMs: containers.stop_grace_ms,

@@ -24,6 +24,11 @@ export function toChatMessage(m: StoredMessage): ChatMessage {
   };
 }
 
+export interface StopOptions {
+  /** Kill at once instead of SIGTERM and a grace period. */
+  now?: boolean;
+}
+
 export interface RunSessionDeps {
   container: ContainerProcess;
   start: RunStartParams;
@@ -37,9 +42,10 @@ export interface RunSessionDeps {
   frameBudget?: FrameBudgetLimits;
   /**
    * Watchers started with the run (e.g. disk quotas): each gets the stop-for-cause and returns its
-   * disposer, called when the container has exited.
+   * disposer, called when the container has exited. `now` kills the container without a grace period
+   * (a run over its disk quota would go on writing through it).
    */
-  guards?: ReadonlyArray<(stop: (reason: string) => void) => () => void>;
+  guards?: ReadonlyArray<(stop: (reason: string, options?: StopOptions) => void) => () => void>;
   stopGraceMs: number;
   logger: Logger;
 }
@@ -117,13 +123,13 @@ export function createRunSession({
   stopGraceMs,
   logger,
 }: RunSessionDeps): RunHandle {
-  function stopContainer(reason: string): void {
+  function stopContainer(reason: string, options: StopOptions = {}): void {
     try {
       peer.notify('run.stop', { reason: reason.slice(0, 500) });
     } catch {
       // the stream may already be gone; stopping the container below is what counts
     }
-    container.stop(reason, stopGraceMs).catch((err: unknown) => {
+    container.stop(reason, options.now ? 0 : stopGraceMs).catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'could not stop the container');
     });
   }
@@ -133,11 +139,11 @@ export function createRunSession({
   /** Set when the host itself ended the run for cause: the outcome says so and is not retried. */
   let stoppedForCause: string | undefined;
   const budget = createFrameBudget(frameBudget);
-  const stopForCause = (reason: string): void => {
+  const stopForCause = (reason: string, options: StopOptions = {}): void => {
     if (stoppedForCause !== undefined) return;
     stoppedForCause = reason;
     logger.warn({ reason }, 'stopping the run');
-    stopContainer(reason);
+    stopContainer(reason, options);
   };
   const peer = createRpcPeer({
     input: container.stdout,
@@ -225,7 +231,7 @@ export function createRunSession({
         return false;
       }
     },
-    stop: stopContainer,
+    stop: (reason) => stopContainer(reason),
     done: finished,
   };
 }

@@ -26,6 +26,8 @@ import { folderUsage } from '../../host/containers/disk-quota.ts';
 import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
 
 const tag = () => crypto.randomBytes(4).toString('hex');
+/** What DESIGN.md states a run can write past its quota before it is killed (see "Disk quotas"). */
+const DISK_QUOTA_OVERSHOOT_BOUND = 8 * 1024 * 1024;
 
 await describeDocker('e2e security: commands cannot reach the agent, whatever the gate says', () => {
   let h: E2eHost;
@@ -49,7 +51,7 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
       containers: { group_quota_mb: 5, disk_check_ms: 300 },
     } as unknown as E2eHostOptions['config'];
     h = await startE2eHost({ config });
-    await h.addLocalGroups('alpha', 'beta', 'gamma');
+    await h.addLocalGroups('alpha', 'beta', 'gamma', 'delta');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();
@@ -204,5 +206,24 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
     expect(again.stdout).toContain('Sorry, I cannot answer right now.');
     expect(h.runs('gamma').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
     expect((await folderUsage(groupDir)).bytes).toBeLessThan(quota + 512 * 1024);
+  }, 240_000);
+
+  it('several parallel writers, some making file after file, are killed within the stated bound over the quota', async () => {
+    const quota = 5 * 1024 * 1024;
+    // Four endless writers to one file each (RLIMIT_FSIZE stops each at 5 MB, 20 MB together) and four
+    // that write 1 MB file after file (no file limit bounds them): only the host's reaction does.
+    const writers =
+      'for i in 1 2 3 4; do yes "junk $i" > "yes-$i.txt" & done; ' +
+      'for i in 1 2 3 4; do (for j in $(seq 1000); do head -c 1048576 /dev/zero > "w$i-$j.bin"; done) & done; ' +
+      'wait; echo "rc=$?"';
+    h.fake.setResponder(securityResponder({ delta: runTools([bash(writers), bash('sleep 20')]) }));
+    const res = await h.send('delta', '@Andy fill the disk in parallel');
+    expect(res.stdout).toContain('Sorry, I cannot answer right now.');
+    expect(h.runs('delta').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
+    const used = (await folderUsage(path.join(h.paths.groupsDir, 'delta'))).bytes;
+    process.stdout.write(
+      `parallel writers: the folder holds ${(used / 1024 / 1024).toFixed(1)} MB for a 5 MB quota; ${ownerToldOf('delta')}\n`,
+    );
+    expect(used).toBeLessThanOrEqual(quota + DISK_QUOTA_OVERSHOOT_BOUND);
   }, 240_000);
 });

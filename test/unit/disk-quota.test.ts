@@ -48,6 +48,83 @@ describe('disk quotas', () => {
     expect(stops[0]).toMatch(/^disk quota: the session folder holds/);
   });
 
+  /** Resolves once `check` holds; the test's own timeout bounds the wait. */
+  const until = async (check: () => boolean): Promise<void> => {
+    while (!check()) await new Promise((r) => setTimeout(r, 10));
+  };
+
+  it('measures each write as it happens: a run goes over quota long before the next walk', async () => {
+    fs.mkdirSync(path.join(dir, 'deep', 'er'), { recursive: true });
+    const stops: string[] = [];
+    // A walk only every hour: whatever stops the run here is the watch.
+    const dispose = watchDiskQuota(
+      [{ label: 'group folder', path: dir, limitBytes: 1024 * 1024 }],
+      3_600_000,
+      (r) => stops.push(r),
+    );
+    try {
+      // Let the first walk finish, then write in parallel into new and nested files, each under the quota.
+      await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 4; i++)
+        fs.writeFileSync(path.join(dir, 'deep', 'er', `part-${i}`), Buffer.alloc(300 * 1024, 1));
+      await until(() => stops.length > 0);
+      expect(stops).toEqual([
+        expect.stringMatching(/^disk quota: the group folder holds 1\.[0-9] MB, over its quota of 1 MB/),
+      ]);
+    } finally {
+      dispose();
+    }
+  });
+
+  it('counts deleted files out again, so a folder that is tidied as it goes stays under quota', async () => {
+    const stops: string[] = [];
+    const dispose = watchDiskQuota(
+      [{ label: 'group folder', path: dir, limitBytes: 1024 * 1024 }],
+      3_600_000,
+      (r) => stops.push(r),
+    );
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 5; i++) {
+        const file = path.join(dir, `chunk-${i}`);
+        fs.writeFileSync(file, Buffer.alloc(600 * 1024, 1));
+        await new Promise((r) => setTimeout(r, 30));
+        fs.rmSync(file);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      fs.writeFileSync(path.join(dir, 'last'), Buffer.alloc(1200 * 1024, 1));
+      await until(() => stops.length > 0);
+      // Only the last file took it over: 5 × 600 KiB written and removed never added up.
+      expect(stops[0]).toMatch(/holds 1\.[0-9] MB/);
+    } finally {
+      dispose();
+    }
+  });
+
+  it('says when a folder cannot be watched, and still walks it', async () => {
+    const stops: string[] = [];
+    const problems: string[] = [];
+    const dispose = watchDiskQuota(
+      [{ label: 'session folder', path: dir, limitBytes: 64 * 1024 }],
+      20,
+      (r) => stops.push(r),
+      {
+        watch: () => {
+          throw new Error('ENOSPC: System limit for number of file watchers reached');
+        },
+        onWatchError: (folder, err) => problems.push(`${folder.label}: ${err.message}`),
+      },
+    );
+    try {
+      expect(problems).toEqual(['session folder: ENOSPC: System limit for number of file watchers reached']);
+      fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
+      await until(() => stops.length > 0);
+      expect(stops[0]).toMatch(/^disk quota: the session folder holds/);
+    } finally {
+      dispose();
+    }
+  });
+
   it('watches the group and session folders of a run with their own quotas', () => {
     const mounts = [
       {
