@@ -27,7 +27,7 @@ import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.t
 
 const tag = () => crypto.randomBytes(4).toString('hex');
 /** What DESIGN.md states a run can write past its quota before it is killed (see "Disk quotas"). */
-const DISK_QUOTA_OVERSHOOT_BOUND = 8 * 1024 * 1024;
+const DISK_QUOTA_OVERSHOOT_BOUND = 16 * 1024 * 1024;
 
 await describeDocker('e2e security: commands cannot reach the agent, whatever the gate says', () => {
   let h: E2eHost;
