@@ -32,20 +32,27 @@ function exit(code: number): void {
   setTimeout(() => process.exit(code), 2000).unref();
 }
 
+/** How long after "agent ready" the bash parser starts loading (see main). */
+const PARSER_LOAD_DELAY_MS = 250;
+
 async function main(): Promise<void> {
   const env = parseAgentEnv(process.env);
-  // Loaded once the agent listens (below), not before: the host's run.start is answered at once, and the
-  // bash tool awaits the parser. In a container started ahead of its run this all happens while it waits.
+  // Loaded a moment after the agent listens, not before: the host's run.start is answered at once, and the
+  // bash tool awaits the parser. In a container started ahead of its run this happens while it waits; in one
+  // started for its run, run.start is already in the pipe, and its first LLM request goes out before the
+  // parser's wasm compiles (which would compete for the container's one CPU).
   const classifier = new Promise<BashClassifier>((resolve) =>
-    setImmediate(() =>
-      resolve(
-        loadBashClassifier({
-          create: (wasm) => createBashClassifier(wasm),
-          scriptUrl: import.meta.url,
-          wasmDir: env.CARAPACE_WASM_DIR,
-          logger,
-        }),
-      ),
+    setTimeout(
+      () =>
+        resolve(
+          loadBashClassifier({
+            create: (wasm) => createBashClassifier(wasm),
+            scriptUrl: import.meta.url,
+            wasmDir: env.CARAPACE_WASM_DIR,
+            logger,
+          }),
+        ),
+      PARSER_LOAD_DELAY_MS,
     ),
   );
   // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it after

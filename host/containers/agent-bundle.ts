@@ -1,7 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import { builtinModules } from 'node:module';
+import { build, type Plugin } from 'esbuild';
 
 /** WebAssembly files the agent's bash parser loads at run time, shipped next to the bundle. */
 export const AGENT_WASM_ASSETS = [
@@ -12,7 +15,7 @@ export const AGENT_WASM_ASSETS = [
 export interface BundleAgentOptions {
   /** The agent's entry module (TypeScript or JavaScript). */
   entry: string;
-  /** Where the single-file ESM bundle is written; the wasm assets land in the same directory. */
+  /** Where the container's entry is written; the agent script and the wasm assets land next to it. */
   outFile: string;
   /**
    * Directory esbuild works from and whose node_modules provide the wasm assets.
@@ -25,7 +28,7 @@ export interface AgentBundle {
   outFile: string;
   /** sha256 over every file of the bundle (names and contents), hex. */
   sha256: string;
-  /** Absolute paths of the files that make up the bundle: the script first, then the assets. */
+  /** Absolute paths of the files that make up the bundle: the entry first, the agent, then the assets. */
   files: string[];
 }
 
@@ -37,9 +40,23 @@ export function defaultAgentPaths(projectRoot: string): { entry: string; outFile
 }
 
 /**
- * Bundles the agent into one ESM file for Node 20+ and copies the wasm assets next to it.
- * Builds run from the package root that holds the entry so that the output (which embeds
- * relative paths in comments) and therefore the image tag do not depend on the caller's cwd.
+ * Node's flags for the agent: the images' ENTRYPOINT has them (a test holds both equal), and its code cache
+ * is written under them, since V8 takes a cache only under the flags it was made with.
+ */
+export const AGENT_NODE_FLAGS = ['--min-semi-space-size=16'] as const;
+
+/** The agent itself, next to the entry: CommonJS, so the entry can compile it with V8's code cache. */
+export const AGENT_SCRIPT = 'agent.cjs';
+
+/** The container's entry, which loads the agent through its code cache (container-agent/src/boot.ts). */
+const BOOT_ENTRY = path.join('container-agent', 'src', 'boot.ts');
+
+/**
+ * Bundles the agent for Node 20+: the agent as one CommonJS file (agent.cjs), the entry that loads it at
+ * `outFile` (ESM), and the wasm assets, all in one directory. The code cache is written separately, when
+ * an image is built (writeAgentCodeCache). Builds run from the package root that holds the entry so that
+ * the output (which embeds relative paths in comments) and therefore the image tag do not depend on the
+ * caller's cwd.
  */
 export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBundle> {
   const entry = path.resolve(options.entry);
@@ -52,28 +69,39 @@ export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBun
     : findPackageRoot(path.dirname(entry));
   const outDir = path.dirname(outFile);
   fs.mkdirSync(outDir, { recursive: true });
+  const agentFile = path.join(outDir, AGENT_SCRIPT);
 
-  await build({
-    entryPoints: [entry],
-    outfile: outFile,
-    absWorkingDir: packageRoot,
+  const common = {
     bundle: true,
     platform: 'node',
-    format: 'esm',
     target: 'node20',
     logLevel: 'silent',
     legalComments: 'none',
-    // A third less source for node to parse at every container start; names are kept for stack traces.
+    absWorkingDir: packageRoot,
+    // A third less source for node to read at every container start; names are kept for stack traces.
     minifyWhitespace: true,
     minifySyntax: true,
-    // CommonJS dependencies call require() on Node built-ins; an ESM bundle has no require
-    // unless we give it one.
-    banner: {
-      js: "import { createRequire as __carapaceCreateRequire } from 'node:module';\nconst require = __carapaceCreateRequire(import.meta.url);",
-    },
+  } as const;
+  await build({
+    ...common,
+    entryPoints: [entry],
+    outfile: agentFile,
+    format: 'cjs',
+    // The agent finds its wasm files next to its script; a CommonJS bundle has no import.meta.
+    define: { 'import.meta.url': '__carapaceScriptUrl' },
+    plugins: [dynamicBuiltinsAsRequire],
+    banner: { js: "const __carapaceScriptUrl = require('node:url').pathToFileURL(__filename).href;" },
+  });
+  await build({
+    ...common,
+    entryPoints: [path.join(bootRoot(packageRoot), BOOT_ENTRY)],
+    outfile: outFile,
+    format: 'esm',
+    // The cache file's name carries the bundle's hash: V8 would take a stale cache of the same length.
+    define: { __CARAPACE_AGENT_HASH__: JSON.stringify(hashFiles([agentFile]).slice(0, 16)) },
   });
 
-  const files = [outFile];
+  const files = [outFile, agentFile];
   for (const asset of AGENT_WASM_ASSETS) {
     const source = findPackageFile(packageRoot, asset.packageName, asset.file);
     const target = path.join(outDir, asset.file);
@@ -81,6 +109,66 @@ export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBun
     files.push(target);
   }
   return { outFile, sha256: hashFiles(files), files };
+}
+
+/**
+ * Writes the agent's V8 code cache next to the bundle by booting it once with this host's node (up to
+ * "agent ready", with a placeholder gateway address; nothing is contacted) and returns the file, or throws
+ * saying why. The cache differs from build to build (V8 does not write it byte for byte the same), so it
+ * stays out of the bundle's hash: it is derived from the bundle, and an image built without it (or with
+ * one another node rejects) only starts slower.
+ */
+export function writeAgentCodeCache(bundle: AgentBundle): string {
+  const agentFile = path.join(path.dirname(bundle.outFile), AGENT_SCRIPT);
+  const cacheFile = path.join(
+    path.dirname(bundle.outFile),
+    `${AGENT_SCRIPT}.${hashFiles([agentFile]).slice(0, 16)}.cache`,
+  );
+  fs.rmSync(cacheFile, { force: true });
+  // Exactly the container's command line, no inherited NODE_OPTIONS: V8 takes a cache only under the flags
+  // it was made with.
+  const result = spawnSync(process.execPath, [...AGENT_NODE_FLAGS, bundle.outFile], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      CARAPACE_WRITE_CODE_CACHE: cacheFile,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 30_000,
+  });
+  if (result.status !== 0 || !fs.existsSync(cacheFile))
+    throw new Error(
+      `booting the agent to write its code cache failed (exit ${result.status ?? result.signal}): ${result.stderr.toString('utf8').slice(-500)}`,
+    );
+  return cacheFile;
+}
+
+const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+/**
+ * `import("fs/promises")` of a node module (the bash parser has three) becomes a require in the bundle: a
+ * script compiled from a code cache loses what node needs to run a dynamic import ("A dynamic import
+ * callback was not specified"), and node's own loader for vm scripts is experimental on Node 20.
+ */
+const dynamicBuiltinsAsRequire: Plugin = {
+  name: 'dynamic-builtins-as-require',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z:/_]+$/ }, (args) =>
+      args.kind === 'dynamic-import' && BUILTINS.has(args.path)
+        ? { path: args.path, namespace: 'dynamic-builtin' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'dynamic-builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/** Where container-agent/src/boot.ts is: the project's, also when another entry is bundled. */
+function bootRoot(packageRoot: string): string {
+  if (fs.existsSync(path.join(packageRoot, BOOT_ENTRY))) return packageRoot;
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 }
 
 /** Hashes file names and contents in a fixed order, so moving the output dir keeps the hash. */

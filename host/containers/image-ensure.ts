@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { z } from 'zod';
-import { bundleAgent, defaultAgentPaths } from './agent-bundle.ts';
+import { bundleAgent, defaultAgentPaths, writeAgentCodeCache } from './agent-bundle.ts';
 import { isDockerAlreadyGone } from './docker-errors.ts';
 import { ensureOfflineBase, offlineBaseRecipe, offlineBaseTag } from './image-base-offline.ts';
 import { dockerfileBaseImage, localImageId, pullImage } from './image-base-online.ts';
@@ -73,10 +73,11 @@ export async function ensureAgentImage(options: EnsureAgentImageOptions): Promis
       if (!options.force && (await localImageId(docker, tag))) return { tag, built: false, mode: base.mode };
 
       progress(`building ${tag} (${base.mode}, base ${base.reference})`);
+      const codeCache = withCodeCache(bundle, base.mode, progress);
       await buildImage({
         docker,
         dockerfile,
-        bundleFiles: bundle.files,
+        bundleFiles: [...bundle.files, ...codeCache],
         tag,
         ...(base.mode === 'offline' ? { buildArgs: { BASE_IMAGE: base.reference } } : {}),
         labels: { 'carapace.agent-bundle': bundle.sha256, [LABEL_BUILT_AT]: String(Date.now()) },
@@ -91,6 +92,25 @@ export async function ensureAgentImage(options: EnsureAgentImageOptions): Promis
     },
     progress,
   );
+}
+
+/**
+ * The agent's code cache, made with this host's node: the offline image runs that very node, so its
+ * containers skip compiling the agent. The online image's node rejects it and compiles as before; a cache
+ * that cannot be written costs only that time, so the build goes on without it.
+ */
+function withCodeCache(
+  bundle: Parameters<typeof writeAgentCodeCache>[0],
+  mode: 'online' | 'offline',
+  progress: (line: string) => void,
+): string[] {
+  if (mode === 'online') return [];
+  try {
+    return [writeAgentCodeCache(bundle)];
+  } catch (err) {
+    progress(`${(err as Error).message}; building without the code cache (the agent starts slower)`);
+    return [];
+  }
 }
 
 /** `<repository>:<12 hex>` of everything that goes into the image. */

@@ -32,6 +32,7 @@ import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { reply, startFakeProvider, type FakeRequest } from '../../test/fakes/fake-provider.ts';
 import { fakeProviderHostSetup } from '../../test/fakes/fake-provider-host-setup.ts';
+import { benchAgentBoot } from './bench-agent-boot.ts';
 import { isMain, median, printFigures, round } from './stats.ts';
 
 const TURNS = 9;
@@ -398,6 +399,8 @@ export async function benchColdReply(
     const died = (t: Turn) => markAfter(t, 'docker: die');
     const ended = (t: Turn) => markAfter(t, 'host: run ended');
     const idleMb = idleMemoryOf(recorder);
+    // Start → ready of the agent as shipped before the boot work and as now, in this same run.
+    const boot = await benchAgentBoot(docker, image, { projectRoot: PROJECT_ROOT, rounds: turns });
     return {
       turns,
       cpus: os.cpus().length,
@@ -419,6 +422,7 @@ export async function benchColdReply(
       'cold: turn_complete_vs_docker_run_ratio': round(median(turnMs) / bareMs, 2),
       'agent boot: docker start → agent ready ms (cold runs)': gap(started, agentReady),
       'agent boot vs docker_run_rm_true ratio': round(gap(started, agentReady) / bareMs, 2),
+      ...boot,
       'slot release: reply delivered → run ended ms (cold)': gap((t) => t.replyAt, ended),
       'slot release: reply delivered → run ended ms (pre-started)': warmGap((t) => t.replyAt, ended),
       'slot release: run ended → docker die ms (removal, off the path)': gap(ended, died),

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { AGENT_NODE_FLAGS } from '../../host/containers/agent-bundle.ts';
 import { runOnce } from '../../host/containers/docker-run-once.ts';
 import { AGENT_USER, offlineBaseRecipe, offlineBaseTag } from '../../host/containers/image-base-offline.ts';
 import { localImageId, pullImage } from '../../host/containers/image-base-online.ts';
@@ -47,7 +48,13 @@ await describeDocker('agent image build', () => {
 
   it('the image runs the bundle as the agent user, from /workspace, with the tools', async () => {
     const info = await docker.getImage(image).inspect();
-    expect(info.Config.Entrypoint).toEqual(['/usr/bin/tini', '--', 'node', '/app/agent.mjs']);
+    expect(info.Config.Entrypoint).toEqual([
+      '/usr/bin/tini',
+      '--',
+      'node',
+      ...AGENT_NODE_FLAGS,
+      '/app/agent.mjs',
+    ]);
     expect(info.Config.User).toBe('agent');
     expect(info.Config.WorkingDir).toBe('/workspace');
     const result = await runOnce(docker, {
@@ -68,7 +75,10 @@ await describeDocker('agent image build', () => {
     expect(lines[3]).toMatch(/^git version/);
     expect(lines[4]).toMatch(/^ripgrep/);
     expect(lines[5]).toMatch(/^jq-/);
-    expect(lines[6]?.trim()).toBe('agent.mjs tree-sitter-bash.wasm tree-sitter.wasm');
+    // The entry, the agent, its code cache when the image runs this host's node (offline), the wasm files.
+    expect(lines[6]?.trim()).toMatch(
+      /^agent\.cjs (agent\.cjs\.[0-9a-f]{16}\.cache )?agent\.mjs tree-sitter-bash\.wasm tree-sitter\.wasm$/,
+    );
   });
 
   it('uses the cached offline base for this machine when no online base is present', async () => {

@@ -1,4 +1,5 @@
 // The parts of the image build and container config that need no Docker engine.
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +10,14 @@ import {
   containerName,
   containerSpecSchema,
 } from '../../host/containers/container-spec.ts';
-import { AGENT_WASM_ASSETS, bundleAgent, hashFiles } from '../../host/containers/agent-bundle.ts';
+import {
+  AGENT_NODE_FLAGS,
+  AGENT_SCRIPT,
+  AGENT_WASM_ASSETS,
+  bundleAgent,
+  hashFiles,
+  writeAgentCodeCache,
+} from '../../host/containers/agent-bundle.ts';
 import {
   chooseMirror,
   parseDeb822Sources,
@@ -221,7 +229,7 @@ describe('offline base', () => {
 });
 
 describe('agent bundle and tag', () => {
-  it('bundles one ESM file plus the wasm assets, with a stable hash that follows the source', async () => {
+  it('bundles the entry, the agent as one CommonJS file and the wasm assets, with a stable hash that follows the source', async () => {
     const outA = path.join(tmp, 'a', 'agent.mjs');
     const outB = path.join(tmp, 'b', 'agent.mjs');
     const a = await bundleAgent({ entry: PROBE_ENTRY, outFile: outA });
@@ -229,11 +237,13 @@ describe('agent bundle and tag', () => {
     expect(a.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(b.sha256).toBe(a.sha256);
     expect(fs.readdirSync(path.dirname(outA)).sort()).toEqual(
-      ['agent.mjs', ...AGENT_WASM_ASSETS.map((x) => x.file)].sort(),
+      ['agent.mjs', AGENT_SCRIPT, ...AGENT_WASM_ASSETS.map((x) => x.file)].sort(),
     );
-    const code = fs.readFileSync(outA, 'utf8');
-    expect(code).toMatch(/^import /m);
-    expect(code).not.toMatch(/from ["']\.\.?\//); // no relative imports left: one file
+    const agent = fs.readFileSync(path.join(path.dirname(outA), AGENT_SCRIPT), 'utf8');
+    expect(agent).not.toMatch(/require\(["']\.\.?\//); // no relative requires left: one file
+    const entry = fs.readFileSync(outA, 'utf8');
+    expect(entry).toMatch(/^import /m);
+    expect(entry).not.toMatch(/from ["']\.\.?\//);
 
     // A different wasm asset changes the hash: the assets are part of what the image holds.
     fs.appendFileSync(path.join(path.dirname(outB), 'tree-sitter.wasm'), 'x');
@@ -248,6 +258,52 @@ describe('agent bundle and tag', () => {
     });
     expect(c.sha256).not.toBe(a.sha256);
   });
+
+  it('the code cache is taken under the flags it was written with, and a stale or foreign one is not', async () => {
+    const out = path.join(tmp, 'cached', 'agent.mjs');
+    const bundle = await bundleAgent({ entry: PROBE_ENTRY, outFile: out });
+    const cache = writeAgentCodeCache(bundle);
+    expect(fs.statSync(cache).size).toBeGreaterThan(0);
+    const boot = (flags: readonly string[]) =>
+      spawnSync(process.execPath, [...flags, out], {
+        env: { PATH: process.env.PATH, PROBE_MODE: 'exit' },
+        encoding: 'utf8',
+      });
+    const same = boot(AGENT_NODE_FLAGS);
+    expect(same.status).toBe(0);
+    expect(same.stderr).toBe('');
+    // Other flags (or another node): V8 refuses the cache, and the agent compiles and runs without it.
+    const other = boot([]);
+    expect(other.status).toBe(0);
+    expect(other.stderr).toMatch(/code cache does not fit node v\d+/);
+    // V8 checks only a cache's length against the source: the name binds it to this agent's bytes.
+    const agentFile = path.join(path.dirname(out), AGENT_SCRIPT);
+    expect(path.basename(cache)).toBe(`${AGENT_SCRIPT}.${hashFiles([agentFile]).slice(0, 16)}.cache`);
+    expect(fs.readFileSync(out, 'utf8')).toContain(hashFiles([agentFile]).slice(0, 16));
+  });
+
+  it('the real agent boots through its entry and code cache, and loads its bash parser', async () => {
+    const out = path.join(tmp, 'real', 'agent.mjs');
+    const bundle = await bundleAgent({
+      entry: path.join(PROJECT_ROOT, 'container-agent', 'src', 'main.ts'),
+      outFile: out,
+      projectRoot: PROJECT_ROOT,
+    });
+    writeAgentCodeCache(bundle);
+    const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, out], {
+      env: { PATH: process.env.PATH, OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    // The parser loads once the agent listens; ending stdin then makes the agent exit.
+    await new Promise((r) => setTimeout(r, 3000));
+    child.stdin.end();
+    await new Promise((r) => child.on('close', r));
+    expect(stderr).toMatch(/"msg":"agent ready"/);
+    expect(stderr).not.toMatch(/code cache does not fit/);
+    expect(stderr).not.toMatch(/bash classifier unavailable/);
+  }, 30_000);
 
   it('fails with a clear message for a missing entry', async () => {
     await expect(
