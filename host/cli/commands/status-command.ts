@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util';
 import { hostStatus, type HostStatus, type PrestartStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
-import { openStore } from '../../store/store.ts';
+import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import type { CliContext } from '../cli-context.ts';
 import fs from 'node:fs';
 
-/** "pre-started: 1 of 2 ready (main 27 MiB), memory 27 of 256 MiB, idle after 600 s" */
+/** "pre-started containers: 1 of 2 ready (main 27 MiB), memory 27 MiB of 256 MiB, stopped after 600 s unused" */
 export function describePrestart(p: PrestartStatus): string {
   if (p.count === 0) return 'pre-started containers: off ([runs.prestart] count = 0)';
   const mib = (n: number) => `${Math.round(n)} MiB`;
@@ -34,11 +34,16 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
   }
   let stored: { runs: unknown[]; outboxPending: number } | undefined;
   if (fs.existsSync(ctx.paths.databaseFile)) {
-    const store = openStore({ file: ctx.paths.databaseFile });
+    // Read-only: status needs no write access to the data folder and never holds up a running host.
     try {
-      stored = { runs: store.runs.recent(10), outboxPending: store.outbox.pendingCount() };
-    } finally {
-      store.close();
+      const store = openStoreReadOnly(ctx.paths.databaseFile);
+      try {
+        stored = { runs: store.runs.recent(10), outboxPending: store.outbox.pendingCount() };
+      } finally {
+        store.close();
+      }
+    } catch (err) {
+      ctx.err(`could not read ${ctx.paths.databaseFile}: ${(err as Error).message}`);
     }
   }
   if (values.json) {
