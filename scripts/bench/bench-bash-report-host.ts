@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
@@ -21,6 +22,7 @@ import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
 import { refusingConfigHandlers } from '../../test/helpers/refusing-config-handlers.ts';
+import { percentile } from './stats.ts';
 
 export const hostCommandSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('count') }).strict(),
@@ -30,7 +32,14 @@ export type HostCommand = z.infer<typeof hostCommandSchema>;
 
 export const hostEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }).strict(),
-  z.object({ type: z.literal('count'), audited: z.number().int() }).strict(),
+  z
+    .object({
+      type: z.literal('count'),
+      audited: z.number().int(),
+      /** The host's own work per report (re-classifying and auditing it), p50. */
+      handleP50Ms: z.number(),
+    })
+    .strict(),
 ]);
 export type HostEvent = z.infer<typeof hostEventSchema>;
 
@@ -47,6 +56,7 @@ const taint = createTaintRegistry({
   initial: () => ({ corruption: false, secret: false }),
   onTainted: () => undefined,
 });
+const handleMs: number[] = [];
 const bashRan = createBashReports({
   classifier,
   ledger: createBashLedger(),
@@ -65,7 +75,14 @@ const handlers = createHostHandlers({
   onDone: () => undefined,
   bashCheck: async () => ({ decision: 'deny', reason: 'bench' }),
   fileRead: () => undefined,
-  bashRan,
+  bashRan: (id, report) => {
+    const started = performance.now();
+    try {
+      return bashRan(id, report);
+    } finally {
+      handleMs.push(performance.now() - started);
+    }
+  },
   stopRun: (reason) => {
     process.stderr.write(`the bench run was stopped: ${reason}\n`);
     process.exit(1);
@@ -88,6 +105,7 @@ process.on('message', (raw) => {
     send({
       type: 'count',
       audited: store.audit.tail(100_000).filter((r) => r.operation === 'bash.ran').length,
+      handleP50Ms: percentile(handleMs, 50),
     });
     return;
   }
