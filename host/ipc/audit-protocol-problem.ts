@@ -1,6 +1,6 @@
 import type { ProtocolProblem } from '../../container-agent/src/rpc/peer.ts';
 import type { AuditStore } from '../store/audit-store.ts';
-import type { RunIdentity } from './host-handlers.ts';
+import type { RunIdentity } from '../security/decisions.ts';
 
 /** A rejected frame (malformed, oversized, forged fields, unknown method) is a security event: audit it. */
 export function auditProtocolProblem(

@@ -2,7 +2,6 @@ import type { z } from 'zod';
 import {
   LIMITS,
   RPC_ERROR_CODES,
-  type bashCheckResultSchema,
   type configProposeParamsSchema,
   type configProposeResultSchema,
   type configReadResultSchema,
@@ -14,24 +13,13 @@ import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
 import type { TaskHandlers } from '../scheduler/task-handlers.ts';
 import type { BashReport, BashReportOutcome } from '../security/bash-reports.ts';
+import type { BashDecision, RunIdentity, Verdict } from '../security/decisions.ts';
 import type { FileReadReport } from '../security/secret-reads.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
-import type { GroupRecord, GroupsStore } from '../store/groups-store.ts';
+import type { GroupsStore } from '../store/groups-store.ts';
 
 export type RunDone = z.infer<typeof runDoneParamsSchema>;
-export type BashDecision = z.infer<typeof bashCheckResultSchema>;
-
-/** Who the run is: fixed by the host when it attached the container's stdio, never by a payload. */
-export interface RunIdentity {
-  runId: number;
-  group: GroupRecord;
-  /**
-   * Container paths of the run's mounts that held secret files (from the host's mount plan): reading
-   * inside one secret-taints the run (host/security/secret-reads.ts).
-   */
-  secretMounts: readonly string[];
-}
 
 export interface HostHandlerDeps {
   identity: RunIdentity;
@@ -69,11 +57,6 @@ export interface ConfigHandlers {
     identity: RunIdentity,
     proposal: z.infer<typeof configProposeParamsSchema>,
   ): Promise<z.infer<typeof configProposeResultSchema>>;
-}
-
-export interface Verdict {
-  allowed: boolean;
-  reason: string;
 }
 
 /**

@@ -7,7 +7,7 @@ import {
 } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
-import type { RunIdentity, Verdict } from '../ipc/host-handlers.ts';
+import type { RunIdentity, Verdict } from '../security/decisions.ts';
 import type { Taint } from '../security/taint.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';

@@ -1,5 +1,5 @@
 import type { BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
-import type { BashDecision, RunIdentity } from '../ipc/host-handlers.ts';
+import type { BashDecision, RunIdentity } from './decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { BashLedger } from './bash-ledger.ts';
 import type { Cop } from './cop.ts';

@@ -1,5 +1,5 @@
 import type { BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
-import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { RunIdentity } from './decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { BashLedger } from './bash-ledger.ts';
 import type { SecretReads } from './secret-reads.ts';

@@ -11,7 +11,7 @@ import { checkConfigPatch } from '../config/config-patch.ts';
 import type { ReloadConfig } from '../config/config-reload.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { parseConfigPath, type PatchEntry } from '../config/toml-edit.ts';
-import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { RunIdentity } from './decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from './cop.ts';

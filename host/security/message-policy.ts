@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { RunIdentity } from './decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from './cop.ts';

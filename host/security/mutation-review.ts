@@ -1,4 +1,4 @@
-import type { RunIdentity, Verdict } from '../ipc/host-handlers.ts';
+import type { RunIdentity, Verdict } from './decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from './cop.ts';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { GateVerdict } from '../../container-agent/src/bash-gate/index.ts';
-import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { RunIdentity } from './decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 

@@ -1,6 +1,6 @@
 import { RPC_ERROR_CODES } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
-import type { RunIdentity } from '../ipc/host-handlers.ts';
+import type { RunIdentity } from './decisions.ts';
 import { invokeService } from '../services/service-invoke.ts';
 import type { ServiceRegistry } from '../services/service-registry.ts';
 import { effectiveTrust, forbiddenProperties, type ServicesConfig } from '../services/service-trust.ts';

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { RunIdentity, Verdict } from '../../host/ipc/host-handlers.ts';
+import type { RunIdentity, Verdict } from '../../host/security/decisions.ts';
 import { createScheduler } from '../../host/scheduler/scheduler.ts';
 import { createTaskHandlers, type TaskHandlers } from '../../host/scheduler/task-handlers.ts';
 import { createTaintRegistry } from '../../host/security/taint.ts';

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createBashClassifier, type BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import { createFrameBudget } from '../../host/ipc/frame-budget.ts';
-import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
+import type { RunIdentity } from '../../host/security/decisions.ts';
 import { createBashLedger } from '../../host/security/bash-ledger.ts';
 import { createBashPolicy } from '../../host/security/bash-policy.ts';
 import { createBashReports } from '../../host/security/bash-reports.ts';

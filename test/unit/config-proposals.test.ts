@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createConfigFileStore, hashText } from '../../host/config/config-file-store.ts';
 import { describeReload, type ConfigReloadOutcome } from '../../host/config/config-reload.ts';
-import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
+import type { RunIdentity } from '../../host/security/decisions.ts';
 import { createConfigProposals, type ConfigProposal } from '../../host/security/config-proposals.ts';
 import { configReferenceProblems } from '../../host/security/config-references.ts';
 import { createCop, type CopMessage } from '../../host/security/cop.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createBashClassifier, type BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
-import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
+import type { RunIdentity } from '../../host/security/decisions.ts';
 import { createBashLedger } from '../../host/security/bash-ledger.ts';
 import { createBashReports } from '../../host/security/bash-reports.ts';
 import {

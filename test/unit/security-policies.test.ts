@@ -7,7 +7,7 @@ import { createBashClassifier } from '../../container-agent/src/bash-gate/index.
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import type { BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
-import type { RunIdentity } from '../../host/ipc/host-handlers.ts';
+import type { RunIdentity } from '../../host/security/decisions.ts';
 import { assertAdminCleanRoom, CleanRoomError } from '../../host/security/admin-clean-room.ts';
 import { createBashPolicy, type HumanApproval } from '../../host/security/bash-policy.ts';
 import { createCop } from '../../host/security/cop.ts';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hostMethods, LIMITS, RPC_ERROR_CODES } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
-import type { RunIdentity, Verdict } from '../../host/ipc/host-handlers.ts';
+import type { RunIdentity, Verdict } from '../../host/security/decisions.ts';
 import { createScheduler, type Scheduler } from '../../host/scheduler/scheduler.ts';
 import type { createMutationReview } from '../../host/security/mutation-review.ts';
 import {

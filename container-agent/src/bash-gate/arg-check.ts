@@ -5,10 +5,9 @@ import { scanOptions } from './option-scan.ts';
 import type { OptionSpec } from './option-scan.ts';
 import { quote } from './verdict.ts';
 import type { Finding } from './verdict.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { ArgCheck, WordInfo } from './rule-types.ts';
 
-/** Returns why the arguments make the command escalate, or null when they are fine. */
-export type ArgCheck = (command: string, args: readonly WordInfo[]) => Finding | null;
+export type { ArgCheck } from './rule-types.ts';
 
 export function computedArgFinding(command: string, arg: WordInfo): Finding {
   return {

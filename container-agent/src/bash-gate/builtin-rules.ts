@@ -9,7 +9,7 @@ import { NUMERIC_SPECIALS } from './arithmetic.ts';
 import { IDENTIFIER_RE, isProtectedVariable, protectedVariableReason } from './shell-variables.ts';
 import { quote } from './verdict.ts';
 import type { Finding } from './verdict.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 import { words } from './word-list.ts';
 
 function nameFinding(command: string, arg: WordInfo | undefined): Finding | null {

@@ -3,7 +3,6 @@
  * name is (network tool, code runner, wrapper) so the reason says so. A name in neither list escalates
  * as unknown. Only bare names are looked up; `/bin/ls` or `./x` never reach this table.
  */
-import type { ArgCheck } from './arg-check.ts';
 import { optionsRule } from './arg-check.ts';
 import { awkRule } from './awk-rule.ts';
 import { commandRule, envRule, printfRule, readRule, setRule, shoptRule, waitRule } from './builtin-rules.ts';
@@ -13,11 +12,9 @@ import { tarRule } from './tar-rule.ts';
 import { testBuiltinRule } from './test-rule.ts';
 import { words } from './word-list.ts';
 
-export type CommandRule =
-  /** Runs locally when `check` (if any) finds nothing wrong with the arguments. */
-  { kind: 'local'; check?: ArgCheck } | { kind: 'escalate'; reason: string; network: boolean };
+import type { ArgCheck, CommandRule, CommandRuleTable } from './rule-types.ts';
 
-export type CommandRuleTable = ReadonlyMap<string, CommandRule>;
+export type { CommandRule, CommandRuleTable } from './rule-types.ts';
 
 /**
  * Commands whose arguments cannot make them run a program or open a socket: any arguments, including

@@ -6,7 +6,7 @@
  * working directory could be an extra mount or is unknown.
  */
 import { quote } from './verdict.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 import { pathsFrom, type WorkingDirectories } from './working-directory.ts';
 
 /** Where extra mounts appear in the container; some are read-write folders of the owner's. */

@@ -6,7 +6,7 @@ import type { ArgCheck } from './arg-check.ts';
 import { computedArgFinding } from './arg-check.ts';
 import { mayBeOption } from './option-scan.ts';
 import { quote } from './verdict.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 import { words } from './word-list.ts';
 
 const RUNS_PROGRAM: Readonly<Record<string, string>> = {

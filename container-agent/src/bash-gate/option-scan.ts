@@ -9,7 +9,7 @@
  */
 import { quote } from './verdict.ts';
 import type { Finding } from './verdict.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 
 export interface OptionSpec {
   /** Short letters that take a value: the rest of the cluster, or the next argument. */

@@ -9,7 +9,7 @@ import { firstComputed } from './arg-check.ts';
 import { scanOptions } from './option-scan.ts';
 import type { OptionSpec, ScannedOption } from './option-scan.ts';
 import { quote } from './verdict.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 import { words } from './word-list.ts';
 
 const TAR_OPTIONS: OptionSpec = {

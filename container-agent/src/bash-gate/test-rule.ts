@@ -14,7 +14,7 @@ import type { Finding } from './verdict.ts';
 import { report, textOf } from './walk-context.ts';
 import type { WalkContext } from './walk-context.ts';
 import { analyzeWord } from './word-analysis.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 
 const NAME_OPERATORS = new Set(['-v', '-R']);
 const ARITHMETIC_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);

@@ -2,7 +2,7 @@
  * State shared by one classification: the source, the rules, and the findings collected so far. One
  * context per `classify()` call; nothing outlives it.
  */
-import type { CommandRuleTable } from './command-rules.ts';
+import type { CommandRuleTable } from './rule-types.ts';
 import type { SyntaxNode } from './syntax-tree.ts';
 import type { Finding } from './verdict.ts';
 import type { WorkingDirectories } from './working-directory.ts';

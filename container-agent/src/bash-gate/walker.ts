@@ -15,7 +15,7 @@ import type { WalkContext } from './walk-context.ts';
 import { couldReachExtraMount, extraMountWrite } from './extra-mount-writes.ts';
 import { pathHazard } from './path-hazard.ts';
 import { analyzeWord, scanUncovered } from './word-analysis.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 import { words } from './word-list.ts';
 import { possibleDirectories, type WorkingDirectories } from './working-directory.ts';
 

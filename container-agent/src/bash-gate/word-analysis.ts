@@ -7,22 +7,13 @@
  */
 import { arithmeticReason, checkArithmetic, isNumericLiteral } from './arithmetic.ts';
 import { isProtectedVariable, protectedVariableReason } from './shell-variables.ts';
+import type { WordInfo } from './rule-types.ts';
 import type { SyntaxNode } from './syntax-tree.ts';
 import { quote } from './verdict.ts';
 import { report, textOf } from './walk-context.ts';
 import type { WalkContext } from './walk-context.ts';
 
-export interface WordInfo {
-  node: SyntaxNode;
-  /** The word as written. */
-  text: string;
-  /** The value after quote removal when nothing in it is computed at run time; null otherwise. */
-  value: string | null;
-  /** The fixed start of the value (all of it when `value` is not null). */
-  prefix: string;
-  /** An unquoted expansion, glob or brace may turn this into zero or several words. */
-  splits: boolean;
-}
+export type { WordInfo } from './rule-types.ts';
 
 export const UNPARSED_EXPANSION_REASON = 'contains an expansion the parser did not understand';
 

@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 import type { SyntaxNode } from './syntax-tree.ts';
-import type { WordInfo } from './word-analysis.ts';
+import type { WordInfo } from './rule-types.ts';
 
 /** The group folder, where every command starts: relative paths are kept relative to it. */
 export const START_DIRECTORY = '';

@@ -7,10 +7,7 @@ import { createLocalClient, HostUnreachable } from '../../channels/local/local-c
 import { createChannelRegistry } from '../../channels/registry.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import { openStore } from '../../store/store.ts';
-import type { CliContext } from '../cli-context.ts';
-
-/** Same shape as doctor's checks (declared here so the two modules do not import each other). */
-type Check = (ctx: CliContext) => Promise<{ name: string; ok: boolean; detail: string; fix?: string }>;
+import type { Check } from './doctor-check.ts';
 
 /** Each configured channel's state as the running host reports it (logged out, stopped: with the fix). */
 export const checkChannels: Check = async (ctx) => {

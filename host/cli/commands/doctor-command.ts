@@ -5,6 +5,7 @@ import { loadStartConfig } from '../../config/safe-start.ts';
 import { AGENT_IMAGE_REPOSITORY } from '../../containers/image-ensure.ts';
 import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
 import { EXAMPLE_CONFIG_FILE, type CliContext } from '../cli-context.ts';
+import type { Check, CheckResult } from './doctor-check.ts';
 import {
   checkAllowlistSymlinks,
   checkEnvFile,
@@ -15,16 +16,6 @@ import {
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
-
-export interface CheckResult {
-  name: string;
-  ok: boolean;
-  detail: string;
-  /** How to fix a failure, as a command or a concrete step. */
-  fix?: string;
-}
-
-export type Check = (ctx: CliContext) => Promise<CheckResult>;
 
 const MIN_NODE: [number, number] = [20, 12];
 

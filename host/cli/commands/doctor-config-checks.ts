@@ -7,7 +7,7 @@ import { expandHome } from '../../containers/mount-paths.ts';
 import { CleanRoomError } from '../../security/admin-clean-room.ts';
 import { assertStartableConfig, createHostServiceRegistry } from '../../security/service-grants.ts';
 import { openStore } from '../../store/store.ts';
-import type { Check, CheckResult } from './doctor-command.ts';
+import type { Check, CheckResult } from './doctor-check.ts';
 
 /** The checks `start` makes before it runs (the admin clean room), through the very same function. */
 export const checkStartable: Check = async (ctx) => {

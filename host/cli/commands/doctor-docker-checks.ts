@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { findLeftovers, leftoverCount, type Leftovers } from '../../containers/docker-leftovers.ts';
-import type { Check } from './doctor-command.ts';
+import type { Check } from './doctor-check.ts';
 
 export function describeLeftovers(l: Leftovers): string[] {
   return [

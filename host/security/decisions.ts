@@ -1,0 +1,28 @@
+/**
+ * The types every policy decision is made of, in a leaf module: the IPC handlers, the scheduler's task
+ * handlers, the container runner and the security policies all speak them, and none of those may import
+ * another only for a type (that is how the ipc ↔ scheduler import cycle started).
+ */
+import type { z } from 'zod';
+import type { bashCheckResultSchema } from '../../container-agent/src/protocol.ts';
+import type { GroupRecord } from '../store/groups-store.ts';
+
+/** Who the run is: fixed by the host when it attached the container's stdio, never by a payload. */
+export interface RunIdentity {
+  runId: number;
+  group: GroupRecord;
+  /**
+   * Container paths of the run's mounts that held secret files (from the host's mount plan): reading
+   * inside one secret-taints the run (host/security/secret-reads.ts).
+   */
+  secretMounts: readonly string[];
+}
+
+/** Whether a reviewed action may go ahead, and why (shown to the agent and audited). */
+export interface Verdict {
+  allowed: boolean;
+  reason: string;
+}
+
+/** The host's answer to a command the in-container bash gate escalated. */
+export type BashDecision = z.infer<typeof bashCheckResultSchema>;
