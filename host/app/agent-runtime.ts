@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
-import { createDayFormatter } from '../gateway/day.ts';
+import { createLiveDayFormatter } from '../gateway/day.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from './host.ts';
@@ -39,6 +39,8 @@ export type RunPolicy = Pick<
 export interface AgentRuntimeDeps {
   docker: Docker;
   config: HostConfig;
+  /** The configuration running now: what applies without a restart is read from it at each run or request. */
+  live: () => HostConfig;
   paths: CarapacePaths;
   projectRoot: string;
   store: Store;
@@ -151,12 +153,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
   }
 
   const gateway = createGateway({
-    config: () => config.gateway,
+    config: () => deps.live().gateway,
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
     usageStore: createSqliteUsageStore(store.db),
     clock: { now: () => Date.now() },
-    timezone: () => config.assistant.timezone,
+    timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
     onSpendCapReached: (groupId) => {
@@ -189,7 +191,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
       },
     },
   });
-  const localDay = createDayFormatter(config.assistant.timezone);
+  const localDay = createLiveDayFormatter(() => deps.live().assistant.timezone);
 
   closers.push('LLM gateway', () => gateway.close());
   const bridge = await defaultBridgeAddress(docker);
@@ -260,19 +262,19 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         group: {
           id: group.id,
           isAdmin: group.isAdmin,
-          extraMounts: config.groups[group.id]?.extra_mounts ?? [],
+          extraMounts: deps.live().groups[group.id]?.extra_mounts ?? [],
         },
         allowlistResult: loadMountAllowlist(paths.configDir),
-        assistantName: config.assistant.name,
+        assistantName: deps.live().assistant.name,
       }),
     startParams: (ctx: RunContext) => ({
-      assistantName: config.assistant.name,
-      timezone: config.assistant.timezone,
+      assistantName: deps.live().assistant.name,
+      timezone: deps.live().assistant.timezone,
       formatting: deps.formattingFor(ctx.group.channel),
       limits: {
-        maxToolSteps: config.runs.max_tool_steps,
+        maxToolSteps: deps.live().runs.max_tool_steps,
         maxOutputTokens: config.runs.max_output_tokens,
-        wallTimeMs: config.runs.wall_time_ms,
+        wallTimeMs: deps.live().runs.wall_time_ms,
       },
       model: config.provider.model,
     }),
@@ -298,7 +300,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           tasks: store.tasks,
           groups: store.groups,
           scheduler: deps.scheduler,
-          timezone: config.assistant.timezone,
+          timezone: deps.live().assistant.timezone,
           reviewMutation: deps.policy.reviewMutation,
           taint: deps.taint,
           audit: store.audit,

@@ -19,7 +19,18 @@ import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-chann
 import { listenOnSocket, sendJson } from '../channels/local/socket-server.ts';
 import { createOutboxDispatcher } from '../channels/outbox-dispatcher.ts';
 import { ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
-import type { ReloadConfig } from '../config/config-reload.ts';
+import { describeReload, type ReloadConfig } from '../config/config-reload.ts';
+import { formatProblem } from '../config/config-error.ts';
+import { createConfigFileStore } from '../config/config-file-store.ts';
+import { createConfigHealth } from '../config/config-health.ts';
+import { createConfigReloader, type ConfigReloader } from '../config/config-reloader.ts';
+import { createConfigSource, type ConfigSource } from '../config/config-source.ts';
+import { watchConfigFile } from '../config/config-watch.ts';
+import { checkConfigText } from '../config/load-config.ts';
+import { saveLastGood, type StartConfig } from '../config/safe-start.ts';
+import { CleanRoomError } from '../security/admin-clean-room.ts';
+import { assertStartableConfig, createHostServiceRegistry } from '../security/service-grants.ts';
+import { adminGroupId } from '../admin/admin-group.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { AgentRunner } from '../router/agent-runner.ts';
 import { createGroupQueue, type GroupQueue } from '../router/group-queue.ts';
@@ -60,11 +71,25 @@ export interface RunnerFactoryDeps {
   channels: ChannelRegistry;
   /** Applies config.toml to the running host after an approved change (default: at the next restart). */
   reloadConfig?: ReloadConfig;
+  /** The configuration running now; read values that apply without a restart from here, at use. */
+  config: ConfigSource;
+}
+
+/** A host that runs on config.toml and applies its changes while it runs (`carapace start`). */
+export interface ConfigFileReload {
+  /** What the start read (the file, or the last good copy in safe mode). */
+  start: StartConfig;
+  exampleFile: string;
+  /** Quiet time after an edit of the file before it is read (default 300 ms). */
+  watchDebounceMs?: number;
 }
 
 export interface HostDeps {
   paths: CarapacePaths;
+  /** The configuration at start; with `reload`, the one `reload.start` holds. */
   config: HostConfig;
+  /** Absent: the config stays as started (tests, doubles). */
+  reload?: ConfigFileReload;
   createRunner(deps: RunnerFactoryDeps): Promise<RunnerRuntime>;
   logger: Logger;
   /** Removes held secrets from text stored in the audit log. */
@@ -99,7 +124,12 @@ export async function startHost({
   redact,
   extraChannels = [],
   secret = () => undefined,
+  reload,
 }: HostDeps): Promise<RunningHost> {
+  const source = createConfigSource(reload?.start.applied ?? { config, text: '', hash: '' }, (err) =>
+    logger.error({ err }, 'a subsystem failed to take a changed config'),
+  );
+  const live = source.current;
   const closers = createCloserStack();
   let step = 'creating the data folder';
   try {
@@ -123,7 +153,7 @@ export async function startHost({
     // Set once every channel started: a channel's own shutdown on stop is not news to announce.
     let running = false;
     // Bound late: the console's routes exist before the queue does (the socket is taken first).
-    const late: { queue?: GroupQueue; runtime?: RunnerRuntime } = {};
+    const late: { queue?: GroupQueue; runtime?: RunnerRuntime; reloader?: ConfigReloader } = {};
     const local = createLocalChannel({
       groups: store.groups,
       outbox: store.outbox,
@@ -140,7 +170,7 @@ export async function startHost({
         const status: HostStatus = {
           pid: process.pid,
           startedAt,
-          assistant: config.assistant.name,
+          assistant: live().assistant.name,
           queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
           outboxPending: store.outbox.pendingCount(),
           outboxDead: store.outbox.deadCount(),
@@ -166,6 +196,15 @@ export async function startHost({
         late.runtime?.prestart?.refresh();
         sendJson(res, 200, { ok: true });
       },
+      // `carapace config set` and `rollback` wrote the file and want to know what the host made of it.
+      'POST /v1/config/reload': async (_req, res) => {
+        if (!late.reloader) {
+          sendJson(res, 409, { error: 'this host does not reload its configuration; restart it' });
+          return;
+        }
+        const outcome = await late.reloader.reload('cli');
+        sendJson(res, 200, { kind: outcome.kind, ...describeReload(outcome) });
+      },
     });
     closers.push('control socket', async () => {
       server.closeAllConnections();
@@ -182,7 +221,7 @@ export async function startHost({
     const adminChats = createAdminChats({
       groups: store.groups,
       channels: () => channels.values(),
-      notifyChannels: () => config.admin.notify,
+      notifyChannels: () => live().admin.notify,
       enqueue: (item) => dispatcher.enqueue(item),
     });
     const outcomes = createDeliveryOutcomes({
@@ -220,7 +259,7 @@ export async function startHost({
         messages: store.messages,
         notify: (id) => late.queue?.notify(id),
       }),
-      timezone: () => config.assistant.timezone,
+      timezone: () => live().assistant.timezone,
       audit: store.audit,
       logger: logger.child({ subsystem: 'scheduler' }),
       retryMs: config.scheduler.delivery_retry_ms,
@@ -234,6 +273,15 @@ export async function startHost({
       enqueueNotice: dispatcher.enqueue,
       notifyOwner: (key, text) => adminChats.notify(key, text),
       channels: registry,
+      config: source,
+      ...(reload
+        ? {
+            reloadConfig: async () =>
+              late.reloader
+                ? describeReload(await late.reloader.reload('proposal'))
+                : { ok: false, detail: 'the host is still starting; the file is read again once it runs' },
+          }
+        : {}),
     });
     late.runtime = runtime;
     closers.push('agent runtime', () =>
@@ -299,9 +347,9 @@ export async function startHost({
         redact,
         logger: logger.child({ subsystem: 'admin' }),
       }),
-      assistantName: config.assistant.name,
+      assistantName: () => live().assistant.name,
       triggerSettings: (groupId) => {
-        const g = config.groups[groupId];
+        const g = live().groups[groupId];
         return { trigger: g?.trigger ?? 'mention', allowedSenders: g?.allowed_senders };
       },
       onTriggered: (groupId) => {
@@ -369,6 +417,64 @@ export async function startHost({
     // Tasks that fell due while the host was down fire once now, then on their own timer.
     scheduler.start();
     dispatcher.kick();
+    if (reload) {
+      step = 'watching the config file';
+      const files = createConfigFileStore({ configFile: paths.configFile });
+      const reloader = createConfigReloader({
+        store: files,
+        source,
+        // Checked like a start: the schema, then the admin clean room start refuses to run without.
+        check: (text) => {
+          const checked = checkConfigText(paths.configFile, text, reload.exampleFile);
+          if (!checked.ok) return checked;
+          try {
+            const c = checked.config;
+            assertStartableConfig(
+              c,
+              createHostServiceRegistry(() => c),
+              adminGroupId(store.groups),
+            );
+          } catch (err) {
+            if (!(err instanceof CleanRoomError)) throw err;
+            return { ok: false, problems: [{ file: paths.configFile, key: 'groups', problem: err.message }] };
+          }
+          return checked;
+        },
+        health: createConfigHealth({
+          channels: () =>
+            [...channels.values()].map((ch) => ({
+              name: ch.name,
+              state: (statuses.get(ch.name) ?? ch.status()).state,
+            })),
+          adminChats: () => adminChats.linked(),
+          notifyChannels: () => live().admin.notify,
+        }),
+        announce: (key, text) => adminChats.notify(key, text),
+        saveLastGood: (applied) => saveLastGood(paths.configFile, applied),
+        logger: logger.child({ subsystem: 'config' }),
+      });
+      late.reloader = reloader;
+      const stopWatch = watchConfigFile({
+        configFile: paths.configFile,
+        ...(reload.watchDebounceMs === undefined ? {} : { debounceMs: reload.watchDebounceMs }),
+        onChange: () => void reloader.reload('file'),
+        onError: (err) =>
+          logger.error({ err }, 'config file watch failed; changes need carapace config set or a restart'),
+      });
+      closers.push('config watch', () => stopWatch());
+      const safe = reload.start.safeMode;
+      if (safe) {
+        const problems = safe.problems.map(formatProblem);
+        logger.error({ problems, runningOn: safe.lastGoodFile }, 'config file invalid; running in safe mode');
+        adminChats.notify(
+          `config:safe-mode:${reload.start.applied.hash.slice(0, 12)}:${Date.now()}`,
+          `SAFE MODE: ${paths.configFile} is not valid, so the host started on the last good configuration ` +
+            `(${safe.lastGoodFile}, saved ${safe.savedAt}). ${problems.length} problem(s):\n` +
+            problems.map((p) => `- ${p}`).join('\n') +
+            '\nRepair the file (by hand, carapace config set or rollback): the running host picks it up.',
+        );
+      } else saveLastGood(paths.configFile, reload.start.applied);
+    }
     logger.info({ socket: paths.socketFile, groups: store.groups.list().length }, 'host started');
 
     return {

@@ -4,14 +4,17 @@ import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { loadSecrets } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
-import { startHost, type RunningHost } from './host.ts';
+import { startHost, type ConfigFileReload, type RunningHost } from './host.ts';
 import { createSecretScanner, type SecretScanner } from '../security/secrets/index.ts';
 import { PROJECT_ROOT } from '../cli/cli-context.ts';
 import { productionRunnerFactory } from './production-runner.ts';
 
 export interface ProductionHostOptions {
   paths: CarapacePaths;
+  /** The configuration to start on; with `reload`, the one `reload.start` holds. */
   config: HostConfig;
+  /** Run on config.toml and apply its changes while running, as `carapace start` does. */
+  reload?: ConfigFileReload;
   /** Where secrets are looked up besides `<config dir>/.env`. */
   env: NodeJS.ProcessEnv;
   logLevel?: string;
@@ -54,6 +57,7 @@ export async function startProductionHost(
     redact: scanner.redact,
     secret: (name) => secrets.get(name),
     ...(opts.extraChannels ? { extraChannels: opts.extraChannels } : {}),
+    ...(opts.reload ? { reload: opts.reload } : {}),
     createRunner: productionRunnerFactory({
       config,
       paths,

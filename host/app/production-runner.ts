@@ -57,6 +57,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     notifyOwner,
     channels,
     reloadConfig = reloadOnRestart,
+    config: source,
   }: RunnerFactoryDeps) => {
     const { config } = opts;
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
@@ -73,7 +74,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         // keeps whatever taint its earlier runs left in its history until the owner clears it.
         return {
           corruption: !group?.isAdmin || !!group?.taint.corruption,
-          secret: !!group && (config.groups[group.id]?.contains_secrets === true || group.taint.secret),
+          secret:
+            !!group && (source.current().groups[group.id]?.contains_secrets === true || group.taint.secret),
         };
       },
       onTainted: (runId, t) => {
@@ -129,8 +131,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       audit: store.audit,
       secretReads,
     });
-    const registry = createHostServiceRegistry(() => config);
-    const grantedTo = serviceGrants(() => config);
+    const registry = createHostServiceRegistry(source.current);
+    const grantedTo = serviceGrants(source.current);
     assertStartableConfig(config, registry, adminGroupId(store.groups));
     const callService = createServicePolicy({
       registry,
@@ -142,11 +144,15 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       scanSecrets: (text) => opts.scanner.scan(text),
       audit: store.audit,
       signalFor: (runId) =>
-        AbortSignal.any([runSignals.signal(runId), AbortSignal.timeout(config.web_fetch.timeout_ms + 5_000)]),
+        AbortSignal.any([
+          runSignals.signal(runId),
+          AbortSignal.timeout(source.current().web_fetch.timeout_ms + 5_000),
+        ]),
     });
     return createAgentRuntime({
       docker: new Docker(),
       config,
+      live: source.current,
       paths: opts.paths,
       projectRoot: opts.projectRoot,
       store,

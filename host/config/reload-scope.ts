@@ -15,7 +15,6 @@ export const LIVE_KEYS: readonly (readonly string[])[] = [
   ['groups', '*', 'contains_secrets'],
   ['groups', '*', 'extra_mounts'],
   ['runs', 'max_tool_steps'],
-  ['runs', 'max_output_tokens'],
   ['runs', 'wall_time_ms'],
   ['gateway', 'daily_cap_usd'],
   ['gateway', 'group_caps_usd'],

@@ -12,7 +12,8 @@ export interface IngestDeps {
     handle(m: InboundMessage, group: GroupRecord): boolean;
     auditStray?(m: InboundMessage): void;
   };
-  assistantName: string;
+  /** Read for every message: a reloaded `[assistant] name` is the trigger word from the next one on. */
+  assistantName: () => string;
   /** A group's trigger settings (`[groups.<id>] trigger`, `allowed_senders`), read for every message. */
   triggerSettings?(groupId: string): TriggerSettings;
   onTriggered(groupId: string): void;
@@ -33,7 +34,12 @@ export function createIngest({
   adminCommands,
   triggerSettings = () => DEFAULT_TRIGGER,
 }: IngestDeps) {
-  const pattern = triggerPattern(assistantName);
+  let compiled = { name: assistantName(), pattern: triggerPattern(assistantName()) };
+  const currentPattern = () => {
+    const name = assistantName();
+    if (name !== compiled.name) compiled = { name, pattern: triggerPattern(name) };
+    return compiled.pattern;
+  };
   return (m: InboundMessage): InboundResult => {
     const group =
       store.groups.findByChat(m.channel, m.chatId) ??
@@ -54,7 +60,7 @@ export function createIngest({
         commandReplyKey: adminCommandReplyKey(m),
       };
     }
-    const triggers = shouldTrigger(group, m, pattern, triggerSettings(group.id));
+    const triggers = shouldTrigger(group, m, currentPattern(), triggerSettings(group.id));
     const messageId = store.messages.insert({
       groupId: group.id,
       channel: m.channel,

@@ -17,7 +17,7 @@ import { startProductionHost } from '../../host/app/production-host.ts';
 import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../../host/containers/data-folder-label.ts';
 import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
 import { removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
-import { loadConfig } from '../../host/config/load-config.ts';
+import { loadStartConfig } from '../../host/config/safe-start.ts';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
 import type { HostConfig } from '../../host/config/schema.ts';
 import type { RunningHost } from '../../host/app/host.ts';
@@ -172,11 +172,14 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
   };
 
   const echo = process.env.CARAPACE_E2E_LOG === '1';
-  const boot = async (config: HostConfig) => {
+  // As `carapace start` does: config.toml, or its last good copy in safe mode, applied again when it changes.
+  const boot = async () => {
+    const start = loadStartConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
     const extraChannels = options.channels ? await options.channels(paths) : undefined;
     return startProductionHost({
       paths,
-      config,
+      config: start.applied.config,
+      reload: { start, exampleFile: EXAMPLE_CONFIG_FILE },
       ...(extraChannels ? { extraChannels } : {}),
       // The host's own environment does not hold the key: it comes from .env like a real installation.
       env: {},
@@ -213,7 +216,6 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
       options.config,
     );
     fs.writeFileSync(paths.configFile, stringify(sections));
-    const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
     eventStream = (await docker.getEvents({
       filters: { type: ['container'], label: [`${LABEL_DATA}=${dataLabel}`] },
     })) as NodeJS.ReadableStream & { destroy?: () => void };
@@ -241,7 +243,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     });
     eventStream.on('error', () => undefined);
 
-    ({ host } = await boot(config));
+    ({ host } = await boot());
   } catch (err) {
     await cleanup();
     throw err;
@@ -264,8 +266,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     async restart() {
       await openHost.stop('restarted by the test');
       host = undefined;
-      const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
-      ({ host: openHost } = await boot(config));
+      ({ host: openHost } = await boot());
       host = openHost;
       db = openHost.store.db;
     },

@@ -5,12 +5,23 @@ import { createLocalClient } from '../../channels/local/local-client.ts';
 import { ensureDataDirs } from '../../config/paths.ts';
 import { consoleAdminGroup } from '../admin-group.ts';
 import { runChat } from '../chat-repl.ts';
-import type { CliContext } from '../cli-context.ts';
+import { EXAMPLE_CONFIG_FILE, type CliContext } from '../cli-context.ts';
+import { formatProblem } from '../../config/config-error.ts';
+import { loadStartConfig } from '../../config/safe-start.ts';
 import { startProductionHost } from '../../app/production-host.ts';
 
 export async function startCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { 'no-console': { type: 'boolean', default: false } } });
-  const config = ctx.config();
+  // An invalid config.toml with a last good copy starts in safe mode; without one it stops here (exit 2).
+  const start = loadStartConfig({ configFile: ctx.paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
+  const { config } = start.applied;
+  if (start.safeMode) {
+    ctx.err(
+      `SAFE MODE: ${ctx.paths.configFile} is not valid; running on the last good configuration ${start.safeMode.lastGoodFile} (saved ${start.safeMode.savedAt}):`,
+    );
+    for (const p of start.safeMode.problems) ctx.err(`  - ${formatProblem(p)}`);
+    ctx.err('Repair the file (by hand, carapace config set or rollback): the running host picks it up.');
+  }
   const interactive = ctx.io.stdin.isTTY === true && !values['no-console'];
   ensureDataDirs(ctx.paths);
   const logFile = path.join(ctx.paths.logsDir, 'carapace.log');
@@ -20,6 +31,7 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
   const { host } = await startProductionHost({
     paths: ctx.paths,
     config,
+    reload: { start, exampleFile: EXAMPLE_CONFIG_FILE },
     env: ctx.io.env,
     ...(toJournal ? {} : { logDestination: pino.destination({ dest: logFile, mkdir: true, sync: false }) }),
     onProgress: (line) => ctx.err(`[agent image] ${line}`),
