@@ -227,8 +227,12 @@ export function watchDiskQuota(
       const problem = problemOf(folder, state.usage);
       if (problem !== null) over(problem);
     };
+    // Once per folder: past the inotify limit every further subfolder fails the same way.
+    let told = false;
     const failed = (error: Error): void => {
-      if (!disposed) deps.onWatchError?.(folder, error);
+      if (disposed || told) return;
+      told = true;
+      deps.onWatchError?.(folder, error);
     };
     try {
       state.watcher = watch(
