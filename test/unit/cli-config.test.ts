@@ -39,6 +39,8 @@ describe('carapace config', () => {
     const set = await cli('config', 'set', 'assistant.name', '"Max"');
     expect(set.code).toBe(0);
     expect(set.stdout).toContain('assistant.name: "Andy" → "Max"');
+    // No host runs in this test: the change waits for the next start.
+    expect(set.stdout).toContain('no host is running; it applies when the host starts');
     expect(fs.readFileSync(configFile, 'utf8')).toBe(FILE.replace('"Andy"', '"Max"'));
 
     expect((await cli('config', 'diff')).stdout).toContain('assistant.name: "Andy" → "Max"');
