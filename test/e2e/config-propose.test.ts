@@ -5,9 +5,8 @@
  * and writes the file (comments kept, atomically, the old version in the ring) only on approval.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { hashText } from '../../host/config/config-file-store.ts';
+import { createConfigFileStore, hashText } from '../../host/config/config-file-store.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { turnResponder } from '../fakes/e2e-responders.ts';
 import { reply, type ToolCallSpec } from '../fakes/fake-provider-script.ts';
@@ -173,7 +172,8 @@ await describeDocker(
         'denied: The owner did not approve the change; nothing was changed.',
       );
       expect(configText()).toBe(original);
-      expect(fs.existsSync(path.join(h.paths.configDir, 'config.history'))).toBe(false);
+      // Nothing replaced, so nothing went to the backup ring.
+      expect(createConfigFileStore({ configFile: h.paths.configFile }).history()).toEqual([]);
       expect(
         auditSince(h, mark)
           .filter((r) => r.operation === 'config.propose')
@@ -181,7 +181,7 @@ await describeDocker(
       ).toEqual(['approval-asked', 'approval-denied', 'denied']);
     }, 120_000);
 
-    it('assistant.name = "Max": the Cop passes, the owner approves, the file changes atomically with its comments kept; config rollback restores it', async () => {
+    it('assistant.name = "Max": the Cop passes, the owner approves, the file changes atomically with its comments kept and @Max triggers without a restart; config rollback restores @Andy', async () => {
       h.fake.setResponder(
         securityResponder({ main: proposeTurn([{ key: 'assistant.name', value: 'Max' }]) }),
       );
@@ -228,10 +228,32 @@ await describeDocker(
         diff: ['assistant.name: "Andy" → "Max"'],
       });
 
+      // Without a restart: @Max starts a run in a group, @Andy is only context now.
+      // The proposal's own reload or the file watcher's, whichever came first, applied it.
+      expect(proposal(runReply(h, 'main'))).toMatch(
+        /\n(applied to the running host, no restart needed|the running host already runs this version)$/,
+      );
+      h.fake.setResponder(securityResponder({ alpha: () => reply.text('Max here') }));
+      const alphaRuns = h.runs('alpha').length;
+      const andy = await h.send('alpha', '@Andy are you there?');
+      expect(andy.code).toBe(0);
+      expect(andy.stderr).toMatch(/stored as context; .*mention @Max to get one/);
+      expect(h.runs('alpha')).toHaveLength(alphaRuns);
+      const max = await h.send('alpha', '@Max are you there?');
+      expect(max.code, max.stderr).toBe(0);
+      expect(max.stdout).toBe('Max here\n');
+      expect(h.runs('alpha')).toHaveLength(alphaRuns + 1);
+
       const rollback = await h.cli(['config', 'rollback']);
       expect(rollback.code, rollback.stderr).toBe(0);
       expect(rollback.stdout).toContain('assistant.name: "Max" → "Andy"');
       expect(configText()).toBe(original);
-    }, 150_000);
+      // The rollback reached the running host too: @Max is context again, @Andy triggers.
+      const maxAgain = await h.send('alpha', '@Max still there?');
+      expect(maxAgain.stderr).toMatch(/mention @Andy to get one/);
+      const andyAgain = await h.send('alpha', '@Andy back?');
+      expect(andyAgain.stdout).toBe('Max here\n');
+      expect(h.runs('alpha')).toHaveLength(alphaRuns + 2);
+    }, 240_000);
   },
 );
