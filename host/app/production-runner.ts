@@ -24,7 +24,9 @@ import {
   serviceGrants,
 } from '../security/service-grants.ts';
 import { createBashLedger } from '../security/bash-ledger.ts';
-import { createBashPolicy, type HumanApproval } from '../security/bash-policy.ts';
+import { createBashPolicy } from '../security/bash-policy.ts';
+import { createHumanApproval } from '../security/human-approval.ts';
+import { initialRunTaint } from '../security/initial-taint.ts';
 import { createBashReports } from '../security/bash-reports.ts';
 import { createCop } from '../security/cop.ts';
 import { createSecretReads } from '../security/secret-reads.ts';
@@ -70,13 +72,10 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     const taint = createTaintRegistry({
       initial: (runId) => {
         const group = groupOfRun(runId);
-        // Messages of any group but the owner's own admin chat can be written by strangers, and a group
-        // keeps whatever taint its earlier runs left in its history until the owner clears it.
-        return {
-          corruption: !group?.isAdmin || !!group?.taint.corruption,
-          secret:
-            !!group && (source.current().groups[group.id]?.contains_secrets === true || group.taint.secret),
-        };
+        return initialRunTaint(
+          group,
+          !!group && source.current().groups[group.id]?.contains_secrets === true,
+        );
       },
       onTainted: (runId, t) => {
         const group = groupOfRun(runId);
@@ -92,26 +91,11 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       config: config.security.cop,
       logger: logger.child({ subsystem: 'cop' }),
     });
-    const human: HumanApproval = {
-      // Approved means: the owner said so in the admin chat, for exactly these parameters, once.
-      async ask(identity, operation, reason, params) {
-        try {
-          const r = await approvals.request({
-            runId: identity.runId,
-            groupId: identity.group.id,
-            operation,
-            reason,
-            params,
-            // An approval ends with its run: granted later, it would act for nobody.
-            signal: runSignals.signal(identity.runId),
-          });
-          return r.outcome === 'approved' && approvals.consume(r.id, params);
-        } catch (err) {
-          logger.error({ err }, 'approval request failed; treating it as denied');
-          return false;
-        }
-      },
-    };
+    const human = createHumanApproval({
+      approvals,
+      signalFor: (runId) => runSignals.signal(runId),
+      logger,
+    });
     const finalFailures = createFinalFailures();
     const bashLedger = createBashLedger();
     const bashCheck = createBashPolicy({
