@@ -219,6 +219,11 @@ export const messageSendParamsSchema = z
     text: nonEmptyText(LIMITS.chatText),
     /** A group id; omitted = the run's own chat. */
     to: groupIdSchema.optional(),
+    /**
+     * The run's answer rather than a progress note. The agent's word, so it decides nothing of trust: only
+     * whether a run cut off afterwards leaves its group a "not finished" notice.
+     */
+    final: z.literal(true).optional(),
   })
   .strict();
 export const messageSendResultSchema = z.object({ queued: z.literal(true) }).strict();

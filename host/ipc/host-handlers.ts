@@ -99,7 +99,7 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
   };
 
   return {
-    async 'message.send'({ text, to }) {
+    async 'message.send'({ text, to, final }) {
       const own = to === undefined || to === group.id;
       if (!own && !group.isAdmin) {
         record('message.send', 'denied', 'a non-admin group may only write to its own chat', { to });
@@ -112,7 +112,7 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       );
       if (!verdict.allowed) throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
       if (own) {
-        await callbacks.reply(text);
+        await callbacks.reply(text, { final: final === true });
         return { queued: true };
       }
       await callbacks.sendToGroup(to, text);

@@ -18,8 +18,12 @@ export interface RunContext {
 }
 
 export interface RunCallbacks {
-  /** Stores a reply to the run's own chat in the outbox; resolves once it is durable. */
-  reply(text: string): Promise<void>;
+  /**
+   * Stores a reply to the run's own chat in the outbox; resolves once it is durable. `final` marks the
+   * run's answer (not a progress note): it decides only whether a run cut off later leaves its group a
+   * "not finished" notice, never anything of trust.
+   */
+  reply(text: string, options?: { final?: boolean }): Promise<void>;
   /**
    * Stores a message to another group's chat. Only the IPC layer decides whether the run may do this
    * (the admin group may, others may not); this just performs it.

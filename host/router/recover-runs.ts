@@ -5,8 +5,9 @@ import { sendNotices, unfinishedNotices, type NoticeSinks } from './run-notices.
 /**
  * Runs left "running" by a host that died cannot be resumed (their containers died with it). A run that
  * had already replied is closed as answered for what it had acknowledged when it last replied, so those
- * messages are not answered twice, and its group is told the answer was not finished (once: the notice is
- * keyed by run); later messages, and all of a run that never replied, are run again.
+ * messages are not answered twice, and, when what it sent last was a progress note rather than its answer,
+ * its group is told the answer was not finished (once: the notice is keyed by run); later messages, and
+ * all of a run that never replied, are run again.
  * Returns the groups that still have triggering messages to answer.
  */
 export function recoverInterruptedRuns(store: Store, logger: Logger, notices: NoticeSinks): string[] {
@@ -17,7 +18,7 @@ export function recoverInterruptedRuns(store: Store, logger: Logger, notices: No
       if (!run.replied) return;
       store.groups.advanceCursor(run.groupId, run.repliedThrough);
       const group = store.groups.get(run.groupId);
-      if (group) sendNotices(unfinishedNotices(group, run.id, reason), notices);
+      if (group && !run.lastReplyFinal) sendNotices(unfinishedNotices(group, run.id, reason), notices);
     });
     logger.warn(
       { runId: run.id, groupId: run.groupId, replied: run.replied },

@@ -77,7 +77,7 @@ export function createRunExecutor({
       // A run may only send while it runs: an approval granted after its end must not speak for it.
       let ended = false;
       const startThrough = given;
-      const send = (target: GroupRecord, text: string) => {
+      const send = (target: GroupRecord, text: string, final = false) => {
         if (ended) throw new Error('the run has ended; nothing more is sent for it');
         // The agent answers run.start before it can say anything, but that answer may still be a queued
         // microtask here: a message from the run proves the start batch was taken in.
@@ -94,7 +94,7 @@ export function createRunExecutor({
             runId: run.id,
             text,
           });
-          store.runs.markReplied(run.id, acked);
+          store.runs.markReplied(run.id, acked, final);
         });
       };
       const handle = runner.start(
@@ -102,8 +102,12 @@ export function createRunExecutor({
         {
           // A group's chat can move while its run is active (a Telegram group that became a supergroup):
           // the run's later replies go where the group is now, not where it was when the run started.
-          reply: async (text: string) =>
-            send(group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group), text),
+          reply: async (text, options) =>
+            send(
+              group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group),
+              text,
+              options?.final === true,
+            ),
           sendToGroup: async (groupId: string, text: string) => {
             const target = store.groups.get(groupId);
             if (!target) throw new Error(`there is no group "${groupId}"`);
@@ -139,8 +143,10 @@ export function createRunExecutor({
             if (outcome.ok) store.groups.advanceCursor(group.id, acked);
             else if (replied) {
               store.groups.advanceCursor(group.id, record?.repliedThrough ?? group.agentCursor);
-              // What the group read may look like the whole answer: say it is not, once, with the run's end.
-              sendNotices(unfinishedNotices(group, run.id, outcome.reason), sinks);
+              // A progress note the group read may look like the whole answer: say it is not, once, with
+              // the run's end. After the answer itself there is nothing to apologise for.
+              if (!record?.lastReplyFinal)
+                sendNotices(unfinishedNotices(group, run.id, outcome.reason), sinks);
             }
           });
           const end: RunEnd = outcome.ok

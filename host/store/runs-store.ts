@@ -12,6 +12,8 @@ export interface RunRecord {
   replied: boolean;
   /** How far the agent had acknowledged when the run last sent a message. */
   repliedThrough: number;
+  /** The last message the run sent was its answer, not a progress note. */
+  lastReplyFinal: boolean;
   exitReason: string | null;
   startedAt: string;
   endedAt: string | null;
@@ -26,6 +28,7 @@ interface RunRow {
   acked_through: number;
   replied: number;
   replied_through: number;
+  last_reply_final: number;
   exit_reason: string | null;
   started_at: string;
   ended_at: string | null;
@@ -41,6 +44,7 @@ function toRecord(r: RunRow): RunRecord {
     ackedThrough: r.acked_through,
     replied: r.replied === 1,
     repliedThrough: r.replied_through,
+    lastReplyFinal: r.last_reply_final === 1,
     exitReason: r.exit_reason,
     startedAt: r.started_at,
     endedAt: r.ended_at,
@@ -55,7 +59,7 @@ export function createRunsStore(db: Db, now: () => Date = () => new Date()) {
   const given = db.prepare('UPDATE runs SET given_through = MAX(given_through, ?) WHERE id = ?');
   const acked = db.prepare('UPDATE runs SET acked_through = MAX(acked_through, ?) WHERE id = ?');
   const replied = db.prepare(
-    'UPDATE runs SET replied = 1, replied_through = MAX(replied_through, ?) WHERE id = ?',
+    'UPDATE runs SET replied = 1, replied_through = MAX(replied_through, ?), last_reply_final = ? WHERE id = ?',
   );
   const finish = db.prepare(
     `UPDATE runs SET status = ?, exit_reason = ?, ended_at = ? WHERE id = ? AND status = 'running'`,
@@ -78,8 +82,9 @@ export function createRunsStore(db: Db, now: () => Date = () => new Date()) {
     markAcked(id: number, through: number): void {
       acked.run(through, id);
     },
-    markReplied(id: number, ackedThrough: number): void {
-      replied.run(ackedThrough, id);
+    /** `final`: this message is the run's answer; a later progress note clears it again. */
+    markReplied(id: number, ackedThrough: number, final = false): void {
+      replied.run(ackedThrough, final ? 1 : 0, id);
     },
     finish(id: number, status: Exclude<RunStatus, 'running'>, exitReason: string): void {
       finish.run(status, exitReason, now().toISOString(), id);

@@ -21,7 +21,8 @@ export function createEchoRunner(): AgentRunner {
           const slow = /\[slow (\d+)\]/.exec(m.text);
           if (slow) await sleep(Number(slow[1]));
           if (m.text.includes('[fail-once]') && ctx.attempt === 1) return 'fail';
-          await callbacks.reply(`echo: ${m.text}`);
+          // Each echo is that message's whole answer.
+          await callbacks.reply(`echo: ${m.text}`, { final: true });
           if (m.text.includes('[hang]')) return 'hang';
         }
         return 'ok';

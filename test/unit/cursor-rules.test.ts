@@ -117,6 +117,49 @@ describe('cursor rules', () => {
     expect(h.store.groups.get('fam')?.agentCursor).toBe(messageId);
   });
 
+  it('owes no notice for a run the host crashed under after its answer, but does after a later progress note', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3 });
+    h.addGroup('fam');
+    h.addGroup('pals');
+    h.say('fam', '@Andy one');
+    const answered = await scripted.run(1);
+    answered.accept();
+    await answered.callbacks.reply('The answer.', { final: true });
+    h.say('pals', '@Andy two');
+    const progressed = await scripted.run(2);
+    progressed.accept();
+    await progressed.callbacks.reply('First part.', { final: true });
+    // A follow-up taken in after the answer: what the group read last is a progress note again.
+    await progressed.callbacks.reply('Looking into your follow-up…');
+
+    const enqueued: string[] = [];
+    const sinks = {
+      enqueue: (item: NewOutboxItem) => void (h!.store.outbox.add(item) && enqueued.push(item.chatId)),
+      notifyOwner: () => {},
+    };
+    expect(recoverInterruptedRuns(h.store, silent, sinks)).toEqual([]);
+    expect(enqueued).toEqual(['chat-pals']);
+    expect(h.store.runs.get(answered.ctx.runId)?.status).toBe('interrupted');
+  });
+
+  it('owes no notice for a run that failed after giving its answer', async () => {
+    const scripted = createScriptedRunner();
+    h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3 });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const run = await scripted.run(1);
+    run.accept();
+    await run.callbacks.reply('The answer.', { final: true });
+    run.finish({ ok: false, reason: 'run.done never came' });
+    await h.queue.whenIdle();
+    const texts = h.store.db
+      .prepare("SELECT text FROM outbox WHERE chat_id = 'chat-fam' ORDER BY id")
+      .all() as { text: string }[];
+    expect(texts.map((r) => r.text)).toEqual(['The answer.']);
+    expect(scripted.runs).toHaveLength(1);
+  });
+
   it('ends a run whose answer the owner withheld without a retry, with a notice that says no more', async () => {
     const scripted = createScriptedRunner();
     h = createRouterHarness({ runner: scripted.runner, maxAttempts: 3 });

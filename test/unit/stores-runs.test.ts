@@ -27,6 +27,7 @@ describe('runs store', () => {
       ackedThrough: 0,
       replied: false,
       repliedThrough: 0,
+      lastReplyFinal: false,
       exitReason: null,
       startedAt: new Date(clock).toISOString(),
       endedAt: null,
@@ -45,13 +46,16 @@ describe('runs store', () => {
     store.runs.markGiven(id, 12);
     store.runs.markAcked(id, 9);
     store.runs.markAcked(id, 3);
-    store.runs.markReplied(id, 9);
+    store.runs.markReplied(id, 9, true);
+    expect(store.runs.get(id)?.lastReplyFinal).toBe(true);
     store.runs.markReplied(id, 4);
     expect(store.runs.get(id)).toMatchObject({
       givenThrough: 15,
       ackedThrough: 9,
       replied: true,
       repliedThrough: 9,
+      // A progress note after the answer: the group's last read is unfinished again.
+      lastReplyFinal: false,
       status: 'running',
     });
   });

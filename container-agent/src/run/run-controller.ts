@@ -210,7 +210,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
             if (text === lastOwnChatText) return;
             await deps.host.request(
               'message.send',
-              { text: clipReply(text) },
+              { text: clipReply(text), final: true },
               { signal: active.abort.signal },
             );
           },
