@@ -10,6 +10,7 @@ import {
 } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
+import { servingDomain, servingDomainHandlers } from './domain-error-codes.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
 import type { TaskHandlers } from '../scheduler/task-handlers.ts';
 import type { BashReport, BashReportOutcome } from '../security/bash-reports.ts';
@@ -35,7 +36,7 @@ export interface HostHandlerDeps {
   fileRead(identity: RunIdentity, report: FileReadReport): void;
   /** Stops this run, and tells its group why (not retried). */
   stopRun(reason: string): void;
-  /** Host services (web_fetch, …); unknown names must throw an RpcError. */
+  /** Host services (web_fetch, …); refusals throw a DomainError, given its protocol code here. */
   callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
   /** Whether a chat message may go out (secrets, taint); may ask the owner. */
   reviewMessage(identity: RunIdentity, text: string, to: string): Promise<Verdict>;
@@ -181,7 +182,9 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'service.call'({ service, params }) {
       return {
-        result: await limited(`service.${service}`, () => deps.callService(identity, service, params)),
+        result: await limited(`service.${service}`, () =>
+          servingDomain(() => deps.callService(identity, service, params)),
+        ),
       };
     },
 
@@ -195,7 +198,7 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       return limited('config.propose', () => deps.config.propose(identity, params));
     },
 
-    ...deps.tasks,
+    ...servingDomainHandlers(deps.tasks),
 
     async 'run.done'(done) {
       deps.onDone(done);

@@ -1,11 +1,10 @@
 import {
   LIMITS,
-  RPC_ERROR_CODES,
   type HostMethods,
   type TaskSchedule,
   type TaskSummary,
 } from '../../container-agent/src/protocol.ts';
-import { RpcError } from '../../container-agent/src/rpc/errors.ts';
+import { DomainError, type DomainErrorKind } from '../errors/domain-error.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunIdentity, Verdict } from '../security/decisions.ts';
 import type { Taint } from '../security/taint.ts';
@@ -51,8 +50,6 @@ export interface TaskHandlerDeps {
   maxTasksPerGroup?: number;
 }
 
-const rpcError = (code: number, message: string) => new RpcError(code, message);
-
 /**
  * A prompt is a stranger's text when its group is not the admin group, or when a tainted run wrote it:
  * either way it reaches the reading run fenced, and the run counts as having read untrusted text.
@@ -90,13 +87,13 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
   /** Refuses with an audited error. */
   const refuse = (
     operation: TaskMethod,
-    code: number,
+    kind: DomainErrorKind,
     decision: string,
     reason: string,
     details: object,
   ): never => {
     record(operation, decision, reason, details);
-    throw rpcError(code, reason);
+    throw new DomainError(kind, reason);
   };
 
   /** The group the request is about: its own unless the admin group names another. */
@@ -105,14 +102,14 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
     if (!own.isAdmin) {
       return refuse(
         operation,
-        RPC_ERROR_CODES.forbidden,
+        'forbidden',
         'denied',
         'this group may only manage its own tasks; leave out "group"',
         { group: requested },
       );
     }
     if (!groups.get(requested)) {
-      return refuse(operation, RPC_ERROR_CODES.invalidParams, 'invalid', `there is no group "${requested}"`, {
+      return refuse(operation, 'invalid', 'invalid', `there is no group "${requested}"`, {
         group: requested,
       });
     }
@@ -123,20 +120,20 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
     const task = tasks.get(taskId);
     if (task && (own.isAdmin || task.groupId === own.id)) return task;
     if (own.isAdmin) {
-      return refuse(operation, RPC_ERROR_CODES.invalidParams, 'invalid', `there is no task "${taskId}"`, {
+      return refuse(operation, 'invalid', 'invalid', `there is no task "${taskId}"`, {
         taskId,
       });
     }
     // Same words and code whether the task is missing or another group's: the id's existence stays hidden.
     record(operation, 'denied', 'no such task in this group', { taskId, owner: task?.groupId ?? null });
-    throw rpcError(RPC_ERROR_CODES.forbidden, `there is no task "${taskId}" in this group`);
+    throw new DomainError('forbidden', `there is no task "${taskId}" in this group`);
   }
 
   function requireOpen(operation: TaskMethod, task: TaskRecord): 'active' | 'paused' {
     if (task.status === 'active' || task.status === 'paused') return task.status;
     return refuse(
       operation,
-      RPC_ERROR_CODES.invalidParams,
+      'invalid',
       'invalid',
       `task ${task.id} is ${task.status} and can no longer change; schedule a new task instead`,
       { taskId: task.id, group: task.groupId },
@@ -153,7 +150,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       return firstRunAt(schedule, now(), timezone);
     } catch (err) {
       if (!(err instanceof ScheduleError)) throw err;
-      return refuse(operation, RPC_ERROR_CODES.invalidParams, 'invalid', prefix + err.message, details);
+      return refuse(operation, 'invalid', 'invalid', prefix + err.message, details);
     }
   }
 
@@ -169,13 +166,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       };
     }
     if (verdict.allowed !== true) {
-      refuse(
-        operation,
-        RPC_ERROR_CODES.denied,
-        'denied',
-        `${operation} was denied: ${verdict.reason}`,
-        params,
-      );
+      refuse(operation, 'denied', 'denied', `${operation} was denied: ${verdict.reason}`, params);
     }
     return verdict.reason;
   }
@@ -189,7 +180,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       if (tasks.openCount(target) >= maxTasks) {
         refuse(
           'task.schedule',
-          RPC_ERROR_CODES.invalidParams,
+          'invalid',
           'invalid',
           `group "${target}" already has ${maxTasks} active or paused tasks; cancel one before scheduling another`,
           details,
@@ -251,7 +242,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       if (!tasks.edit(taskId, status, { prompt, schedule, nextRunAt, taint: deps.taint.get(runId) })) {
         refuse(
           'task.update',
-          RPC_ERROR_CODES.invalidParams,
+          'invalid',
           'invalid',
           `task ${taskId} changed while the update was under review; try again`,
           details,
@@ -269,13 +260,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       const task = findTask('task.pause', taskId);
       const details = { taskId, group: task.groupId };
       if (requireOpen('task.pause', task) === 'active' && !tasks.pause(taskId)) {
-        refuse(
-          'task.pause',
-          RPC_ERROR_CODES.invalidParams,
-          'invalid',
-          `task ${taskId} changed meanwhile; try again`,
-          details,
-        );
+        refuse('task.pause', 'invalid', 'invalid', `task ${taskId} changed meanwhile; try again`, details);
       }
       scheduler.reschedule();
       record('task.pause', 'allowed', task.status === 'paused' ? 'already paused' : 'paused', details);
@@ -296,13 +281,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
         `task ${taskId} cannot resume with its schedule (give it a new one with task.update first): `,
       );
       if (!tasks.resume(taskId, nextRunAt)) {
-        refuse(
-          'task.resume',
-          RPC_ERROR_CODES.invalidParams,
-          'invalid',
-          `task ${taskId} changed meanwhile; try again`,
-          details,
-        );
+        refuse('task.resume', 'invalid', 'invalid', `task ${taskId} changed meanwhile; try again`, details);
       }
       scheduler.reschedule();
       record('task.resume', 'allowed', 'resumed', { ...details, nextRunAt });
@@ -318,13 +297,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       }
       requireOpen('task.cancel', task);
       if (!tasks.cancel(taskId)) {
-        refuse(
-          'task.cancel',
-          RPC_ERROR_CODES.invalidParams,
-          'invalid',
-          `task ${taskId} changed meanwhile; try again`,
-          details,
-        );
+        refuse('task.cancel', 'invalid', 'invalid', `task ${taskId} changed meanwhile; try again`, details);
       }
       scheduler.reschedule();
       record('task.cancel', 'allowed', 'cancelled', details);

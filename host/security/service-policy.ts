@@ -1,5 +1,4 @@
-import { RPC_ERROR_CODES } from '../../container-agent/src/protocol.ts';
-import { RpcError } from '../../container-agent/src/rpc/errors.ts';
+import { DomainError, type DomainErrorKind } from '../errors/domain-error.ts';
 import type { RunIdentity } from './decisions.ts';
 import { invokeService } from '../services/service-invoke.ts';
 import type { ServiceRegistry } from '../services/service-registry.ts';
@@ -49,15 +48,14 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
         approver: approver ?? null,
         details: { params },
       });
-    const deny = (reason: string, code: number = RPC_ERROR_CODES.denied) => {
+    const deny = (reason: string, kind: DomainErrorKind = 'denied') => {
       record('denied', reason);
-      return new RpcError(code, reason);
+      return new DomainError(kind, reason);
     };
 
-    if (!registry.lookup(service))
-      throw deny(`there is no service "${service}"`, RPC_ERROR_CODES.invalidParams);
+    if (!registry.lookup(service)) throw deny(`there is no service "${service}"`, 'invalid');
     if (!deps.grantedTo(identity.group).includes(service)) {
-      throw deny(`this group may not use ${service}`, RPC_ERROR_CODES.forbidden);
+      throw deny(`this group may not use ${service}`, 'forbidden');
     }
     const trust = effectiveTrust(service, deps.servicesConfig, registry.builtinTrust());
     const forbidden = forbiddenProperties(trust);

@@ -1,5 +1,4 @@
-import { RPC_ERROR_CODES, type RpcErrorCode } from '../../container-agent/src/protocol.ts';
-import { RpcError } from '../../container-agent/src/rpc/errors.ts';
+import { DomainError, type DomainErrorKind } from '../errors/domain-error.ts';
 import {
   ServiceError,
   type ServiceCallContext,
@@ -7,12 +6,12 @@ import {
   type ServiceRegistry,
 } from './service-registry.ts';
 
-const RPC_CODE_OF: Record<ServiceErrorKind, RpcErrorCode> = {
-  invalid_params: RPC_ERROR_CODES.invalidParams,
-  refused: RPC_ERROR_CODES.denied,
-  timeout: RPC_ERROR_CODES.internal,
-  aborted: RPC_ERROR_CODES.internal,
-  failed: RPC_ERROR_CODES.internal,
+const DOMAIN_KIND_OF: Record<ServiceErrorKind, DomainErrorKind> = {
+  invalid_params: 'invalid',
+  refused: 'denied',
+  timeout: 'internal',
+  aborted: 'internal',
+  failed: 'internal',
 };
 
 function describeIssues(error: {
@@ -28,7 +27,7 @@ function describeIssues(error: {
 
 /**
  * Looks a service up, validates the container's params with its schema and calls it; every failure
- * becomes an RpcError the agent can read. The trust check and taint marking belong to the caller,
+ * becomes a DomainError the agent can read (host/ipc gives it its protocol code). The trust check and taint marking belong to the caller,
  * which must run them before this (taint is set whether or not the call then succeeds).
  */
 export async function invokeService(
@@ -40,24 +39,21 @@ export async function invokeService(
   const service = registry.lookup(name);
   if (!service) {
     const known = registry.names();
-    throw new RpcError(
-      RPC_ERROR_CODES.invalidParams,
+    throw new DomainError(
+      'invalid',
       `there is no service "${name}"; available: ${known.length ? known.join(', ') : 'none'}`,
     );
   }
   const parsed = service.paramsSchema.safeParse(rawParams);
   if (!parsed.success) {
-    throw new RpcError(
-      RPC_ERROR_CODES.invalidParams,
-      `invalid params for ${name}: ${describeIssues(parsed.error)}`,
-    );
+    throw new DomainError('invalid', `invalid params for ${name}: ${describeIssues(parsed.error)}`);
   }
   try {
     return await service.call(parsed.data, context);
   } catch (error) {
     if (error instanceof ServiceError)
-      throw new RpcError(RPC_CODE_OF[error.kind], error.message, { kind: error.kind });
+      throw new DomainError(DOMAIN_KIND_OF[error.kind], error.message, { kind: error.kind });
     const message = error instanceof Error ? error.message : String(error);
-    throw new RpcError(RPC_ERROR_CODES.internal, `${name} failed: ${message}`);
+    throw new DomainError('internal', `${name} failed: ${message}`);
   }
 }

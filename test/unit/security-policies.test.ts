@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import type { BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
-import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RunIdentity } from '../../host/security/decisions.ts';
 import { assertAdminCleanRoom, CleanRoomError } from '../../host/security/admin-clean-room.ts';
 import { createBashPolicy, type HumanApproval } from '../../host/security/bash-policy.ts';
@@ -221,7 +220,7 @@ describe('service write policy', () => {
 
   it('denies a forbidden service before calling it', async () => {
     const p = policy({ t: trust({ public_sink: 'forbidden' }) });
-    await expect(p.call({ text: 'x' })).rejects.toBeInstanceOf(RpcError);
+    await expect(p.call({ text: 'x' })).rejects.toMatchObject({ kind: 'denied' });
     expect(p.calls).toHaveLength(0);
   });
 

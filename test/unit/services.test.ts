@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { RPC_ERROR_CODES } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
+import { DomainError } from '../../host/errors/domain-error.ts';
+import { toRpcError } from '../../host/ipc/domain-error-codes.ts';
 import { invokeService } from '../../host/services/service-invoke.ts';
 import {
   createServiceRegistry,
@@ -120,8 +122,11 @@ async function rpcError(promise: Promise<unknown>): Promise<RpcError> {
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(RpcError);
-  return error as RpcError;
+  // The refusal as the container receives it: the domain error given its code by host/ipc.
+  expect(error).toBeInstanceOf(DomainError);
+  const mapped = toRpcError(error);
+  expect(mapped).toBeInstanceOf(RpcError);
+  return mapped as RpcError;
 }
 
 describe('createServiceRegistry', () => {

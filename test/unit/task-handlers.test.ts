@@ -2,6 +2,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hostMethods, LIMITS, RPC_ERROR_CODES } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
+import { DomainError } from '../../host/errors/domain-error.ts';
+import { toRpcError } from '../../host/ipc/domain-error-codes.ts';
 import type { RunIdentity, Verdict } from '../../host/security/decisions.ts';
 import { createScheduler, type Scheduler } from '../../host/scheduler/scheduler.ts';
 import type { createMutationReview } from '../../host/security/mutation-review.ts';
@@ -107,14 +109,17 @@ async function call<M extends TaskMethod>(h: TaskHandlers, method: M, params: un
   return hostMethods[method].result.parse(result) as Awaited<ReturnType<TaskHandlers[M]>>;
 }
 
+/** The refusal as the container receives it: the domain error given its code by host/ipc. */
 async function rpcError(p: Promise<unknown>): Promise<RpcError> {
   try {
     await p;
   } catch (err) {
-    if (err instanceof RpcError) return err;
+    expect(err).toBeInstanceOf(DomainError);
+    const mapped = toRpcError(err);
+    if (mapped instanceof RpcError) return mapped;
     throw err;
   }
-  throw new Error('expected an RpcError');
+  throw new Error('expected a refusal');
 }
 
 const daily = { kind: 'cron', expr: '0 9 * * *' } as const;
