@@ -42,7 +42,10 @@ export interface AgentRuntimeDeps {
   /** The configuration running now: what applies without a restart is read from it at each run or request. */
   live: () => HostConfig;
   paths: CarapacePaths;
+  /** This checkout: the agent's source, bundled into the image. */
   projectRoot: string;
+  /** The project the admin group sees read-only (default: `projectRoot`). */
+  adminProject?: string;
   store: Store;
   /** The real provider key (empty for keyless local servers); lives only in host memory. */
   providerApiKey: string | undefined;
@@ -257,7 +260,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     planMounts: (group) =>
       planGroupMounts({
         dataDir: paths.dataDir,
-        projectRoot: deps.projectRoot,
+        projectRoot: deps.adminProject ?? deps.projectRoot,
         configDir: paths.configDir,
         group: {
           id: group.id,

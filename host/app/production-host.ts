@@ -23,6 +23,8 @@ export interface ProductionHostOptions {
   onProgress(line: string): void;
   /** Channels built by the caller (tests wrap a real adapter at its platform seam). */
   extraChannels?: Channel[];
+  /** The project the admin group sees read-only (default: this checkout, as `carapace start` uses). */
+  adminProject?: string;
 }
 
 /**
@@ -62,6 +64,7 @@ export async function startProductionHost(
       config,
       paths,
       projectRoot: PROJECT_ROOT,
+      ...(opts.adminProject ? { adminProject: opts.adminProject } : {}),
       secrets,
       scanner,
       onProgress: opts.onProgress,

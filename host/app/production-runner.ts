@@ -40,6 +40,8 @@ export interface ProductionRunnerOptions {
   config: HostConfig;
   paths: CarapacePaths;
   projectRoot: string;
+  /** The project the admin group sees read-only (default: `projectRoot`). */
+  adminProject?: string;
   secrets: SecretSource;
   scanner: SecretScanner;
   onProgress(line: string): void;
@@ -139,6 +141,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       live: source.current,
       paths: opts.paths,
       projectRoot: opts.projectRoot,
+      ...(opts.adminProject ? { adminProject: opts.adminProject } : {}),
       store,
       scheduler,
       enqueueNotice,

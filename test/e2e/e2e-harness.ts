@@ -41,6 +41,11 @@ export interface E2eHostOptions {
   secrets?: Record<string, string>;
   /** Channels besides the console, built at each (re)start once the folders are known (a real adapter wrapped at its seam). */
   channels?: (paths: CarapacePaths) => Promise<Channel[]>;
+  /**
+   * The admin group's read-only project (default: this checkout). A test that plants files there uses a
+   * folder of its own, so admin runs of other test files running beside it never see them.
+   */
+  adminProject?: string;
 }
 
 /** A container lifecycle event of this host's containers, as Docker reported it. */
@@ -181,6 +186,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
       config: start.applied.config,
       reload: { start, exampleFile: EXAMPLE_CONFIG_FILE },
       ...(extraChannels ? { extraChannels } : {}),
+      ...(options.adminProject ? { adminProject: options.adminProject } : {}),
       // The host's own environment does not hold the key: it comes from .env like a real installation.
       env: {},
       logLevel: 'debug',

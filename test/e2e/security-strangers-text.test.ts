@@ -8,9 +8,9 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../host/cli/cli-context.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { bash, copReviews, resultsOf, runTools, securityResponder } from '../fakes/security-responders.ts';
 import { startE2eHost, type E2eHost } from './e2e-harness.ts';
@@ -19,17 +19,21 @@ const tag = () => crypto.randomBytes(4).toString('hex');
 
 await describeDocker("e2e security: strangers' text in tool results, tainted tasks, nested secrets", () => {
   let h: E2eHost;
-  // A nested secret inside the project the admin group sees; removed again after the file.
-  const nestedRoot = path.join(PROJECT_ROOT, `e2e-nested-${tag()}`);
+  // A nested secret inside the project the admin group sees: a project of this file's own, so admin runs
+  // of other test files never see the planted secret.
+  const adminProject = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-e2e-project-'));
+  // mkdtemp makes it 0700; the agent's user must be able to enter it, as it enters a checkout.
+  fs.chmodSync(adminProject, 0o755);
+  const nestedRoot = path.join(adminProject, `e2e-nested-${tag()}`);
   const secretValue = `NESTED_TOKEN=${tag()}${tag()}`;
 
   beforeAll(async () => {
-    h = await startE2eHost({ config: { runs: { max_attempts: 1 } } });
+    h = await startE2eHost({ config: { runs: { max_attempts: 1 } }, adminProject });
     await h.addLocalGroups('alpha');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();
-    fs.rmSync(nestedRoot, { recursive: true, force: true });
+    fs.rmSync(adminProject, { recursive: true, force: true });
   }, 60_000);
 
   it("an admin run that lists a stranger's task reads it fenced, is corrupted, and its next network command goes to the Cop; the task it then schedules is tainted, and untaint asks about it", async () => {
@@ -90,7 +94,7 @@ await describeDocker("e2e security: strangers' text in tool results, tainted tas
   }, 120_000);
 
   // Planted only for this test: while it exists, the project counts as holding secrets, and commands of
-  // admin runs that may read it (in any test file on this checkout) secret-taint their runs.
+  // admin runs that may read it secret-taint their runs.
   it('hides a .env.local several folders deep in the admin project mount; reading beside it secret-taints the run, other work does not', async () => {
     fs.mkdirSync(path.join(nestedRoot, 'apps', 'web'), { recursive: true });
     fs.writeFileSync(path.join(nestedRoot, 'apps', 'web', '.env.local'), `${secretValue}\n`);
