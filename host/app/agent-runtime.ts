@@ -281,12 +281,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
       },
       model: config.provider.model,
     }),
-    env: {
-      TZ: config.assistant.timezone,
+    env: () => ({
+      TZ: deps.live().assistant.timezone,
       CARAPACE_MODEL: config.provider.model,
       // The agent waits for the host's bash decision at least as long as the owner may take to approve.
       CARAPACE_BASH_CHECK_TIMEOUT_MS: String(config.security.approval_timeout_ms + 30_000),
-    },
+    }),
     handlersFor: (identity, callbacks, onDone, stopRun) =>
       createHostHandlers({
         identity,

@@ -49,7 +49,8 @@ export interface DockerAgentRunnerDeps {
   groupById(groupId: string): RunContext['group'] | undefined;
   /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
   startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
-  env: Record<string, string>;
+  /** The container's environment, read at each run: a reloaded time zone reaches the next container. */
+  env(): Record<string, string>;
   handlersFor(
     identity: RunIdentity,
     callbacks: RunCallbacks,
@@ -165,7 +166,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
         readOnly,
       })),
       // No key here: what a container's environment holds, every process in it can read.
-      env: { ...deps.env, OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
+      env: { ...deps.env(), OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
       network: specNetwork,
       limits: {
         memoryMb: containers.memory_mb,

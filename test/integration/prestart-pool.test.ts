@@ -112,7 +112,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
       limits: { maxToolSteps: 3, maxOutputTokens: 256, wallTimeMs: 60_000 },
       model: 'fake-model',
     }),
-    env: { TZ: 'UTC' },
+    env: () => ({ TZ: 'UTC' }),
     handlersFor: (_identity, callbacks, onDone) => {
       const refuse = () => {
         throw new RpcError(RPC_ERROR_CODES.forbidden, 'not in this test');
