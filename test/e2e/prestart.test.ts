@@ -47,18 +47,21 @@ await describeDocker('e2e: pre-started containers', () => {
     await h.addLocalGroups('family');
     const asked = await h.send('family', '@Andy hello');
     expect(asked.stdout).toBe('heard: @Andy hello\n');
-    await eventually('a pre-started container for family', async () =>
-      (await containersOf('family', 'running')).length === 1 ? true : undefined,
-    );
+    type Status = {
+      host: { prestart: { count: number; memoryMb: number; containers: { groupId: string }[] } };
+    };
+    const statusJson = async () => JSON.parse((await h.cli(['status', '--json'])).stdout) as Status;
+    // Docker says "running" before the agent inside is ready; the pool lists it from then on.
+    const json = await eventually('a pre-started container for family in the pool', async () => {
+      const now = await statusJson();
+      return now.host.prestart.containers.some((c) => c.groupId === 'family') ? now : undefined;
+    });
+    expect(json.host.prestart).toMatchObject({ count: 2, memoryMb: 256 });
+    expect(await containersOf('family', 'running')).toHaveLength(1);
     const status = await h.cli(['status']);
     expect(status.stdout).toMatch(
       /pre-started containers: \d of 2 ready \(.*family.*\), memory \d+ MiB of 256 MiB/,
     );
-    const json = JSON.parse((await h.cli(['status', '--json'])).stdout) as {
-      host: { prestart: { count: number; memoryMb: number; containers: { groupId: string }[] } };
-    };
-    expect(json.host.prestart).toMatchObject({ count: 2, memoryMb: 256 });
-    expect(json.host.prestart.containers.map((c) => c.groupId)).toContain('family');
 
     const removed = await h.cli(['groups', 'remove', 'family']);
     expect(removed).toMatchObject({ code: 0, stderr: '' });
@@ -66,7 +69,7 @@ await describeDocker('e2e: pre-started containers', () => {
     await eventually('family has no container left', async () =>
       (await containersOf('family')).length === 0 ? true : undefined,
     );
-    const after = JSON.parse((await h.cli(['status', '--json'])).stdout) as typeof json;
+    const after = await statusJson();
     expect(after.host.prestart.containers.map((c) => c.groupId)).not.toContain('family');
   }, 180_000);
 
