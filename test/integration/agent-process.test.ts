@@ -185,7 +185,7 @@ describe('agent process', () => {
     const done1 = await first.done;
     expect(done1).toMatchObject({ status: 'ok', usage: { toolSteps: 1 } });
     expect(await first.exited).toBe(0);
-    expect(first.sent).toEqual([{ text: 'I saved your note.' }]);
+    expect(first.sent).toEqual([{ text: 'I saved your note.', final: true }]);
     expect(fs.readFileSync(path.join(workspace, 'group', 'notes', 'hello.txt'), 'utf8')).toBe(
       'hello from the agent',
     );

@@ -139,7 +139,7 @@ describe('run controller', () => {
     expect(await h.finished).toBe(0);
     expect(h.exits).toEqual([0]);
     expect(h.calls).toEqual([
-      { method: 'message.send', params: { text: 'Hi Ann!' } },
+      { method: 'message.send', params: { text: 'Hi Ann!', final: true } },
       {
         method: 'run.done',
         params: { status: 'ok', usage: { promptTokens: 7, completionTokens: 3, toolSteps: 0 } },
