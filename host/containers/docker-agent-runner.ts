@@ -13,7 +13,7 @@ import type { StoredMessage } from '../store/messages-store.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { HostMethods } from '../../container-agent/src/protocol.ts';
 import type { ContainersConfig } from './container-config.ts';
-import { launchContainer } from './container-launch.ts';
+import { launchContainer, type ContainerProcess } from './container-launch.ts';
 import { containerMemoryBytes } from './container-memory.ts';
 import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
 import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
@@ -125,7 +125,7 @@ export interface DockerAgentRunner extends AgentRunner {
    * Called when groups or their configuration change; a stale one would otherwise wait out idle_ms.
    */
   refresh(): void;
-  /** Stops the pre-started containers; runs in flight are the router's to stop. */
+  /** Stops the pre-started containers and waits for finished runs' containers to be gone; runs in flight are the router's to stop. */
   close(): Promise<void>;
 }
 
@@ -204,6 +204,14 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     logger,
   });
 
+  // A finished run's container is stopped and removed off the critical path; close() waits for those, so a
+  // host stop leaves none behind.
+  const retiring = new Set<Promise<unknown>>();
+  const retire = (container: ContainerProcess) => {
+    const gone = container.exited.finally(() => retiring.delete(gone));
+    retiring.add(gone);
+  };
+
   async function launch(ctx: RunContext, callbacks: RunCallbacks) {
     const { spec, secretMounts } = containerFor(ctx.group);
     const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts };
@@ -249,7 +257,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       });
       if (prestarted)
         logger.debug({ runId: ctx.runId, container: container.name }, 'run took a pre-started container');
-      return { session, key };
+      return { session, key, container };
     } catch (err) {
       key.revoke();
       await container.stop('the run could not start', 0).catch(() => undefined);
@@ -279,7 +287,11 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
         },
         done: launched
           .then(
-            (l) => l.session.done.finally(() => l.key.revoke()),
+            (l) =>
+              l.session.done.finally(() => {
+                l.key.revoke();
+                retire(l.container);
+              }),
             (err: unknown) => {
               logger.error(
                 { err, groupId: ctx.group.id, runId: ctx.runId },
@@ -320,7 +332,10 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       });
       for (const group of changed) pool.warm(group);
     },
-    close: () => pool.close(),
+    async close() {
+      await pool.close();
+      await Promise.all([...retiring]);
+    },
   };
 }
 
