@@ -26,6 +26,7 @@ import { createDockerAgentRunner, type RunNetworks } from '../containers/docker-
 import { planGroupMounts } from '../containers/group-mounts.ts';
 import { ensureAgentImage } from '../containers/image-ensure.ts';
 import { loadMountAllowlist } from '../containers/mount-allowlist.ts';
+import { createShadowWalkCache } from '../containers/shadow-walk-cache.ts';
 import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/docker-leftovers.ts';
 import { applyGatewayFirewall } from '../containers/network-host-firewall.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network-gateway.ts';
@@ -242,6 +243,8 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     }
   }
 
+  // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed.
+  const walkCache = createShadowWalkCache();
   const runner = createDockerAgentRunner({
     docker,
     image,
@@ -269,6 +272,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         },
         allowlistResult: loadMountAllowlist(paths.configDir),
         assistantName: deps.live().assistant.name,
+        walkCache,
       }),
     startParams: (ctx: RunContext) => ({
       assistantName: deps.live().assistant.name,

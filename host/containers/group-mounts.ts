@@ -9,6 +9,7 @@ import { isWithin, overlaps } from './mount-paths.ts';
 import type { HiddenPath, ShadowSources } from './mount-shadows.ts';
 import { ensureShadowSources, planShadows } from './mount-shadows.ts';
 import { resolveProtectedPath, validateExtraMount } from './mount-validation.ts';
+import type { ShadowWalkCache } from './shadow-walk-cache.ts';
 
 export { GROUP_ID_PATTERN };
 
@@ -72,6 +73,8 @@ export interface PlanGroupMountsInput {
   allowlistResult: MountAllowlistResult;
   assistantName?: string;
   homeDir?: string;
+  /** Kept by a long-lived caller so that unchanged directories of the mounted trees are not read again. */
+  walkCache?: ShadowWalkCache;
 }
 
 /**
@@ -137,7 +140,14 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
   const secretMounts: string[] = [];
   const shadowsFor = (hostDir: string, containerDir: string): { shadows: Mount[]; unhideable: string[] } => {
     sources ??= ensureShadowSources(realDataDir);
-    const planned = planShadows({ hostDir, containerDir, patterns, hide, sources });
+    const planned = planShadows({
+      hostDir,
+      containerDir,
+      patterns,
+      hide,
+      sources,
+      cache: input.walkCache,
+    });
     if (planned.matchedSecrets) secretMounts.push(containerDir);
     return {
       shadows: planned.shadows.map((s) => ({ ...s, kind: 'shadow' as const })),

@@ -2,13 +2,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { matchBlockedComponent } from './mount-patterns.ts';
 import { isWithin } from './mount-paths.ts';
+import type { DirOutcome, ShadowWalkCache } from './shadow-walk-cache.ts';
 
 // Blocked patterns are checked on the path of a mount, but a mounted directory can hold secrets of its own
 // (`.env` at the top of a project, `app/.env.local` deeper down, `data/carapace.db` inside the project root
 // the admin group sees). Those entries are hidden by binding an empty, read-only directory or file over them
-// inside the container. The whole tree is walked at every run (symlinks are not followed: their targets are
-// either outside the mount, so invisible, or inside it and walked under their own name); what is created
-// after the walk, while the container runs, is not hidden. Git keeps remote URLs with tokens and credential
+// inside the container. The whole tree is checked at every run (symlinks are not followed: their targets are
+// either outside the mount, so invisible, or inside it and walked under their own name); with a walk cache
+// (shadow-walk-cache.ts), a directory whose own lstat is unchanged since an earlier walk is not read again
+// but its kept outcome replayed, so an unchanged tree costs one lstat per directory. What is created after
+// the walk, while the container runs, is not hidden. Git keeps remote URLs with tokens and credential
 // helpers in its config, so every `.git/config` (also of submodules) and `.gitconfig` is hidden as well.
 
 export interface ShadowSources {
@@ -69,6 +72,25 @@ export interface PlanShadowsInput {
   patterns: readonly string[];
   hide?: readonly HiddenPath[];
   sources: ShadowSources;
+  /**
+   * Keeps each directory's outcome between plans, replayed while the directory is unchanged (see
+   * shadow-walk-cache.ts). Without it every directory is read.
+   */
+  cache?: ShadowWalkCache;
+  /** Lists a directory; tests pass one that counts. */
+  readDir?: (dir: string) => fs.Dirent[];
+}
+
+function readDirEntries(dir: string): fs.Dirent[] {
+  return fs.readdirSync(dir, { withFileTypes: true });
+}
+
+/**
+ * Everything besides a directory's own entries that its outcome depends on. The shadow sources and the
+ * container path are applied when an outcome is replayed, so they are not part of it.
+ */
+function walkContext(input: PlanShadowsInput): string {
+  return JSON.stringify([input.patterns, (input.hide ?? []).map((hidden) => hidden.hostPath)]);
 }
 
 /** Git files that hold remote URLs with tokens or credential helper commands. */
@@ -99,7 +121,7 @@ export function namesSecretFile(name: string, pattern: string): boolean {
   return lower === p || (lower.startsWith(p) && /^[._-]/.test(lower.slice(p.length)));
 }
 
-/** A tree this large is refused rather than walked at every run. */
+/** A tree this large is refused rather than walked at every run (replayed directories count too). */
 export const MAX_WALKED_ENTRIES = 250_000;
 
 export interface ShadowPlan {
@@ -123,6 +145,7 @@ const UNMOUNTABLE_NAME = /[:,\u0000-\u001f\u007f]/;
 /** Shadow mounts for one mounted directory. */
 export function planShadows(input: PlanShadowsInput): ShadowPlan {
   const { hostDir, containerDir, patterns, sources } = input;
+  const readDir = input.readDir ?? readDirEntries;
   if (!fs.statSync(hostDir).isDirectory()) return { shadows: [], unhideable: [], matchedSecrets: false };
   const byRelative = new Map<string, ShadowMount>();
   const unhideable: string[] = [];
@@ -158,43 +181,66 @@ export function planShadows(input: PlanShadowsInput): ShadowPlan {
   const hiddenDirs = new Set(
     (input.hide ?? []).map((hidden) => hidden.hostPath).filter((p) => p !== hostDir && isWithin(p, hostDir)),
   );
-  let matchedSecrets = false;
   let walked = 0;
-  const walk = (dir: string, relative: string, insideGit: boolean, insideDeps: boolean): void => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (++walked > MAX_WALKED_ENTRIES) {
-        throw new Error(
-          `${hostDir} holds more than ${MAX_WALKED_ENTRIES} entries; it is too large to check for secrets at every run, so it is not mounted`,
-        );
-      }
+  const refuseTooLarge = (): never => {
+    throw new Error(
+      `${hostDir} holds more than ${MAX_WALKED_ENTRIES} entries; it is too large to check for secrets at every run, so it is not mounted`,
+    );
+  };
+  // Reading a directory (readdir and matching) is kept apart from applying its outcome, so that a cache can
+  // hand back the outcome of an unchanged directory without reading it.
+  const read = (dir: string, insideGit: boolean, insideDeps: boolean): DirOutcome => {
+    const outcome: DirOutcome = { entries: 0, matchedSecrets: false, steps: [] };
+    for (const entry of readDir(dir)) {
+      // Counted here as well, so that a huge directory is refused before all its entries are matched.
+      if (walked + ++outcome.entries > MAX_WALKED_ENTRIES) refuseTooLarge();
       if (entry.isSymbolicLink()) continue;
-      const childRelative = relative === '' ? entry.name : path.join(relative, entry.name);
-      const childPath = path.join(dir, entry.name);
-      if (hiddenDirs.has(childPath)) continue;
+      if (hiddenDirs.has(path.join(dir, entry.name))) continue;
       const pattern = matchBlockedComponent(entry.name, patterns);
       if (pattern !== undefined) {
-        if (!insideDeps && namesSecretFile(entry.name, pattern)) matchedSecrets = true;
-        add(childRelative, entry.isDirectory(), `matches blocked pattern "${pattern}"`);
+        if (!insideDeps && namesSecretFile(entry.name, pattern)) outcome.matchedSecrets = true;
+        const note = `matches blocked pattern "${pattern}"`;
+        outcome.steps.push({ kind: 'hide', name: entry.name, isDir: entry.isDirectory(), note });
         continue;
       }
       if (
         entry.isFile() &&
         ((insideGit && entry.name === GIT_CONFIG_FILE) || entry.name.toLowerCase() === GIT_USER_CONFIG)
       ) {
-        add(childRelative, false, 'git configuration (remote URLs with tokens, credential helpers)');
+        const note = 'git configuration (remote URLs with tokens, credential helpers)';
+        outcome.steps.push({ kind: 'hide', name: entry.name, isDir: false, note });
         continue;
       }
       if (!entry.isDirectory()) continue;
       if (insideGit && entry.name === GIT_OBJECTS) continue;
-      walk(
-        childPath,
-        childRelative,
-        insideGit || entry.name === GIT_DIR,
-        insideDeps || DEPENDENCY_DIRS.has(entry.name),
-      );
+      outcome.steps.push({
+        kind: 'descend',
+        name: entry.name,
+        insideGit: insideGit || entry.name === GIT_DIR,
+        insideDeps: insideDeps || DEPENDENCY_DIRS.has(entry.name),
+      });
+    }
+    return outcome;
+  };
+
+  const cached = input.cache?.begin(hostDir, walkContext(input));
+  let matchedSecrets = false;
+  const walk = (dir: string, relative: string, insideGit: boolean, insideDeps: boolean): void => {
+    const outcome =
+      cached === undefined
+        ? read(dir, insideGit, insideDeps)
+        : cached.outcomeOf(dir, { insideGit, insideDeps }, () => read(dir, insideGit, insideDeps));
+    walked += outcome.entries;
+    if (walked > MAX_WALKED_ENTRIES) refuseTooLarge();
+    if (outcome.matchedSecrets) matchedSecrets = true;
+    for (const step of outcome.steps) {
+      const childRelative = relative === '' ? step.name : path.join(relative, step.name);
+      if (step.kind === 'hide') add(childRelative, step.isDir, step.note);
+      else walk(path.join(dir, step.name), childRelative, step.insideGit, step.insideDeps);
     }
   };
   walk(hostDir, '', false, false);
+  cached?.commit();
 
   const shadows = [...byRelative.values()].sort((a, b) => a.containerPath.localeCompare(b.containerPath));
   return { shadows, unhideable, matchedSecrets };

@@ -8,6 +8,7 @@ import { assertValidGroupId, planGroupMounts } from '../../host/containers/group
 import type { MountAllowlistResult } from '../../host/containers/mount-allowlist.ts';
 import { loadMountAllowlist } from '../../host/containers/mount-allowlist.ts';
 import { isWithin } from '../../host/containers/mount-paths.ts';
+import { createShadowWalkCache } from '../../host/containers/shadow-walk-cache.ts';
 
 let tmp: string;
 let home: string;
@@ -193,6 +194,22 @@ describe('planGroupMounts', () => {
       '/workspace/project/data',
     ]);
     expect(p.secretMounts).toEqual(['/workspace/project']);
+  });
+
+  it('plans the same mounts with a walk cache, run after run, and sees a secret added between runs', () => {
+    const extraMounts = [{ host_path: '~/shared/app' }, { host_path: '~/shared/docs' }];
+    fs.mkdirSync(path.join(root, 'docs', 'guides'));
+    const walkCache = createShadowWalkCache({ now: () => Date.now() + 60_000 });
+    const uncached = plan({ id: 'main', isAdmin: true, extraMounts });
+    expect(plan({ id: 'main', isAdmin: true, extraMounts }, { walkCache })).toEqual(uncached);
+    expect(plan({ id: 'main', isAdmin: true, extraMounts }, { walkCache })).toEqual(uncached);
+    fs.writeFileSync(path.join(root, 'docs', 'guides', 'credentials.json'), '{}');
+    const later = plan({ id: 'main', isAdmin: true, extraMounts }, { walkCache });
+    expect(later).toEqual(plan({ id: 'main', isAdmin: true, extraMounts }));
+    expect(later.rejected).toEqual([]);
+    expect(later.mounts.map((m) => m.containerPath)).toContain(
+      '/workspace/extra/docs/guides/credentials.json',
+    );
   });
 
   it('says when a mounted tree held nothing that matched a secret pattern', () => {

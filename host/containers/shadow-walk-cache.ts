@@ -1,0 +1,134 @@
+import fs from 'node:fs';
+
+// Walking a mounted tree for secrets costs a readdir and a pattern match of every entry, on the critical
+// path of every reply (~47 ms for a 14 500-entry project). What a directory contributes depends only on its
+// own entries (names and types) and on the walk's context (patterns, hidden paths, shadow sources), so the
+// processed outcome of each directory is kept between walks and replayed while the directory's own lstat is
+// unchanged: an unchanged tree then costs one lstat per directory.
+//
+// The stamp is dev, ino, ctime and mtime. Creating, removing or renaming an entry changes the directory's
+// mtime and ctime; dev and ino change when something else is mounted or put at that path. A process can set
+// mtime (utimes, `touch -d`) but never ctime (utimes itself sets ctime to now), so a container writing into a
+// read-write mount cannot make a changed directory look unchanged. Changes to the files inside are not
+// stamped and need not be: only names and types are read.
+
+/** One step of a directory's outcome, in the order of its entries. */
+export type WalkStep =
+  | { kind: 'hide'; name: string; isDir: boolean; note: string }
+  | { kind: 'descend'; name: string; insideGit: boolean; insideDeps: boolean };
+
+/** What one directory contributes to a plan, before its subdirectories are walked. */
+export interface DirOutcome {
+  /** Entries read, counted against the walk's limit. */
+  entries: number;
+  /** An entry is named as a secret file (outside dependency folders). */
+  matchedSecrets: boolean;
+  steps: WalkStep[];
+}
+
+/** The flags a directory was walked with: the same directory walked under other flags is another outcome. */
+export interface DirFlags {
+  insideGit: boolean;
+  insideDeps: boolean;
+}
+
+/** One walk of one root; `commit` at its end replaces what is kept for that root. */
+export interface ShadowWalk {
+  /** The kept outcome when the directory is unchanged, else `read()` (kept when it is old enough). */
+  outcomeOf(dir: string, flags: DirFlags, read: () => DirOutcome): DirOutcome;
+  /** Keeps exactly the directories this walk visited, so directories that are gone are forgotten. */
+  commit(): void;
+}
+
+export interface ShadowWalkCache {
+  /** `context` names everything besides the directory's entries that its outcome depends on. */
+  begin(root: string, context: string): ShadowWalk;
+  /** Directories kept, over all roots. */
+  size(): number;
+}
+
+export interface ShadowWalkCacheDeps {
+  /** Wall clock in milliseconds. */
+  now?: () => number;
+}
+
+/**
+ * A directory changed less than this long before a walk is read again at every walk, as git does with
+ * "racy" index entries. File system timestamps come from the kernel's coarse clock (one tick, up to ~10 ms
+ * behind the wall clock), so an entry added in the same tick as the walk's lstat, just after it, leaves the
+ * directory with the very ctime that was read: kept, that outcome would miss the entry for as long as the
+ * directory is left alone. Once the ctime is well in the past, any later change gets a later ctime.
+ */
+export const RACY_WINDOW_MS = 2_000;
+
+interface Stamp {
+  dev: bigint;
+  ino: bigint;
+  ctimeNs: bigint;
+  mtimeNs: bigint;
+}
+
+interface Kept {
+  stamp: Stamp;
+  flags: DirFlags;
+  outcome: DirOutcome;
+}
+
+interface RootEntry {
+  context: string;
+  dirs: Map<string, Kept>;
+}
+
+function sameStamp(a: Stamp, b: Stamp): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.ctimeNs === b.ctimeNs && a.mtimeNs === b.mtimeNs;
+}
+
+export function createShadowWalkCache(deps: ShadowWalkCacheDeps = {}): ShadowWalkCache {
+  const now = deps.now ?? Date.now;
+  const roots = new Map<string, RootEntry>();
+
+  return {
+    begin(root, context) {
+      const previous = roots.get(root);
+      let kept = previous?.dirs ?? new Map<string, Kept>();
+      if (previous !== undefined && previous.context !== context) {
+        roots.delete(root);
+        kept = new Map();
+      }
+      // Taken once before any lstat, so it is no later than the lstat of any directory of this walk.
+      const racyBeforeNs = (BigInt(Math.floor(now())) - BigInt(RACY_WINDOW_MS)) * 1_000_000n;
+      const visited = new Map<string, Kept>();
+      return {
+        outcomeOf(dir, flags, read) {
+          // The stat comes before the readdir: a change between them leaves a newer ctime than the one kept,
+          // so the next walk reads the directory again.
+          const st = fs.lstatSync(dir, { bigint: true });
+          const stamp: Stamp = { dev: st.dev, ino: st.ino, ctimeNs: st.ctimeNs, mtimeNs: st.mtimeNs };
+          const hit = kept.get(dir);
+          if (
+            hit !== undefined &&
+            sameStamp(hit.stamp, stamp) &&
+            hit.flags.insideGit === flags.insideGit &&
+            hit.flags.insideDeps === flags.insideDeps
+          ) {
+            visited.set(dir, hit);
+            return hit.outcome;
+          }
+          const outcome = read();
+          if (st.isDirectory() && stamp.ctimeNs <= racyBeforeNs) {
+            visited.set(dir, { stamp, flags: { ...flags }, outcome });
+          }
+          return outcome;
+        },
+        commit() {
+          roots.set(root, { context, dirs: visited });
+        },
+      };
+    },
+    size() {
+      let n = 0;
+      for (const entry of roots.values()) n += entry.dirs.size;
+      return n;
+    },
+  };
+}
