@@ -2,7 +2,7 @@ import fs from 'node:fs';
 
 // Walking a mounted tree for secrets costs a readdir and a pattern match of every entry, on the critical
 // path of every reply (~47 ms for a 14 500-entry project). What a directory contributes depends only on its
-// own entries (names and types) and on the walk's context (patterns, hidden paths, shadow sources), so the
+// own entries (names and types) and on the walk's context (patterns, hidden paths), so the
 // processed outcome of each directory is kept between walks and replayed while the directory's own lstat is
 // unchanged: an unchanged tree then costs one lstat per directory.
 //
