@@ -19,10 +19,9 @@ import type { Readable, Writable } from 'node:stream';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import type { HostClient } from '../../container-agent/src/ipc/host-client.ts';
-import { agentMethods, hostMethods } from '../../container-agent/src/protocol.ts';
-import { createRpcPeer } from '../../container-agent/src/rpc/peer.ts';
 import { commandEnvironment, createBashTool } from '../../container-agent/src/tools/bash.ts';
 import { hostEventSchema, type HostCommand, type HostEvent } from './bench-bash-report-host.ts';
+import { benchAgentPeer } from './bench-agent-peer.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
 const N = 300;
@@ -56,17 +55,7 @@ export async function benchBashReport(): Promise<Record<string, number | string>
   try {
     await nextEvent(host, (e): e is Extract<HostEvent, { type: 'ready' }> => e.type === 'ready');
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
-    const agent = createRpcPeer({
-      input: host.stdout as Readable,
-      output: host.stdin as Writable,
-      localMethods: agentMethods,
-      remoteMethods: hostMethods,
-      handlers: {
-        'run.start': () => ({ accepted: true as const }),
-        'run.input': () => ({ accepted: true }),
-        'run.stop': () => undefined,
-      },
-    });
+    const agent = benchAgentPeer(host.stdout as Readable, host.stdin as Writable);
     const untold: HostClient = { request: agent.request, notify: () => undefined };
     const tool = (client: HostClient) =>
       createBashTool({
