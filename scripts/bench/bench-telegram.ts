@@ -97,7 +97,12 @@ export async function benchTelegram(): Promise<Record<string, number | string>> 
     retryBaseMs: 5,
     logger,
   });
-  const ingest = createIngest({ store, assistantName: () => 'Andy', onTriggered: (g) => queue.notify(g), logger });
+  const ingest = createIngest({
+    store,
+    assistantName: () => 'Andy',
+    onTriggered: (g) => queue.notify(g),
+    logger,
+  });
   const addGroup = (id: string, chatId: number) =>
     store.groups.add({ id, channel: TELEGRAM_CHANNEL, chatId: String(chatId), name: id, isAdmin: false });
   const say = (chatId: number, text: string) =>

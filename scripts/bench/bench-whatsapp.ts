@@ -77,7 +77,12 @@ export async function benchWhatsApp(): Promise<Record<string, number | string>> 
     retryBaseMs: 5,
     logger,
   });
-  const ingest = createIngest({ store, assistantName: () => 'Andy', onTriggered: (g) => queue.notify(g), logger });
+  const ingest = createIngest({
+    store,
+    assistantName: () => 'Andy',
+    onTriggered: (g) => queue.notify(g),
+    logger,
+  });
   const addGroup = (id: string, chatId: string) =>
     store.groups.add({ id, channel: WHATSAPP_CHANNEL, chatId, name: id, isAdmin: false });
   let seq = 0;
