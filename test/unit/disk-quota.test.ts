@@ -11,6 +11,18 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+/** Watches `dir` alone under `label` with the given limit, collecting the reasons it would stop a run. */
+function watchDir(
+  label: string,
+  limitBytes: number,
+  checkMs: number,
+  deps?: Parameters<typeof watchDiskQuota>[3],
+): { stops: string[]; dispose: () => void } {
+  const stops: string[] = [];
+  const dispose = watchDiskQuota([{ label, path: dir, limitBytes }], checkMs, (r) => stops.push(r), deps);
+  return { stops, dispose };
+}
+
 describe('disk quotas', () => {
   it('counts the blocks files hold, in nested folders, and not what a sparse file only pretends to hold', async () => {
     fs.mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
@@ -35,10 +47,7 @@ describe('disk quotas', () => {
   });
 
   it('stops once when a watched folder goes over its quota while the run lasts', async () => {
-    const stops: string[] = [];
-    const dispose = watchDiskQuota([{ label: 'session folder', path: dir, limitBytes: 64 * 1024 }], 20, (r) =>
-      stops.push(r),
-    );
+    const { stops, dispose } = watchDir('session folder', 64 * 1024, 20);
     await new Promise((r) => setTimeout(r, 60));
     expect(stops).toEqual([]);
     fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
@@ -55,13 +64,8 @@ describe('disk quotas', () => {
 
   it('measures each write as it happens: a run goes over quota long before the next walk', async () => {
     fs.mkdirSync(path.join(dir, 'deep', 'er'), { recursive: true });
-    const stops: string[] = [];
     // A walk only every hour: whatever stops the run here is the watch.
-    const dispose = watchDiskQuota(
-      [{ label: 'group folder', path: dir, limitBytes: 1024 * 1024 }],
-      3_600_000,
-      (r) => stops.push(r),
-    );
+    const { stops, dispose } = watchDir('group folder', 1024 * 1024, 3_600_000);
     try {
       // Let the first walk finish, then write in parallel into new and nested files, each under the quota.
       await new Promise((r) => setTimeout(r, 100));
@@ -77,12 +81,7 @@ describe('disk quotas', () => {
   });
 
   it('counts deleted files out again, so a folder that is tidied as it goes stays under quota', async () => {
-    const stops: string[] = [];
-    const dispose = watchDiskQuota(
-      [{ label: 'group folder', path: dir, limitBytes: 1024 * 1024 }],
-      3_600_000,
-      (r) => stops.push(r),
-    );
+    const { stops, dispose } = watchDir('group folder', 1024 * 1024, 3_600_000);
     try {
       await new Promise((r) => setTimeout(r, 100));
       for (let i = 0; i < 5; i++) {
@@ -102,19 +101,13 @@ describe('disk quotas', () => {
   });
 
   it('says when a folder cannot be watched, and still walks it', async () => {
-    const stops: string[] = [];
     const problems: string[] = [];
-    const dispose = watchDiskQuota(
-      [{ label: 'session folder', path: dir, limitBytes: 64 * 1024 }],
-      20,
-      (r) => stops.push(r),
-      {
-        watch: () => {
-          throw new Error('ENOSPC: System limit for number of file watchers reached');
-        },
-        onWatchError: (folder, err) => problems.push(`${folder.label}: ${err.message}`),
+    const { stops, dispose } = watchDir('session folder', 64 * 1024, 20, {
+      watch: () => {
+        throw new Error('ENOSPC: System limit for number of file watchers reached');
       },
-    );
+      onWatchError: (folder, err) => problems.push(`${folder.label}: ${err.message}`),
+    });
     try {
       expect(problems).toEqual(['session folder: ENOSPC: System limit for number of file watchers reached']);
       fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
