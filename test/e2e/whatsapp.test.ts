@@ -92,6 +92,23 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
   let t: WhatsAppE2e;
   let seq = 0;
   const id = (p: string) => `${p}${(seq += 1)}`;
+  /** What WhatsApp's server sends before it closes a session for good (440: replaced, 401: logged out). */
+  const streamError = (code: string, type: string) => {
+    const sock = t.channel.socket();
+    if (!sock) throw new Error('no socket');
+    sock.ws.emit('CB:stream:error', {
+      tag: 'stream:error',
+      attrs: { code },
+      content: [{ tag: 'conflict', attrs: { type } }],
+    });
+  };
+  /** A channel stopped for good schedules no reconnect, and the host goes on. */
+  const expectNoReconnectAndHostUp = async () => {
+    expect(t.channel.pendingReconnects()).toBe(0);
+    const status = await t.e2e.cli(['status']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/host: running/);
+  };
 
   beforeAll(async () => {
     t = await startWhatsAppHost(makeTempDir('carapace-wa-e2e-'));
@@ -313,19 +330,10 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
   }, 150_000);
 
   it('stops the channel for good on 440 (another session took over), tells the owner on the console, and the host stays up', async () => {
-    const sock = t.channel.socket();
-    if (!sock) throw new Error('no socket');
-    sock.ws.emit('CB:stream:error', {
-      tag: 'stream:error',
-      attrs: { code: '440' },
-      content: [{ tag: 'conflict', attrs: { type: 'replaced' } }],
-    });
+    streamError('440', 'replaced');
     await eventually('stopped', () => t.channel.status().state === 'stopped');
     expect(t.channel.status().reason).toMatch(/Another session took over/);
-    expect(t.channel.pendingReconnects()).toBe(0);
-    const status = await t.e2e.cli(['status']);
-    expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(/host: running/);
+    await expectNoReconnectAndHostUp();
     await eventually('the notice on the console', () =>
       t.e2e.outbox('main').some((o) => /whatsapp channel is stopped: Another session/.test(o.text)),
     );
@@ -335,19 +343,10 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
   }, 120_000);
 
   it('stops the channel for good on 401 from WhatsApp, and the host stays up', async () => {
-    const sock = t.channel.socket();
-    if (!sock) throw new Error('no socket');
-    sock.ws.emit('CB:stream:error', {
-      tag: 'stream:error',
-      attrs: { code: '401' },
-      content: [{ tag: 'conflict', attrs: { type: 'device_removed' } }],
-    });
+    streamError('401', 'device_removed');
     await eventually('logged out', () => t.channel.status().state === 'logged-out');
     expect(t.channel.status().reason).toMatch(/carapace whatsapp login/);
-    expect(t.channel.pendingReconnects()).toBe(0);
-    const status = await t.e2e.cli(['status']);
-    expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(/host: running/);
+    await expectNoReconnectAndHostUp();
     // The owner hears it on the console (the admin group's own chat).
     await eventually('the notice on the console', () =>
       t.e2e.outbox('main').some((o) => /whatsapp channel is logged-out/.test(o.text)),
