@@ -1,4 +1,4 @@
-import { failureNoticeKey } from '../channels/notice-keys.ts';
+import { failureNoticeKey, unfinishedNoticeKey } from '../channels/notice-keys.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 
@@ -142,8 +142,4 @@ export function slowProviderNotices(
       text: `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${run.id}); it is still waiting.`,
     },
   };
-}
-
-export function unfinishedNoticeKey(runId: number): string {
-  return `unfinished:${runId}`;
 }

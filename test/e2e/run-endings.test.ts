@@ -94,6 +94,9 @@ await describeDocker('e2e: runs that cannot answer end with one honest notice', 
 
     const res = await sent;
     expect(res.stdout).toBe(`Working on it…\n${UNFINISHED}\n`);
+    // Not answered: `carapace send` says so with its exit code, as for a give-up notice.
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('the host could not answer');
     const runs = h.runs('fam').slice(runsBefore);
     expect(runs).toMatchObject([{ status: 'failed', replied: true }]);
     expect(keysOf('fam', `unfinished:${runs[0]!.id}`)).toEqual([UNFINISHED]);

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isFailureNoticeKey } from '../notice-keys.ts';
+import { isUnansweredNoticeKey } from '../notice-keys.ts';
 import type { ConsoleEvent } from './local-api.ts';
 import { newClientMessageId } from './local-api.ts';
 import { HostUnreachable, type LocalClient } from './local-client.ts';
@@ -16,7 +16,10 @@ export interface SendOptions {
 
 export type SendResult =
   | { kind: 'answered'; replies: number }
-  /** Every reply was the host's notice that the message could not be answered. */
+  /**
+   * The last reply was the host's notice that the message could not be answered, or that its run stopped
+   * after a partial answer (progress messages) without finishing.
+   */
   | { kind: 'failed'; replies: number }
   | { kind: 'not-triggered' }
   | { kind: 'timeout'; replies: number };
@@ -43,7 +46,7 @@ export async function sendAndWait({
   const messageId = posted.messageId ?? Number.MAX_SAFE_INTEGER;
 
   const seen = new Set<string>();
-  let failureNotices = 0;
+  let lastKey: string | undefined;
   let after = posted.after;
   let done = false;
   const controller = new AbortController();
@@ -53,7 +56,7 @@ export async function sendAndWait({
       after = Math.max(after, e.outboxId);
       if (seen.has(e.key)) return;
       seen.add(e.key);
-      if (isFailureNoticeKey(e.key)) failureNotices++;
+      lastKey = e.key;
       if (!onlyCommandAnswer || e.key === commandKey) onReply(e.text);
       // An owner command has exactly one answer: the host's, under the key it told us.
       if (e.key === commandKey) {
@@ -79,7 +82,7 @@ export async function sendAndWait({
     clearTimeout(timer);
   }
   if (!done) return { kind: 'timeout', replies: seen.size };
-  return seen.size > 0 && failureNotices === seen.size
+  return lastKey !== undefined && isUnansweredNoticeKey(lastKey)
     ? { kind: 'failed', replies: seen.size }
     : { kind: 'answered', replies: seen.size };
 }
