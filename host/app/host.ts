@@ -451,6 +451,9 @@ export async function startHost({
         }),
         announce: (key, text) => adminChats.notify(key, text),
         saveLastGood: (applied) => saveLastGood(paths.configFile, applied),
+        // A pre-started container made under the old config (its TZ, its mounts) is replaced now, not
+        // discarded when its group's next run finds it stale.
+        onApplied: () => late.runtime?.prestart?.refresh(),
         logger: logger.child({ subsystem: 'config' }),
       });
       late.reloader = reloader;

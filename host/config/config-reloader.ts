@@ -38,6 +38,11 @@ export interface ConfigReloaderDeps<Snapshot> {
   announce(key: string, text: string): void;
   /** A config that ran and passed the health check: the one a broken file falls back to at the next start. */
   saveLastGood(applied: AppliedConfig): void;
+  /**
+   * A change was applied and kept: what the host made from the old config (containers started ahead of
+   * their runs, with the old time zone or mounts) is made anew.
+   */
+  onApplied?(changes: ConfigChange[]): void;
   logger: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   now?: () => number;
 }
@@ -101,6 +106,7 @@ export function createConfigReloader<S>(deps: ConfigReloaderDeps<S>): ConfigRelo
       { trigger, hash: short(next.hash), changes: changes.map((c) => c.key), atRestart },
       'config reloaded',
     );
+    if (changes.length > 0) deps.onApplied?.(changes);
     // A change of comments or layout only changes nothing the owner needs to hear about.
     if (changes.length > 0)
       announce(

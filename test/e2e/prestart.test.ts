@@ -73,6 +73,29 @@ await describeDocker('e2e: pre-started containers', () => {
     expect(after.host.prestart.containers.map((c) => c.groupId)).not.toContain('family');
   }, 180_000);
 
+  it('a config reload that changes the time zone replaces the waiting container at once, with the new TZ', async () => {
+    await h.addLocalGroups('tz');
+    expect((await h.send('tz', '@Andy hello')).stdout).toBe('heard: @Andy hello\n');
+    // The run's own container is removed after the reply; then only the one started ahead is left.
+    const [waiting] = await eventually('a pre-started container for tz, and no other', async () => {
+      const [all, running] = await Promise.all([containersOf('tz'), containersOf('tz', 'running')]);
+      return all.length === 1 && running.length === 1 ? running : undefined;
+    });
+    const set = await h.cli(['config', 'set', 'assistant.timezone', '"Europe/Berlin"']);
+    expect(set.code).toBe(0);
+    // idle_ms is ten minutes: a new one within the wait means the reload replaced it.
+    const [replaced] = await eventually('a new pre-started container for tz', async () => {
+      const running = await containersOf('tz', 'running');
+      return running.length === 1 && running[0] !== waiting ? running : undefined;
+    });
+    const env = (await h.docker.getContainer(replaced!).inspect()).Config.Env;
+    expect(env).toContain('TZ=Europe/Berlin');
+    expect((await h.cli(['groups', 'remove', 'tz'])).code).toBe(0);
+    await eventually('tz has no container left', async () =>
+      (await containersOf('tz')).length === 0 ? true : undefined,
+    );
+  }, 180_000);
+
   it('answers in the container started ahead, a new one per run, and a host stop removes the one waiting', async () => {
     const first = await h.send('main', 'one');
     expect(first.stdout).toBe('heard: one\n');
