@@ -210,11 +210,16 @@ export function createRunSession({
     return describeExit(exit, done);
   });
   // The run is over once its run.done is confirmed: the agent has nothing left to do but exit, so its slot
-  // and its key are freed now, and the container is stopped and removed off the critical path.
+  // and its key are freed now. With its stdin closed the agent exits by itself at once, its last log lines
+  // written; a signal sent now would race them. Only an agent still there after the grace period is
+  // killed. Either way the container goes off the critical path.
   const confirmedOutcome = confirmed.then((d) => {
     container.stdin.end();
-    container.stop('the run is over', stopGraceMs).catch((err: unknown) => {
-      logger.warn({ err: (err as Error).message }, 'could not stop a finished container');
+    void exitsWithin(container, stopGraceMs).then((gone) => {
+      if (gone) return;
+      container.stop('the run is over and its agent did not exit', 0).catch((err: unknown) => {
+        logger.warn({ err: (err as Error).message }, 'could not stop a finished container');
+      });
     });
     if (stoppedForCause !== undefined) return { ok: false, reason: stoppedForCause, retryable: false };
     return describeDone(d);
@@ -234,4 +239,16 @@ export function createRunSession({
     stop: (reason) => stopContainer(reason),
     done: finished,
   };
+}
+
+/** Whether the container exits within `ms`; the timer does not keep the host alive. */
+function exitsWithin(container: ContainerProcess, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+    void container.exited.then(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ContainerExit, ContainerProcess } from '../../host/containers/container-launch.ts';
 import { auditProtocolProblem } from '../../host/ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../../host/ipc/host-handlers.ts';
@@ -262,8 +262,36 @@ describe('IPC forgery and bad frames', () => {
     s.send({ jsonrpc: '2.0', id: 30, method: 'run.done', params: { status: 'ok' } });
     expect(await s.replyTo(30)).toMatchObject({ result: { ok: true } });
     expect(await s.handle.done).toEqual({ ok: true, reason: 'completed' });
-    // Its removal is under way, off the run's path.
-    expect(stopped).toBe(true);
+    // Its stdin is closed at once; this agent does not exit by itself, so after the grace period it is
+    // stopped, off the run's path.
+    expect(s.container.stdin.writableEnded).toBe(true);
+    await vi.waitFor(() => expect(stopped).toBe(true), { timeout: 2_000 });
+  });
+
+  it('leaves a finished agent that exits by itself alone: no signal races its last log lines', async () => {
+    const s = startSession(false);
+    let stopped = false;
+    const stop = s.container.stop.bind(s.container);
+    s.container.stop = async (...args) => {
+      stopped = true;
+      return stop(...args);
+    };
+    // As the real agent: it takes in run.start (an unanswered one stops the container when it exits)…
+    const start = await vi.waitFor(() => {
+      const request = s.replies.find((r) => r.method === 'run.start');
+      if (!request) throw new Error('no run.start yet');
+      return request;
+    });
+    s.send({ jsonrpc: '2.0', id: start.id, result: { accepted: true } });
+    // …and exits once its stdin ends.
+    s.container.stdin.once('finish', () => void s.exit({ exitCode: 0, reason: 'exited' }));
+    s.send({ jsonrpc: '2.0', id: 31, method: 'run.done', params: { status: 'ok' } });
+    expect(await s.replyTo(31)).toMatchObject({ result: { ok: true } });
+    expect(await s.handle.done).toEqual({ ok: true, reason: 'completed' });
+    expect(await s.container.exited).toMatchObject({ reason: 'exited' });
+    // Well past the grace period (10 ms here): never stopped.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(stopped).toBe(false);
   });
 
   it('survives malformed and oversized frames and goes on serving valid ones', async () => {
