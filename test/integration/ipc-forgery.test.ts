@@ -144,6 +144,18 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
 
 const audits = () => store.audit.tail(50);
 
+/** Records whether the host stopped the session's container; `removalMs` delays the fake engine's removal. */
+function watchStops(s: ReturnType<typeof startSession>, removalMs = 0): { stopped: () => boolean } {
+  let stopped = false;
+  const stop = s.container.stop.bind(s.container);
+  s.container.stop = async (...args) => {
+    stopped = true;
+    if (removalMs > 0) await new Promise((resolve) => setTimeout(resolve, removalMs).unref());
+    return stop(...args);
+  };
+  return { stopped: () => stopped };
+}
+
 describe('IPC forgery and bad frames', () => {
   it('ignores a non-admin container naming another group: forbidden, audited, nothing sent', async () => {
     const s = startSession(false);
@@ -251,31 +263,20 @@ describe('IPC forgery and bad frames', () => {
 
   it('ends the run once run.done is confirmed, without waiting for the container to be gone', async () => {
     const s = startSession(false);
-    let stopped = false;
-    const stop = s.container.stop.bind(s.container);
-    s.container.stop = async (...args) => {
-      stopped = true;
-      // The engine is slow to remove it: exited settles only much later.
-      await new Promise((resolve) => setTimeout(resolve, 60_000).unref());
-      return stop(...args);
-    };
+    // The engine is slow to remove it: exited settles only much later.
+    const { stopped } = watchStops(s, 60_000);
     s.send({ jsonrpc: '2.0', id: 30, method: 'run.done', params: { status: 'ok' } });
     expect(await s.replyTo(30)).toMatchObject({ result: { ok: true } });
     expect(await s.handle.done).toEqual({ ok: true, reason: 'completed' });
     // Its stdin is closed at once; this agent does not exit by itself, so after the grace period it is
     // stopped, off the run's path.
     expect(s.container.stdin.writableEnded).toBe(true);
-    await vi.waitFor(() => expect(stopped).toBe(true), { timeout: 2_000 });
+    await vi.waitFor(() => expect(stopped()).toBe(true), { timeout: 2_000 });
   });
 
   it('leaves a finished agent that exits by itself alone: no signal races its last log lines', async () => {
     const s = startSession(false);
-    let stopped = false;
-    const stop = s.container.stop.bind(s.container);
-    s.container.stop = async (...args) => {
-      stopped = true;
-      return stop(...args);
-    };
+    const { stopped } = watchStops(s);
     // As the real agent: it takes in run.start (an unanswered one stops the container when it exits)…
     const start = await vi.waitFor(() => {
       const request = s.replies.find((r) => r.method === 'run.start');
@@ -291,7 +292,7 @@ describe('IPC forgery and bad frames', () => {
     expect(await s.container.exited).toMatchObject({ reason: 'exited' });
     // Well past the grace period (10 ms here): never stopped.
     await new Promise((r) => setTimeout(r, 100));
-    expect(stopped).toBe(false);
+    expect(stopped()).toBe(false);
   });
 
   it('survives malformed and oversized frames and goes on serving valid ones', async () => {
