@@ -6,7 +6,7 @@
  * parser did not understand), because such a program can open a socket itself. It is false only when
  * every reason for escalating is known to stay on this machine (e.g. `kill`), and always for `local`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const gateVerdictSchema = z
   .object({

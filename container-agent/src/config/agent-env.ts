@@ -1,20 +1,27 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
-/** The agent's environment, set by the host's container runner. */
+/** A whole number of at least `min` from a variable's text; `fallback` when unset. */
+const intFromText = (min: number, fallback: number) =>
+  z._default(z.pipe(z.coerce.number(), z.int().check(z.minimum(min))), fallback);
+
+/**
+ * The agent's environment, set by the host's container runner. zod's functional API, as in protocol.ts:
+ * this is read before "agent ready".
+ */
 export const agentEnvSchema = z.object({
   /** The host gateway (OpenAI-compatible), e.g. http://172.17.0.1:7878/v1. Its key comes with run.start. */
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/ }),
-  CARAPACE_WORKSPACE: z.string().min(1).default('/workspace'),
+  CARAPACE_WORKSPACE: z._default(z.string().check(z.minLength(1)), '/workspace'),
   /** Used when run.start names no model. */
-  CARAPACE_MODEL: z.string().min(1).optional(),
+  CARAPACE_MODEL: z.optional(z.string().check(z.minLength(1))),
   /** What a bash command that needs the host's decision does when the host cannot be asked. */
-  CARAPACE_BASH_GATE_ON_ERROR: z.enum(['block', 'allow']).default('block'),
+  CARAPACE_BASH_GATE_ON_ERROR: z._default(z.enum(['block', 'allow']), 'block'),
   /** How long to wait for the host's bash decision; it may wait for a human (approvals expire at 300 s). */
-  CARAPACE_BASH_CHECK_TIMEOUT_MS: z.coerce.number().int().min(1000).default(330_000),
+  CARAPACE_BASH_CHECK_TIMEOUT_MS: intFromText(1000, 330_000),
   /** Stored conversation above this estimate (4 characters per token) is compacted. */
-  CARAPACE_HISTORY_TOKENS: z.coerce.number().int().min(1000).default(40_000),
+  CARAPACE_HISTORY_TOKENS: intFromText(1000, 40_000),
   /** Directory holding tree-sitter.wasm and tree-sitter-bash.wasm; default: next to the agent script. */
-  CARAPACE_WASM_DIR: z.string().min(1).optional(),
+  CARAPACE_WASM_DIR: z.optional(z.string().check(z.minLength(1))),
 });
 export type AgentEnv = z.infer<typeof agentEnvSchema>;
 

@@ -2,7 +2,7 @@
  * The conversation as the agent stores it and feeds it to the model (the system prompt is never part
  * of it: it is rebuilt for every run).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const toolCallSchema = z
   .object({

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { conversationMessageSchema, sanitizeConversation, type ConversationMessage } from './conversation.ts';
 
 const HISTORY_VERSION = 1;

@@ -4,7 +4,7 @@
  * so params are checked before sending and on receipt, and results are checked on both ends too.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import {
   JSONRPC_VERSION,
   MAX_FRAME_BYTES,
@@ -93,7 +93,7 @@ type AnyHandler = (params: unknown, context: HandlerContext) => unknown;
 
 interface Pending {
   method: string;
-  resultSchema: z.ZodType;
+  resultSchema: z.ZodMiniType;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   cleanup: () => void;
@@ -453,7 +453,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
 }
 
 /** "field.path: message" for the first few issues; never echoes the rejected values. */
-export function describeIssues(error: z.ZodError, max = 3): string {
+export function describeIssues(error: z.core.$ZodError, max = 3): string {
   const parts = error.issues.slice(0, max).map((issue) => {
     const where = issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)';
     return `${where}: ${issue.message}`;

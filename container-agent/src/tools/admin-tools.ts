@@ -2,7 +2,7 @@
  * Tools only the admin group is offered. The host enforces the same rule from the run's identity;
  * hiding them from other groups just keeps the model from trying.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { HostClient } from '../ipc/host-client.ts';
 import { LIMITS, channelSchema, configHashSchema, groupIdSchema } from '../protocol.ts';
 import { defineTool, type AgentTool } from './tool.ts';
@@ -16,8 +16,8 @@ export function createAdminTools(options: { host: HostClient }): AgentTool[] {
       'Register a chat as a group the assistant answers in (needs review or approval by the host).',
     schema: z
       .object({
-        id: groupIdSchema.describe('New group id: lowercase letters, digits, "-" or "_".'),
-        channel: channelSchema.describe('e.g. "telegram", "whatsapp" or "local".'),
+        id: groupIdSchema.check(z.describe('New group id: lowercase letters, digits, "-" or "_".')),
+        channel: channelSchema.check(z.describe('e.g. "telegram", "whatsapp" or "local".')),
         chat_id: z.string().min(1).max(LIMITS.name).describe("The channel's chat id."),
         name: z.string().min(1).max(LIMITS.name).describe('Display name.'),
       })
@@ -63,7 +63,7 @@ export function createAdminTools(options: { host: HostClient }): AgentTool[] {
       'by the owner.',
     schema: z
       .object({
-        base_hash: configHashSchema.describe('The hash read_config returned.'),
+        base_hash: configHashSchema.check(z.describe('The hash read_config returned.')),
         changes: z
           .array(
             z

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BashClassifierSource } from '../gate/bash-classifier.ts';
 import { decideBash } from '../gate/decide-bash.ts';
 import type { HostClient } from '../ipc/host-client.ts';

@@ -1,5 +1,5 @@
 import fs from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Workspace } from '../workspace/confine.ts';
 import { ToolError, defineTool, type AgentTool } from './tool.ts';
 import { MAX_WRITE_CHARS } from './write-file.ts';

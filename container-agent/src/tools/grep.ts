@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Workspace } from '../workspace/confine.ts';
 import { matchesGlob } from './glob.ts';
 import { SKIPPED_DIRS } from './list-files.ts';

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Workspace } from '../workspace/confine.ts';
 import { ToolError, defineTool, type AgentTool } from './tool.ts';
 

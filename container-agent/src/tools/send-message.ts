@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { HostClient } from '../ipc/host-client.ts';
 import { LIMITS, groupIdSchema } from '../protocol.ts';
 import { defineTool, type AgentTool } from './tool.ts';
@@ -14,8 +14,8 @@ export function createSendMessageTool(options: SendMessageToolOptions): AgentToo
   const schema = z
     .object({
       text: z.string().min(1).max(LIMITS.chatText).describe('The message text, formatted for the chat.'),
-      to: groupIdSchema
-        .optional()
+      to: z
+        .optional(groupIdSchema)
         .describe(
           options.isAdmin
             ? 'Group id of another chat; omit for this chat.'

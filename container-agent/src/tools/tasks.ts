@@ -1,16 +1,18 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { HostClient } from '../ipc/host-client.ts';
 import { LIMITS, groupIdSchema, taskIdSchema, taskScheduleSchema, type TaskSummary } from '../protocol.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
-const scheduleArg = taskScheduleSchema.describe(
-  'When to run: {"kind":"cron","expr":"0 9 * * 1-5"} (in the group time zone), {"kind":"once","at":"<ISO 8601 with offset>"}, or {"kind":"interval","everyMs":3600000} (at least 60000).',
+const scheduleArg = taskScheduleSchema.check(
+  z.describe(
+    'When to run: {"kind":"cron","expr":"0 9 * * 1-5"} (in the group time zone), {"kind":"once","at":"<ISO 8601 with offset>"}, or {"kind":"interval","everyMs":3600000} (at least 60000).',
+  ),
 );
 
 export function createTaskTools(options: { host: HostClient; isAdmin: boolean }): AgentTool[] {
   const { host } = options;
-  const groupArg = groupIdSchema
-    .optional()
+  const groupArg = z
+    .optional(groupIdSchema)
     .describe(
       options.isAdmin
         ? 'Group id the task belongs to; omit for this group.'
@@ -58,7 +60,7 @@ export function createTaskTools(options: { host: HostClient; isAdmin: boolean })
       .object({
         task_id: taskIdSchema,
         prompt: z.string().min(1).max(LIMITS.prompt).optional(),
-        schedule: scheduleArg.optional(),
+        schedule: z.optional(scheduleArg),
       })
       .strict()
       .refine((a) => a.prompt !== undefined || a.schedule !== undefined, {

@@ -2,7 +2,7 @@
  * A tool the model can call: a zod schema for its arguments (the JSON Schema the model sees is derived
  * from it, so the two never disagree) and a function that returns text for the model.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ToolSpec } from '../llm/chat-model.ts';
 
 export interface ToolContext {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { HostClient } from '../ipc/host-client.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
