@@ -1,24 +1,26 @@
 /**
- * The agent's entry inside the container (`node /app/agent.mjs`): wiring only. stdout carries JSON-RPC
- * frames and nothing else; logs go to stderr. When stdin ends (the host is gone) the agent exits at once.
+ * The agent's entry inside the container: wiring only. stdout carries JSON-RPC frames and nothing else;
+ * logs go to stderr. When stdin ends (the host is gone) the agent exits at once.
+ *
+ * Boot is kept to what reading run.start needs (the environment, the RPC peer and the protocol's schemas):
+ * "agent ready" comes first, and the run controller with its tools and LLM client loads right after
+ * (run/controller-wiring.ts). Handlers that arrive before it wait for it.
  */
-import os from 'node:os';
 import { format } from 'node:util';
+import * as z from 'zod/mini';
+import { en } from 'zod/locales';
 import { parseAgentEnv } from './config/agent-env.ts';
-import type { BashClassifier } from './gate/bash-classifier.ts';
-import { loadBashClassifier } from './gate/load-classifier.ts';
-import { createBashClassifier } from './bash-gate/classifier.ts';
-import { createOpenAiChatModel } from './llm/openai-chat-model.ts';
 import { createStderrLogger } from './logging/stderr-logger.ts';
 import { agentMethods, hostMethods, type AgentMethods } from './protocol.ts';
 import { createRpcPeer, type RpcHandlers } from './rpc/peer.ts';
-import { createRunController } from './run/run-controller.ts';
-import { createRipgrepLocator } from './tools/grep.ts';
+import type { RunController } from './run/run-controller.ts';
 
 // Anything a library prints must not corrupt the frame stream.
 for (const method of ['log', 'info', 'debug'] as const) {
   console[method] = (...args: unknown[]) => void process.stderr.write(format(...args) + '\n');
 }
+// zod's functional API loads no messages of its own; a frame the host gets refused says why in English.
+z.config(en());
 
 const logger = createStderrLogger({ level: process.env.CARAPACE_LOG_LEVEL === 'debug' ? 'debug' : 'info' });
 
@@ -32,34 +34,10 @@ function exit(code: number): void {
   setTimeout(() => process.exit(code), 2000).unref();
 }
 
-/** How long after "agent ready" the bash parser starts loading (see main). */
-const PARSER_LOAD_DELAY_MS = 250;
-
-async function main(): Promise<void> {
+function main(): void {
   const env = parseAgentEnv(process.env);
-  // Loaded a moment after the agent listens, not before: the host's run.start is answered at once, and the
-  // bash tool awaits the parser. In a container started ahead of its run this happens while it waits; in one
-  // started for its run, run.start is already in the pipe, and its first LLM request goes out before the
-  // parser's wasm compiles (which would compete for the container's one CPU).
-  const classifier = new Promise<BashClassifier>((resolve) =>
-    setTimeout(
-      () =>
-        resolve(
-          loadBashClassifier({
-            create: (wasm) => createBashClassifier(wasm),
-            scriptUrl: import.meta.url,
-            wasmDir: env.CARAPACE_WASM_DIR,
-            logger,
-          }),
-        ),
-      PARSER_LOAD_DELAY_MS,
-    ),
-  );
-  // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it after
-  // the agent listens, while it waits for run.start, without touching the network.
-  setImmediate(() => void fetch('data:,').catch(() => undefined));
-
-  // The peer looks handlers up per call, so the controller (which needs the peer) fills them in after.
+  let controller: RunController | undefined;
+  // The peer looks handlers up per call: until the controller is loaded, each waits for it.
   const handlers = {} as RpcHandlers<AgentMethods>;
   const peer = createRpcPeer({
     input: process.stdin,
@@ -72,31 +50,33 @@ async function main(): Promise<void> {
       // No agent runs unsupervised.
       logger.warn({ reason }, 'connection to the host closed; exiting');
       // Running commands live in their own process groups and would outlive us: kill them first.
-      controller.abort(`the host is gone: ${reason}`);
+      controller?.abort(`the host is gone: ${reason}`);
       exit(2);
     },
   });
-  const controller = createRunController({
-    host: peer,
-    // The key arrives with run.start and stays in this client: never in process.env, so no command and no
-    // child process can inherit it.
-    createModel: (gatewayKey) => createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: gatewayKey }),
-    classifier,
-    settings: {
-      workspaceRoot: env.CARAPACE_WORKSPACE,
-      ...(env.CARAPACE_MODEL ? { defaultModel: env.CARAPACE_MODEL } : {}),
-      bashGateOnError: env.CARAPACE_BASH_GATE_ON_ERROR,
-      bashCheckTimeoutMs: env.CARAPACE_BASH_CHECK_TIMEOUT_MS,
-      historyTokens: env.CARAPACE_HISTORY_TOKENS,
-      commandHome: process.env.HOME && process.env.HOME !== '/' ? process.env.HOME : os.tmpdir(),
-      processEnv: process.env,
-    },
-    now: () => new Date(),
-    logger,
-    exit,
-    ripgrep: createRipgrepLocator(),
+  const loaded = new Promise<RunController>((resolve, reject) =>
+    setImmediate(() => {
+      import('./run/controller-wiring.ts')
+        .then(({ wireRunController }) => {
+          controller = wireRunController({ env, host: peer, logger, exit, scriptUrl: import.meta.url });
+          Object.assign(handlers, controller.handlers);
+          resolve(controller);
+        })
+        .catch(reject);
+    }),
+  );
+  loaded.catch((error: unknown) => {
+    logger.error(
+      { error: error instanceof Error ? error.message : String(error) },
+      'the agent could not load its run controller',
+    );
+    exit(1);
   });
-  Object.assign(handlers, controller.handlers);
+  Object.assign(handlers, {
+    'run.start': async (params, context) => (await loaded).handlers['run.start'](params, context),
+    'run.input': async (params, context) => (await loaded).handlers['run.input'](params, context),
+    'run.stop': async (params, context) => (await loaded).handlers['run.stop'](params, context),
+  } satisfies RpcHandlers<AgentMethods>);
   logger.info({ workspace: env.CARAPACE_WORKSPACE }, 'agent ready');
 }
 
@@ -105,10 +85,12 @@ process.on('unhandledRejection', (error) => {
   exit(1);
 });
 
-main().catch((error: unknown) => {
+try {
+  main();
+} catch (error: unknown) {
   logger.error(
     { error: error instanceof Error ? error.message : String(error) },
     'the agent could not start',
   );
   exit(1);
-});
+}

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinModules } from 'node:module';
-import { build, type Plugin } from 'esbuild';
+import { build, transform, type Plugin } from 'esbuild';
 
 /** WebAssembly files the agent's bash parser loads at run time, shipped next to the bundle. */
 export const AGENT_WASM_ASSETS = [
@@ -15,7 +15,7 @@ export const AGENT_WASM_ASSETS = [
 export interface BundleAgentOptions {
   /** The agent's entry module (TypeScript or JavaScript). */
   entry: string;
-  /** Where the container's entry is written; the agent script and the wasm assets land next to it. */
+  /** The container's entry, a CommonJS file (`….cjs`); the agent's chunks and wasm assets land next to it. */
   outFile: string;
   /**
    * Directory esbuild works from and whose node_modules provide the wasm assets.
@@ -24,18 +24,27 @@ export interface BundleAgentOptions {
   projectRoot?: string;
 }
 
+export interface AgentChunk {
+  /** Absolute path of the chunk (`agent-….cjs`). */
+  file: string;
+  /** Absolute path its V8 code cache is written to (writeAgentCodeCache); named by the chunk's hash. */
+  cacheFile: string;
+}
+
 export interface AgentBundle {
   outFile: string;
   /** sha256 over every file of the bundle (names and contents), hex. */
   sha256: string;
-  /** Absolute paths of the files that make up the bundle: the entry first, the agent, then the assets. */
+  /** Absolute paths of the files that make up the bundle: the entry first, the chunks, then the assets. */
   files: string[];
+  /** The agent's chunks; the first is the one the entry runs. */
+  chunks: AgentChunk[];
 }
 
 export function defaultAgentPaths(projectRoot: string): { entry: string; outFile: string } {
   return {
     entry: path.join(projectRoot, 'container-agent', 'src', 'main.ts'),
-    outFile: path.join(projectRoot, 'container-agent', 'dist', 'agent.mjs'),
+    outFile: path.join(projectRoot, 'container-agent', 'dist', 'agent.cjs'),
   };
 }
 
@@ -45,18 +54,26 @@ export function defaultAgentPaths(projectRoot: string): { entry: string; outFile
  */
 export const AGENT_NODE_FLAGS = ['--min-semi-space-size=16'] as const;
 
-/** The agent itself, next to the entry: CommonJS, so the entry can compile it with V8's code cache. */
-export const AGENT_SCRIPT = 'agent.cjs';
+/** The chunk that runs the agent's entry module; the others are named by esbuild (name and content hash). */
+export const AGENT_MAIN_CHUNK = 'agent-main.cjs';
 
-/** The container's entry, which loads the agent through its code cache (container-agent/src/boot.ts). */
+/** The container's entry, which loads the agent's chunks through their code caches (container-agent/src/boot.ts). */
 const BOOT_ENTRY = path.join('container-agent', 'src', 'boot.ts');
 
+/** What the agent's chunks are named: the entry's own, and those esbuild splits off. */
+const CHUNK_FILE = /^agent-[\w-]+\.cjs$/;
+/** How esbuild's output imports a chunk with import(). */
+const CHUNK_IMPORT = /\bimport\("\.\/(agent-[\w-]+\.cjs)"\)/g;
+/** What such an import becomes in a CommonJS chunk. */
+const CHUNK_IMPORT_FUNCTION = '__carapaceImportChunk';
+
 /**
- * Bundles the agent for Node 20+: the agent as one CommonJS file (agent.cjs), the entry that loads it at
- * `outFile` (ESM), and the wasm assets, all in one directory. The code cache is written separately, when
- * an image is built (writeAgentCodeCache). Builds run from the package root that holds the entry so that
- * the output (which embeds relative paths in comments) and therefore the image tag do not depend on the
- * caller's cwd.
+ * Bundles the agent for Node 20+: the agent as CommonJS chunks (`agent-main.cjs` runs the entry module; a
+ * module it imports with `import()` and what only that module needs load as their own chunk when it is
+ * called; what both need is one shared chunk), the entry that loads them at `outFile`, and the wasm
+ * assets, all in one directory. The code caches are written separately, when an image is built
+ * (writeAgentCodeCache). Builds run from the package root that holds the entry so that the output (which
+ * embeds relative paths in comments) and therefore the image tag do not depend on the caller's cwd.
  */
 export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBundle> {
   const entry = path.resolve(options.entry);
@@ -64,12 +81,20 @@ export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBun
   if (!fs.existsSync(entry)) {
     throw new Error(`Agent entry ${entry} does not exist: write it or pass another entry to bundleAgent.`);
   }
+  if (!outFile.endsWith('.cjs')) {
+    throw new Error(
+      `The agent's entry ${outFile} must be a .cjs file: node starts it as CommonJS, without its ES module loader.`,
+    );
+  }
   const packageRoot = options.projectRoot
     ? path.resolve(options.projectRoot)
     : findPackageRoot(path.dirname(entry));
   const outDir = path.dirname(outFile);
   fs.mkdirSync(outDir, { recursive: true });
-  const agentFile = path.join(outDir, AGENT_SCRIPT);
+  // Chunks and caches of an earlier build would pile up: their names change with their content.
+  for (const name of fs.readdirSync(outDir)) {
+    if (CHUNK_FILE.test(name) || name.endsWith('.cache')) fs.rmSync(path.join(outDir, name), { force: true });
+  }
 
   const common = {
     bundle: true,
@@ -82,73 +107,115 @@ export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBun
     minifyWhitespace: true,
     minifySyntax: true,
   } as const;
-  await build({
+  // esbuild splits chunks only for ES modules; each chunk is then turned into CommonJS on its own, which
+  // keeps chunk-to-chunk imports as require('./agent-….cjs') for the entry's loader to resolve.
+  const split = await build({
     ...common,
-    entryPoints: [entry],
-    outfile: agentFile,
-    format: 'cjs',
-    // The agent finds its wasm files next to its script; a CommonJS bundle has no import.meta.
+    entryPoints: { [path.basename(AGENT_MAIN_CHUNK, '.cjs')]: entry },
+    outdir: outDir,
+    format: 'esm',
+    splitting: true,
+    write: false,
+    chunkNames: 'agent-[name]-[hash]',
+    outExtension: { '.js': '.cjs' },
+    // The agent finds its wasm files next to its chunks; a CommonJS chunk has no import.meta.
     define: { 'import.meta.url': '__carapaceScriptUrl' },
     plugins: [dynamicBuiltinsAsRequire],
-    banner: { js: "const __carapaceScriptUrl = require('node:url').pathToFileURL(__filename).href;" },
   });
+  const cacheNames: Record<string, string> = {};
+  const chunks: AgentChunk[] = [];
+  for (const output of split.outputFiles) {
+    const name = path.basename(output.path);
+    if (!CHUNK_FILE.test(name))
+      throw new Error(`esbuild wrote an unexpected agent chunk ${name}; expected names like agent-main.cjs`);
+    // import('./agent-….cjs') becomes a call the entry's loader serves: a script compiled from a code cache
+    // cannot run a real dynamic import (see dynamicBuiltinsAsRequire). Not a require in place: the bash
+    // parser declares its own `var require` in the function that imports "module".
+    const esm = output.text.replace(
+      CHUNK_IMPORT,
+      (_, chunk: string) => `${CHUNK_IMPORT_FUNCTION}("./${chunk}")`,
+    );
+    const banner = [
+      ...(esm.includes(CHUNK_IMPORT_FUNCTION)
+        ? [`const ${CHUNK_IMPORT_FUNCTION} = (chunk) => Promise.resolve().then(() => require(chunk));`]
+        : []),
+      ...(esm.includes('__carapaceScriptUrl')
+        ? ["const __carapaceScriptUrl = require('node:url').pathToFileURL(__filename).href;"]
+        : []),
+    ].join('\n');
+    const cjs = await transform(esm, {
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      minifyWhitespace: true,
+      minifySyntax: true,
+      ...(banner ? { banner } : {}),
+    });
+    fs.writeFileSync(output.path, cjs.code);
+    // V8 checks only a cache's length against its source: the name binds a cache to its chunk's bytes.
+    cacheNames[name] = `${name}.${hashFiles([output.path]).slice(0, 16)}.cache`;
+    const chunk = { file: output.path, cacheFile: path.join(outDir, cacheNames[name]) };
+    if (name === AGENT_MAIN_CHUNK) chunks.unshift(chunk);
+    else chunks.push(chunk);
+  }
   await build({
     ...common,
     entryPoints: [path.join(bootRoot(packageRoot), BOOT_ENTRY)],
     outfile: outFile,
-    format: 'esm',
-    // The cache file's name carries the bundle's hash: V8 would take a stale cache of the same length.
-    define: { __CARAPACE_AGENT_HASH__: JSON.stringify(hashFiles([agentFile]).slice(0, 16)) },
+    format: 'cjs',
+    define: {
+      __CARAPACE_AGENT_CHUNKS__: JSON.stringify(cacheNames),
+      __CARAPACE_AGENT_MAIN__: JSON.stringify(AGENT_MAIN_CHUNK),
+    },
   });
 
-  const files = [outFile, agentFile];
+  const files = [outFile, ...chunks.map((c) => c.file)];
   for (const asset of AGENT_WASM_ASSETS) {
     const source = findPackageFile(packageRoot, asset.packageName, asset.file);
     const target = path.join(outDir, asset.file);
     fs.copyFileSync(source, target);
     files.push(target);
   }
-  return { outFile, sha256: hashFiles(files), files };
+  return { outFile, sha256: hashFiles(files), files, chunks };
 }
 
 /**
- * Writes the agent's V8 code cache next to the bundle by booting it once with this host's node (up to
- * "agent ready", with a placeholder gateway address; nothing is contacted) and returns the file, or throws
- * saying why. The cache differs from build to build (V8 does not write it byte for byte the same), so it
- * stays out of the bundle's hash: it is derived from the bundle, and an image built without it (or with
- * one another node rejects) only starts slower.
+ * Writes the V8 code caches of the agent's chunks next to them by booting the agent once with this host's
+ * node (up to "agent ready", then loading every other chunk, with a placeholder gateway address; nothing
+ * is contacted) and returns their files, or throws saying why. A cache differs from build to build (V8
+ * does not write it byte for byte the same), so caches stay out of the bundle's hash: they are derived
+ * from the bundle, and an image built without them (or with ones another node rejects) only starts slower.
  */
-export function writeAgentCodeCache(bundle: AgentBundle): string {
-  const agentFile = path.join(path.dirname(bundle.outFile), AGENT_SCRIPT);
-  const cacheFile = path.join(
-    path.dirname(bundle.outFile),
-    `${AGENT_SCRIPT}.${hashFiles([agentFile]).slice(0, 16)}.cache`,
-  );
-  fs.rmSync(cacheFile, { force: true });
+export function writeAgentCodeCache(bundle: AgentBundle): string[] {
+  const cacheFiles = bundle.chunks.map((c) => c.cacheFile);
+  for (const file of cacheFiles) fs.rmSync(file, { force: true });
   // Exactly the container's command line, no inherited NODE_OPTIONS: V8 takes a cache only under the flags
   // it was made with.
   const result = spawnSync(process.execPath, [...AGENT_NODE_FLAGS, bundle.outFile], {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
-      CARAPACE_WRITE_CODE_CACHE: cacheFile,
+      CARAPACE_WRITE_CODE_CACHE: '1',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
     timeout: 30_000,
   });
-  if (result.status !== 0 || !fs.existsSync(cacheFile))
+  const missing = cacheFiles.filter((f) => !fs.existsSync(f));
+  if (result.status !== 0 || missing.length > 0)
     throw new Error(
-      `booting the agent to write its code cache failed (exit ${result.status ?? result.signal}): ${result.stderr.toString('utf8').slice(-500)}`,
+      `booting the agent to write its code cache failed (exit ${result.status ?? result.signal}${missing.length > 0 ? `, missing ${missing.map((f) => path.basename(f)).join(', ')}` : ''}): ${result.stderr.toString('utf8').slice(-500)}`,
     );
-  return cacheFile;
+  return cacheFiles;
 }
 
 const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 
 /**
- * `import("fs/promises")` of a node module (the bash parser has three) becomes a require in the bundle: a
+ * `import("fs/promises")` of a node module (the bash parser has three) becomes a module that re-exports it: a
  * script compiled from a code cache loses what node needs to run a dynamic import ("A dynamic import
- * callback was not specified"), and node's own loader for vm scripts is experimental on Node 20.
+ * callback was not specified"), and node's own loader for vm scripts is experimental on Node 20. Lowering
+ * the import in place would not do: the parser's `var require = createRequire(…)` shadows the chunk's
+ * require where it imports "module". Each such module is a tiny chunk of its own.
  */
 const dynamicBuiltinsAsRequire: Plugin = {
   name: 'dynamic-builtins-as-require',
@@ -158,8 +225,10 @@ const dynamicBuiltinsAsRequire: Plugin = {
         ? { path: args.path, namespace: 'dynamic-builtin' }
         : undefined,
     );
+    // An ES module that re-exports it, not `module.exports = require(…)`: esbuild's chunk of a CommonJS
+    // module exports only `default`, where the importer destructures named exports.
     b.onLoad({ filter: /.*/, namespace: 'dynamic-builtin' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      contents: `export * from ${JSON.stringify(args.path)};\nexport { default } from ${JSON.stringify(args.path)};`,
       loader: 'js',
     }));
   },

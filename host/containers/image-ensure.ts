@@ -24,7 +24,7 @@ export interface EnsureAgentImageOptions {
   force?: boolean;
   /** Agent entry; default `container-agent/src/main.ts`. */
   entry?: string;
-  /** Bundle output; default `container-agent/dist/agent.mjs`. */
+  /** Bundle output; default `container-agent/dist/agent.cjs`. */
   outFile?: string;
   /** Image repository; default `carapace-agent`. Tests and benchmarks use their own. */
   repository?: string;
@@ -106,7 +106,7 @@ function withCodeCache(
 ): string[] {
   if (mode === 'online') return [];
   try {
-    return [writeAgentCodeCache(bundle)];
+    return writeAgentCodeCache(bundle);
   } catch (err) {
     progress(`${(err as Error).message}; building without the code cache (the agent starts slower)`);
     return [];

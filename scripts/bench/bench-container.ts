@@ -41,7 +41,7 @@ export async function benchContainer(
   const docker = new Docker();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
   const entry = path.join(tmp, 'trivial.ts');
-  const outFile = path.join(tmp, 'dist', 'agent.mjs');
+  const outFile = path.join(tmp, 'dist', 'agent.cjs');
   const ensure = () =>
     ensureAgentImage({ docker, projectRoot: PROJECT_ROOT, entry, outFile, repository: REPOSITORY });
   try {

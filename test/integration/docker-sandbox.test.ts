@@ -84,7 +84,7 @@ await describeDocker('docker sandbox limits', () => {
       '/workspace/group/ok',
       '/workspace/extra/ro/nope',
       '/workspace/nope',
-      '/app/agent.mjs',
+      '/app/agent.cjs',
       '/etc/passwd',
       '/home/agent/nope',
       '/root/nope',

@@ -40,7 +40,7 @@ await describeDocker('agent image build', () => {
       docker,
       projectRoot: PROJECT_ROOT,
       entry: path.join(PROJECT_ROOT, 'test', 'fixtures', 'agent-entries', 'probe.ts'),
-      outFile: path.join(tmp, 'again', 'agent.mjs'),
+      outFile: path.join(tmp, 'again', 'agent.cjs'),
       repository: 'carapace-agent-test',
     });
     expect(again).toMatchObject({ tag: image, built: false });
@@ -53,7 +53,7 @@ await describeDocker('agent image build', () => {
       '--',
       'node',
       ...AGENT_NODE_FLAGS,
-      '/app/agent.mjs',
+      '/app/agent.cjs',
     ]);
     expect(info.Config.User).toBe('agent');
     expect(info.Config.WorkingDir).toBe('/workspace');
@@ -75,9 +75,10 @@ await describeDocker('agent image build', () => {
     expect(lines[3]).toMatch(/^git version/);
     expect(lines[4]).toMatch(/^ripgrep/);
     expect(lines[5]).toMatch(/^jq-/);
-    // The entry, the agent, its code cache when the image runs this host's node (offline), the wasm files.
+    // The probe's one chunk, its code cache when the image runs this host's node (offline), the entry, the
+    // wasm files.
     expect(lines[6]?.trim()).toMatch(
-      /^agent\.cjs (agent\.cjs\.[0-9a-f]{16}\.cache )?agent\.mjs tree-sitter-bash\.wasm tree-sitter\.wasm$/,
+      /^agent-main\.cjs (agent-main\.cjs\.[0-9a-f]{16}\.cache )?agent\.cjs tree-sitter-bash\.wasm tree-sitter\.wasm$/,
     );
   });
 
@@ -99,7 +100,7 @@ await describeDocker('agent image build', () => {
         docker,
         projectRoot: PROJECT_ROOT,
         entry,
-        outFile: path.join(tmp, 'variant-dist', 'agent.mjs'),
+        outFile: path.join(tmp, 'variant-dist', 'agent.cjs'),
         repository: pruneRepository,
         // Without the grace period: these builds are seconds apart.
         pruneGraceMs: 0,
@@ -122,7 +123,7 @@ await describeDocker('agent image build', () => {
       docker,
       projectRoot: PROJECT_ROOT,
       entry,
-      outFile: path.join(tmp, 'variant-dist', 'agent.mjs'),
+      outFile: path.join(tmp, 'variant-dist', 'agent.cjs'),
       repository: pruneRepository,
     });
     const kept = (await docker.listImages({ filters: { reference: [pruneRepository] } })).flatMap(

@@ -12,7 +12,7 @@ import {
 } from '../../host/containers/container-spec.ts';
 import {
   AGENT_NODE_FLAGS,
-  AGENT_SCRIPT,
+  AGENT_MAIN_CHUNK,
   AGENT_WASM_ASSETS,
   bundleAgent,
   hashFiles,
@@ -34,6 +34,7 @@ import { dockerfileBaseImage } from '../../host/containers/image-base-online.ts'
 import { parseImageBuildArgs } from '../../host/containers/image-build-command.ts';
 import { agentImageTag } from '../../host/containers/image-ensure.ts';
 import { PROBE_ENTRY, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
+const SPLIT_PROBE_ENTRY = path.join(PROJECT_ROOT, 'test', 'fixtures', 'agent-entries', 'split-probe.ts');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -229,21 +230,22 @@ describe('offline base', () => {
 });
 
 describe('agent bundle and tag', () => {
-  it('bundles the entry, the agent as one CommonJS file and the wasm assets, with a stable hash that follows the source', async () => {
-    const outA = path.join(tmp, 'a', 'agent.mjs');
-    const outB = path.join(tmp, 'b', 'agent.mjs');
+  it('bundles the entry, the agent as CommonJS chunks and the wasm assets, with a stable hash that follows the source', async () => {
+    const outA = path.join(tmp, 'a', 'agent.cjs');
+    const outB = path.join(tmp, 'b', 'agent.cjs');
     const a = await bundleAgent({ entry: PROBE_ENTRY, outFile: outA });
     const b = await bundleAgent({ entry: PROBE_ENTRY, outFile: outB });
     expect(a.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(b.sha256).toBe(a.sha256);
     expect(fs.readdirSync(path.dirname(outA)).sort()).toEqual(
-      ['agent.mjs', AGENT_SCRIPT, ...AGENT_WASM_ASSETS.map((x) => x.file)].sort(),
+      ['agent.cjs', AGENT_MAIN_CHUNK, ...AGENT_WASM_ASSETS.map((x) => x.file)].sort(),
     );
-    const agent = fs.readFileSync(path.join(path.dirname(outA), AGENT_SCRIPT), 'utf8');
-    expect(agent).not.toMatch(/require\(["']\.\.?\//); // no relative requires left: one file
+    const agent = fs.readFileSync(path.join(path.dirname(outA), AGENT_MAIN_CHUNK), 'utf8');
+    expect(agent).not.toMatch(/require\(["']\.\.?\//); // no relative requires: the probe is one chunk
+    expect(agent).not.toMatch(/^import /m);
     const entry = fs.readFileSync(outA, 'utf8');
-    expect(entry).toMatch(/^import /m);
-    expect(entry).not.toMatch(/from ["']\.\.?\//);
+    expect(entry).not.toMatch(/^import /m); // CommonJS: node starts it without its ES module loader
+    expect(entry).not.toMatch(/require\(["']\.\.?\//);
 
     // A different wasm asset changes the hash: the assets are part of what the image holds.
     fs.appendFileSync(path.join(path.dirname(outB), 'tree-sitter.wasm'), 'x');
@@ -253,37 +255,58 @@ describe('agent bundle and tag', () => {
     fs.writeFileSync(changedEntry, 'process.stdout.write("changed\\n");\n');
     const c = await bundleAgent({
       entry: changedEntry,
-      outFile: path.join(tmp, 'c', 'agent.mjs'),
+      outFile: path.join(tmp, 'c', 'agent.cjs'),
       projectRoot: PROJECT_ROOT,
     });
     expect(c.sha256).not.toBe(a.sha256);
   });
 
-  it('the code cache is taken under the flags it was written with, and a stale or foreign one is not', async () => {
-    const out = path.join(tmp, 'cached', 'agent.mjs');
-    const bundle = await bundleAgent({ entry: PROBE_ENTRY, outFile: out });
-    const cache = writeAgentCodeCache(bundle);
-    expect(fs.statSync(cache).size).toBeGreaterThan(0);
+  it('a module the agent imports with import() is its own chunk, loaded only when imported', async () => {
+    const out = path.join(tmp, 'split', 'agent.cjs');
+    const bundle = await bundleAgent({ entry: SPLIT_PROBE_ENTRY, outFile: out, projectRoot: PROJECT_ROOT });
+    const names = bundle.chunks.map((c) => path.basename(c.file));
+    expect(names[0]).toBe(AGENT_MAIN_CHUNK);
+    expect(names.slice(1)).toEqual([expect.stringMatching(/^agent-split-probe-part-\w+\.cjs$/)]);
+    // The part's code is not in the main chunk.
+    expect(fs.readFileSync(bundle.chunks[0]!.file, 'utf8')).not.toContain('part loaded');
+    const run = spawnSync(process.execPath, [out], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stderr).toBe('main undefined\npart loaded\n');
+    // Stale chunks of an earlier build of the same folder are gone.
+    fs.writeFileSync(path.join(path.dirname(out), 'agent-old-ABCDEFGH.cjs'), '');
+    const again = await bundleAgent({ entry: PROBE_ENTRY, outFile: out });
+    expect(fs.readdirSync(path.dirname(out)).filter((n) => n.startsWith('agent-'))).toEqual([
+      path.basename(again.chunks[0]!.file),
+    ]);
+  });
+
+  it('the code caches are taken under the flags they were written with, and a stale or foreign one is not', async () => {
+    const out = path.join(tmp, 'cached', 'agent.cjs');
+    const bundle = await bundleAgent({ entry: SPLIT_PROBE_ENTRY, outFile: out, projectRoot: PROJECT_ROOT });
+    const caches = writeAgentCodeCache(bundle);
+    expect(caches).toHaveLength(2); // the part too, although the writer's boot exits before it imports it
+    for (const cache of caches) expect(fs.statSync(cache).size).toBeGreaterThan(0);
     const boot = (flags: readonly string[]) =>
-      spawnSync(process.execPath, [...flags, out], {
-        env: { PATH: process.env.PATH, PROBE_MODE: 'exit' },
-        encoding: 'utf8',
-      });
+      spawnSync(process.execPath, [...flags, out], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
     const same = boot(AGENT_NODE_FLAGS);
     expect(same.status).toBe(0);
-    expect(same.stderr).toBe('');
-    // Other flags (or another node): V8 refuses the cache, and the agent compiles and runs without it.
+    expect(same.stderr).toBe('main undefined\npart loaded\n');
+    // Other flags (or another node): V8 refuses each cache, and the agent compiles and runs without them.
     const other = boot([]);
     expect(other.status).toBe(0);
-    expect(other.stderr).toMatch(/code cache does not fit node v\d+/);
-    // V8 checks only a cache's length against the source: the name binds it to this agent's bytes.
-    const agentFile = path.join(path.dirname(out), AGENT_SCRIPT);
-    expect(path.basename(cache)).toBe(`${AGENT_SCRIPT}.${hashFiles([agentFile]).slice(0, 16)}.cache`);
-    expect(fs.readFileSync(out, 'utf8')).toContain(hashFiles([agentFile]).slice(0, 16));
+    expect(other.stderr.match(/code cache does not fit node v\d+/g)).toHaveLength(2);
+    expect(other.stderr).toMatch(/part loaded/);
+    // V8 checks only a cache's length against the source: each name binds it to its chunk's bytes, and
+    // the entry knows the hashes.
+    for (const chunk of bundle.chunks) {
+      const hash = hashFiles([chunk.file]).slice(0, 16);
+      expect(chunk.cacheFile).toBe(`${chunk.file}.${hash}.cache`);
+      expect(fs.readFileSync(out, 'utf8')).toContain(hash);
+    }
   });
 
   it('the real agent boots through its entry and code cache, and loads its bash parser', async () => {
-    const out = path.join(tmp, 'real', 'agent.mjs');
+    const out = path.join(tmp, 'real', 'agent.cjs');
     const bundle = await bundleAgent({
       entry: path.join(PROJECT_ROOT, 'container-agent', 'src', 'main.ts'),
       outFile: out,
@@ -307,8 +330,11 @@ describe('agent bundle and tag', () => {
 
   it('fails with a clear message for a missing entry', async () => {
     await expect(
-      bundleAgent({ entry: path.join(tmp, 'nope.ts'), outFile: path.join(tmp, 'x', 'a.mjs') }),
+      bundleAgent({ entry: path.join(tmp, 'nope.ts'), outFile: path.join(tmp, 'x', 'a.cjs') }),
     ).rejects.toThrow(/does not exist/);
+    await expect(bundleAgent({ entry: PROBE_ENTRY, outFile: path.join(tmp, 'x', 'a.mjs') })).rejects.toThrow(
+      /must be a \.cjs file/,
+    );
   });
 
   it('derives the image tag from bundle, Dockerfile and base', () => {

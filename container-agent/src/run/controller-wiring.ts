@@ -1,0 +1,73 @@
+/**
+ * Everything a run needs beyond reading run.start: the run controller with its LLM client, tools and bash
+ * parser. main.ts loads this module once the agent listens ("agent ready"), so it is not on the boot's
+ * critical path: a container started ahead of its run loads it while it waits, and one started for its run
+ * loads it while run.start is already in the pipe (DESIGN.md, Agent boot).
+ */
+import os from 'node:os';
+import { createBashClassifier } from '../bash-gate/classifier.ts';
+import type { AgentEnv } from '../config/agent-env.ts';
+import type { BashClassifier } from '../gate/bash-classifier.ts';
+import { loadBashClassifier } from '../gate/load-classifier.ts';
+import type { HostClient } from '../ipc/host-client.ts';
+import { createOpenAiChatModel } from '../llm/openai-chat-model.ts';
+import type { AgentLogger } from '../logging/stderr-logger.ts';
+import { createRipgrepLocator } from '../tools/grep.ts';
+import { createRunController, type RunController } from './run-controller.ts';
+
+/** How long after the controller is wired the bash parser starts loading. */
+const PARSER_LOAD_DELAY_MS = 250;
+
+export interface ControllerWiringOptions {
+  env: AgentEnv;
+  host: HostClient;
+  logger: AgentLogger;
+  exit: (code: number) => void;
+  /** The agent script's URL: the wasm files lie next to it. */
+  scriptUrl: string;
+}
+
+export function wireRunController(options: ControllerWiringOptions): RunController {
+  const { env, logger } = options;
+  // The bash tool awaits the parser. It loads a moment later, not now: in a container started for its run,
+  // run.start is already in the pipe, and its first LLM request goes out before the parser's wasm compiles
+  // (which would compete for the container's one CPU).
+  const classifier = new Promise<BashClassifier>((resolve) =>
+    setTimeout(
+      () =>
+        resolve(
+          loadBashClassifier({
+            create: (wasm) => createBashClassifier(wasm),
+            scriptUrl: options.scriptUrl,
+            wasmDir: env.CARAPACE_WASM_DIR,
+            logger,
+          }),
+        ),
+      PARSER_LOAD_DELAY_MS,
+    ),
+  );
+  // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it now,
+  // before the run's first LLM request, without touching the network.
+  setImmediate(() => void fetch('data:,').catch(() => undefined));
+
+  return createRunController({
+    host: options.host,
+    // The key arrives with run.start and stays in this client: never in process.env, so no command and no
+    // child process can inherit it.
+    createModel: (gatewayKey) => createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: gatewayKey }),
+    classifier,
+    settings: {
+      workspaceRoot: env.CARAPACE_WORKSPACE,
+      ...(env.CARAPACE_MODEL ? { defaultModel: env.CARAPACE_MODEL } : {}),
+      bashGateOnError: env.CARAPACE_BASH_GATE_ON_ERROR,
+      bashCheckTimeoutMs: env.CARAPACE_BASH_CHECK_TIMEOUT_MS,
+      historyTokens: env.CARAPACE_HISTORY_TOKENS,
+      commandHome: process.env.HOME && process.env.HOME !== '/' ? process.env.HOME : os.tmpdir(),
+      processEnv: process.env,
+    },
+    now: () => new Date(),
+    logger,
+    exit: options.exit,
+    ripgrep: createRipgrepLocator(),
+  });
+}
