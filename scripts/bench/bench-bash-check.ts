@@ -21,7 +21,7 @@ import { createTaintRegistry } from '../../host/security/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
 import { refusingConfigHandlers } from '../../test/helpers/refusing-config-handlers.ts';
-import { benchAgentPeer } from './bench-agent-peer.ts';
+import { idleAgentPeer } from '../../test/helpers/idle-agent-peer.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
 const N = 2000;
@@ -84,7 +84,7 @@ export async function benchBashCheck(): Promise<Record<string, number | string>>
       remoteMethods: agentMethods,
       handlers,
     });
-    const agent = benchAgentPeer(toAgent, toHost);
+    const agent = idleAgentPeer(toAgent, toHost);
 
     const commands = ['curl -s https://example.org', 'git status', 'make build', 'python3 -c "print(1)"'];
     const check: number[] = [];

@@ -21,7 +21,7 @@ import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wa
 import type { HostClient } from '../../container-agent/src/ipc/host-client.ts';
 import { commandEnvironment, createBashTool } from '../../container-agent/src/tools/bash.ts';
 import { hostEventSchema, type HostCommand, type HostEvent } from './bench-bash-report-host.ts';
-import { benchAgentPeer } from './bench-agent-peer.ts';
+import { idleAgentPeer } from '../../test/helpers/idle-agent-peer.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
 const N = 300;
@@ -55,7 +55,7 @@ export async function benchBashReport(): Promise<Record<string, number | string>
   try {
     await nextEvent(host, (e): e is Extract<HostEvent, { type: 'ready' }> => e.type === 'ready');
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
-    const agent = benchAgentPeer(host.stdout as Readable, host.stdin as Writable);
+    const agent = idleAgentPeer(host.stdout as Readable, host.stdin as Writable);
     const untold: HostClient = { request: agent.request, notify: () => undefined };
     const tool = (client: HostClient) =>
       createBashTool({

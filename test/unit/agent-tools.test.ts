@@ -21,6 +21,7 @@ import { checkProcessIsolation } from '../../container-agent/src/tools/process-i
 import { matchesGlob } from '../../container-agent/src/tools/glob.ts';
 import { createToolset, type Toolset } from '../../container-agent/src/tools/toolset.ts';
 import { createWorkspace } from '../../container-agent/src/workspace/confine.ts';
+import { idleAgentPeer } from '../helpers/idle-agent-peer.ts';
 
 type Calls = Array<{ method: string; params: unknown }>;
 
@@ -48,17 +49,7 @@ function fakeHost(overrides: Partial<RpcHandlers<HostMethods>> = {}) {
     handlers: handlers as never,
     remoteMethods: agentMethods,
   });
-  const agent = createRpcPeer({
-    input: toAgent,
-    output: toHost,
-    localMethods: agentMethods,
-    handlers: {
-      'run.start': () => ({ accepted: true as const }),
-      'run.input': () => ({ accepted: true }),
-      'run.stop': () => undefined,
-    },
-    remoteMethods: hostMethods,
-  });
+  const agent = idleAgentPeer(toAgent, toHost);
   return { host: agent, calls };
 }
 
