@@ -54,17 +54,14 @@ function main(): void {
       exit(2);
     },
   });
-  const loaded = new Promise<RunController>((resolve, reject) =>
-    setImmediate(() => {
-      import('./run/controller-wiring.ts')
-        .then(({ wireRunController }) => {
-          controller = wireRunController({ env, host: peer, logger, exit, scriptUrl: import.meta.url });
-          Object.assign(handlers, controller.handlers);
-          resolve(controller);
-        })
-        .catch(reject);
-    }),
-  );
+  // Loaded once "agent ready" is out (a macrotask later), not on the way to it.
+  const loaded = new Promise((resolve) => setImmediate(resolve))
+    .then(() => import('./run/controller-wiring.ts'))
+    .then(({ wireRunController }) => {
+      controller = wireRunController({ env, host: peer, logger, exit, scriptUrl: import.meta.url });
+      Object.assign(handlers, controller.handlers);
+      return controller;
+    });
   loaded.catch((error: unknown) => {
     logger.error(
       { error: error instanceof Error ? error.message : String(error) },
