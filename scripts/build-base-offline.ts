@@ -1,7 +1,7 @@
 // Builds (or finds cached) the offline base image carapace-agent-base:<hash> with debootstrap.
 // Needs root. Usage: node --import tsx scripts/build-base-offline.ts [--force]
 import Docker from 'dockerode';
-import { ensureOfflineBase } from '../host/containers/image-base-offline.ts';
+import { ensureOfflineBase } from '../host/containers/image/image-base-offline.ts';
 
 const force = process.argv.includes('--force');
 const started = Date.now();

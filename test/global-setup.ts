@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { ensureAgentImage } from '../host/containers/image-ensure.ts';
+import { ensureAgentImage } from '../host/containers/image/image-ensure.ts';
 import { dockerAvailable } from './helpers/docker-available.ts';
 
 export default async function setup(): Promise<void> {

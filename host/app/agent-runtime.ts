@@ -12,24 +12,24 @@ import type { RunnerRuntime } from './host.ts';
 import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
-import type { TaintRegistry } from '../security/taint.ts';
+import type { TaintRegistry } from '../security/taint/taint.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
 import { sendNotices, slowProviderNotices } from '../router/run-notices.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
-import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/data-folder-label.ts';
+import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/run/data-folder-label.ts';
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
-import { removeOrphans } from '../containers/container-orphans.ts';
-import { createDockerAgentRunner, type RunNetworks } from '../containers/docker-agent-runner.ts';
-import { planGroupMounts } from '../containers/group-mounts.ts';
-import { ensureAgentImage } from '../containers/image-ensure.ts';
-import { loadMountAllowlist } from '../containers/mount-allowlist.ts';
-import { createShadowWalkCache } from '../containers/shadow-walk-cache.ts';
-import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/docker-leftovers.ts';
-import { applyGatewayFirewall } from '../containers/network-host-firewall.ts';
-import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network-gateway.ts';
+import { removeOrphans } from '../containers/run/container-orphans.ts';
+import { createDockerAgentRunner, type RunNetworks } from '../containers/run/docker-agent-runner.ts';
+import { planGroupMounts } from '../containers/mounts/group-mounts.ts';
+import { ensureAgentImage } from '../containers/image/image-ensure.ts';
+import { loadMountAllowlist } from '../containers/mounts/mount-allowlist.ts';
+import { createShadowWalkCache } from '../containers/mounts/shadow-walk-cache.ts';
+import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/run/docker-leftovers.ts';
+import { applyGatewayFirewall } from '../containers/network/network-host-firewall.ts';
+import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network/network-gateway.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<

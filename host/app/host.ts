@@ -28,8 +28,8 @@ import { createConfigSource, type ConfigSource } from '../config/config-source.t
 import { watchConfigFile } from '../config/config-watch.ts';
 import { checkConfigText } from '../config/load-config.ts';
 import { saveLastGood, type StartConfig } from '../config/safe-start.ts';
-import { CleanRoomError } from '../security/admin-clean-room.ts';
-import { assertStartableConfig, createHostServiceRegistry } from '../security/service-grants.ts';
+import { CleanRoomError } from '../security/policies/admin-clean-room.ts';
+import { assertStartableConfig, createHostServiceRegistry } from '../config/service-grants.ts';
 import { adminGroupId } from '../admin/admin-group.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { AgentRunner } from '../router/agent-runner.ts';

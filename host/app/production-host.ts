@@ -6,7 +6,7 @@ import { loadSecrets } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
 import { startHost, type ConfigFileReload, type RunningHost } from './host.ts';
 import { createSecretScanner, type SecretScanner } from '../security/secrets/index.ts';
-import { PROJECT_ROOT } from '../cli/cli-context.ts';
+import { PROJECT_ROOT } from '../config/project-files.ts';
 import { productionRunnerFactory } from './production-runner.ts';
 
 export interface ProductionHostOptions {

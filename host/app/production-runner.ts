@@ -11,30 +11,26 @@ import { adminGroupId } from '../admin/admin-group.ts';
 import { createAgentRuntime } from './agent-runtime.ts';
 import { upstreamApiBase } from '../gateway/config.ts';
 import type { HostDeps, RunnerFactoryDeps } from './host.ts';
-import { EXAMPLE_CONFIG_FILE } from '../cli/cli-context.ts';
-import { createMessagePolicy } from '../security/message-policy.ts';
-import { createMutationReview } from '../security/mutation-review.ts';
-import { createConfigProposals } from '../security/config-proposals.ts';
-import { configReferenceProblems } from '../security/config-references.ts';
+import { EXAMPLE_CONFIG_FILE } from '../config/project-files.ts';
+import { createMessagePolicy } from '../security/policies/message-policy.ts';
+import { createMutationReview } from '../security/policies/mutation-review.ts';
+import { createConfigProposals } from '../config/config-proposals.ts';
+import { configReferenceProblems } from '../config/config-references.ts';
 import { redactFindings } from '../security/secrets/redact-findings.ts';
-import { createServicePolicy } from '../security/service-policy.ts';
-import {
-  assertStartableConfig,
-  createHostServiceRegistry,
-  serviceGrants,
-} from '../security/service-grants.ts';
-import { createBashLedger } from '../security/bash-ledger.ts';
-import { createBashPolicy } from '../security/bash-policy.ts';
-import { createHumanApproval } from '../security/human-approval.ts';
-import { initialRunTaint } from '../security/initial-taint.ts';
-import { createBashReports } from '../security/bash-reports.ts';
-import { createCop } from '../security/cop.ts';
-import { createSecretReads } from '../security/secret-reads.ts';
-import { createOpenAiCopComplete } from '../security/cop-openai-complete.ts';
+import { createServicePolicy } from '../security/policies/service-policy.ts';
+import { assertStartableConfig, createHostServiceRegistry, serviceGrants } from '../config/service-grants.ts';
+import { createBashLedger } from '../security/policies/bash-ledger.ts';
+import { createBashPolicy } from '../security/policies/bash-policy.ts';
+import { createHumanApproval } from '../security/policies/human-approval.ts';
+import { initialRunTaint } from '../security/taint/initial-taint.ts';
+import { createBashReports } from '../security/taint/bash-reports.ts';
+import { createCop } from '../security/cop/cop.ts';
+import { createSecretReads } from '../security/taint/secret-reads.ts';
+import { createOpenAiCopComplete } from '../security/cop/cop-openai-complete.ts';
 import type { SecretScanner } from '../security/secrets/index.ts';
 import { createFinalFailures } from '../router/final-failures.ts';
 import { createRunSignals } from '../router/run-signals.ts';
-import { createTaintRegistry } from '../security/taint.ts';
+import { createTaintRegistry } from '../security/taint/taint.ts';
 
 export interface ProductionRunnerOptions {
   config: HostConfig;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import type { CarapacePaths } from '../config/paths.ts';
+import type { BackupPaths } from './backup-paths.ts';
 import { listFiles, MANIFEST_FILE, sha256File, type BackupManifest } from './backup-manifest.ts';
 
 const run = promisify(execFile);
@@ -27,7 +27,7 @@ export interface BackupResult {
  * their SHA-256 in a manifest. The archive appears under its name only once complete.
  */
 export async function createBackup(
-  paths: CarapacePaths,
+  paths: BackupPaths,
   file: string,
   now = new Date(),
 ): Promise<BackupResult> {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import type { CarapacePaths } from '../config/paths.ts';
+import type { BackupPaths } from './backup-paths.ts';
 import { acquireHostLock, HostLockedError } from '../store/host-lock.ts';
 import { CONFIG_FILES } from './backup-archive.ts';
 import { BackupVerifyError, verifyUnpacked } from './backup-manifest.ts';
@@ -18,7 +18,7 @@ export class RestoreRefused extends Error {}
  * checksum and the database's integrity. What it replaces is moved aside, never deleted. Returns what it
  * did, line by line.
  */
-export async function restoreBackup(paths: CarapacePaths, file: string, now = new Date()): Promise<string[]> {
+export async function restoreBackup(paths: BackupPaths, file: string, now = new Date()): Promise<string[]> {
   if (!fs.existsSync(file)) throw new RestoreRefused(`there is no archive at ${file}`);
   fs.mkdirSync(paths.dataDir, { recursive: true, mode: 0o700 });
   let lock: { release(): void };
@@ -62,7 +62,7 @@ export async function restoreBackup(paths: CarapacePaths, file: string, now = ne
   }
 }
 
-function moveIntoPlace(paths: CarapacePaths, staging: string, now: Date): string[] {
+function moveIntoPlace(paths: BackupPaths, staging: string, now: Date): string[] {
   const report: string[] = [];
   const aside = path.join(paths.dataDir, `before-restore-${now.toISOString().replace(/[:.]/g, '-')}`);
   const moveAside = (name: string) => {

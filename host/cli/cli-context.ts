@@ -1,8 +1,8 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { resolvePaths, type CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
+import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT } from '../config/project-files.ts';
+
+export { EXAMPLE_CONFIG_FILE, PROJECT_ROOT };
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -11,17 +11,6 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   cwd: string;
 }
-
-/** The folder holding package.json: the same from the sources and from the compiled `dist/`. */
-function findProjectRoot(from: string): string {
-  for (let dir = from; ; dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
-  }
-}
-
-export const PROJECT_ROOT = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
-export const EXAMPLE_CONFIG_FILE = path.join(PROJECT_ROOT, 'config', 'config.example.toml');
 
 export interface CliContext {
   io: CliIo;

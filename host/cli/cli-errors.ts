@@ -1,6 +1,6 @@
 import { ConfigError } from '../config/config-error.ts';
 import { ApiError, HostNotAnswering, HostUnreachable } from '../channels/local/local-client.ts';
-import { CleanRoomError } from '../security/admin-clean-room.ts';
+import { CleanRoomError } from '../security/policies/admin-clean-room.ts';
 import { HostLockedError } from '../store/host-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { SocketInUseError } from '../channels/local/socket-server.ts';

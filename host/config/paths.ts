@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { HOST_PID_FILE } from '../store/host-pid-file.ts';
 
 export interface CarapacePaths {
   /** Holds config.toml, mount-allowlist.toml and .env; outside the project so containers never see it. */
@@ -18,8 +19,6 @@ export interface CarapacePaths {
   /** The running host's pid, written when it takes the data folder; only for messages, never a lock. */
   pidFile: string;
 }
-
-export const HOST_PID_FILE = 'host.pid';
 
 export interface PathInputs {
   env: NodeJS.ProcessEnv;

@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { groupIdSchema } from '../../container-agent/src/protocol.ts';
 import { CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { channelsConfigSchema } from '../channels/registry.ts';
-import { containersConfigSchema } from '../containers/container-config.ts';
-import { extraMountRequestSchema } from '../containers/mount-validation.ts';
+import { containersConfigSchema } from '../containers/run/container-config.ts';
+import { extraMountRequestSchema } from '../containers/mounts/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
 import { schedulerConfigSchema } from '../scheduler/scheduler-config.ts';
-import { copConfigSchema } from '../security/cop.ts';
+import { copConfigSchema } from '../security/cop/cop.ts';
 import { servicesConfigSchema } from '../services/service-trust.ts';
 import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
 

@@ -7,7 +7,7 @@ import {
 import { DomainError, type DomainErrorKind } from '../errors/domain-error.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import type { RunIdentity, Verdict } from '../security/decisions.ts';
-import type { Taint } from '../security/taint.ts';
+import type { Taint } from '../security/taint/taint.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupsStore } from '../store/groups-store.ts';

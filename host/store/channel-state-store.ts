@@ -1,8 +1,13 @@
-import type { ChannelStateStore } from '../channels/channel.ts';
 import type { Db } from './open-database.ts';
 
+/** A channel's own key/value state; the shape channels ask for (`ChannelStateStore` in channels/channel.ts). */
+export interface ChannelState {
+  get(key: string): string | undefined;
+  set(key: string, value: string): void;
+}
+
 /** Durable key/value state of one channel (Telegram's update offset), in the host's database. */
-export function createChannelStateStore(db: Db, channel: string): ChannelStateStore {
+export function createChannelStateStore(db: Db, channel: string): ChannelState {
   const read = db.prepare<[string, string], { value: string }>(
     'SELECT value FROM channel_state WHERE channel = ? AND key = ?',
   );

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { HOST_PID_FILE } from '../config/paths.ts';
+import { HOST_PID_FILE } from './host-pid-file.ts';
 
 export class HostLockedError extends Error {}
 

@@ -21,9 +21,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type Docker from 'dockerode';
 import { build } from 'esbuild';
-import { containersConfigSchema } from '../../host/containers/container-config.ts';
-import { launchContainer } from '../../host/containers/container-launch.ts';
-import { buildImage } from '../../host/containers/image-docker-build.ts';
+import { containersConfigSchema } from '../../host/containers/run/container-config.ts';
+import { launchContainer } from '../../host/containers/run/container-launch.ts';
+import { buildImage } from '../../host/containers/image/image-docker-build.ts';
 import { median, round } from './stats.ts';
 
 const READY_TIMEOUT_MS = 30_000;
@@ -38,7 +38,7 @@ function eagerEntry(agentSrc: string): string {
     `import { z as classicZod } from 'zod';`,
     `import * as controllerWiring from ${at('run/controller-wiring.ts')};`,
     `void classicZod; void controllerWiring;`,
-    `import { loadBashClassifier } from ${at('gate/load-classifier.ts')};`,
+    `import { loadBashClassifier } from ${at('bash-gate/load-classifier.ts')};`,
     `import { createBashClassifier } from ${at('bash-gate/classifier.ts')};`,
     `void loadBashClassifier({ create: (w) => createBashClassifier(w), scriptUrl: import.meta.url, logger: { warn: () => undefined } });`,
     `void fetch('data:,').catch(() => undefined);`,

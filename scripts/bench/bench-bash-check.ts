@@ -14,10 +14,10 @@ import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wa
 import { agentMethods, hostMethods } from '../../container-agent/src/protocol.ts';
 import { createRpcPeer } from '../../container-agent/src/rpc/peer.ts';
 import { createHostHandlers } from '../../host/ipc/host-handlers.ts';
-import { createBashPolicy } from '../../host/security/bash-policy.ts';
-import { createCop } from '../../host/security/cop.ts';
+import { createBashPolicy } from '../../host/security/policies/bash-policy.ts';
+import { createCop } from '../../host/security/cop/cop.ts';
 import { createSecretScanner } from '../../host/security/secrets/index.ts';
-import { createTaintRegistry } from '../../host/security/taint.ts';
+import { createTaintRegistry } from '../../host/security/taint/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
 import { refusingConfigHandlers } from '../../test/helpers/refusing-config-handlers.ts';

@@ -15,10 +15,10 @@ import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wa
 import { agentMethods, hostMethods } from '../../container-agent/src/protocol.ts';
 import { createRpcPeer } from '../../container-agent/src/rpc/peer.ts';
 import { createHostHandlers } from '../../host/ipc/host-handlers.ts';
-import { createBashLedger } from '../../host/security/bash-ledger.ts';
-import { createBashReports } from '../../host/security/bash-reports.ts';
-import { createSecretReads } from '../../host/security/secret-reads.ts';
-import { createTaintRegistry } from '../../host/security/taint.ts';
+import { createBashLedger } from '../../host/security/policies/bash-ledger.ts';
+import { createBashReports } from '../../host/security/taint/bash-reports.ts';
+import { createSecretReads } from '../../host/security/taint/secret-reads.ts';
+import { createTaintRegistry } from '../../host/security/taint/taint.ts';
 import { openStore } from '../../host/store/store.ts';
 import { idleTaskHandlers } from '../../test/helpers/idle-task-handlers.ts';
 import { refusingConfigHandlers } from '../../test/helpers/refusing-config-handlers.ts';

@@ -25,7 +25,7 @@ import { sendAndWait } from '../../host/channels/local/send-and-wait.ts';
 import { PROJECT_ROOT } from '../../host/cli/cli-context.ts';
 import { productionRunnerFactory } from '../../host/app/production-runner.ts';
 import { loadSecrets } from '../../host/config/secrets.ts';
-import { dataFolderLabel, LABEL_DATA } from '../../host/containers/data-folder-label.ts';
+import { dataFolderLabel, LABEL_DATA } from '../../host/containers/run/data-folder-label.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
 import { startHost, type HostDeps } from '../../host/app/host.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';

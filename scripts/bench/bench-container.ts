@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Docker from 'dockerode';
-import { launchContainer } from '../../host/containers/container-launch.ts';
-import { ensureAgentImage } from '../../host/containers/image-ensure.ts';
+import { launchContainer } from '../../host/containers/run/container-launch.ts';
+import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const REPOSITORY = 'carapace-agent-bench';

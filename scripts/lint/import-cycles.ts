@@ -13,6 +13,8 @@ import ts from 'typescript';
 export interface ImportGraph {
   /** Absolute file path → the absolute paths of the project files it imports. */
   edges: Map<string, string[]>;
+  /** The subset of `edges` that loads code at run time (not `import type`/`export type` alone). */
+  valueEdges?: Map<string, string[]>;
 }
 
 const COMPILER_OPTIONS: ts.CompilerOptions = {
@@ -43,9 +45,13 @@ export function buildImportGraph(files: readonly string[]): ImportGraph {
   const host = ts.createCompilerHost(COMPILER_OPTIONS);
   const cache = ts.createModuleResolutionCache(process.cwd(), (f) => f, COMPILER_OPTIONS);
   const edges = new Map<string, string[]>();
+  const valueEdges = new Map<string, string[]>();
   for (const file of known) {
-    const info = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true);
+    const text = fs.readFileSync(file, 'utf8');
+    const info = ts.preProcessFile(text, true, true);
+    const valueSpecifiers = valueImportSpecifiers(file, text);
     const targets = new Set<string>();
+    const valueTargets = new Set<string>();
     for (const ref of info.importedFiles) {
       if (!ref.fileName.startsWith('.')) continue;
       const resolved = ts.resolveModuleName(
@@ -58,11 +64,165 @@ export function buildImportGraph(files: readonly string[]): ImportGraph {
         ts.ModuleKind.ESNext,
       ).resolvedModule;
       const target = resolved ? path.resolve(resolved.resolvedFileName) : undefined;
-      if (target && known.has(target) && target !== file) targets.add(target);
+      if (!target || !known.has(target) || target === file) continue;
+      targets.add(target);
+      if (valueSpecifiers.has(ref.fileName)) valueTargets.add(target);
     }
     edges.set(file, [...targets].sort());
+    valueEdges.set(file, [...valueTargets].sort());
   }
-  return { edges };
+  return { edges, valueEdges };
+}
+
+/**
+ * The specifiers a file loads at run time: every import or re-export except those that name types only
+ * (`import type`, `export type … from`, or an import whose every named binding is `type`), plus `import()`.
+ */
+function valueImportSpecifiers(file: string, text: string): Set<string> {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const out = new Set<string>();
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined &&
+            clause.namedBindings !== undefined &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.length > 0 &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      if (!typeOnly) out.add(node.moduleSpecifier.text);
+    } else if (
+      ts.isExportDeclaration(node) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      const typeOnly =
+        node.isTypeOnly ||
+        (node.exportClause !== undefined &&
+          ts.isNamedExports(node.exportClause) &&
+          node.exportClause.elements.length > 0 &&
+          node.exportClause.elements.every((e) => e.isTypeOnly));
+      if (!typeOnly) out.add(node.moduleSpecifier.text);
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] !== undefined &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
+      out.add(node.arguments[0].text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+/**
+ * The subsystem a host file belongs to: its folder right under `host/` (`host/containers/run/x.ts` is
+ * `host/containers`); files directly in `host/` belong to none.
+ */
+export function subsystemOf(root: string, file: string): string | undefined {
+  const parts = path.relative(root, file).split(path.sep);
+  return parts[0] === 'host' && parts.length > 2 ? `host/${parts[1]}` : undefined;
+}
+
+/**
+ * The graph of host subsystems that load each other's code at run time. Type-only imports are left out
+ * here: a subsystem may name another's types (they vanish when compiled) without the two depending on
+ * each other's behaviour. `reasons` names one file-level import behind each arrow, for the message.
+ */
+export function buildFolderGraph(
+  graph: ImportGraph,
+  root: string,
+): { graph: ImportGraph; reasons: Map<string, string> } {
+  const edges = new Map<string, Set<string>>();
+  const reasons = new Map<string, string>();
+  for (const [file, targets] of graph.valueEdges ?? graph.edges) {
+    const from = subsystemOf(root, file);
+    if (!from) continue;
+    if (!edges.has(from)) edges.set(from, new Set());
+    for (const target of targets) {
+      const to = subsystemOf(root, target);
+      if (!to || to === from) continue;
+      edges.get(from)!.add(to);
+      const key = `${from} → ${to}`;
+      if (!reasons.has(key))
+        reasons.set(key, `${path.relative(root, file)} imports ${path.relative(root, target)}`);
+    }
+  }
+  return {
+    graph: { edges: new Map([...edges].map(([k, v]) => [k, [...v].sort()])) },
+    reasons,
+  };
+}
+
+/**
+ * The host's subsystems, top to bottom (DESIGN.md, "Layout"): a file may import only from its own
+ * subsystem or one listed after it. Subsystems in one inner list stand side by side and import none of
+ * each other. A folder under `host/` that is missing here fails the lint, so a new one gets a place.
+ */
+export const SUBSYSTEM_LAYERS: readonly (readonly string[])[] = [
+  ['cli'],
+  ['app'],
+  ['config'],
+  ['containers'],
+  ['ipc'],
+  ['router', 'scheduler'],
+  ['security'],
+  ['admin'],
+  ['channels', 'gateway', 'backup'],
+  ['store', 'services'],
+  ['errors', 'logging'],
+];
+
+/** Type-only imports that point up, each explained in DESIGN.md ("Layout"); `from → to` as file paths. */
+export const ALLOWED_UPWARD_IMPORTS: ReadonlySet<string> = new Set([
+  'host/ipc/run-session.ts → host/containers/run/container-launch.ts',
+  'host/channels/local/local-channel.ts → host/router/host-events.ts',
+]);
+
+/** Imports (type-only ones included) from a subsystem to one above it or beside it, unless allowed. */
+export function findUpwardImports(graph: ImportGraph, root: string): string[] {
+  const rank = new Map<string, number>();
+  SUBSYSTEM_LAYERS.forEach((layer, i) => layer.forEach((name) => rank.set(`host/${name}`, i)));
+  const out: string[] = [];
+  const unplaced = new Set<string>();
+  for (const [file, targets] of graph.edges) {
+    const from = subsystemOf(root, file);
+    if (!from) continue;
+    if (!rank.has(from)) unplaced.add(from);
+    for (const target of targets) {
+      const to = subsystemOf(root, target);
+      if (!to || to === from || !rank.has(from) || !rank.has(to)) continue;
+      if (rank.get(to)! > rank.get(from)!) continue;
+      const edge = `${path.relative(root, file)} → ${path.relative(root, target)}`;
+      if (!ALLOWED_UPWARD_IMPORTS.has(edge)) out.push(`upward import: ${edge} (${to} is not below ${from})`);
+    }
+  }
+  for (const folder of unplaced) {
+    out.push(
+      `${folder} has no place in SUBSYSTEM_LAYERS (scripts/lint/import-cycles.ts): add it where it belongs`,
+    );
+  }
+  return out.sort();
+}
+
+/** The lint's message for folder cycles: each arrow of the loop with one import that makes it. */
+export function describeFolderCycles(cycles: ImportCycle[], reasons: Map<string, string>): string {
+  return cycles
+    .map((c) => {
+      const arrows = c.loop.slice(1).map((to, i) => {
+        const key = `${c.loop[i]} → ${to}`;
+        return `  ${key}: ${reasons.get(key) ?? '?'}`;
+      });
+      return (
+        `folder cycle: ${c.loop.join(' → ')}\n${arrows.join('\n')}\n` +
+        '  subsystems must depend one way: move the shared part into the lower folder, or pass it in as a dependency'
+      );
+    })
+    .join('\n');
 }
 
 export interface ImportCycle {
@@ -166,10 +326,23 @@ export const LINTED_DIRS = ['host', 'container-agent/src', 'scripts', 'test', 'b
 // `node --import tsx scripts/lint/import-cycles.ts [root]`: part of `npm run lint`; exits 1 on any cycle.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = path.resolve(process.argv[2] ?? process.cwd());
-  const cycles = findCycles(buildImportGraph(listTsFiles(LINTED_DIRS.map((d) => path.join(root, d)))));
-  if (cycles.length > 0) {
-    console.error(describeCycles(cycles, root));
-    console.error(`${cycles.length} import cycle(s); npm run lint fails until they are gone.`);
+  const graph = buildImportGraph(listTsFiles(LINTED_DIRS.map((d) => path.join(root, d))));
+  const cycles = findCycles(graph);
+  const folders = buildFolderGraph(graph, root);
+  const folderCycles = findCycles(folders.graph);
+  if (cycles.length > 0) console.error(describeCycles(cycles, root));
+  if (folderCycles.length > 0) console.error(describeFolderCycles(folderCycles, folders.reasons));
+  const upward = findUpwardImports(graph, root);
+  if (upward.length > 0) {
+    console.error(upward.join('\n'));
+    console.error(
+      '  arrows point down (DESIGN.md, "Layout"): move the shared part into the lower folder, or pass it in',
+    );
+  }
+  if (cycles.length + folderCycles.length + upward.length > 0) {
+    console.error(
+      `${cycles.length} import cycle(s), ${folderCycles.length} folder cycle(s), ${upward.length} upward import(s); npm run lint fails until they are gone.`,
+    );
     process.exit(1);
   }
 }

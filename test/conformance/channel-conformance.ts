@@ -150,7 +150,12 @@ export function describeChannelConformance(
         onChatMoved: outcomes.onChatMoved,
         logger,
       });
-      const ingest = createIngest({ store, assistantName: () => ASSISTANT, onTriggered: () => undefined, logger });
+      const ingest = createIngest({
+        store,
+        assistantName: () => ASSISTANT,
+        onTriggered: () => undefined,
+        logger,
+      });
       const host: ChannelHost = {
         ingest: (m) => {
           inbound.push(m);

@@ -56,10 +56,7 @@ await describeDocker('e2e: config reload without a restart', () => {
     const nova = await h.send('alpha', '@Nova hello');
     expect(nova.stdout).toBe('[alpha] heard: @Nova hello\n');
 
-    fs.writeFileSync(
-      h.paths.configFile,
-      good.replace('name = "Nova"', 'name = "two words"\nnickname = "N"'),
-    );
+    fs.writeFileSync(h.paths.configFile, good.replace('name = "Nova"', 'name = "two words"\nnickname = "N"'));
     const refusal = await eventually('the invalid edit to be refused', () =>
       adminNotices().find((t) => t.includes('is not valid, so it was not applied')),
     );

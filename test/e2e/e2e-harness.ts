@@ -14,9 +14,13 @@ import { stringify } from 'smol-toml';
 import type { Channel } from '../../host/channels/channel.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { startProductionHost } from '../../host/app/production-host.ts';
-import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../../host/containers/data-folder-label.ts';
-import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
-import { removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
+import {
+  dataFolderLabel,
+  gatewayNetworkName,
+  LABEL_DATA,
+} from '../../host/containers/run/data-folder-label.ts';
+import { LABEL_GROUP } from '../../host/containers/run/container-spec.ts';
+import { removeGatewayFirewall } from '../../host/containers/network/network-host-firewall.ts';
 import { loadStartConfig } from '../../host/config/safe-start.ts';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
 import type { HostConfig } from '../../host/config/schema.ts';

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { reply } from '../fakes/fake-provider.ts';
 import { turnResponder } from '../fakes/e2e-responders.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
-import { LABEL_DATA, dataFolderLabel } from '../../host/containers/data-folder-label.ts';
-import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
+import { LABEL_DATA, dataFolderLabel } from '../../host/containers/run/data-folder-label.ts';
+import { LABEL_GROUP } from '../../host/containers/run/container-spec.ts';
 import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
 
 await describeDocker('e2e: pre-started containers', () => {

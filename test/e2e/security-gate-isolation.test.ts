@@ -22,7 +22,7 @@ import {
   securityResponder,
 } from '../fakes/security-responders.ts';
 import { reply } from '../fakes/fake-provider-script.ts';
-import { folderUsage } from '../../host/containers/disk-quota.ts';
+import { folderUsage } from '../../host/containers/mounts/disk-quota.ts';
 import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
 
 const tag = () => crypto.randomBytes(4).toString('hex');

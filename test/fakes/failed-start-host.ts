@@ -15,7 +15,7 @@ import { HostStartError } from '../../host/app/start-error.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
-import { dataFolderLabel, LABEL_DATA } from '../../host/containers/data-folder-label.ts';
+import { dataFolderLabel, LABEL_DATA } from '../../host/containers/run/data-folder-label.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
 import { acquireHostLock } from '../../host/store/host-lock.ts';
 import { createEchoRunner } from './echo-runner.ts';

@@ -7,7 +7,7 @@
  */
 import type { E2eHost } from '../e2e/e2e-harness.ts';
 import { eventually } from '../e2e/e2e-harness.ts';
-import { copSystemPrompt, type CopReviewKind } from '../../host/security/cop-prompts.ts';
+import { copSystemPrompt, type CopReviewKind } from '../../host/security/cop/cop-prompts.ts';
 import type { AuditRow } from '../../host/store/audit-store.ts';
 import { byGroup, messagesOf, turnResponder } from './e2e-responders.ts';
 import {

@@ -2,7 +2,7 @@ import pino from 'pino';
 import type { RunIdentity, Verdict } from '../../host/security/decisions.ts';
 import { createScheduler } from '../../host/scheduler/scheduler.ts';
 import { createTaskHandlers, type TaskHandlers } from '../../host/scheduler/task-handlers.ts';
-import { createTaintRegistry } from '../../host/security/taint.ts';
+import { createTaintRegistry } from '../../host/security/taint/taint.ts';
 import type { Store } from '../../host/store/store.ts';
 
 /** The real task.* handlers over a scheduler that is never started: for IPC tests and benches. */

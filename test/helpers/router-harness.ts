@@ -125,7 +125,12 @@ export function createRouterHarness(opts: {
     retryBaseMs: opts.retryBaseMs ?? 5,
     logger,
   });
-  const ingest = createIngest({ store, assistantName: () => 'Andy', onTriggered: (g) => queue.notify(g), logger });
+  const ingest = createIngest({
+    store,
+    assistantName: () => 'Andy',
+    onTriggered: (g) => queue.notify(g),
+    logger,
+  });
   let seq = 0;
   return {
     dir,

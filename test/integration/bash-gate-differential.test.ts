@@ -20,7 +20,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createBashClassifier, type BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
-import { ensureAgentImage } from '../../host/containers/image-ensure.ts';
+import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import {
   awkCommand,

@@ -7,13 +7,13 @@ import { afterAll, expect, it } from 'vitest';
 import { createCliContext } from '../../host/cli/cli-context.ts';
 import { checkLeftovers } from '../../host/cli/commands/doctor-docker-checks.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
-import { findLeftovers, LABEL_DATA_DIR } from '../../host/containers/docker-leftovers.ts';
+import { findLeftovers, LABEL_DATA_DIR } from '../../host/containers/run/docker-leftovers.ts';
 import {
   applyGatewayFirewall,
   gatewayChainName,
   hostIptables,
-} from '../../host/containers/network-host-firewall.ts';
-import { ensureGatewayNetwork } from '../../host/containers/network-gateway.ts';
+} from '../../host/containers/network/network-host-firewall.ts';
+import { ensureGatewayNetwork } from '../../host/containers/network/network-gateway.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { runCli } from '../helpers/processes.ts';
 

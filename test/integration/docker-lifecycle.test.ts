@@ -5,10 +5,10 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchContainer, type ContainerProcess } from '../../host/containers/container-launch.ts';
-import { removeOrphans } from '../../host/containers/container-orphans.ts';
-import type { ContainerSpec } from '../../host/containers/container-spec.ts';
-import { AGENT_USER } from '../../host/containers/image-base-offline.ts';
+import { launchContainer, type ContainerProcess } from '../../host/containers/run/container-launch.ts';
+import { removeOrphans } from '../../host/containers/run/container-orphans.ts';
+import type { ContainerSpec } from '../../host/containers/run/container-spec.ts';
+import { AGENT_USER } from '../../host/containers/image/image-base-offline.ts';
 import { ensureProbeImage } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 

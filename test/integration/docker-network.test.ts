@@ -4,15 +4,18 @@ import net from 'node:net';
 import os from 'node:os';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchContainer } from '../../host/containers/container-launch.ts';
-import { removeOrphans } from '../../host/containers/container-orphans.ts';
-import type { ContainerSpec } from '../../host/containers/container-spec.ts';
-import { applyGatewayFirewall, removeGatewayFirewall } from '../../host/containers/network-host-firewall.ts';
+import { launchContainer } from '../../host/containers/run/container-launch.ts';
+import { removeOrphans } from '../../host/containers/run/container-orphans.ts';
+import type { ContainerSpec } from '../../host/containers/run/container-spec.ts';
+import {
+  applyGatewayFirewall,
+  removeGatewayFirewall,
+} from '../../host/containers/network/network-host-firewall.ts';
 import {
   defaultBridgeAddress,
   ensureGatewayNetwork,
   type GatewayNetwork,
-} from '../../host/containers/network-gateway.ts';
+} from '../../host/containers/network/network-gateway.ts';
 import { ensureProbeImage } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { collect, firstLine } from '../helpers/stream-text.ts';

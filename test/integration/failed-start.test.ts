@@ -11,7 +11,7 @@ import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../host/store/store.ts';
 import { ensureAdminGroup } from '../../host/admin/admin-group.ts';
-import { dataFolderLabel, LABEL_DATA } from '../../host/containers/data-folder-label.ts';
+import { dataFolderLabel, LABEL_DATA } from '../../host/containers/run/data-folder-label.ts';
 import { ensureDataDirs, resolvePaths } from '../../host/config/paths.ts';
 import { startFakeProvider, type FakeProvider } from '../fakes/fake-provider.ts';
 import type { FailedStartReport } from '../fakes/failed-start-host.ts';

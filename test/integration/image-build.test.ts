@@ -4,11 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AGENT_NODE_FLAGS } from '../../host/containers/agent-bundle.ts';
-import { runOnce } from '../../host/containers/docker-run-once.ts';
-import { AGENT_USER, offlineBaseRecipe, offlineBaseTag } from '../../host/containers/image-base-offline.ts';
-import { localImageId, pullImage } from '../../host/containers/image-base-online.ts';
-import { ensureAgentImage } from '../../host/containers/image-ensure.ts';
+import { AGENT_NODE_FLAGS } from '../../host/containers/image/agent-bundle.ts';
+import { runOnce } from '../../host/containers/image/docker-run-once.ts';
+import {
+  AGENT_USER,
+  offlineBaseRecipe,
+  offlineBaseTag,
+} from '../../host/containers/image/image-base-offline.ts';
+import { localImageId, pullImage } from '../../host/containers/image/image-base-online.ts';
+import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 import { ensureProbeImage, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 

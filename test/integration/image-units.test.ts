@@ -4,12 +4,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { containersConfigSchema } from '../../host/containers/container-config.ts';
+import { containersConfigSchema } from '../../host/containers/run/container-config.ts';
 import {
   containerCreateOptions,
   containerName,
   containerSpecSchema,
-} from '../../host/containers/container-spec.ts';
+} from '../../host/containers/run/container-spec.ts';
 import {
   AGENT_NODE_FLAGS,
   AGENT_MAIN_CHUNK,
@@ -17,22 +17,22 @@ import {
   bundleAgent,
   hashFiles,
   writeAgentCodeCache,
-} from '../../host/containers/agent-bundle.ts';
+} from '../../host/containers/image/agent-bundle.ts';
 import {
   chooseMirror,
   parseDeb822Sources,
   parseOneLineSources,
   readAptMirror,
-} from '../../host/containers/image-apt-sources.ts';
+} from '../../host/containers/image/image-apt-sources.ts';
 import {
   checkNodeBinaryPortable,
   debootstrapProgressFilter,
   offlineBaseTag,
   type OfflineBaseRecipe,
-} from '../../host/containers/image-base-offline.ts';
-import { dockerfileBaseImage } from '../../host/containers/image-base-online.ts';
-import { parseImageBuildArgs } from '../../host/containers/image-build-command.ts';
-import { agentImageTag } from '../../host/containers/image-ensure.ts';
+} from '../../host/containers/image/image-base-offline.ts';
+import { dockerfileBaseImage } from '../../host/containers/image/image-base-online.ts';
+import { parseImageBuildArgs } from '../../host/containers/image/image-build-command.ts';
+import { agentImageTag } from '../../host/containers/image/image-ensure.ts';
 import { PROBE_ENTRY, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
 const SPLIT_PROBE_ENTRY = path.join(PROJECT_ROOT, 'test', 'fixtures', 'agent-entries', 'split-probe.ts');
 

@@ -14,16 +14,16 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RPC_ERROR_CODES, type HostMethods } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
-import { removeOrphans } from '../../host/containers/container-orphans.ts';
-import { containersConfigSchema } from '../../host/containers/container-config.ts';
-import { LABEL_GROUP } from '../../host/containers/container-spec.ts';
+import { removeOrphans } from '../../host/containers/run/container-orphans.ts';
+import { containersConfigSchema } from '../../host/containers/run/container-config.ts';
+import { LABEL_GROUP } from '../../host/containers/run/container-spec.ts';
 import {
   createDockerAgentRunner,
   type DockerAgentRunner,
-} from '../../host/containers/docker-agent-runner.ts';
-import type { GroupMountPlan } from '../../host/containers/group-mounts.ts';
-import { ensureAgentImage } from '../../host/containers/image-ensure.ts';
-import { defaultBridgeAddress } from '../../host/containers/network-gateway.ts';
+} from '../../host/containers/run/docker-agent-runner.ts';
+import type { GroupMountPlan } from '../../host/containers/mounts/group-mounts.ts';
+import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
+import { defaultBridgeAddress } from '../../host/containers/network/network-gateway.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../host/gateway/config.ts';
 import { createGateway, type Gateway } from '../../host/gateway/gateway.ts';
 import type { RunOutcome } from '../../host/router/agent-runner.ts';

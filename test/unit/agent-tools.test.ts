@@ -4,8 +4,11 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/classifier.ts';
-import { failClosed, type BashClassifier } from '../../container-agent/src/gate/bash-classifier.ts';
-import { loadBashClassifier } from '../../container-agent/src/gate/load-classifier.ts';
+import {
+  failClosed,
+  type BashClassifier,
+} from '../../container-agent/src/bash-gate/fail-closed-classifier.ts';
+import { loadBashClassifier } from '../../container-agent/src/bash-gate/load-classifier.ts';
 import {
   RPC_ERROR_CODES,
   agentMethods,

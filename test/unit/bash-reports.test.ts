@@ -6,12 +6,12 @@ import { createBashClassifier, type BashClassifier } from '../../container-agent
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import { createFrameBudget } from '../../host/ipc/frame-budget.ts';
 import type { RunIdentity } from '../../host/security/decisions.ts';
-import { createBashLedger } from '../../host/security/bash-ledger.ts';
-import { createBashPolicy } from '../../host/security/bash-policy.ts';
-import { createBashReports } from '../../host/security/bash-reports.ts';
-import { createSecretReads } from '../../host/security/secret-reads.ts';
-import { createCop } from '../../host/security/cop.ts';
-import { createTaintRegistry } from '../../host/security/taint.ts';
+import { createBashLedger } from '../../host/security/policies/bash-ledger.ts';
+import { createBashPolicy } from '../../host/security/policies/bash-policy.ts';
+import { createBashReports } from '../../host/security/taint/bash-reports.ts';
+import { createSecretReads } from '../../host/security/taint/secret-reads.ts';
+import { createCop } from '../../host/security/cop/cop.ts';
+import { createTaintRegistry } from '../../host/security/taint/taint.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 
 let classifier: BashClassifier;

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOpenAiCopComplete } from '../../host/security/cop-openai-complete.ts';
-import { copConfigSchema, createCop, type CopReviewRequest } from '../../host/security/cop.ts';
+import { createOpenAiCopComplete } from '../../host/security/cop/cop-openai-complete.ts';
+import { copConfigSchema, createCop, type CopReviewRequest } from '../../host/security/cop/cop.ts';
 
 /** What the fake provider does with the next request. */
 type Behaviour =

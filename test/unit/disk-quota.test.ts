@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { folderUsage, quotaProblem, watchDiskQuota } from '../../host/containers/disk-quota.ts';
-import { quotaFolders } from '../../host/containers/disk-quota-folders.ts';
+import { folderUsage, quotaProblem, watchDiskQuota } from '../../host/containers/mounts/disk-quota.ts';
+import { quotaFolders } from '../../host/containers/mounts/disk-quota-folders.ts';
 
 let dir: string;
 beforeEach(() => {

@@ -14,8 +14,8 @@ import {
 import { checkConfig } from '../../host/cli/commands/doctor-command.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { lastGoodFile, saveLastGood } from '../../host/config/safe-start.ts';
-import { CleanRoomError } from '../../host/security/admin-clean-room.ts';
-import { assertStartableConfig, createHostServiceRegistry } from '../../host/security/service-grants.ts';
+import { CleanRoomError } from '../../host/security/policies/admin-clean-room.ts';
+import { assertStartableConfig, createHostServiceRegistry } from '../../host/config/service-grants.ts';
 import { openStore } from '../../host/store/store.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
 

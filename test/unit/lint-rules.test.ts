@@ -70,6 +70,49 @@ describe('the import cycle lint', () => {
   });
 });
 
+describe('the folder cycle lint', () => {
+  const lint = (root: string) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'scripts/lint/import-cycles.ts', root], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+
+  it('fails on two host folders that load each other through different files, naming an import per arrow', () => {
+    const root = tree({
+      'host/store/rows.ts': "import { pid } from '../config/files.ts';\nexport const rows = pid;\n",
+      'host/config/files.ts': 'export const pid = 1;\n',
+      'host/config/schema.ts': "import { rows } from '../store/rows.ts';\nexport const schema = rows;\n",
+    });
+    expect(cyclesIn(root)).toEqual([]);
+    const run = lint(root);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/folder cycle: host\/(config|store) → host\/(config|store) → host\/\1/);
+    expect(run.stderr).toContain('host/store → host/config: host/store/rows.ts imports host/config/files.ts');
+    expect(run.stderr).toContain(
+      'host/config → host/store: host/config/schema.ts imports host/store/rows.ts',
+    );
+  });
+
+  it('fails on a type-only import that points up the layers, and on a folder with no place in them', () => {
+    const root = tree({
+      'host/store/rows.ts': "import type { Pid } from '../config/files.ts';\nexport const rows: Pid = 1;\n",
+      'host/config/files.ts': 'export type Pid = number;\n',
+      'host/widgets/w.ts': 'export const w = 1;\n',
+    });
+    const run = lint(root);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('upward import: host/store/rows.ts → host/config/files.ts');
+    expect(run.stderr).toContain('host/widgets has no place in SUBSYSTEM_LAYERS');
+    expect(run.stderr).not.toMatch(/^folder cycle:/m);
+  });
+
+  it("passes on the project's own tree", () => {
+    const run = lint(ROOT);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+});
+
 describe('the container-agent boundary', () => {
   const eslint = new ESLint({ cwd: ROOT });
   const errorsOf = async (filePath: string, code: string) =>

@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_BLOCKED_PATTERNS } from '../../host/containers/mount-patterns.ts';
-import type { MountAllowlist, MountAllowlistResult } from '../../host/containers/mount-allowlist.ts';
-import { loadMountAllowlist } from '../../host/containers/mount-allowlist.ts';
+import { DEFAULT_BLOCKED_PATTERNS } from '../../host/containers/mounts/mount-patterns.ts';
+import type { MountAllowlist, MountAllowlistResult } from '../../host/containers/mounts/mount-allowlist.ts';
+import { loadMountAllowlist } from '../../host/containers/mounts/mount-allowlist.ts';
 
 let tmp: string;
 let configDir: string;

@@ -4,8 +4,8 @@ import {
   findBlockedComponent,
   matchBlockedComponent,
   mergeBlockedPatterns,
-} from '../../host/containers/mount-patterns.ts';
-import { expandHome, isWithin } from '../../host/containers/mount-paths.ts';
+} from '../../host/containers/mounts/mount-patterns.ts';
+import { expandHome, isWithin } from '../../host/containers/mounts/mount-paths.ts';
 
 describe('blocked patterns', () => {
   const patterns = mergeBlockedPatterns(['*.pem', 'id_rsa*']);

@@ -3,10 +3,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { MountAllowlistResult } from '../../host/containers/mount-allowlist.ts';
-import { loadMountAllowlist } from '../../host/containers/mount-allowlist.ts';
-import type { ExtraMountValidation, ValidatedMount } from '../../host/containers/mount-validation.ts';
-import { validateContainerPath, validateExtraMount } from '../../host/containers/mount-validation.ts';
+import type { MountAllowlistResult } from '../../host/containers/mounts/mount-allowlist.ts';
+import { loadMountAllowlist } from '../../host/containers/mounts/mount-allowlist.ts';
+import type { ExtraMountValidation, ValidatedMount } from '../../host/containers/mounts/mount-validation.ts';
+import { validateContainerPath, validateExtraMount } from '../../host/containers/mounts/mount-validation.ts';
 
 let tmp: string;
 let home: string;

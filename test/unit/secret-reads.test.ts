@@ -5,14 +5,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createBashClassifier, type BashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
 import type { RunIdentity } from '../../host/security/decisions.ts';
-import { createBashLedger } from '../../host/security/bash-ledger.ts';
-import { createBashReports } from '../../host/security/bash-reports.ts';
+import { createBashLedger } from '../../host/security/policies/bash-ledger.ts';
+import { createBashReports } from '../../host/security/taint/bash-reports.ts';
 import {
   commandReadsSecretMount,
   createSecretReads,
   secretMountOf,
-} from '../../host/security/secret-reads.ts';
-import { createTaintRegistry } from '../../host/security/taint.ts';
+} from '../../host/security/taint/secret-reads.ts';
+import { createTaintRegistry } from '../../host/security/taint/taint.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 
 const PROJECT = '/workspace/project';

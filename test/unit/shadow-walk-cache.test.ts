@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mergeBlockedPatterns } from '../../host/containers/mount-patterns.ts';
-import type { PlanShadowsInput, ShadowPlan } from '../../host/containers/mount-shadows.ts';
-import { MAX_WALKED_ENTRIES, planShadows } from '../../host/containers/mount-shadows.ts';
-import type { ShadowWalkCache } from '../../host/containers/shadow-walk-cache.ts';
-import { createShadowWalkCache, RACY_WINDOW_MS } from '../../host/containers/shadow-walk-cache.ts';
+import { mergeBlockedPatterns } from '../../host/containers/mounts/mount-patterns.ts';
+import type { PlanShadowsInput, ShadowPlan } from '../../host/containers/mounts/mount-shadows.ts';
+import { MAX_WALKED_ENTRIES, planShadows } from '../../host/containers/mounts/mount-shadows.ts';
+import type { ShadowWalkCache } from '../../host/containers/mounts/shadow-walk-cache.ts';
+import { createShadowWalkCache, RACY_WINDOW_MS } from '../../host/containers/mounts/shadow-walk-cache.ts';
 
 let tmp: string;
 let root: string;

@@ -6,7 +6,7 @@ import { DomainError } from '../../host/errors/domain-error.ts';
 import { toRpcError } from '../../host/ipc/domain-error-codes.ts';
 import type { RunIdentity, Verdict } from '../../host/security/decisions.ts';
 import { createScheduler, type Scheduler } from '../../host/scheduler/scheduler.ts';
-import type { createMutationReview } from '../../host/security/mutation-review.ts';
+import type { createMutationReview } from '../../host/security/policies/mutation-review.ts';
 import {
   createTaskHandlers,
   type TaskHandlers,
@@ -14,7 +14,7 @@ import {
   type ReviewMutation,
   type TaskMutation,
 } from '../../host/scheduler/task-handlers.ts';
-import { createTaintRegistry, type TaintRegistry } from '../../host/security/taint.ts';
+import { createTaintRegistry, type TaintRegistry } from '../../host/security/taint/taint.ts';
 import { fenceStrangerText, UNTRUSTED_TEXT_END_MARKER } from '../../host/services/untrusted-fence.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';

@@ -7,8 +7,8 @@
 import os from 'node:os';
 import { createBashClassifier } from '../bash-gate/classifier.ts';
 import type { AgentEnv } from '../config/agent-env.ts';
-import type { BashClassifier } from '../gate/bash-classifier.ts';
-import { loadBashClassifier } from '../gate/load-classifier.ts';
+import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
+import { loadBashClassifier } from '../bash-gate/load-classifier.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import { createOpenAiChatModel } from '../llm/openai-chat-model.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';

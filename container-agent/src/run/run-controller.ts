@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { BashClassifierSource } from '../gate/bash-classifier.ts';
+import type { BashClassifierSource } from '../bash-gate/fail-closed-classifier.ts';
 import { compactConversation } from '../history/compaction.ts';
 import { maxChatId, type ConversationMessage, type UserMessage } from '../history/conversation.ts';
 import { createHistoryStore, type HistoryStore } from '../history/history-store.ts';

@@ -2,7 +2,7 @@
  * The tool list of one run. register_group, list_groups, read_config and propose_config are offered to the admin
  * group only (the host enforces the same from the run's identity).
  */
-import type { BashClassifierSource } from '../gate/bash-classifier.ts';
+import type { BashClassifierSource } from '../bash-gate/fail-closed-classifier.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import type { Workspace } from '../workspace/confine.ts';

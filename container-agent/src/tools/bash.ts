@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import type { BashClassifierSource } from '../gate/bash-classifier.ts';
-import { decideBash } from '../gate/decide-bash.ts';
+import type { BashClassifierSource } from '../bash-gate/fail-closed-classifier.ts';
+import { decideBash } from '../bash-gate/decide-bash.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS } from '../protocol.ts';

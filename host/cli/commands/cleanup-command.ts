@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
-import { findLeftovers, leftoverCount, removeLeftovers } from '../../containers/docker-leftovers.ts';
+import { findLeftovers, leftoverCount, removeLeftovers } from '../../containers/run/docker-leftovers.ts';
 import { acquireHostLock, HostLockedError } from '../../store/host-lock.ts';
 import type { CliContext } from '../cli-context.ts';
 import { describeLeftovers } from './doctor-docker-checks.ts';

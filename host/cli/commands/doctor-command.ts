@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import Docker from 'dockerode';
 import { ConfigError } from '../../config/config-error.ts';
 import { loadStartConfig } from '../../config/safe-start.ts';
-import { AGENT_IMAGE_REPOSITORY } from '../../containers/image-ensure.ts';
-import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
+import { AGENT_IMAGE_REPOSITORY } from '../../containers/image/image-ensure.ts';
+import { loadMountAllowlist } from '../../containers/mounts/mount-allowlist.ts';
 import { EXAMPLE_CONFIG_FILE, type CliContext } from '../cli-context.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
 import {

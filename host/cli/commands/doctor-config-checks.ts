@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { ADMIN_GROUP_ID, adminGroupId } from '../../admin/admin-group.ts';
 import { loadSecrets } from '../../config/secrets.ts';
-import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
-import { expandHome } from '../../containers/mount-paths.ts';
-import { CleanRoomError } from '../../security/admin-clean-room.ts';
-import { assertStartableConfig, createHostServiceRegistry } from '../../security/service-grants.ts';
+import { loadMountAllowlist } from '../../containers/mounts/mount-allowlist.ts';
+import { expandHome } from '../../containers/mounts/mount-paths.ts';
+import { CleanRoomError } from '../../security/policies/admin-clean-room.ts';
+import { assertStartableConfig, createHostServiceRegistry } from '../../config/service-grants.ts';
 import { openStore } from '../../store/store.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
 

@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { findLeftovers, leftoverCount, type Leftovers } from '../../containers/docker-leftovers.ts';
+import { findLeftovers, leftoverCount, type Leftovers } from '../../containers/run/docker-leftovers.ts';
 import type { Check } from './doctor-check.ts';
 
 export function describeLeftovers(l: Leftovers): string[] {

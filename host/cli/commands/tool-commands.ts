@@ -3,10 +3,10 @@ import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
 import { createBashClassifier, streamGateClassify } from '../../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../../container-agent/src/bash-gate/wasm-files.ts';
-import { describeMountCheck } from '../../containers/group-mount-report.ts';
-import { planGroupMounts } from '../../containers/group-mounts.ts';
-import { runImageBuildCommand } from '../../containers/image-build-command.ts';
-import { loadMountAllowlist } from '../../containers/mount-allowlist.ts';
+import { describeMountCheck } from '../../containers/mounts/group-mount-report.ts';
+import { planGroupMounts } from '../../containers/mounts/group-mounts.ts';
+import { runImageBuildCommand } from '../../containers/image/image-build-command.ts';
+import { loadMountAllowlist } from '../../containers/mounts/mount-allowlist.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import {
   createSecretScanner,

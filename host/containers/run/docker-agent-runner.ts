@@ -1,0 +1,354 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import type { RunStartParams } from '../../../container-agent/src/protocol.ts';
+import type { ProtocolProblem } from '../../../container-agent/src/rpc/peer.ts';
+import type { RunDone } from '../../ipc/host-handlers.ts';
+import type { RunIdentity } from '../../security/decisions.ts';
+import { createRunSession, toChatMessage } from '../../ipc/run-session.ts';
+import type {
+  AgentRunner,
+  RunCallbacks,
+  RunContext,
+  RunHandle,
+  RunOutcome,
+} from '../../router/agent-runner.ts';
+import type { StoredMessage } from '../../store/messages-store.ts';
+import type { RpcHandlers } from '../../../container-agent/src/rpc/peer.ts';
+import type { HostMethods } from '../../../container-agent/src/protocol.ts';
+import type { ContainersConfig } from './container-config.ts';
+import { launchContainer, type ContainerProcess } from './container-launch.ts';
+import { containerMemoryBytes } from './container-memory.ts';
+import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
+import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
+import { quotaFolders } from '../mounts/disk-quota-folders.ts';
+import { watchDiskQuota } from '../mounts/disk-quota.ts';
+import { AGENT_UID, AGENT_USER } from '../image/image-base-offline.ts';
+import type { GroupMountPlan } from '../mounts/group-mounts.ts';
+
+/** Where a container reaches the host, per network mode. */
+export interface RunNetworks {
+  full: { hostAddress: string };
+  gateway: { networkName: string; hostAddress: string } | { unavailable: string };
+}
+
+export interface DockerAgentRunnerDeps {
+  docker: Docker;
+  image: string;
+  hostInstanceId: string;
+  /** Extra labels on every container (the data folder's identity, so orphan cleanup stays in its lane). */
+  labels: Record<string, string>;
+  /** The data folder's short id, part of every container name. */
+  nameScope: string;
+  containers: ContainersConfig;
+  /** Pre-started containers: how many, how much memory, how long one may wait for a run. */
+  prestart: PrestartBudget;
+  networks: RunNetworks;
+  gateway: {
+    issueKey(owner: { runId: string; groupId: string }): { key: string; revoke(): void };
+    baseUrlFor(address: string): string;
+  };
+  planMounts(group: RunContext['group']): GroupMountPlan;
+  /** A group as stored now; undefined once it was removed. */
+  groupById(groupId: string): RunContext['group'] | undefined;
+  /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
+  startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
+  /** The container's environment, read at each run: a reloaded time zone reaches the next container. */
+  env(): Record<string, string>;
+  handlersFor(
+    identity: RunIdentity,
+    callbacks: RunCallbacks,
+    onDone: (done: RunDone) => void,
+    stopRun: (reason: string) => void,
+  ): RpcHandlers<HostMethods>;
+  onProtocolProblem(identity: RunIdentity, problem: ProtocolProblem): void;
+  /** Called once when a run has ended, however it ended (to release what the host holds for it). */
+  onRunEnded(runId: number): void;
+  /** Applies what was noted during the run to its outcome (a denial or a 401 make a failure final). */
+  settleOutcome?(runId: number, outcome: RunOutcome): RunOutcome;
+  /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
+  hostIds: { uid: number; gid: number };
+  logger: Logger;
+}
+
+export interface PrestartStatus {
+  budget: PrestartBudget;
+  containers: ReturnType<PrestartPool<RunContext['group']>['snapshot']>;
+}
+
+/** One run.start frame must stay under the 1 MiB IPC limit; older context beyond this is left out. */
+const MAX_START_MESSAGES = 200;
+const MAX_START_TEXT_BYTES = 512 * 1024;
+
+export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
+  const kept: StoredMessage[] = [];
+  let bytes = 0;
+  for (let i = messages.length - 1; i >= 0 && kept.length < MAX_START_MESSAGES; i--) {
+    const m = messages[i] as StoredMessage;
+    // The frame carries JSON: escaping can double the size of text full of quotes or newlines.
+    bytes += Buffer.byteLength(JSON.stringify(toChatMessage(m)));
+    if (bytes > MAX_START_TEXT_BYTES && kept.length > 0) break;
+    kept.push(m);
+  }
+  return kept.reverse();
+}
+
+/**
+ * The agent runs as uid 10001 in the image. A root host hands it the folders it writes; any other host
+ * cannot chown, so it runs the agent under its own ids (never root) instead.
+ */
+function prepareOwnership(
+  plan: GroupMountPlan,
+  hostIds: DockerAgentRunnerDeps['hostIds'],
+): string | undefined {
+  if (hostIds.uid !== 0) return `${hostIds.uid}:${hostIds.gid}`;
+  for (const m of plan.mounts) {
+    if (m.readOnly || (m.kind !== 'group' && m.kind !== 'session')) continue;
+    fs.chownSync(m.hostPath, AGENT_UID, AGENT_UID);
+    for (const entry of fs.readdirSync(m.hostPath, { withFileTypes: true })) {
+      // Only what the host itself creates (AGENT.md); files the agent made are its own already.
+      if (entry.isFile()) {
+        const file = path.join(m.hostPath, entry.name);
+        if (fs.lstatSync(file).uid === 0) fs.lchownSync(file, AGENT_UID, AGENT_UID);
+      }
+    }
+  }
+  return AGENT_USER;
+}
+
+export interface DockerAgentRunner extends AgentRunner {
+  /** Pre-starts the group's next container when the pre-start budget allows. */
+  warm(group: RunContext['group']): void;
+  /** What is pre-started now (group, container, measured memory). */
+  prestarted(): ReturnType<PrestartPool<RunContext['group']>['snapshot']>;
+  /** The pre-start budget and what is pre-started now, for `carapace status`. */
+  prestartStatus(): PrestartStatus;
+  /**
+   * Stops, at once, each pre-started container whose group was removed or whose container would now be
+   * made differently (its mounts, network or settings changed), and pre-starts the changed groups' anew.
+   * Called when groups or their configuration change; a stale one would otherwise wait out idle_ms.
+   */
+  refresh(): void;
+  /** Stops the pre-started containers and waits for finished runs' containers to be gone; runs in flight are the router's to stop. */
+  close(): Promise<void>;
+}
+
+/**
+ * Runs every agent turn in a fresh, hardened container that speaks the IPC protocol on its stdio. With a
+ * pre-start budget, a group's next container is created and booted ahead of its run, so a message only
+ * has to send run.start; it is still a new container for every run.
+ */
+export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgentRunner {
+  const { docker, containers, networks, logger } = deps;
+
+  /** The container a group's runs get now, apart from its run id, and which of its mounts held secrets. */
+  function containerFor(group: RunContext['group']): {
+    spec: Omit<ContainerSpec, 'runId'>;
+    secretMounts: string[];
+  } {
+    let specNetwork: ContainerSpec['network'];
+    let hostAddress: string;
+    if (group.networkMode === 'full') {
+      specNetwork = { mode: 'full' };
+      hostAddress = networks.full.hostAddress;
+    } else {
+      const g = networks.gateway;
+      if ('unavailable' in g) throw new NonRetryable(g.unavailable);
+      specNetwork = { mode: 'gateway', networkName: g.networkName, hostAddress: g.hostAddress };
+      hostAddress = g.hostAddress;
+    }
+    const plan = deps.planMounts(group);
+    for (const r of plan.rejected)
+      logger.warn({ groupId: group.id, reason: r.reason }, 'extra mount rejected');
+    const user = prepareOwnership(plan, deps.hostIds);
+    const spec: Omit<ContainerSpec, 'runId'> = {
+      groupId: group.id,
+      image: deps.image,
+      mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
+        hostPath,
+        containerPath,
+        readOnly,
+      })),
+      // No key here: what a container's environment holds, every process in it can read.
+      env: { ...deps.env(), OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
+      network: specNetwork,
+      limits: {
+        memoryMb: containers.memory_mb,
+        cpus: containers.cpus,
+        pids: containers.pids,
+        fileSizeMb: containers.group_quota_mb,
+      },
+      timeouts: {
+        hardMs: containers.hard_timeout_ms,
+        idleMs: containers.idle_timeout_ms,
+        graceMs: containers.stop_grace_ms,
+      },
+      labels: deps.labels,
+      nameScope: deps.nameScope,
+      hostInstanceId: deps.hostInstanceId,
+      ...(user ? { user } : {}),
+    };
+    return { spec, secretMounts: plan.secretMounts };
+  }
+
+  const pool = createPrestartPool<RunContext['group']>({
+    budget: deps.prestart,
+    launch: async (group) => {
+      const { spec } = containerFor(group);
+      // Named apart from run containers: its run id is not known yet.
+      const runId = `pre-${randomBytes(4).toString('hex')}`;
+      const container = await launchContainer(
+        docker,
+        { ...spec, runId, labels: { ...spec.labels, [LABEL_PRESTARTED]: '1' } },
+        { deferTimeouts: true },
+      );
+      return { container, fingerprint: fingerprintOf(spec) };
+    },
+    measure: (container) => containerMemoryBytes(docker, container.id),
+    logger,
+  });
+
+  // A finished run's container is stopped and removed off the critical path; close() waits for those, so a
+  // host stop leaves none behind.
+  const retiring = new Set<Promise<unknown>>();
+  const retire = (container: ContainerProcess) => {
+    const gone = container.exited.finally(() => retiring.delete(gone));
+    retiring.add(gone);
+  };
+
+  async function launch(ctx: RunContext, callbacks: RunCallbacks) {
+    const { spec, secretMounts } = containerFor(ctx.group);
+    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts };
+    const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
+    const container = prestarted ?? (await launchContainer(docker, { ...spec, runId: ctx.runId }));
+    container.beginRun();
+    // Issued as the run starts, revoked when it ends: a key is never live without its run.
+    const key = deps.gateway.issueKey({ runId: String(ctx.runId), groupId: ctx.group.id });
+    try {
+      const session = createRunSession({
+        container,
+        start: {
+          ...deps.startParams(ctx),
+          runId: ctx.runId,
+          group: {
+            id: ctx.group.id,
+            name: ctx.group.name,
+            isAdmin: ctx.group.isAdmin,
+            channel: ctx.group.channel,
+          },
+          messages: fitStartMessages(ctx.messages).map(toChatMessage),
+          gatewayKey: key.key,
+        },
+        handlers: (onDone, stopRun) => deps.handlersFor(identity, callbacks, onDone, stopRun),
+        guards: [
+          (stop) =>
+            watchDiskQuota(
+              quotaFolders(spec.mounts, containers),
+              containers.disk_check_ms,
+              (reason) => stop(reason, { now: true }),
+              {
+                onWatchError: (folder, err) =>
+                  logger.warn(
+                    { runId: ctx.runId, folder: folder.label, err: err.message },
+                    'cannot watch a folder for its disk quota; it is checked every disk_check_ms only',
+                  ),
+              },
+            ),
+        ],
+        onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
+        stopGraceMs: containers.stop_grace_ms,
+        logger: logger.child({ runId: ctx.runId, groupId: ctx.group.id, container: container.name }),
+      });
+      if (prestarted)
+        logger.debug({ runId: ctx.runId, container: container.name }, 'run took a pre-started container');
+      return { session, key, container };
+    } catch (err) {
+      key.revoke();
+      await container.stop('the run could not start', 0).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  return {
+    start(ctx, callbacks): RunHandle {
+      const launched = launch(ctx, callbacks);
+      launched.catch(() => undefined);
+      let stopReason: string | undefined;
+      launched.then(
+        (l) => {
+          if (stopReason !== undefined) l.session.stop(stopReason);
+        },
+        () => undefined,
+      );
+      const accepted = launched.then((l) => l.session.accepted);
+      accepted.catch(() => undefined);
+      return {
+        accepted,
+        input: (messages) => launched.then((l) => l.session.input(messages)).catch(() => false),
+        stop(reason) {
+          stopReason = reason;
+          void launched.then((l) => l.session.stop(reason)).catch(() => undefined);
+        },
+        done: launched
+          .then(
+            (l) =>
+              l.session.done.finally(() => {
+                l.key.revoke();
+                retire(l.container);
+              }),
+            (err: unknown) => {
+              logger.error(
+                { err, groupId: ctx.group.id, runId: ctx.runId },
+                'could not start the agent container',
+              );
+              return {
+                ok: false,
+                reason: `could not start the agent: ${(err as Error).message}`,
+                retryable: !(err instanceof NonRetryable),
+              };
+            },
+          )
+          .then((outcome) => deps.settleOutcome?.(ctx.runId, outcome) ?? outcome)
+          .finally(() => {
+            deps.onRunEnded(ctx.runId);
+            // The group is active: its next run should not wait for a container either.
+            pool.warm(ctx.group);
+          }),
+      };
+    },
+    warm: (group) => pool.warm(group),
+    prestarted: () => pool.snapshot(),
+    prestartStatus: () => ({ budget: deps.prestart, containers: pool.snapshot() }),
+    refresh() {
+      const changed: RunContext['group'][] = [];
+      pool.prune((groupId, fingerprint) => {
+        const group = deps.groupById(groupId);
+        if (!group) return 'its group was removed';
+        let now: string;
+        try {
+          now = fingerprintOf(containerFor(group).spec);
+        } catch (err) {
+          return `its group cannot run now: ${(err as Error).message}`;
+        }
+        if (now === fingerprint) return undefined;
+        changed.push(group);
+        return 'its mounts, network or settings changed';
+      });
+      for (const group of changed) pool.warm(group);
+    },
+    async close() {
+      await pool.close();
+      await Promise.all([...retiring]);
+    },
+  };
+}
+
+/** Two specs that differ only in run id and labels make the same container for a run. */
+function fingerprintOf(spec: Omit<ContainerSpec, 'runId'>): string {
+  return JSON.stringify(spec);
+}
+
+/** A launch failure that trying again cannot fix (configuration, missing isolation). */
+export class NonRetryable extends Error {}

@@ -1,0 +1,97 @@
+import crypto from 'node:crypto';
+import type { RunIdentity } from '../decisions.ts';
+import type { AuditStore } from '../../store/audit-store.ts';
+import type { HumanApproval } from './bash-policy.ts';
+import type { Cop } from '../cop/cop.ts';
+import type { Finding } from '../secrets/index.ts';
+import { describeTaint, type TaintRegistry } from '../taint/taint.ts';
+import type { MutationVerdict } from './mutation-review.ts';
+
+/**
+ * A chat message is a public sink. Answering in its own chat is the agent's job, so a message is reviewed
+ * only when it could leak or carry an attack elsewhere: a secret in the text (the scanner, including every
+ * secret the host holds) or a run that read both secrets and untrusted content goes to the owner; a
+ * corrupted run writing to another chat goes to the Cop (a flag goes to the owner); the rest is sent.
+ *
+ * A denial is final: the same text from the same group to the same chat is refused at once afterwards
+ * (a retried run writes the same answer again), so the owner is asked once. The run is told only that the
+ * owner did not approve, never why: "it contains a GitHub token" would be relayed to the group.
+ */
+export const MESSAGE_DENIED_REASON =
+  'the owner did not approve this message; do not send it again in any form, and do not tell the chat why';
+
+function deniedKey(groupId: string, to: string, text: string): string {
+  return crypto.createHash('sha256').update(`${groupId}\u0000${to}\u0000${text}`).digest('hex');
+}
+
+/** Reviews one outgoing chat message (see above). */
+export function createMessagePolicy(deps: {
+  scanSecrets(text: string): Promise<Finding[]>;
+  taint: TaintRegistry;
+  cop: Pick<Cop, 'review'>;
+  human: HumanApproval;
+  audit: AuditStore;
+  /** The run's message was denied: if the run then fails, running it again would only repeat it. */
+  onDenied?(runId: number): void;
+}) {
+  // Digests of denied texts, for as long as the host runs: retries and later runs of the same group.
+  const denied = new Set<string>();
+  return async function reviewMessage(
+    identity: RunIdentity,
+    text: string,
+    to: string,
+  ): Promise<MutationVerdict> {
+    const t = deps.taint.get(identity.runId);
+    const key = deniedKey(identity.group.id, to, text);
+    if (denied.has(key)) {
+      deps.audit.record({
+        runId: identity.runId,
+        groupId: identity.group.id,
+        operation: 'message.send',
+        decision: 'denied',
+        taint: describeTaint(t),
+        reason: 'the owner already denied this text; not asked again',
+      });
+      deps.onDenied?.(identity.runId);
+      return { allowed: false, reason: MESSAGE_DENIED_REASON };
+    }
+    const findings = await deps.scanSecrets(text);
+    let why: string | undefined;
+    if (findings.length > 0)
+      why = `the message contains a secret (${findings.map((f) => f.rule).join(', ')})`;
+    else if (t.corruption && t.secret)
+      why = 'a run that read secrets and untrusted content wants to send a message';
+    else if (t.corruption && to !== identity.group.id) {
+      const review = await deps.cop.review({
+        kind: 'tainted_write',
+        operation: 'message.send',
+        params: { to, text },
+        taint: t,
+      });
+      deps.audit.record({
+        runId: identity.runId,
+        groupId: identity.group.id,
+        operation: 'message.send.cop',
+        decision: review.flagged ? 'flagged' : 'passed',
+        taint: describeTaint(t),
+        reason: review.reason.slice(0, 1000),
+      });
+      if (review.flagged) why = `the Cop flagged a message to ${to}: ${review.reason.slice(0, 300)}`;
+    }
+    if (!why) return { allowed: true, reason: 'nothing in it could leak' };
+    const approved = await deps.human.ask(identity, 'message.send', why, { to, text });
+    deps.audit.record({
+      runId: identity.runId,
+      groupId: identity.group.id,
+      operation: 'message.send',
+      decision: approved ? 'allowed' : 'denied',
+      taint: describeTaint(t),
+      reason: approved ? `approved by the owner (${why})` : `not approved by the owner (${why})`,
+      approver: approved ? 'owner' : null,
+    });
+    if (approved) return { allowed: true, reason: why };
+    denied.add(key);
+    deps.onDenied?.(identity.runId);
+    return { allowed: false, reason: MESSAGE_DENIED_REASON };
+  };
+}
