@@ -14,6 +14,7 @@ import { createStderrLogger } from './logging/stderr-logger.ts';
 import { agentMethods, hostMethods, type AgentMethods } from './protocol.ts';
 import { createRpcPeer, type RpcHandlers } from './rpc/peer.ts';
 import type { RunController } from './run/run-controller.ts';
+import { errorMessage } from './rpc/errors.ts';
 
 // Anything a library prints must not corrupt the frame stream.
 for (const method of ['log', 'info', 'debug'] as const) {
@@ -63,10 +64,7 @@ function main(): void {
       return controller;
     });
   loaded.catch((error: unknown) => {
-    logger.error(
-      { error: error instanceof Error ? error.message : String(error) },
-      'the agent could not load its run controller',
-    );
+    logger.error({ error: errorMessage(error) }, 'the agent could not load its run controller');
     exit(1);
   });
   Object.assign(handlers, {
@@ -78,16 +76,13 @@ function main(): void {
 }
 
 process.on('unhandledRejection', (error) => {
-  logger.error({ error: error instanceof Error ? error.message : String(error) }, 'unhandled rejection');
+  logger.error({ error: errorMessage(error) }, 'unhandled rejection');
   exit(1);
 });
 
 try {
   main();
 } catch (error: unknown) {
-  logger.error(
-    { error: error instanceof Error ? error.message : String(error) },
-    'the agent could not start',
-  );
+  logger.error({ error: errorMessage(error) }, 'the agent could not start');
   exit(1);
 }

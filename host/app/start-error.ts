@@ -1,4 +1,5 @@
 import type { CloseFailure } from './closer-stack.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 /**
  * A start that failed: which step, why, and whether taking down what had come up went cleanly. The cause is
@@ -11,13 +12,9 @@ export class HostStartError extends Error {
     readonly closeFailures: readonly CloseFailure[],
   ) {
     const leftovers = closeFailures
-      .map((f) => `\n  could not close ${f.name}: ${messageOf(f.error)}`)
+      .map((f) => `\n  could not close ${f.name}: ${errorMessage(f.error)}`)
       .join('');
-    super(`Carapace could not start: ${step} failed: ${messageOf(cause)}${leftovers}`, { cause });
+    super(`Carapace could not start: ${step} failed: ${errorMessage(cause)}${leftovers}`, { cause });
     this.name = 'HostStartError';
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -20,7 +20,3 @@ export function isDockerAlreadyGone(error: unknown): boolean {
   const code = dockerStatusCode(error);
   return code === 404 || code === 409 || code === 304;
 }
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -11,6 +11,7 @@ import type { GatewayLogger } from './logger.ts';
 import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';
 import type { UsageStore } from './usage-store.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export interface GatewayDeps {
   /**
@@ -97,10 +98,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     usageStore: deps.usageStore,
     onSpendCapReached: deps.onSpendCapReached,
     onNotifyError: (error, groupId) =>
-      logger.error(
-        { groupId, err: error instanceof Error ? error.message : String(error) },
-        'gateway: onSpendCapReached failed',
-      ),
+      logger.error({ groupId, err: errorMessage(error) }, 'gateway: onSpendCapReached failed'),
   });
   const handler = createRequestHandler({
     config: deps.config,

@@ -16,6 +16,7 @@ import type { Reservation, SpendCap } from './spend-cap.ts';
 import { callUpstream, type UpstreamSettings } from './upstream.ts';
 import type { PartialUsage } from './usage-extract.ts';
 import type { UsageStore } from './usage-store.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export interface HandlerContext {
   /** Read at each request: a reloaded config's caps, prices and size limit apply to the next one. */
@@ -370,10 +371,7 @@ export function createRequestHandler(
 
   return (req, res) => {
     handle(req, res).catch((error: unknown) => {
-      ctx.logger.error(
-        { err: error instanceof Error ? error.message : String(error), route: req.url },
-        'gateway: request failed',
-      );
+      ctx.logger.error({ err: errorMessage(error), route: req.url }, 'gateway: request failed');
       sendError(res, 'openai', gatewayErrors.unreachable('internal gateway error'));
     });
   };
@@ -385,7 +383,7 @@ function logRecordFailure(ctx: HandlerContext, owner: KeyOwner, model: string, e
       runId: owner.runId,
       groupId: owner.groupId,
       model,
-      err: error instanceof Error ? error.message : String(error),
+      err: errorMessage(error),
     },
     'gateway: recording usage failed',
   );

@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import { clientResponseHeaders } from './headers.ts';
 import { createUsageTap } from './usage-tap.ts';
 import type { PartialUsage } from './usage-extract.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 type UpstreamBody = Dispatcher.ResponseData['body'];
 type UpstreamHeaders = Dispatcher.ResponseData['headers'];
@@ -63,7 +64,7 @@ export async function relayStream(
       end: 'upstream_failed',
       usage,
       bytes,
-      error: error instanceof Error ? error.message : String(error),
+      error: errorMessage(error),
     };
   }
 }

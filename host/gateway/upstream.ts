@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
 import type { GatewayLogger } from './logger.ts';
 import { backoffMs, isRetryableStatus, retryAfterMs } from './retry-policy.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export interface UpstreamSettings {
   dispatcher: Dispatcher;
@@ -58,7 +59,7 @@ function errorCode(error: unknown): string | undefined {
 
 function describe(error: unknown): string {
   const code = errorCode(error);
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
 

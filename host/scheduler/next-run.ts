@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { MIN_TASK_INTERVAL_MS, type TaskSchedule } from '../../container-agent/src/protocol.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 /** A schedule that cannot be used; the message says what is wrong and how to write it instead. */
 export class ScheduleError extends Error {
@@ -42,7 +43,7 @@ function cronIn(expr: string, timezone: string): Cron {
     // No callback: croner only computes dates and never starts a timer of its own.
     return new Cron(trimmed, { timezone });
   } catch (err) {
-    const detail = (err instanceof Error ? err.message : String(err)).replace(/^CronPattern:\s*/, '');
+    const detail = errorMessage(err).replace(/^CronPattern:\s*/, '');
     throw new ScheduleError(`the cron expression "${expr}" is not valid (${detail}); ${CRON_HELP}`);
   }
 }

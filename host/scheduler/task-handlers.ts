@@ -14,6 +14,7 @@ import type { GroupsStore } from '../store/groups-store.ts';
 import type { TaskRecord, TasksStore } from '../store/tasks-store.ts';
 import { firstRunAt, ScheduleError } from './next-run.ts';
 import type { Scheduler } from './scheduler.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export type TaskMethod =
   'task.schedule' | 'task.list' | 'task.update' | 'task.pause' | 'task.resume' | 'task.cancel';
@@ -162,7 +163,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       // Fails closed: a review that could not be made is a denial, never a pass.
       verdict = {
         allowed: false,
-        reason: `the review could not be made: ${err instanceof Error ? err.message : String(err)}`,
+        reason: `the review could not be made: ${errorMessage(err)}`,
       };
     }
     if (verdict.allowed !== true) {

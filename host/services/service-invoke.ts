@@ -5,6 +5,7 @@ import {
   type ServiceErrorKind,
   type ServiceRegistry,
 } from './service-registry.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 const DOMAIN_KIND_OF: Record<ServiceErrorKind, DomainErrorKind> = {
   invalid_params: 'invalid',
@@ -53,7 +54,7 @@ export async function invokeService(
   } catch (error) {
     if (error instanceof ServiceError)
       throw new DomainError(DOMAIN_KIND_OF[error.kind], error.message, { kind: error.kind });
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     throw new DomainError('internal', `${name} failed: ${message}`);
   }
 }

@@ -10,6 +10,7 @@ import { ServiceError, type HostService, type ServiceCallContext } from './servi
 import type { ServiceTrust } from './service-trust.ts';
 import { fenceUntrusted } from './untrusted-fence.ts';
 import { comparableHost, type WebFetchConfig } from './web-fetch-config.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export const WEB_FETCH_SERVICE = 'web_fetch';
 
@@ -210,7 +211,7 @@ async function send(hop: Hop, dispatcher: Dispatcher, userAgent: string, signal:
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     const code = errorCode(error);
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     throw new ServiceError(
       'failed',
       `web_fetch could not fetch ${hop.url.href}: ${code ? `${code}: ` : ''}${message}`,
@@ -318,7 +319,7 @@ export async function webFetch(
     if (error instanceof ServiceError) throw error;
     if (timeout.signal.aborted) throw timeout.signal.reason;
     if (signal.aborted) throw new ServiceError('aborted', 'web_fetch was cancelled because the run ended');
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     throw new ServiceError('failed', `web_fetch failed: ${message}`, { cause: error });
   } finally {
     clearTimeout(timer);

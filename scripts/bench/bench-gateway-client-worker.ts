@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { isMain } from './stats.ts';
+import { errorMessage } from '../../host/errors/error-message.ts';
 
 /**
  * Milliseconds on the system-wide monotonic clock (CLOCK_MONOTONIC under libuv), so times taken in
@@ -117,9 +118,7 @@ function serve(): void {
       return;
     }
     const run = cmd.op === 'stream' ? stream(dispatcher, cmd) : abortMidStream(dispatcher, cmd);
-    run.then(reply, (error: unknown) =>
-      reply({ kind: 'error', id: cmd.id, message: error instanceof Error ? error.message : String(error) }),
-    );
+    run.then(reply, (error: unknown) => reply({ kind: 'error', id: cmd.id, message: errorMessage(error) }));
   });
   // The parent went away (or closed us): nothing more to do.
   process.on('disconnect', () => {

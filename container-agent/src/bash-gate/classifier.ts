@@ -16,6 +16,7 @@ import { findWordSplitMismatch } from './token-checks.ts';
 import { LOCAL_REASON, verdictFromFindings } from './verdict.ts';
 import type { BashClassifier, GateVerdict } from './verdict.ts';
 import { createWalkContext, walkStatement } from './walker.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 export interface BashClassifierOptions {
   /** Longer commands escalate unparsed. Default: 64 KiB, the IPC limit for a command. */
@@ -86,7 +87,7 @@ export function createBashClassifierWithParser(
       try {
         return classifyUnsafe(command);
       } catch (error) {
-        const detail = error instanceof Error ? error.message : String(error);
+        const detail = errorMessage(error);
         return escalate(`the classifier failed (${detail})`);
       }
     },

@@ -8,6 +8,7 @@ import type { HostClient } from '../ipc/host-client.ts';
 import { LIMITS } from '../protocol.ts';
 import { isNoAnswerError } from '../rpc/errors.ts';
 import type { BashClassifierSource } from './fail-closed-classifier.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 export type BashDecision =
   | { run: true; via: 'local' | 'host' | 'unreachable-host-allowed'; reason: string }
@@ -40,7 +41,7 @@ export async function decideBash(command: string, options: DecideBashOptions): P
     if (answer.decision === 'allow') return { run: true, via: 'host', reason: answer.reason };
     return { run: false, reason: answer.reason || 'denied by the host' };
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     if (options.onGateError === 'allow' && isNoAnswerError(error) && !options.signal.aborted) {
       return {
         run: true,

@@ -4,6 +4,7 @@
  * of running.
  */
 import type { BashClassifier } from './verdict.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 export type { BashClassifier } from './verdict.ts';
 
@@ -40,7 +41,7 @@ export function failClosed(classifier: BashClassifier): BashClassifier {
       } catch (error) {
         return {
           class: 'escalate',
-          reason: `the classifier failed: ${error instanceof Error ? error.message : String(error)}`,
+          reason: `the classifier failed: ${errorMessage(error)}`,
           network: false,
         };
       }

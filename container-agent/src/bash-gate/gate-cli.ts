@@ -5,6 +5,7 @@
  * are skipped and produce no output.
  */
 import type { BashClassifier } from './verdict.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 export interface GateClassifyOptions {
   json: boolean;
@@ -31,7 +32,7 @@ export function formatGateLine(
     try {
       parsed = JSON.parse(text);
     } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error);
+      const detail = errorMessage(error);
       return JSON.stringify({
         error: `line ${lineNumber} is not valid JSON (${detail}); with --json each line must be a JSON string`,
         line: lineNumber,

@@ -6,6 +6,7 @@ import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { createEscalateAllClassifier, failClosed, type BashClassifier } from './fail-closed-classifier.ts';
 import { locateWasmFiles } from './wasm-files.ts';
 import type { BashGateWasm } from './parser-loader.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 export type BashClassifierFactory = (wasm: BashGateWasm) => BashClassifier | Promise<BashClassifier>;
 
@@ -22,7 +23,7 @@ export async function loadBashClassifier(options: {
     });
     return failClosed(await options.create(wasm));
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     options.logger.warn(
       { error: detail },
       'bash classifier unavailable: every bash command will ask the host',

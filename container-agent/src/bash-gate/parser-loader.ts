@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Tree } from 'web-tree-sitter';
+import { errorMessage } from '../rpc/errors.ts';
 
 /** A file path, or the file's bytes. */
 export type WasmSource = string | Uint8Array;
@@ -33,7 +34,7 @@ async function bytesOf(source: WasmSource, what: string): Promise<Uint8Array> {
   try {
     return new Uint8Array(await readFile(source));
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     throw new Error(`cannot read ${what} wasm at ${source} (${detail}); pass the file's path or bytes`);
   }
 }
@@ -71,7 +72,7 @@ export async function loadBashParser(wasm: BashGateWasm): Promise<BashParser> {
   try {
     language = await Language.load(grammar);
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     throw new Error(
       `cannot load the bash grammar (${detail}); pass tree-sitter-bash.wasm from the tree-sitter-bash package`,
     );

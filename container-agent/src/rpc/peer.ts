@@ -17,6 +17,7 @@ import {
 } from '../protocol.ts';
 import { RpcConnectionClosedError, RpcError, RpcTimeoutError } from './errors.ts';
 import { createLineDecoder, type OversizeReport } from './line-decoder.ts';
+import { errorMessage } from './errors.ts';
 
 export type JsonRpcId = number | string;
 
@@ -495,10 +496,6 @@ function abortError(signal: AbortSignal, method: string): Error {
   const error = new Error(`"${method}" was abandoned: ${detail}`);
   error.name = 'AbortError';
   return error;
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 function truncate(text: string, max: number): string {

@@ -31,6 +31,7 @@ import { createToolset } from '../tools/toolset.ts';
 import { createWorkspace, type Workspace } from '../workspace/confine.ts';
 import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
 import { createInbox, type Inbox } from './inbox.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 export interface RunControllerSettings {
   workspaceRoot: string;
@@ -221,7 +222,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
         outcome = { status: 'ok' };
       }
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       logger.error({ error: message }, 'run failed');
       outcome = { status: 'error', error: message.slice(0, LIMITS.error) };
     } finally {
@@ -236,10 +237,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
     try {
       await deps.host.request('run.done', { ...outcome, usage }, { timeoutMs: deps.doneTimeoutMs ?? 10_000 });
     } catch (error) {
-      logger.warn(
-        { error: error instanceof Error ? error.message : String(error) },
-        'run.done was not confirmed',
-      );
+      logger.warn({ error: errorMessage(error) }, 'run.done was not confirmed');
     }
     const code = outcome.status === 'ok' ? 0 : 1;
     logger.info({ status: outcome.status, usage }, 'run finished');
@@ -274,10 +272,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
         run = await preparing;
       } catch (error) {
         phase = 'finished';
-        logger.error(
-          { error: error instanceof Error ? error.message : String(error) },
-          'run could not be prepared',
-        );
+        logger.error({ error: errorMessage(error) }, 'run could not be prepared');
         resolveFinished(1);
         // Let the error reply go out first.
         setImmediate(() => deps.exit(1));

@@ -6,6 +6,7 @@ import type { Workspace } from '../workspace/confine.ts';
 import { matchesGlob } from './glob.ts';
 import { SKIPPED_DIRS } from './list-files.ts';
 import { ToolError, defineTool, type AgentTool } from './tool.ts';
+import { errorMessage } from '../rpc/errors.ts';
 
 const DEFAULT_MAX_RESULTS = 200;
 const MAX_LINE_CHARS = 500;
@@ -146,9 +147,7 @@ async function searchInJs(target: string, args: GrepArgs, max: number): Promise<
   try {
     regex = new RegExp(args.pattern, args.ignore_case ? 'i' : '');
   } catch (error) {
-    throw new ToolError(
-      `invalid regular expression: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new ToolError(`invalid regular expression: ${errorMessage(error)}`);
   }
   const hits: Hit[] = [];
   const rootStat = await fs.stat(target);

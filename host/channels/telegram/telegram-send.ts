@@ -3,6 +3,7 @@ import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { OutboundPiece, SendOutcome } from '../channel.ts';
 import { isEntityParseError, toTelegramHtml } from './telegram-format.ts';
 import { parseConversationId } from './telegram-inbound.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** Telegram's limit on callback_data; a longer command keeps only its text form. */
 const CALLBACK_DATA_MAX_BYTES = 64;
@@ -32,7 +33,7 @@ export function outcomeOfError(err: unknown): SendOutcome {
     return { kind: 'retry', reason };
   }
   if (err instanceof HttpError) return { kind: 'retry', reason: `network: ${err.message}` };
-  return { kind: 'retry', reason: err instanceof Error ? err.message : String(err) };
+  return { kind: 'retry', reason: errorMessage(err) };
 }
 
 /**

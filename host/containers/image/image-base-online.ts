@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type Docker from 'dockerode';
-import { errorMessage, isDockerNotFound } from '../docker-errors.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { isDockerNotFound } from '../docker-errors.ts';
 
 /** The image named by the first FROM of a Dockerfile (the online build's base). */
 export function dockerfileBaseImage(dockerfilePath: string): string {

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { ensureAgentImage, imageBuildModeSchema, type ImageBuildMode } from './image-ensure.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export const IMAGE_BUILD_USAGE = `Usage: carapace image build [--online | --offline] [--force]
   Bundles the agent and builds the image carapace-agent:<hash> when it does not exist yet.
@@ -46,7 +47,7 @@ export async function runImageBuildCommand(options: {
   try {
     args = parseImageBuildArgs(options.argv, options.defaultMode);
   } catch (error) {
-    options.err(error instanceof Error ? error.message : String(error));
+    options.err(errorMessage(error));
     return 2;
   }
   if (args.help) {
@@ -69,7 +70,7 @@ export async function runImageBuildCommand(options: {
     );
     return 0;
   } catch (error) {
-    options.err(error instanceof Error ? error.message : String(error));
+    options.err(errorMessage(error));
     return 1;
   }
 }

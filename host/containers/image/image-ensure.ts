@@ -9,6 +9,7 @@ import { ensureOfflineBase, offlineBaseRecipe, offlineBaseTag } from './image-ba
 import { dockerfileBaseImage, localImageId, pullImage } from './image-base-online.ts';
 import { DEFAULT_BUILD_LOCK, withBuildLock } from './image-build-lock.ts';
 import { buildImage } from './image-docker-build.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export const AGENT_IMAGE_REPOSITORY = 'carapace-agent';
 
@@ -175,7 +176,7 @@ async function resolveBase(
     const id = await pullImage(docker, onlineBase, { onProgress: progress, firstByteTimeoutMs: 10_000 });
     return { mode: 'online', reference: onlineBase, id };
   } catch (error) {
-    progress(`${error instanceof Error ? error.message : String(error)}: building offline instead`);
+    progress(`${errorMessage(error)}: building offline instead`);
     return offline();
   }
 }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /**
  * Why this exists: Docker (20.10 at least) gives containers on an `Internal` network a default
@@ -92,7 +93,7 @@ export async function applyGatewayFirewall(
     if ((await run(['-C', ...jump], [0, 1])) !== 0) await run(['-I', ...jump]);
     return { applied: true, commands };
   } catch (error) {
-    return { applied: false, commands, reason: error instanceof Error ? error.message : String(error) };
+    return { applied: false, commands, reason: errorMessage(error) };
   }
 }
 

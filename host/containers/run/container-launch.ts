@@ -8,7 +8,8 @@ import {
   containerSpecSchema,
   type ContainerSpec,
 } from './container-spec.ts';
-import { dockerStatusCode, errorMessage, isDockerAlreadyGone } from '../docker-errors.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { dockerStatusCode, isDockerAlreadyGone } from '../docker-errors.ts';
 import { gatewayHostAddress } from '../network/network-gateway.ts';
 
 export type ContainerExitReason = 'exited' | 'hard_timeout' | 'idle_timeout' | 'stopped' | 'oom' | 'error';

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export type CopReviewKind = 'host_mutation' | 'tainted_write' | 'bash_command';
 
@@ -146,7 +147,7 @@ export function buildCopMessages(
     );
   } catch (err) {
     return {
-      error: `the parameters cannot be shown as JSON (${err instanceof Error ? err.message : String(err)})`,
+      error: `the parameters cannot be shown as JSON (${errorMessage(err)})`,
     };
   }
   if (data.length > maxChars) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { buildCopMessages, type CopMessage, type CopReviewKind } from './cop-prompts.ts';
 import { parseCopAnswer } from './cop-verdict.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export type { CopMessage, CopReviewKind } from './cop-prompts.ts';
 
@@ -53,7 +54,7 @@ const MAX_REASON_CHARS = 500;
 
 class CopTimeout extends Error {}
 
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 200);
+const errorText = (err: unknown) => errorMessage(err).slice(0, 200);
 
 export function createCop(deps: {
   complete: CopComplete;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Finding, SecretScanner } from './finding.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /**
  * `carapace secrets scan`: text on stdin → findings as JSON.
@@ -38,8 +39,6 @@ export function parseSecretsScanArgs(args: string[]): { jsonl: boolean } {
   return { jsonl: values.jsonl };
 }
 
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
 const jsonlLineSchema = z.object({ text: z.string() }).strict();
 
 type LineOutcome = { findings: Finding[] } | { error: string };
@@ -62,7 +61,7 @@ async function scanLine(line: string, lineNumber: number, scanner: SecretScanner
   try {
     return { findings: await scanner.scan(checked.data.text) };
   } catch (err) {
-    return { error: `line ${lineNumber}: scan failed: ${errorText(err)}` };
+    return { error: `line ${lineNumber}: scan failed: ${errorMessage(err)}` };
   }
 }
 
@@ -76,7 +75,7 @@ export async function runSecretsScan(
     try {
       findings = input === '' ? [] : await scanner.scan(input);
     } catch (err) {
-      return { output: `${JSON.stringify({ error: `scan failed: ${errorText(err)}` })}\n`, exitCode: 2 };
+      return { output: `${JSON.stringify({ error: `scan failed: ${errorMessage(err)}` })}\n`, exitCode: 2 };
     }
     return { output: `${JSON.stringify({ findings })}\n`, exitCode: findings.length > 0 ? 1 : 0 };
   }

@@ -8,6 +8,7 @@ import { isNotASecret } from './placeholders.ts';
 import { findPrivateKeyBlocks } from './private-key.ts';
 import { TOKEN_RULES } from './token-rules.ts';
 import { findUrlCredentials } from './url-credentials.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export type { Finding, SecretScanner } from './finding.ts';
 
@@ -202,7 +203,7 @@ export function createSecretScanner(options: SecretScannerOptions): SecretScanne
         return scanNow(text);
       } catch (err) {
         // Fails closed: a text the detectors could not check is reported as a finding, never as clean.
-        const why = err instanceof Error ? err.message : String(err);
+        const why = errorMessage(err);
         options.logger?.warn(
           { err: why },
           'secret scanner: detectors failed; reporting the text as a finding',
