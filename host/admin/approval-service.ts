@@ -13,22 +13,7 @@ import {
   type PendingItem,
 } from './approval-message.ts';
 import { canonicalJson, hashCanonicalJson, hashParams } from './params-hash.ts';
-
-/** Time as the service sees it; tests pass a fake one. `setTimer` returns its own cancel function. */
-export interface ApprovalClock {
-  now(): number;
-  setTimer(fn: () => void, ms: number): () => void;
-}
-
-export const systemClock: ApprovalClock = {
-  now: () => Date.now(),
-  setTimer(fn, ms) {
-    const t = setTimeout(fn, ms);
-    // A pending approval must not keep a stopping host alive; close() decides it anyway.
-    t.unref();
-    return () => clearTimeout(t);
-  },
-};
+import { systemClock, type Clock } from '../time/clock.ts';
 
 export type ApprovalOutcome = 'approved' | 'denied' | 'expired';
 
@@ -93,7 +78,7 @@ export interface ApprovalServiceDeps {
   notifyAdmin(text: string, meta: { approvalId: string }): Promise<void>;
   /** Removes held secrets from everything the admin chat is shown. */
   redact: (s: string) => string;
-  clock?: ApprovalClock;
+  clock?: Clock;
   timeoutMs?: number;
   displayLimits?: DisplayLimits;
   logger: Logger;

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { NewOutboxItem, OutboxItem, OutboxStore } from '../store/outbox-store.ts';
 import type { Channel, SendOutcome } from './channel.ts';
 import { chunkText } from './chunk-text.ts';
+import { backoffMs } from '../time/backoff.ts';
 
 export interface OutboxDispatcherDeps {
   outbox: OutboxStore;
@@ -46,7 +47,7 @@ export function createOutboxDispatcher({
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  const backoff = (attempts: number) => Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(attempts, 20));
+  const backoff = (attempts: number) => backoffMs(attempts, { baseMs: retryBaseMs, maxMs: retryMaxMs });
 
   async function attempt(channel: Channel | undefined, item: OutboxItem): Promise<SendOutcome> {
     if (!channel) return { kind: 'permanent', reason: `there is no channel "${item.channel}" configured` };

@@ -24,7 +24,5 @@ export function retryAfterMs(headers: IncomingHttpHeaders, nowMs: number): numbe
   return Math.max(0, date - nowMs);
 }
 
-/** Exponential backoff with ±25% jitter so retries from several runs do not arrive in step. */
-export function backoffMs(attempt: number, baseMs: number, random: () => number = Math.random): number {
-  return Math.round(baseMs * 2 ** attempt * (0.75 + random() * 0.5));
-}
+/** Retries of the upstream spread ±25 % so retries from several runs do not arrive in step. */
+export const UPSTREAM_RETRY_JITTER = 0.25;

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
 import type { GatewayLogger } from './logger.ts';
-import { backoffMs, isRetryableStatus, retryAfterMs } from './retry-policy.ts';
+import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from './retry-policy.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { backoffMs } from '../time/backoff.ts';
 
 export interface UpstreamSettings {
   dispatcher: Dispatcher;
@@ -118,7 +119,8 @@ export async function callUpstream(settings: UpstreamSettings, call: UpstreamCal
       }
 
       const requested = result.kind === 'response' ? retryAfterMs(result.headers, settings.now()) : undefined;
-      const delay = requested ?? backoffMs(retry, settings.retryBaseMs);
+      const delay =
+        requested ?? backoffMs(retry, { baseMs: settings.retryBaseMs, jitter: UPSTREAM_RETRY_JITTER });
       const retryThisModel = retry < settings.retryAttempts && delay <= settings.retryMaxDelayMs;
       const what = result.kind === 'response' ? `HTTP ${result.status}` : result.reason;
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ActiveRun, RunEnd, RunExecutor } from './run-executor.ts';
+import { backoffMs } from '../time/backoff.ts';
 
 export interface GroupQueueDeps {
   executor: Pick<RunExecutor, 'start' | 'hasPending' | 'giveUp'>;
@@ -83,7 +84,7 @@ export function createGroupQueue({
     if (end.kind === 'failed' && !end.replied && !closed) {
       if (attempt < maxAttempts && end.retryable) {
         attempts.set(groupId, attempt + 1);
-        const delay = retryBaseMs * 2 ** (attempt - 1);
+        const delay = backoffMs(attempt - 1, { baseMs: retryBaseMs });
         logger.warn({ groupId, attempt, delay, reason: end.reason }, 'run failed before replying; retrying');
         retryTimers.set(
           groupId,

@@ -1,22 +1,7 @@
 import type { AuditStore } from '../store/audit-store.ts';
 import type { TaskAdvance, TaskRecord, TasksStore } from '../store/tasks-store.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 import { nextRunAfter } from './next-run.ts';
-
-/** Time as the scheduler sees it; tests pass a fake one. `setTimer` returns its own cancel function. */
-export interface SchedulerClock {
-  now(): number;
-  setTimer(fn: () => void, ms: number): () => void;
-}
-
-export const systemSchedulerClock: SchedulerClock = {
-  now: () => Date.now(),
-  setTimer(fn, ms) {
-    const t = setTimeout(fn, ms);
-    // The next task may be weeks away; it must not keep a stopping host alive.
-    t.unref();
-    return () => clearTimeout(t);
-  },
-};
 
 /** Node's timers overflow above 2^31-1 ms (about 24.8 days) and then fire at once; longer waits re-arm. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -53,7 +38,7 @@ export interface SchedulerDeps {
   timezone: () => string;
   audit?: Pick<AuditStore, 'record'>;
   logger: SchedulerLogger;
-  clock?: SchedulerClock;
+  clock?: Clock;
   /** How long a task whose delivery failed waits before the next attempt. */
   retryMs?: number;
 }
@@ -78,7 +63,7 @@ export const DEFAULT_DELIVERY_RETRY_MS = 60_000;
  */
 export function createScheduler(deps: SchedulerDeps): Scheduler {
   const { tasks, timezone, logger } = deps;
-  const clock = deps.clock ?? systemSchedulerClock;
+  const clock = deps.clock ?? systemClock;
   const retryMs = deps.retryMs ?? DEFAULT_DELIVERY_RETRY_MS;
   /** Tasks whose delivery failed, and when to try them again: without this a failing task would spin. */
   const retryAt = new Map<string, number>();

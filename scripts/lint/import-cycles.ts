@@ -174,7 +174,7 @@ export const SUBSYSTEM_LAYERS: readonly (readonly string[])[] = [
   ['admin'],
   ['channels', 'gateway', 'backup'],
   ['store', 'services'],
-  ['errors', 'logging'],
+  ['errors', 'logging', 'time'],
 ];
 
 /** Type-only imports that point up, each explained in DESIGN.md ("Layout"); `from → to` as file paths. */

@@ -6,7 +6,6 @@ import { formatPendingList } from '../../host/admin/approval-message.ts';
 import {
   APPROVAL_AUDIT,
   createApprovalService,
-  type ApprovalClock,
   type ApprovalService,
 } from '../../host/admin/approval-service.ts';
 import { ApprovalParamsError, canonicalJson, hashParams } from '../../host/admin/params-hash.ts';
@@ -14,6 +13,7 @@ import { exactRedactor } from '../../host/config/secrets.ts';
 import { createApprovalsStore, type ApprovalsStore } from '../../host/store/approvals-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
+import type { Clock } from '../../host/time/clock.ts';
 
 const tempDir = useTempDirs();
 const SECRET = 'sk-live-abcdef0123456789';
@@ -22,7 +22,7 @@ const START = Date.parse('2025-03-01T12:00:00.000Z');
 const TIMEOUT = 300_000;
 const silent = pino({ level: 'silent' });
 
-interface FakeClock extends ApprovalClock {
+interface FakeClock extends Clock {
   /** Moves time and fires every timer that came due, in order. */
   advance(ms: number): void;
   /** Moves time without firing timers, as a busy event loop would. */

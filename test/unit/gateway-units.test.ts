@@ -14,7 +14,8 @@ import { createGateway } from '../../host/gateway/gateway.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from '../../host/gateway/headers.ts';
 import { createKeyRegistry } from '../../host/gateway/key-registry.ts';
 import { costMicros } from '../../host/gateway/pricing.ts';
-import { backoffMs, isRetryableStatus, retryAfterMs } from '../../host/gateway/retry-policy.ts';
+import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from '../../host/gateway/retry-policy.ts';
+import { backoffMs } from '../../host/time/backoff.ts';
 import { createSseFramer } from '../../host/gateway/sse-framer.ts';
 import { createSseSplitter, type SseEvent } from '../../host/gateway/sse-splitter.ts';
 import { usageFromPayload } from '../../host/gateway/usage-extract.ts';
@@ -226,9 +227,27 @@ describe('gateway retry policy', () => {
   it('retries 429 and 5xx only, with growing backoff', () => {
     expect([429, 500, 502, 503, 529].every(isRetryableStatus)).toBe(true);
     expect([400, 401, 403, 404, 413, 422].some(isRetryableStatus)).toBe(false);
-    expect(backoffMs(0, 100, () => 0.5)).toBe(100);
-    expect(backoffMs(3, 100, () => 0.5)).toBe(800);
-    expect(backoffMs(1, 100, () => 0)).toBe(150);
+    const upstream = (random: () => number) => ({ baseMs: 100, jitter: UPSTREAM_RETRY_JITTER, random });
+    expect(
+      backoffMs(
+        0,
+        upstream(() => 0.5),
+      ),
+    ).toBe(100);
+    expect(
+      backoffMs(
+        3,
+        upstream(() => 0.5),
+      ),
+    ).toBe(800);
+    expect(
+      backoffMs(
+        1,
+        upstream(() => 0),
+      ),
+    ).toBe(150);
+    expect(backoffMs(40, { baseMs: 100, maxMs: 5_000 })).toBe(5_000);
+    expect(backoffMs(-1, { baseMs: 100 })).toBe(100);
   });
 });
 

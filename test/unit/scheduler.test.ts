@@ -4,13 +4,13 @@ import {
   createScheduler,
   MAX_TIMER_MS,
   type Scheduler,
-  type SchedulerClock,
   type TaskFiring,
 } from '../../host/scheduler/scheduler.ts';
 import { createTaskDelivery, scheduledTaskMessage } from '../../host/scheduler/task-delivery.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import type { TaskSchedule } from '../../container-agent/src/protocol.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
+import type { Clock } from '../../host/time/clock.ts';
 
 const tempDir = useTempDirs();
 const MIN = 60_000;
@@ -22,7 +22,7 @@ function fakeClock(start: number) {
   let now = start;
   let seq = 0;
   const timers = new Map<number, { at: number; ms: number; fn: () => void }>();
-  const clock: SchedulerClock = {
+  const clock: Clock = {
     now: () => now,
     setTimer(fn, ms) {
       const id = ++seq;

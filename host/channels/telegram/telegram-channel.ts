@@ -19,6 +19,7 @@ import { createPoller, type Poller, ALLOWED_UPDATES } from './telegram-poller.ts
 import { privacyWarning } from './telegram-privacy.ts';
 import { sendPiece } from './telegram-send.ts';
 import { createWebhookServer, type WebhookServer } from './telegram-webhook.ts';
+import { backoffMs } from '../../time/backoff.ts';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
@@ -256,7 +257,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
             : `cannot reach Telegram: ${(err as Error).message}`,
         );
         firstTry();
-        await pause(Math.min(60_000, base * 2 ** Math.min(attempt, 6)), signal);
+        await pause(backoffMs(attempt, { baseMs: base, maxMs: Math.min(60_000, base * 64) }), signal);
       }
     }
     return false;
@@ -337,7 +338,11 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       } catch (err) {
         setStatus('connecting', `cannot set up receiving: ${(err as Error).message}`);
         firstTry();
-        await pause(Math.min(60_000, (deps.retryBaseMs ?? 1_000) * 2 ** Math.min(attempt, 6)), signal);
+        const retryBase = deps.retryBaseMs ?? 1_000;
+        await pause(
+          backoffMs(attempt, { baseMs: retryBase, maxMs: Math.min(60_000, retryBase * 64) }),
+          signal,
+        );
       }
     }
   }

@@ -3,6 +3,7 @@ import { GrammyError, type Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { ChannelStateStore } from '../channel.ts';
+import { backoffMs } from '../../time/backoff.ts';
 
 /** The update kinds the adapter handles; everything else is never fetched. */
 export const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query', 'my_chat_member'] as const;
@@ -104,7 +105,7 @@ export function createPoller(deps: PollerDeps): Poller {
       } catch (err) {
         if (signal.aborted) break;
         failures += 1;
-        const wait = Math.min(backoffMax, backoffBase * 2 ** Math.min(failures - 1, 16));
+        const wait = backoffMs(failures - 1, { baseMs: backoffBase, maxMs: backoffMax });
         const jittered = Math.round(wait / 2 + Math.random() * (wait / 2));
         if (attempt.signal.aborted) {
           logger.warn({ stallAfterMs: stallAfter }, 'getUpdates stalled; the watchdog restarts the poll');

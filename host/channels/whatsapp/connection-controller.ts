@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ChannelStatus } from '../channel.ts';
 import { classifyClose, type CloseVerdict } from './disconnect-reason.ts';
+import { backoffMs } from '../../time/backoff.ts';
 
 /** One live connection attempt, as the controller sees it. */
 export interface ConnectionHandle {
@@ -229,8 +230,12 @@ export function createConnectionController<C extends ConnectionHandle>(
       setStatus('stopped', reason);
       return;
     }
-    const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (failures - 1));
-    const delay = Math.round(base * (1 - policy.jitter + 2 * policy.jitter * timers.random()));
+    const delay = backoffMs(failures - 1, {
+      baseMs: policy.initialDelayMs,
+      maxMs: policy.maxDelayMs,
+      jitter: policy.jitter,
+      random: timers.random,
+    });
     log.warn({ statusCode, message, failures, delayMs: delay }, 'WhatsApp disconnected; reconnecting');
     setStatus('connecting', `reconnecting in ${Math.ceil(delay / 1000)} s after: ${lastError}`);
     if (reconnectTimer) timers.clearTimeout(reconnectTimer);

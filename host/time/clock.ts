@@ -1,0 +1,21 @@
+/**
+ * Time as the host's subsystems see it, so tests can pass a fake one: the approvals' expiry, the
+ * scheduler's next firing. `setTimer` returns its own cancel function.
+ */
+export interface Clock {
+  now(): number;
+  setTimer(fn: () => void, ms: number): () => void;
+}
+
+/**
+ * The real clock. Its timers never keep a stopping host alive (a task weeks away, a pending approval):
+ * whoever armed them decides what happens at stop.
+ */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, ms);
+    t.unref();
+    return () => clearTimeout(t);
+  },
+};
