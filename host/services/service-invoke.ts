@@ -6,6 +6,7 @@ import {
   type ServiceRegistry,
 } from './service-registry.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { describeZodIssues } from '../../container-agent/src/rpc/zod-issues.ts';
 
 const DOMAIN_KIND_OF: Record<ServiceErrorKind, DomainErrorKind> = {
   invalid_params: 'invalid',
@@ -14,17 +15,6 @@ const DOMAIN_KIND_OF: Record<ServiceErrorKind, DomainErrorKind> = {
   aborted: 'internal',
   failed: 'internal',
 };
-
-function describeIssues(error: {
-  issues: readonly { path: readonly PropertyKey[]; message: string }[];
-}): string {
-  return error.issues
-    .map((issue) => {
-      const where = issue.path.map(String).join('.');
-      return where ? `${where}: ${issue.message}` : issue.message;
-    })
-    .join('; ');
-}
 
 /**
  * Looks a service up, validates the container's params with its schema and calls it; every failure
@@ -47,7 +37,7 @@ export async function invokeService(
   }
   const parsed = service.paramsSchema.safeParse(rawParams);
   if (!parsed.success) {
-    throw new DomainError('invalid', `invalid params for ${name}: ${describeIssues(parsed.error)}`);
+    throw new DomainError('invalid', `invalid params for ${name}: ${describeZodIssues(parsed.error)}`);
   }
   try {
     return await service.call(parsed.data, context);

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { describeZodIssues } from '../rpc/zod-issues.ts';
 
 /** A whole number of at least `min` from a variable's text; `fallback` when unset. */
 const intFromText = (min: number, fallback: number) =>
@@ -35,11 +36,8 @@ export class AgentEnvError extends Error {
 export function parseAgentEnv(env: NodeJS.ProcessEnv): AgentEnv {
   const parsed = agentEnvSchema.safeParse(stripEmpty(env));
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
-      .join('; ');
     throw new AgentEnvError(
-      `the agent's environment is invalid (${problems}); the host's container runner sets these variables`,
+      `the agent's environment is invalid (${describeZodIssues(parsed.error)}); the host's container runner sets these variables`,
     );
   }
   return parsed.data;

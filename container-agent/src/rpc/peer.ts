@@ -18,6 +18,7 @@ import {
 import { RpcConnectionClosedError, RpcError, RpcTimeoutError } from './errors.ts';
 import { createLineDecoder, type OversizeReport } from './line-decoder.ts';
 import { errorMessage } from './errors.ts';
+import { describeZodIssues } from './zod-issues.ts';
 
 export type JsonRpcId = number | string;
 
@@ -183,7 +184,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
     }
     const parsed = spec.params.safeParse(rawParams);
     if (!parsed.success) {
-      const message = `invalid params for "${method}": ${describeIssues(parsed.error)}`;
+      const message = `invalid params for "${method}": ${describeZodIssues(parsed.error)}`;
       report({ kind: 'invalid-params', message, method, id });
       if (!isNotification) sendError(id, RPC_ERROR_CODES.invalidParams, message);
       return;
@@ -213,7 +214,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
     if (isNotification) return;
     const checked = spec.result.safeParse(result);
     if (!checked.success) {
-      const message = `handler of "${method}" returned an invalid result: ${describeIssues(checked.error)}`;
+      const message = `handler of "${method}" returned an invalid result: ${describeZodIssues(checked.error)}`;
       report({ kind: 'invalid-result', message, method, id });
       sendError(id, RPC_ERROR_CODES.internal, `internal error while handling "${method}"`);
       return;
@@ -258,7 +259,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
     }
     const checked = entry.resultSchema.safeParse(frame.result);
     if (!checked.success) {
-      const message = `invalid result for "${entry.method}": ${describeIssues(checked.error)}`;
+      const message = `invalid result for "${entry.method}": ${describeZodIssues(checked.error)}`;
       report({ kind: 'invalid-result', message, method: entry.method, id: id as number });
       entry.reject(new RpcError(RPC_ERROR_CODES.internal, message));
       return;
@@ -375,7 +376,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
         return Promise.reject(
           new RpcError(
             RPC_ERROR_CODES.invalidParams,
-            `refusing to send invalid params for "${method}": ${describeIssues(checked.error)}`,
+            `refusing to send invalid params for "${method}": ${describeZodIssues(checked.error)}`,
           ),
         );
       }
@@ -434,7 +435,7 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
       if (!checked.success) {
         throw new RpcError(
           RPC_ERROR_CODES.invalidParams,
-          `refusing to send invalid params for "${method}": ${describeIssues(checked.error)}`,
+          `refusing to send invalid params for "${method}": ${describeZodIssues(checked.error)}`,
         );
       }
       if (!writeFrame({ jsonrpc: JSONRPC_VERSION, method, params: checked.data })) {
@@ -451,16 +452,6 @@ export function createRpcPeer<Local extends MethodTable, Remote extends MethodTa
       return closed;
     },
   };
-}
-
-/** "field.path: message" for the first few issues; never echoes the rejected values. */
-export function describeIssues(error: z.core.$ZodError, max = 3): string {
-  const parts = error.issues.slice(0, max).map((issue) => {
-    const where = issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)';
-    return `${where}: ${issue.message}`;
-  });
-  if (error.issues.length > max) parts.push(`and ${error.issues.length - max} more`);
-  return parts.join('; ');
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -7,7 +7,7 @@ import type { ToolSpec } from '../llm/chat-model.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { RpcError } from '../rpc/errors.ts';
 import { RPC_ERROR_CODES } from '../protocol.ts';
-import { describeIssues } from '../rpc/peer.ts';
+import { describeZodIssues } from '../rpc/zod-issues.ts';
 import { PathRefusedError } from '../workspace/confine.ts';
 import { ToolError, toToolSpec, truncateMiddle, type AgentTool, type ToolContext } from './tool.ts';
 
@@ -43,7 +43,7 @@ export function createToolset(
       }
       const parsed = tool.schema.safeParse(raw);
       if (!parsed.success)
-        return `Error: invalid arguments for ${call.name}: ${describeIssues(parsed.error, 5)}.`;
+        return `Error: invalid arguments for ${call.name}: ${describeZodIssues(parsed.error, 5)}.`;
       try {
         return truncateMiddle(await tool.run(parsed.data, context), maxOutputChars);
       } catch (error) {

@@ -8,6 +8,7 @@ import { LOCAL_TEXT_LIMIT } from './local-definition.ts';
 import { LOCAL_CHANNEL } from './local-names.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
 import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
+import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 
 export { LOCAL_CHANNEL };
 
@@ -71,8 +72,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
 
   const postMessage: RouteHandler = async (req, res) => {
     const parsed = postMessageBody.safeParse(await readJsonBody(req));
-    if (!parsed.success)
-      throw new BadRequest(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    if (!parsed.success) throw new BadRequest(describeZodIssues(parsed.error));
     let group;
     try {
       group = localGroup(parsed.data.group);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { AllowedRoot, MountAllowlistResult } from './mount-allowlist.ts';
 import { findBlockedComponent } from './mount-patterns.ts';
 import { expandHome, isWithin, overlaps, rawComponents } from './mount-paths.ts';
+import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 
 export const EXTRA_MOUNT_BASE = '/workspace/extra';
 
@@ -112,10 +113,8 @@ export function validateExtraMount(request: unknown, ctx: ExtraMountContext): Ex
   const reject = (reason: string): ExtraMountValidation => ({ ok: false, reason });
   const parsed = extraMountRequestSchema.safeParse(request);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
     return reject(
-      `invalid mount request: ${where}${issue?.message ?? 'unknown error'} ` +
+      `invalid mount request: ${describeZodIssues(parsed.error, 1)} ` +
         '(e.g. { host_path = "~/projects/app", container_path = "app", read_write = false })',
     );
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 
 /** The only answer shape the Cop accepts. Extra keys are refused too: the contract is exact. */
 export const copAnswerSchema = z.object({ flagged: z.boolean(), reason: z.string() }).strict();
@@ -21,10 +22,10 @@ export function parseCopAnswer(
   }
   const checked = copAnswerSchema.safeParse(parsed);
   if (!checked.success) {
-    const problems = checked.error.issues
-      .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
-      .join('; ');
-    return { ok: false, problem: `the answer is not {"flagged": boolean, "reason": string} (${problems})` };
+    return {
+      ok: false,
+      problem: `the answer is not {"flagged": boolean, "reason": string} (${describeZodIssues(checked.error)})`,
+    };
   }
   return { ok: true, answer: checked.data };
 }

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Finding, SecretScanner } from './finding.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 
 /**
  * `carapace secrets scan`: text on stdin → findings as JSON.
@@ -53,10 +54,9 @@ async function scanLine(line: string, lineNumber: number, scanner: SecretScanner
   }
   const checked = jsonlLineSchema.safeParse(parsed);
   if (!checked.success) {
-    const problems = checked.error.issues
-      .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
-      .join('; ');
-    return { error: `line ${lineNumber}: expected {"text": "…"} and nothing else (${problems})` };
+    return {
+      error: `line ${lineNumber}: expected {"text": "…"} and nothing else (${describeZodIssues(checked.error)})`,
+    };
   }
   try {
     return { findings: await scanner.scan(checked.data.text) };
