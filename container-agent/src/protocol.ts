@@ -260,7 +260,7 @@ export const bashCheckResultSchema = z.strictObject({
  */
 export const bashRanParamsSchema = z.strictObject({
   command: nonEmptyText(LIMITS.command),
-  via: z.enum(['local', 'host', 'unreachable-host-allowed']),
+  via: z.enum(['local', 'host']),
   reason: boundedText(LIMITS.reason),
 });
 

@@ -63,7 +63,6 @@ export async function benchBashReport(): Promise<Record<string, number | string>
         host: client,
         cwd: dir,
         env: commandEnvironment(process.env, { timezone: 'UTC', home: dir }),
-        onGateError: 'block',
         checkTimeoutMs: 1000,
         isolation: () => null,
       });

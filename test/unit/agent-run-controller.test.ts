@@ -73,7 +73,6 @@ function harness(
       ...(options.defaultModel !== undefined
         ? { defaultModel: options.defaultModel }
         : { defaultModel: 'env-model' }),
-      bashGateOnError: 'block',
       bashCheckTimeoutMs: 1000,
       historyTokens: 40_000,
       commandHome: workspace,

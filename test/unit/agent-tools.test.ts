@@ -80,7 +80,6 @@ function tools(options: {
   host?: ReturnType<typeof fakeHost>['host'];
   classifier?: BashClassifier;
   isAdmin?: boolean;
-  onGateError?: 'block' | 'allow';
   checkTimeoutMs?: number;
   maxOutputChars?: number;
 }): Toolset {
@@ -95,7 +94,6 @@ function tools(options: {
         { ...process.env, OPENAI_API_KEY: 'gw-should-not-leak' },
         { timezone: 'Asia/Tokyo', home: tmp },
       ),
-      bashGateOnError: options.onGateError ?? 'block',
       bashCheckTimeoutMs: options.checkTimeoutMs ?? 5_000,
       ripgrep: async () => null,
     }),
@@ -331,7 +329,7 @@ describe('bash tool and gate', () => {
     const outputs: string[] = [];
     for (const { host } of hosts) {
       outputs.push(
-        await call(tools({ host, classifier: escalatingClassifier, onGateError: 'allow' }), 'bash', {
+        await call(tools({ host, classifier: escalatingClassifier }), 'bash', {
           command: 'touch ran.txt',
         }),
       );
@@ -344,7 +342,7 @@ describe('bash tool and gate', () => {
     expect(fs.existsSync(marker())).toBe(false);
   });
 
-  it('fails closed when the host does not answer, unless configured to allow', async () => {
+  it('fails closed when the host does not answer: no setting runs what the host did not allow', async () => {
     const silent = () => fakeHost({ 'security.bash_check': () => new Promise<never>(() => {}) }).host;
     const blocked = await call(
       tools({ host: silent(), classifier: escalatingClassifier, checkTimeoutMs: 50 }),
@@ -353,15 +351,6 @@ describe('bash tool and gate', () => {
     );
     expect(blocked).toMatch(/^Blocked: .*no reply to "security\.bash_check" within 50 ms/);
     expect(fs.existsSync(marker())).toBe(false);
-    const allowed = await call(
-      tools({ host: silent(), classifier: escalatingClassifier, checkTimeoutMs: 50, onGateError: 'allow' }),
-      'bash',
-      {
-        command: 'touch ran.txt',
-      },
-    );
-    expect(allowed).toBe('exit code 0');
-    expect(fs.existsSync(marker())).toBe(true);
   });
 
   it('escalates when the classifier throws', async () => {
@@ -383,7 +372,6 @@ describe('bash tool and gate', () => {
           host,
           cwd: groupDir,
           env: commandEnvironment(process.env, { timezone: 'UTC', home: tmp }),
-          onGateError: 'block',
           checkTimeoutMs: 1000,
           isolation,
         }),

@@ -1,23 +1,19 @@
 /**
  * Decides whether a bash command may run: locally when the classifier says so, otherwise only on the
- * host's typed "allow". A denial always blocks. When the host never answers (timeout, connection gone)
- * the command is blocked unless the operator configured "allow" for that case; an error answer from the
- * host is an answer, and blocks.
+ * host's typed "allow". A denial, an error answer and no answer at all (timeout, connection gone) block:
+ * there is no setting that runs an escalated command the host did not allow.
  */
 import type { HostClient } from '../ipc/host-client.ts';
 import { LIMITS } from '../protocol.ts';
-import { isNoAnswerError } from '../rpc/errors.ts';
 import type { BashClassifierSource } from './fail-closed-classifier.ts';
 import { errorMessage } from '../rpc/errors.ts';
 
 export type BashDecision =
-  | { run: true; via: 'local' | 'host' | 'unreachable-host-allowed'; reason: string }
-  | { run: false; reason: string };
+  { run: true; via: 'local' | 'host'; reason: string } | { run: false; reason: string };
 
 export interface DecideBashOptions {
   classifier: BashClassifierSource;
   host: HostClient;
-  onGateError: 'block' | 'allow';
   checkTimeoutMs: number;
   signal: AbortSignal;
 }
@@ -42,13 +38,6 @@ export async function decideBash(command: string, options: DecideBashOptions): P
     return { run: false, reason: answer.reason || 'denied by the host' };
   } catch (error) {
     const detail = errorMessage(error);
-    if (options.onGateError === 'allow' && isNoAnswerError(error) && !options.signal.aborted) {
-      return {
-        run: true,
-        via: 'unreachable-host-allowed',
-        reason: `the host could not be asked (${detail})`,
-      };
-    }
     return { run: false, reason: `the host's permission could not be obtained (${detail})` };
   }
 }

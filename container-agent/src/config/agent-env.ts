@@ -16,7 +16,6 @@ export const agentEnvSchema = z.object({
   /** Used when run.start names no model. */
   CARAPACE_MODEL: z.optional(z.string().check(z.minLength(1))),
   /** What a bash command that needs the host's decision does when the host cannot be asked. */
-  CARAPACE_BASH_GATE_ON_ERROR: z._default(z.enum(['block', 'allow']), 'block'),
   /** How long to wait for the host's bash decision; it may wait for a human (approvals expire at 300 s). */
   CARAPACE_BASH_CHECK_TIMEOUT_MS: intFromText(1000, 330_000),
   /** Stored conversation above this estimate (4 characters per token) is compacted. */

@@ -59,7 +59,6 @@ export function wireRunController(options: ControllerWiringOptions): RunControll
     settings: {
       workspaceRoot: env.CARAPACE_WORKSPACE,
       ...(env.CARAPACE_MODEL ? { defaultModel: env.CARAPACE_MODEL } : {}),
-      bashGateOnError: env.CARAPACE_BASH_GATE_ON_ERROR,
       bashCheckTimeoutMs: env.CARAPACE_BASH_CHECK_TIMEOUT_MS,
       historyTokens: env.CARAPACE_HISTORY_TOKENS,
       commandHome: process.env.HOME && process.env.HOME !== '/' ? process.env.HOME : os.tmpdir(),

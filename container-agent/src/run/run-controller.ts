@@ -36,7 +36,6 @@ import { errorMessage } from '../rpc/errors.ts';
 export interface RunControllerSettings {
   workspaceRoot: string;
   defaultModel?: string;
-  bashGateOnError: 'block' | 'allow';
   bashCheckTimeoutMs: number;
   historyTokens: number;
   /** HOME for bash commands. */
@@ -186,7 +185,6 @@ export function createRunController(deps: RunControllerDeps): RunController {
               timezone: params.timezone,
               home: settings.commandHome,
             }),
-            bashGateOnError: settings.bashGateOnError,
             bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
             ripgrep: deps.ripgrep,
             onMessageSent: (m) => {

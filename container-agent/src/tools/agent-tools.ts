@@ -26,7 +26,6 @@ export interface AgentToolsOptions {
   isAdmin: boolean;
   /** Environment for bash commands. */
   commandEnv: NodeJS.ProcessEnv;
-  bashGateOnError: 'block' | 'allow';
   bashCheckTimeoutMs: number;
   ripgrep: () => Promise<string | null>;
   onMessageSent?: (message: { text: string; to?: string }) => void;
@@ -41,7 +40,6 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
       host,
       cwd: workspace.cwd,
       env: options.commandEnv,
-      onGateError: options.bashGateOnError,
       checkTimeoutMs: options.bashCheckTimeoutMs,
       ...(options.logger ? { logger: options.logger } : {}),
     }),

@@ -15,7 +15,6 @@ export interface BashToolOptions {
   cwd: string;
   /** The environment commands see (no gateway key). */
   env: NodeJS.ProcessEnv;
-  onGateError: 'block' | 'allow';
   checkTimeoutMs: number;
   defaultTimeoutMs?: number;
   maxOutputBytes?: number;
@@ -58,7 +57,6 @@ export function createBashTool(options: BashToolOptions): AgentTool {
       const decision = await decideBash(args.command, {
         classifier: options.classifier,
         host: options.host,
-        onGateError: options.onGateError,
         checkTimeoutMs: options.checkTimeoutMs,
         signal: context.signal,
       });

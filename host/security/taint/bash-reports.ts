@@ -7,7 +7,7 @@ import { describeTaint, type TaintRegistry } from './taint.ts';
 
 export interface BashReport {
   command: string;
-  via: 'local' | 'host' | 'unreachable-host-allowed';
+  via: 'local' | 'host';
   reason: string;
 }
 
