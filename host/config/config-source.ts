@@ -55,10 +55,3 @@ export function createConfigSource(
     },
   };
 }
-
-/** A source that never changes, for tests and tools that run on one configuration. */
-export function fixedConfigSource(config: HostConfig): ConfigSource {
-  return createConfigSource({ config, text: '', hash: '' }, (err) => {
-    throw err;
-  });
-}

@@ -26,18 +26,3 @@ export function firstComputed(command: string, args: readonly WordInfo[]): Findi
 export function optionsRule(spec: OptionSpec): ArgCheck {
   return (command, args) => scanOptions(command, args, spec).finding;
 }
-
-/** Runs several checks; the first finding wins. */
-export function allOf(...checks: ArgCheck[]): ArgCheck {
-  return (command, args) => {
-    for (const check of checks) {
-      const found = check(command, args);
-      if (found !== null) return found;
-    }
-    return null;
-  };
-}
-
-export function noArguments(reasonWhenGiven: (command: string) => string): ArgCheck {
-  return (command, args) => (args.length === 0 ? null : { reason: reasonWhenGiven(command), network: true });
-}

@@ -48,8 +48,6 @@ export const stateEvent = z.object({
 export const consoleEvent = z.discriminatedUnion('type', [replyEvent, stateEvent]);
 export type ConsoleEvent = z.infer<typeof consoleEvent>;
 
-export const apiError = z.object({ error: z.string() });
-
 /** Pre-started containers: the budget and what waits now (memory as measured, null until measured). */
 export const prestartStatus = z.object({
   count: z.int(),

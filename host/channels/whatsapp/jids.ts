@@ -31,12 +31,6 @@ export function normalizeUserJid(jid: string | null | undefined): string | undef
   return `${m[1]}@${server}`;
 }
 
-/** Whether two ids name the same user, ignoring devices. */
-export function sameUser(a: string | null | undefined, b: string | null | undefined): boolean {
-  const na = normalizeUserJid(a);
-  return na !== undefined && na === normalizeUserJid(b);
-}
-
 /** The linked account as Baileys reports it (`sock.user` / `creds.me`). */
 export interface SelfIdentity {
   /** Phone-number JID, normalized. */

@@ -3,8 +3,6 @@ import { ensureDataDirs } from '../../config/paths.ts';
 import { openStore } from '../../store/store.ts';
 import type { CliContext } from '../cli-context.ts';
 
-export const chatsUsage = 'carapace chats [--json]';
-
 /** Chats that wrote to the bot or added it and are not registered groups: what to register, never content. */
 export async function chatsCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
