@@ -76,10 +76,19 @@ await describeDocker('e2e: pre-started containers', () => {
   it('a config reload that changes the time zone replaces the waiting container at once, with the new TZ', async () => {
     await h.addLocalGroups('tz');
     expect((await h.send('tz', '@Andy hello')).stdout).toBe('heard: @Andy hello\n');
-    // The run's own container is removed after the reply; then only the one started ahead is left.
+    // The run's own container is removed after the reply; then only the one started ahead is left. The
+    // pool must list it too: while the run's container is still there and the next one not yet created,
+    // "one container, running" would be the run's own (seen on a loaded machine).
     const [waiting] = await eventually('a pre-started container for tz, and no other', async () => {
-      const [all, running] = await Promise.all([containersOf('tz'), containersOf('tz', 'running')]);
-      return all.length === 1 && running.length === 1 ? running : undefined;
+      const [all, running, status] = await Promise.all([
+        containersOf('tz'),
+        containersOf('tz', 'running'),
+        h.cli(['status', '--json']),
+      ]);
+      const pooled = (
+        JSON.parse(status.stdout) as { host: { prestart: { containers: { groupId: string }[] } } }
+      ).host.prestart.containers.some((c) => c.groupId === 'tz');
+      return pooled && all.length === 1 && running.length === 1 ? running : undefined;
     });
     const set = await h.cli(['config', 'set', 'assistant.timezone', '"Europe/Berlin"']);
     expect(set.code).toBe(0);
