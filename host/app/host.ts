@@ -234,6 +234,7 @@ export async function startHost({
       channelFor: (name) => channels.get(name),
       retryBaseMs: config.outbox.retry_base_ms,
       retryMaxMs: config.outbox.retry_max_ms,
+      maxConnectionDrops: config.outbox.max_connection_drops,
       onDelivered: (item) => events.emit('outbox-delivered', item),
       onDeadLetter: outcomes.onDeadLetter,
       onChatMoved: outcomes.onChatMoved,
