@@ -180,6 +180,22 @@ export interface ChannelDeps<C> {
   assistantName?: string;
 }
 
+/** What a chat id names on a channel (ChannelDefinition.chatKind). */
+export type ChatKind =
+  /** A chat the channel reads and answers as a group: it may be registered. */
+  | { kind: 'group' }
+  /** The owner's admin chat on this channel: it already is the admin conversation. */
+  | { kind: 'admin' }
+  /** A kind of chat the channel never reads (WhatsApp private chats), with why and what to do instead. */
+  | { kind: 'unserved'; reason: string };
+
+/** What a channel may consult to classify a chat id: its config and its own folder, never the network. */
+export interface ChatFacts<C> {
+  config: C;
+  /** The channel's own folder under the data folder (WhatsApp: the linked account's credentials). */
+  dataDir: string;
+}
+
 /** One entry of the channel registry (host/channels/registry.ts). */
 export interface ChannelDefinition<C = unknown> {
   name: string;
@@ -189,6 +205,12 @@ export interface ChannelDefinition<C = unknown> {
   formattingRules: string;
   /** Validates a chat id for `groups add --channel <name> --chat <id>`, with an example for the error. */
   chatId: { pattern: RegExp; example: string };
+  /**
+   * What `chatId` names here, from the id, the config and the channel's folder alone (the host may be
+   * stopped). Registration refuses admin chats and chats the channel never reads; `carapace chats` lists
+   * neither. Without it every well-formed id is a group.
+   */
+  chatKind?(chatId: string, facts: ChatFacts<C>): ChatKind;
   /** How to configure the channel, for the error when it is used without being configured. */
   setupHint: string;
   create(deps: ChannelDeps<C>): Channel;

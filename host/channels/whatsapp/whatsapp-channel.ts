@@ -167,7 +167,6 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       }
       if (u.connection === 'open') {
         events.opened();
-        host?.onChatSeen({ chatId: self()?.phone ?? '', title: 'Message yourself' });
         void syncGroups(sock);
       } else if (u.connection === 'close') {
         closed = true;
