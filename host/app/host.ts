@@ -12,7 +12,7 @@ import { createAdminChats } from '../admin/admin-chats.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
-import { createDeliveryOutcomes } from '../channels/delivery-outcomes.ts';
+import { createDeliveryOutcomes, firstWords } from '../channels/delivery-outcomes.ts';
 import type { HostStatus, PrestartStatus } from '../channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
 import { listenOnSocket, sendJson } from '../channels/local/socket-server.ts';
@@ -174,6 +174,16 @@ export async function startHost({
           queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
           outboxPending: store.outbox.pendingCount(),
           outboxDead: store.outbox.deadCount(),
+          outboxFailing: store.outbox.failing(5).map((o) => ({
+            id: o.id,
+            groupId: o.groupId,
+            channel: o.channel,
+            chatId: o.chatId,
+            begins: firstWords(o.text),
+            attempts: o.attempts,
+            connectionDrops: o.connectionDrops,
+            lastError: o.lastError,
+          })),
           approvalsPending: store.approvals.listPending().length,
           ...(late.runtime?.prestart ? { prestart: late.runtime.prestart.status() } : {}),
           channels: [...channels.values()].map((ch) => ({

@@ -130,7 +130,7 @@ export function createOutboxDispatcher({
 
   /** Dead-letters a piece; the chat's later pieces still follow (true) unless the piece had moved chats. */
   function deadLetter(item: OutboxItem, reason: string, cause: DeadLetterCause, moves: number): boolean {
-    outbox.markDead(item.id, reason);
+    outbox.markDead(item.id, reason, { connectionDropped: cause === 'poison' });
     logger.error(
       { outboxId: item.id, channel: item.channel, chatId: item.chatId, reason, cause },
       'reply dead-lettered',

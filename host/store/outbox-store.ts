@@ -125,7 +125,8 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     `SELECT * FROM outbox WHERE status = 'pending' AND attempts > 0 ORDER BY id LIMIT ?`,
   );
   const dead = db.prepare(
-    `UPDATE outbox SET status = 'dead', attempts = attempts + 1, last_error = ? WHERE id = ? AND status = 'pending'`,
+    `UPDATE outbox SET status = 'dead', attempts = attempts + 1, connection_drops = connection_drops + ?,
+       last_error = ? WHERE id = ? AND status = 'pending'`,
   );
   const platformId = db.prepare(
     `INSERT INTO outbox_platform_ids (channel, chat_id, platform_id, outbox_id, position) VALUES (?, ?, ?, ?, ?)
@@ -193,8 +194,8 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
       })();
     },
     /** A permanent failure: the piece stays with its reason and is never attempted again. */
-    markDead(id: number, reason: string): void {
-      dead.run(reason.slice(0, 500), id);
+    markDead(id: number, reason: string, opts: { connectionDropped?: boolean } = {}): void {
+      dead.run(opts.connectionDropped ? 1 : 0, reason.slice(0, 500), id);
     },
     /** Whether the host sent this platform message id in this chat. */
     isOwnMessage(channel: string, chatId: string, platformIdOfMessage: string): boolean {
