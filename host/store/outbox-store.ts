@@ -22,7 +22,10 @@ export interface OutboxItem {
   runId: number | null;
   text: string;
   actions?: OutboxAction[];
-  /** `dead`: a permanent failure (chat gone, no such channel); kept with its reason, never retried. */
+  /**
+   * `dead`: a permanent failure (chat gone, no such channel) or a poison piece (its sends kept taking the
+   * connection down); kept with its reason, never retried.
+   */
   status: OutboxStatus;
   attempts: number;
   /** Attempts whose send took the channel's connection down with it (the server closed the socket on it). */
@@ -193,7 +196,7 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
         );
       })();
     },
-    /** A permanent failure: the piece stays with its reason and is never attempted again. */
+    /** A permanent failure or a poison piece: it stays with its reason and is never attempted again. */
     markDead(id: number, reason: string, opts: { connectionDropped?: boolean } = {}): void {
       dead.run(opts.connectionDropped ? 1 : 0, reason.slice(0, 500), id);
     },

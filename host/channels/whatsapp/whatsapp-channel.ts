@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { WAMessage } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
+import { errorMessage } from '../../errors/error-message.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import {
@@ -280,7 +281,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
         if (live.closed() || typeof err === 'number') {
           return {
             kind: 'connection-lost',
-            reason: `WhatsApp closed the connection during the send (${describe(err)})`,
+            reason: `WhatsApp closed the connection during the send (${errorMessage(err)})`,
           };
         }
         return sendFailure(err);
@@ -302,12 +303,10 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
   return channel;
 }
 
-const describe = (err: unknown) => (err as Error)?.message ?? String(err);
-
 /** WhatsApp's answer to a send, as the outbox's outcome: only a chat that is gone is permanent. */
 function sendFailure(err: unknown): SendOutcome {
   const code = closeStatusCode(err);
-  const message = describe(err);
+  const message = errorMessage(err);
   if (code === 403 || code === 404 || /item-not-found|not-authorized|forbidden/i.test(message)) {
     return {
       kind: 'permanent',
