@@ -84,7 +84,7 @@ function toItem(r: OutboxRow): OutboxItem {
 }
 
 /** A piece's send key: the install's secret keys an HMAC of its idempotency key (hex, 64 characters). */
-export function sendKeyFor(secret: string, idempotencyKey: string): string {
+function sendKeyFor(secret: string, idempotencyKey: string): string {
   return crypto.createHmac('sha256', secret).update(idempotencyKey).digest('hex');
 }
 

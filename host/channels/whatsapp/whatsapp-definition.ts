@@ -41,7 +41,7 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
  * Groups are read; private chats never (the channel is the owner's own account: it would answer everyone
  * who writes to the owner), except the owner's "Message yourself" chat, which is the admin chat.
  */
-export function whatsappChatKind(chatId: string, dataDir: string): ChatKind {
+function whatsappChatKind(chatId: string, dataDir: string): ChatKind {
   if (isGroupJid(chatId)) return { kind: 'group' };
   if (chatId === linkedPhone(dataDir)) return { kind: 'admin' };
   return {

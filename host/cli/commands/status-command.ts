@@ -21,7 +21,7 @@ export function describePrestart(p: PrestartStatus): string {
 }
 
 /** `failing: reply #12 to group fam (whatsapp 1203…@g.us) "Here is the…": 2 attempts, 2 took the connection down; last: …` */
-export function describeFailing(f: HostStatus['outboxFailing'][number]): string {
+function describeFailing(f: HostStatus['outboxFailing'][number]): string {
   const to = `${f.groupId ? `group ${f.groupId} ` : ''}(${f.channel} ${f.chatId})`;
   const drops = f.connectionDrops ? `, ${f.connectionDrops} took the connection down` : '';
   return (
