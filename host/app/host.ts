@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import os from 'node:os';
 import type { Logger } from 'pino';
 import { adminCommandReplyKey, createAdminCommandHandler } from '../admin/admin-command-handler.ts';
@@ -13,12 +12,12 @@ import { createAdminChats } from '../admin/admin-chats.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
-import { createDeliveryOutcomes } from '../channels/delivery-outcomes.ts';
+import { createDeliveryOutcomes, firstWords } from '../channels/delivery-outcomes.ts';
 import type { HostStatus, PrestartStatus } from '../channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
 import { listenOnSocket, sendJson } from '../channels/local/socket-server.ts';
 import { createOutboxDispatcher } from '../channels/outbox-dispatcher.ts';
-import { ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
+import { channelDataDir, ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
 import { describeReload, type ReloadConfig } from '../config/config-reload.ts';
 import { formatProblem } from '../config/config-error.ts';
 import { createConfigFileStore } from '../config/config-file-store.ts';
@@ -148,6 +147,7 @@ export async function startHost({
       definitions: CHANNEL_DEFINITIONS,
       config: () => config.channels,
       alwaysOn: ALWAYS_ON_CHANNELS,
+      dataDirOf: (name) => channelDataDir(paths, name),
     });
     const statuses = new Map<string, ChannelStatus>();
     // Set once every channel started: a channel's own shutdown on stop is not news to announce.
@@ -174,6 +174,16 @@ export async function startHost({
           queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
           outboxPending: store.outbox.pendingCount(),
           outboxDead: store.outbox.deadCount(),
+          outboxFailing: store.outbox.failing(5).map((o) => ({
+            id: o.id,
+            groupId: o.groupId,
+            channel: o.channel,
+            chatId: o.chatId,
+            begins: firstWords(o.text),
+            attempts: o.attempts,
+            connectionDrops: o.connectionDrops,
+            lastError: o.lastError,
+          })),
           approvalsPending: store.approvals.listPending().length,
           ...(late.runtime?.prestart ? { prestart: late.runtime.prestart.status() } : {}),
           channels: [...channels.values()].map((ch) => ({
@@ -234,6 +244,7 @@ export async function startHost({
       channelFor: (name) => channels.get(name),
       retryBaseMs: config.outbox.retry_base_ms,
       retryMaxMs: config.outbox.retry_max_ms,
+      maxConnectionDrops: config.outbox.max_connection_drops,
       onDelivered: (item) => events.emit('outbox-delivered', item),
       onDeadLetter: outcomes.onDeadLetter,
       onChatMoved: outcomes.onChatMoved,
@@ -361,7 +372,7 @@ export async function startHost({
 
     step = 'setting up the configured channels';
     const configured = registry.create((d) => {
-      const dataDir = path.join(paths.dataDir, 'channels', d.name);
+      const dataDir = channelDataDir(paths, d.name);
       fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       return {
         secret,
@@ -395,7 +406,8 @@ export async function startHost({
           }
         },
         onChatSeen: (chat) => {
-          if (!store.groups.findByChat(ch.name, chat.chatId))
+          // Remembered for registering: an admin chat is no candidate (it already is the admin conversation).
+          if (chat.chatId !== ch.adminChatId() && !store.groups.findByChat(ch.name, chat.chatId))
             store.chatsSeen.seen(ch.name, chat.chatId, chat.title);
         },
         isOwnMessage: (chatId, platformId) => store.outbox.isOwnMessage(ch.name, chatId, platformId),

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import type { BackupPaths } from './backup-paths.ts';
 import { acquireHostLock, HostLockedError } from '../store/host-lock.ts';
+import { rotateInstallSecret } from '../store/install-secret.ts';
 import { CONFIG_FILES } from './backup-archive.ts';
 import { BackupVerifyError, verifyUnpacked } from './backup-manifest.ts';
 
@@ -81,6 +82,14 @@ function moveIntoPlace(paths: BackupPaths, staging: string, now: Date): string[]
     else fs.mkdirSync(path.join(paths.dataDir, folder), { mode: 0o700 });
   }
   report.push(`restored the database, groups and sessions into ${paths.dataDir}`);
+  // The restored state hands out idempotency keys again that were used after the backup was made: a new
+  // secret keeps the message ids made from them new (messaging apps drop a message whose id they saw).
+  const restored = new Database(paths.databaseFile, { fileMustExist: true });
+  try {
+    rotateInstallSecret(restored);
+  } finally {
+    restored.close();
+  }
   if (fs.existsSync(aside)) report.push(`what was there before is in ${aside}`);
 
   // Channel login state only moves forward (WhatsApp's Signal keys ratchet with every message): an older

@@ -9,6 +9,9 @@
 //   before an earlier one was delivered or dead-lettered. A piece is retried with the same idempotencyKey
 //   after `retry` (and after a host crash between send and the record of it), so `send` may see a key twice.
 // - `send` rejecting counts as `retry` (a bug in the adapter must not lose a reply), logged as an error.
+// - `connection-lost`: a `retry` that is also counted on the piece; at `[outbox] max_connection_drops` the
+//   piece is dead-lettered (owner told once, naming the group and the reply's first words) and the chat's
+//   next pieces go on. Only an adapter that saw its connection close during the send answers it.
 // - `permanent`: the piece is dead-lettered (kept in the outbox with status `dead` and the reason, shown by
 //   `carapace doctor`), the owner is told once per chat, and the chat's next pieces are still attempted.
 // - `moved`: in one transaction the group is re-bound to newChatId and every pending piece of the old chat
@@ -76,8 +79,17 @@ export type InboundSink = (m: InboundMessage) => InboundResult;
 export interface OutboundPiece {
   chatId: string;
   text: string;
-  /** Stable across retries of this piece; a channel that can deduplicate uses it. */
+  /**
+   * The outbox's key, stable across retries of this piece. It repeats across installs and after a restore
+   * (`run:1:1` in every fresh database): never derive a platform id from it, use `sendKey`.
+   */
   idempotencyKey: string;
+  /**
+   * Stable across retries of this piece and unique to this install (derived from the database's random
+   * secret, which a restore renews): a channel where the host picks the platform's message id (WhatsApp)
+   * derives it from this, so a re-send keeps its id and no two installs, or states of one, share one.
+   */
+  sendKey: string;
   /**
    * Buttons the owner may press where the platform has them (Telegram inline keyboard on approval requests).
    * Pressing one must arrive as an InboundMessage with `text = command` from the presser, so the host's one
@@ -91,6 +103,12 @@ export type SendOutcome =
   | { kind: 'delivered'; platformIds: string[] }
   /** Transient (network, 5xx, rate limit, socket reconnecting): the host retries with backoff. */
   | { kind: 'retry'; reason: string; retryAfterMs?: number }
+  /**
+   * The send failed and took the connection down with it (the server closed the socket on this message):
+   * retried like `retry`, but counted per piece; after `[outbox] max_connection_drops` of them the piece
+   * is dead-lettered and the owner told, so one message cannot keep cutting every chat off.
+   */
+  | { kind: 'connection-lost'; reason: string }
   /** Chat gone, bot removed or blocked, no such chat: dead-lettered, the owner told once, others unaffected. */
   | { kind: 'permanent'; reason: string }
   /** Telegram group upgraded to a supergroup: the host re-binds the group to newChatId and sends there. */
@@ -162,6 +180,22 @@ export interface ChannelDeps<C> {
   assistantName?: string;
 }
 
+/** What a chat id names on a channel (ChannelDefinition.chatKind). */
+export type ChatKind =
+  /** A chat the channel reads and answers as a group: it may be registered. */
+  | { kind: 'group' }
+  /** The owner's admin chat on this channel: it already is the admin conversation. */
+  | { kind: 'admin' }
+  /** A kind of chat the channel never reads (WhatsApp private chats), with why and what to do instead. */
+  | { kind: 'unserved'; reason: string };
+
+/** What a channel may consult to classify a chat id: its config and its own folder, never the network. */
+export interface ChatFacts<C> {
+  config: C;
+  /** The channel's own folder under the data folder (WhatsApp: the linked account's credentials). */
+  dataDir: string;
+}
+
 /** One entry of the channel registry (host/channels/registry.ts). */
 export interface ChannelDefinition<C = unknown> {
   name: string;
@@ -171,6 +205,12 @@ export interface ChannelDefinition<C = unknown> {
   formattingRules: string;
   /** Validates a chat id for `groups add --channel <name> --chat <id>`, with an example for the error. */
   chatId: { pattern: RegExp; example: string };
+  /**
+   * What `chatId` names here, from the id, the config and the channel's folder alone (the host may be
+   * stopped). Registration refuses admin chats and chats the channel never reads; `carapace chats` lists
+   * neither. Without it every well-formed id is a group.
+   */
+  chatKind?(chatId: string, facts: ChatFacts<C>): ChatKind;
   /** How to configure the channel, for the error when it is used without being configured. */
   setupHint: string;
   create(deps: ChannelDeps<C>): Channel;

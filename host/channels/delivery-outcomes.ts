@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
 import type { OutboxItem } from '../store/outbox-store.ts';
+import type { DeadLetterCause } from './outbox-dispatcher.ts';
 
 /** The audit operation of a chat the platform moved (a Telegram group that became a supergroup). */
 export const CHAT_MOVED_OPERATION = 'channel.chat_moved';
@@ -15,11 +16,20 @@ export interface DeliveryOutcomeDeps {
 /** What the host does about a dead-lettered piece and a moved chat (the outbox dispatcher reports both). */
 export function createDeliveryOutcomes({ store, notifyOwner, logger }: DeliveryOutcomeDeps) {
   return {
-    onDeadLetter(item: OutboxItem, reason: string): void {
+    onDeadLetter(item: OutboxItem, reason: string, cause: DeadLetterCause = 'permanent'): void {
       const group = item.groupId ? store.groups.get(item.groupId) : undefined;
       const where = group
         ? `group "${group.id}" (${item.channel} chat ${item.chatId})`
         : `${item.channel} chat ${item.chatId}`;
+      if (cause === 'poison') {
+        // Keyed by piece: the chat itself works, and each message that cannot be sent is news once.
+        notifyOwner(
+          `poison-piece:${item.id}`,
+          `A reply to ${where} was not sent: ${reason}. It began "${firstWords(item.text)}". It is kept ` +
+            `as a dead letter (carapace doctor lists it); the group's other replies are delivered.`,
+        );
+        return;
+      }
       // Keyed by chat: a dead chat's every later reply is dead-lettered too, and the owner hears of it once.
       notifyOwner(
         `dead-chat:${item.channel}:${item.chatId}`,
@@ -55,4 +65,12 @@ export function createDeliveryOutcomes({ store, notifyOwner, logger }: DeliveryO
     });
     if (rebound) logger.info({ channel, from, to }, 'group re-bound to its moved chat');
   }
+}
+
+/** The opening words of a reply, on one line, for a notice that must say which reply it means. */
+export function firstWords(text: string, words = 8, chars = 60): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const head = flat.split(' ').slice(0, words).join(' ');
+  const cut = head.length > chars ? `${head.slice(0, chars).trimEnd()}…` : head;
+  return cut.length < flat.length && !cut.endsWith('…') ? `${cut}…` : cut;
 }

@@ -10,9 +10,14 @@ export interface OutboxDispatcherDeps {
   channelFor(name: string): Channel | undefined;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** `[outbox] max_connection_drops`: sends of one piece that took the connection down before it is dead. */
+  maxConnectionDrops?: number;
   onDelivered(item: OutboxItem): void;
-  /** A piece was dead-lettered (chat gone, bot removed, no such channel): tell the owner, once per chat. */
-  onDeadLetter(item: OutboxItem, reason: string): void;
+  /**
+   * A piece was dead-lettered: `permanent` (chat gone, bot removed, no such channel: tell the owner once per
+   * chat) or `poison` (its sends kept taking the connection down: tell the owner once for this piece).
+   */
+  onDeadLetter(item: OutboxItem, reason: string, cause: DeadLetterCause): void;
   /**
    * The platform moved the chat: re-bind its group and pending pieces to `newChatId` (one transaction,
    * audited). Delivery of the piece continues at the new id.
@@ -25,6 +30,10 @@ export interface OutboxDispatcherDeps {
 /** A platform that keeps answering "moved" would otherwise bounce a piece between ids forever. */
 const MAX_MOVES_PER_SEND = 3;
 
+export const DEFAULT_MAX_CONNECTION_DROPS = 3;
+
+export type DeadLetterCause = 'permanent' | 'poison';
+
 /**
  * Delivers stored replies: at least once, in order per chat, retried with backoff after a transient
  * failure or a restart, dead-lettered after a permanent one. Replies are split to the channel's text limit
@@ -36,6 +45,7 @@ export function createOutboxDispatcher({
   channelFor,
   retryBaseMs,
   retryMaxMs,
+  maxConnectionDrops = DEFAULT_MAX_CONNECTION_DROPS,
   onDelivered,
   onDeadLetter,
   onChatMoved,
@@ -56,6 +66,7 @@ export function createOutboxDispatcher({
         chatId: item.chatId,
         text: item.text,
         idempotencyKey: item.idempotencyKey,
+        sendKey: item.sendKey,
         ...(item.actions ? { actions: item.actions } : {}),
       });
     } catch (err) {
@@ -88,6 +99,21 @@ export function createOutboxDispatcher({
         item = { ...item, chatId: outcome.newChatId };
         continue;
       }
+      if (outcome.kind === 'connection-lost') {
+        const drops = item.connectionDrops + 1;
+        if (drops < maxConnectionDrops) {
+          const reason = `sending it took the ${item.channel} connection down (${drops} of ${maxConnectionDrops} before it is dead-lettered): ${outcome.reason}`;
+          outbox.markConnectionDropped(item.id, reason, now() + backoff(item.attempts));
+          logger.warn(
+            { outboxId: item.id, drops, reason: outcome.reason },
+            'a send took the connection down',
+          );
+          return false;
+        }
+        // The same message keeps cutting the channel off for every chat: stop sending it.
+        const reason = `sending it took the ${item.channel} connection down ${drops} times (last: ${outcome.reason})`;
+        return deadLetter(item, reason, 'poison', moves);
+      }
       if (outcome.kind === 'retry') {
         const retryAt = now() + Math.max(backoff(item.attempts), outcome.retryAfterMs ?? 0);
         outbox.markFailed(item.id, outcome.reason, retryAt);
@@ -98,15 +124,20 @@ export function createOutboxDispatcher({
         return false;
       }
       const reason = outcome.kind === 'moved' ? `the chat kept moving (${outcome.reason})` : outcome.reason;
-      outbox.markDead(item.id, reason);
-      logger.error(
-        { outboxId: item.id, channel: item.channel, chatId: item.chatId, reason },
-        'reply dead-lettered',
-      );
-      onDeadLetter({ ...item, status: 'dead', lastError: reason }, reason);
-      if (moves > 0) again = true;
-      return moves === 0;
+      return deadLetter(item, reason, 'permanent', moves);
     }
+  }
+
+  /** Dead-letters a piece; the chat's later pieces still follow (true) unless the piece had moved chats. */
+  function deadLetter(item: OutboxItem, reason: string, cause: DeadLetterCause, moves: number): boolean {
+    outbox.markDead(item.id, reason, { connectionDropped: cause === 'poison' });
+    logger.error(
+      { outboxId: item.id, channel: item.channel, chatId: item.chatId, reason, cause },
+      'reply dead-lettered',
+    );
+    onDeadLetter({ ...item, status: 'dead', lastError: reason }, reason, cause);
+    if (moves > 0) again = true;
+    return moves === 0;
   }
 
   async function deliverChat(items: OutboxItem[]): Promise<void> {

@@ -20,6 +20,11 @@ export interface CarapacePaths {
   pidFile: string;
 }
 
+/** A channel's own 0700 folder under the data folder (WhatsApp's login). */
+export function channelDataDir(paths: Pick<CarapacePaths, 'dataDir'>, channel: string): string {
+  return path.join(paths.dataDir, 'channels', channel);
+}
+
 export interface PathInputs {
   env: NodeJS.ProcessEnv;
   cwd: string;

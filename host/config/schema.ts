@@ -74,6 +74,8 @@ export const outboxConfigSchema = z
   .object({
     retry_base_ms: z.number().int().min(10).max(600_000).default(1_000),
     retry_max_ms: z.number().int().min(100).max(3_600_000).default(300_000),
+    /** Sends of one piece that took the connection down before it is dead-lettered (a poison message). */
+    max_connection_drops: z.number().int().min(1).max(20).default(3),
   })
   .strict();
 

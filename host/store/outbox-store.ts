@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Db } from './open-database.ts';
 
 /** A button on a piece: pressing it sends `command` as the presser (OutboundPiece.actions). */
@@ -9,15 +10,26 @@ export interface OutboxAction {
 export interface OutboxItem {
   id: number;
   idempotencyKey: string;
+  /**
+   * What the channel gets as the piece's key: derived from the install's secret and the idempotency key when
+   * the piece is stored, so it is unique to this install (and to each restore of it) and the same at every
+   * re-send of the piece. WhatsApp derives the message id from it.
+   */
+  sendKey: string;
   groupId: string | null;
   channel: string;
   chatId: string;
   runId: number | null;
   text: string;
   actions?: OutboxAction[];
-  /** `dead`: a permanent failure (chat gone, no such channel); kept with its reason, never retried. */
+  /**
+   * `dead`: a permanent failure (chat gone, no such channel) or a poison piece (its sends kept taking the
+   * connection down); kept with its reason, never retried.
+   */
   status: OutboxStatus;
   attempts: number;
+  /** Attempts whose send took the channel's connection down with it (the server closed the socket on it). */
+  connectionDrops: number;
   nextAttemptAt: number;
   lastError: string | null;
 }
@@ -38,6 +50,7 @@ export interface NewOutboxItem {
 interface OutboxRow {
   id: number;
   idempotency_key: string;
+  send_key: string | null;
   group_id: string | null;
   channel: string;
   chat_id: string;
@@ -46,6 +59,7 @@ interface OutboxRow {
   actions: string | null;
   status: OutboxStatus;
   attempts: number;
+  connection_drops: number;
   next_attempt_at: number;
   last_error: string | null;
 }
@@ -54,6 +68,7 @@ function toItem(r: OutboxRow): OutboxItem {
   return {
     id: r.id,
     idempotencyKey: r.idempotency_key,
+    sendKey: r.send_key ?? r.idempotency_key,
     groupId: r.group_id,
     channel: r.channel,
     chatId: r.chat_id,
@@ -62,17 +77,25 @@ function toItem(r: OutboxRow): OutboxItem {
     ...(r.actions ? { actions: JSON.parse(r.actions) as OutboxAction[] } : {}),
     status: r.status,
     attempts: r.attempts,
+    connectionDrops: r.connection_drops,
     nextAttemptAt: r.next_attempt_at,
     lastError: r.last_error,
   };
 }
 
+/** A piece's send key: the install's secret keys an HMAC of its idempotency key (hex, 64 characters). */
+function sendKeyFor(secret: string, idempotencyKey: string): string {
+  return crypto.createHmac('sha256', secret).update(idempotencyKey).digest('hex');
+}
+
 export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const insert = db.prepare(
-    `INSERT INTO outbox (idempotency_key, group_id, channel, chat_id, run_id, text, actions, next_attempt_at, created_at)
-     VALUES (@idempotencyKey, @groupId, @channel, @chatId, @runId, @text, @actions, @nextAttemptAt, @createdAt)
+    `INSERT INTO outbox (idempotency_key, send_key, group_id, channel, chat_id, run_id, text, actions, next_attempt_at, created_at)
+     VALUES (@idempotencyKey, @sendKey, @groupId, @channel, @chatId, @runId, @text, @actions, @nextAttemptAt, @createdAt)
      ON CONFLICT (idempotency_key) DO NOTHING`,
   );
+  // Read at each insert, not once: `carapace restore` gives the database a new secret while no host runs.
+  const secret = db.prepare<[], { secret: string }>('SELECT secret FROM install_secret WHERE id = 1');
   // A row waits while an older row of the same chat is still backing off: replies never overtake.
   const due = db.prepare<{ now: number; limit: number }, OutboxRow>(
     `SELECT * FROM outbox o
@@ -97,8 +120,16 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const failed = db.prepare(
     `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`,
   );
+  const dropped = db.prepare(
+    `UPDATE outbox SET attempts = attempts + 1, connection_drops = connection_drops + 1, next_attempt_at = ?,
+       last_error = ? WHERE id = ? AND status = 'pending'`,
+  );
+  const failing = db.prepare<[number], OutboxRow>(
+    `SELECT * FROM outbox WHERE status = 'pending' AND attempts > 0 ORDER BY id LIMIT ?`,
+  );
   const dead = db.prepare(
-    `UPDATE outbox SET status = 'dead', attempts = attempts + 1, last_error = ? WHERE id = ? AND status = 'pending'`,
+    `UPDATE outbox SET status = 'dead', attempts = attempts + 1, connection_drops = connection_drops + ?,
+       last_error = ? WHERE id = ? AND status = 'pending'`,
   );
   const platformId = db.prepare(
     `INSERT INTO outbox_platform_ids (channel, chat_id, platform_id, outbox_id, position) VALUES (?, ?, ?, ?, ?)
@@ -133,9 +164,13 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   return {
     /** Adds a reply; a second add with the same idempotency key is a no-op (returns false). */
     add(item: NewOutboxItem): boolean {
+      const installSecret = secret.get()?.secret;
+      if (!installSecret)
+        throw new Error('the database has no install secret (table install_secret is empty)');
       return (
         insert.run({
           ...item,
+          sendKey: sendKeyFor(installSecret, item.idempotencyKey),
           actions: item.actions?.length ? JSON.stringify(item.actions) : null,
           nextAttemptAt: now().getTime(),
           createdAt: now().toISOString(),
@@ -161,9 +196,9 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
         );
       })();
     },
-    /** A permanent failure: the piece stays with its reason and is never attempted again. */
-    markDead(id: number, reason: string): void {
-      dead.run(reason.slice(0, 500), id);
+    /** A permanent failure or a poison piece: it stays with its reason and is never attempted again. */
+    markDead(id: number, reason: string, opts: { connectionDropped?: boolean } = {}): void {
+      dead.run(opts.connectionDropped ? 1 : 0, reason.slice(0, 500), id);
     },
     /** Whether the host sent this platform message id in this chat. */
     isOwnMessage(channel: string, chatId: string, platformIdOfMessage: string): boolean {
@@ -185,6 +220,14 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     },
     markFailed(id: number, error: string, retryAt: number): void {
       failed.run(retryAt, error.slice(0, 500), id);
+    },
+    /** A failed attempt whose send took the connection down: counted apart, so a poison piece can be told. */
+    markConnectionDropped(id: number, error: string, retryAt: number): void {
+      dropped.run(retryAt, error.slice(0, 500), id);
+    },
+    /** Pending pieces that failed at least once, oldest first: what `carapace status` names as failing. */
+    failing(limit = 5): OutboxItem[] {
+      return failing.all(limit).map(toItem);
     },
     sentAfter(channel: string, chatId: string, afterId: number): OutboxItem[] {
       return sentAfter.all(channel, chatId, afterId).map(toItem);

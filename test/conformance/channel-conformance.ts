@@ -5,7 +5,11 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Channel, ChannelHost, ChannelStatus, InboundMessage } from '../../host/channels/channel.ts';
 import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts';
-import { createOutboxDispatcher, type OutboxDispatcher } from '../../host/channels/outbox-dispatcher.ts';
+import {
+  createOutboxDispatcher,
+  DEFAULT_MAX_CONNECTION_DROPS,
+  type OutboxDispatcher,
+} from '../../host/channels/outbox-dispatcher.ts';
 import { createHostEvents, type HostEvents } from '../../host/router/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import type { OutboxItem } from '../../host/store/outbox-store.ts';
@@ -44,6 +48,11 @@ export interface PlatformDriver {
   moveChat?(chatId: string, newChatId: string): void;
   /** The id a moved group chat gets, where the platform's ids have a shape (default `<groupChatId>-moved`). */
   movedChatId?: string;
+  /**
+   * From now on the platform closes the connection on every send to `chatId` of a text holding `marker`
+   * (a poison message), and the channel reconnects as after any drop.
+   */
+  dropsConnectionOn?(chatId: string, marker: string): void;
   /** The connection drops, then comes back. */
   dropConnection?(): Promise<void>;
   restoreConnection?(): Promise<void>;
@@ -51,7 +60,13 @@ export interface PlatformDriver {
 }
 
 export type Capability =
-  'memberWrites' | 'memberMentionsBot' | 'memberRepliesTo' | 'failNextSend' | 'moveChat' | 'dropConnection';
+  | 'memberWrites'
+  | 'memberMentionsBot'
+  | 'memberRepliesTo'
+  | 'failNextSend'
+  | 'moveChat'
+  | 'dropConnection'
+  | 'dropsConnectionOn';
 
 export interface ConformanceSubject {
   channel: Channel;
@@ -81,7 +96,7 @@ interface Harness {
 
 /**
  * The tests every channel adapter passes: normalisation, trigger flags, owner attestation, ordered
- * chunked delivery, idempotent retry, permanent failure, chat moved, status transitions. The host side is
+ * chunked delivery, idempotent retry, permanent failure, a poison reply, chat moved, status transitions. The host side is
  * real (ingest, outbox, dispatcher, SQLite); the platform side is the factory's driver.
  */
 export function describeChannelConformance(
@@ -143,8 +158,8 @@ export function describeChannelConformance(
           events.emit('outbox-delivered', item);
           settle(item);
         },
-        onDeadLetter: (item, reason) => {
-          outcomes.onDeadLetter(item, reason);
+        onDeadLetter: (item, reason, cause) => {
+          outcomes.onDeadLetter(item, reason, cause);
           settle(item);
         },
         onChatMoved: outcomes.onChatMoved,
@@ -326,6 +341,26 @@ export function describeChannelConformance(
       ]);
       expect(h.notices).toHaveLength(1);
     });
+
+    needs(
+      ['dropsConnectionOn'],
+      'dead-letters a reply whose send keeps taking the connection down, tells the owner once, and the chat goes on',
+      async (h) => {
+        const { driver } = h.subject;
+        driver.dropsConnectionOn?.(driver.groupChatId, 'POISON');
+        reply(h, 'poison', 'POISON: the server hangs up on this one');
+        reply(h, 'after', 'and this one goes through');
+        await h.settled(2);
+        const row = h.ctx.store.db
+          .prepare("SELECT status, connection_drops AS drops FROM outbox WHERE idempotency_key = 'poison'")
+          .get();
+        expect(row).toEqual({ status: 'dead', drops: DEFAULT_MAX_CONNECTION_DROPS });
+        expect(h.notices.map((n) => n.text)).toEqual([
+          expect.stringContaining('It began "POISON: the server hangs up on this one"'),
+        ]);
+        expect(await driver.received(driver.groupChatId)).toEqual(['and this one goes through']);
+      },
+    );
 
     needs(['moveChat'], 'follows a moved chat: re-bound, audited, delivered at the new id', async (h) => {
       const { driver } = h.subject;

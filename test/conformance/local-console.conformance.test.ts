@@ -63,6 +63,7 @@ describeChannelConformance(
       failNextSend: 'delivery is the outbox row itself, so nothing can fail in transit',
       moveChat: 'console chats are group ids, which never move',
       dropConnection: 'the console is the host itself; there is no connection to lose',
+      dropsConnectionOn: 'the console is the host itself; there is no connection to lose',
     },
   },
 );

@@ -41,6 +41,7 @@ describeChannelConformance('test socket channel', async ({ dir }) => {
       },
       moveChat: (chatId, newChatId) =>
         channel.platform.answerNext(chatId, { kind: 'moved', newChatId, reason: 'upgraded to a supergroup' }),
+      dropsConnectionOn: (chatId, marker) => channel.platform.dropsConnectionOn(chatId, marker),
       dropConnection: async () => channel.platform.drop(),
       restoreConnection: async () => channel.platform.restore(),
     },

@@ -28,7 +28,11 @@ describeChannelConformance(
     const server = await startFakeWhatsApp(dir);
     const authDir = path.join(dir, 'whatsapp');
     await seedLinkedAuth(authDir);
-    const seam = groupSendsAtSeam();
+    // crabline closes the socket on a group send: a marked reply goes on to it, a server dropping on one message.
+    const poison = new Map<string, string>();
+    const seam = groupSendsAtSeam(undefined, {
+      toServer: (text) => [...poison.values()].some((marker) => text.includes(marker)),
+    });
     const inner = createWhatsAppChannel({
       config: whatsappConfigSchema.parse({ websocket_url: server.url }),
       dataDir: authDir,
@@ -110,6 +114,7 @@ describeChannelConformance(
           ),
         received: async (chatId) => seam.sent.filter((s) => s.chatId === chatId).map((s) => s.text),
         failNextSend: (chatId) => seam.failNext(chatId, connectionClosed()),
+        dropsConnectionOn: (chatId, marker) => void poison.set(chatId, marker),
         async killChat(chatId) {
           for (let i = 0; i < 10; i += 1) seam.failNext(chatId, notInGroup());
         },

@@ -5,14 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  createWhatsAppChannel,
-  type WhatsAppChannel,
-} from '../../host/channels/whatsapp/whatsapp-channel.ts';
-import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
-import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+import { eventually, type E2eHost } from './e2e-harness.ts';
+import { GROUP, startWhatsAppHost, type WhatsAppE2e } from './whatsapp-e2e-host.ts';
 import {
   auditMark,
   auditSince,
@@ -21,67 +16,13 @@ import {
   runTools,
   securityResponder,
 } from '../fakes/security-responders.ts';
-import {
-  FAKE_SELF_JID,
-  FAKE_SELF_LID,
-  groupSendsAtSeam,
-  seedLinkedAuth,
-  startFakeWhatsApp,
-  waMessage,
-  type FakeWhatsApp,
-} from '../fakes/whatsapp-fake.ts';
+import { FAKE_SELF_JID, FAKE_SELF_LID, waMessage } from '../fakes/whatsapp-fake.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { makeTempDir } from '../helpers/temp-dir.ts';
 
-const GROUP = '120363000000000001@g.us';
 const ALICE = '15551234567@s.whatsapp.net';
 const LID_ONLY = '99887766554433@lid';
 const STRANGER = '15559876543@s.whatsapp.net';
-
-interface WhatsAppE2e {
-  e2e: E2eHost;
-  server: FakeWhatsApp;
-  /** The live channel (a new one after `e2e.restart()`). */
-  readonly channel: WhatsAppChannel;
-  seam: ReturnType<typeof groupSendsAtSeam>;
-}
-
-async function startWhatsAppHost(dir: string): Promise<WhatsAppE2e> {
-  const server = await startFakeWhatsApp(dir);
-  const seam = groupSendsAtSeam();
-  // A new channel at each (re)start of the host; `channel` is always the live one.
-  let channel: WhatsAppChannel | undefined;
-  const e2e = await startE2eHost({
-    config: { channels: { whatsapp: { websocket_url: server.url } } },
-    channels: async (paths) => {
-      const dataDir = path.join(paths.dataDir, 'channels', 'whatsapp');
-      await seedLinkedAuth(dataDir);
-      channel = createWhatsAppChannel({
-        config: whatsappConfigSchema.parse({ websocket_url: server.url }),
-        dataDir,
-        logger: pino({ level: 'silent' }),
-        makeSocket: seam.factory,
-        policy: { initialDelayMs: 300, maxDelayMs: 2_000 },
-      });
-      return [channel];
-    },
-  });
-  const live = () => {
-    if (!channel) throw new Error('the channel was not built');
-    return channel;
-  };
-  await eventually('WhatsApp connected', () => live().status().state === 'connected');
-  const added = await e2e.cli(['groups', 'add', 'fam', '--channel', 'whatsapp', '--chat', GROUP]);
-  if (added.code !== 0) throw new Error(`groups add: ${added.stderr}`);
-  return {
-    e2e,
-    server,
-    get channel() {
-      return live();
-    },
-    seam,
-  };
-}
 
 const storedSenders = (e2e: E2eHost, chatId: string) =>
   e2e.host.store.db

@@ -26,6 +26,8 @@ export interface SocketChannel extends Channel {
   platform: {
     /** The outcome of the next send to this chat (a transient error, a vanished or moved chat). */
     answerNext(chatId: string, outcome: Exclude<SendOutcome, { kind: 'delivered' }>): void;
+    /** Every send to this chat of a text holding `marker` takes the connection down (a poison message). */
+    dropsConnectionOn(chatId: string, marker: string): void;
     /** The connection drops (the channel reports `connecting`) and comes back (`connected`). */
     drop(): void;
     restore(): void;
@@ -52,6 +54,7 @@ export function createSocketChannel(opts: {
   let server: http.Server | undefined;
   let status: ChannelStatus = { state: 'stopped', reason: 'not started', since: new Date().toISOString() };
   const scripted: { chatId: string; outcome: Exclude<SendOutcome, { kind: 'delivered' }> }[] = [];
+  const poison = new Map<string, string>();
   const setStatus = (state: ChannelStatus['state'], reason?: string) => {
     status = { state, ...(reason ? { reason } : {}), since: new Date().toISOString() };
     host?.onStatus(status);
@@ -114,6 +117,10 @@ export function createSocketChannel(opts: {
       const at = scripted.findIndex((s) => s.chatId === chatId);
       if (at >= 0) return scripted.splice(at, 1)[0]!.outcome;
       if (status.state !== 'connected') return { kind: 'retry', reason: `the ${name} connection is down` };
+      const marker = poison.get(chatId);
+      if (marker !== undefined && text.includes(marker)) {
+        return { kind: 'connection-lost', reason: `the ${name} server closed the connection on it` };
+      }
       if (text.includes('[die-during-delivery]') && !fs.existsSync(opts.dieMarker)) {
         fs.writeFileSync(opts.dieMarker, String(process.pid));
         process.kill(process.pid, 'SIGKILL');
@@ -131,6 +138,9 @@ export function createSocketChannel(opts: {
     platform: {
       answerNext(chatId, outcome) {
         scripted.push({ chatId, outcome });
+      },
+      dropsConnectionOn(chatId, marker) {
+        poison.set(chatId, marker);
       },
       drop() {
         setStatus('connecting', 'the connection dropped; reconnecting');

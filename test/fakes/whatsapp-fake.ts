@@ -145,12 +145,20 @@ export function waMessage(m: {
   } as WAMessage;
 }
 
+export interface SeamOptions {
+  /**
+   * Group sends that go on to the server after all. crabline drops the connection on a group send, so a
+   * text chosen here makes a server that drops the connection on that one message (a poison reply).
+   */
+  toServer?(text: string): boolean;
+}
+
 /**
  * Group sends asserted at the socket seam: crabline closes the socket on a group send, so a real Baileys
  * socket is built and only its `sendMessage` to `@g.us` chats is recorded here instead of sent. Failures
  * are shaped as Baileys throws them (an error with a Boom `output.statusCode`).
  */
-export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket) {
+export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOpts: SeamOptions = {}) {
   const sent: { chatId: string; id: string; text: string }[] = [];
   const failures = new Map<string, Error[]>();
   const sockets: WhatsAppSocket[] = [];
@@ -158,7 +166,8 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket) {
     const sock = base(opts);
     const real = sock.sendMessage.bind(sock);
     sock.sendMessage = (async (jid: string, content: { text?: string }, options?: { messageId?: string }) => {
-      if (!jid.endsWith('@g.us')) return real(jid, content as never, options as never);
+      if (!jid.endsWith('@g.us') || seamOpts.toServer?.(content.text ?? ''))
+        return real(jid, content as never, options as never);
       const fail = failures.get(jid)?.shift();
       if (fail) throw fail;
       sent.push({ chatId: jid, id: options?.messageId ?? '', text: content.text ?? '' });
@@ -172,6 +181,8 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket) {
     sent,
     /** The socket built last (the live one once connected). */
     socket: () => sockets.at(-1),
+    /** Sockets built so far: one per connection the channel opened. */
+    connections: () => sockets.length,
     failNext(chatId: string, err: Error) {
       failures.set(chatId, [...(failures.get(chatId) ?? []), err]);
     },

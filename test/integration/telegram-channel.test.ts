@@ -97,7 +97,12 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     expect(m.chatId).toBe(`${FORUM.id}/77`);
     expect(m.repliesToBot).toBe(false);
     expect(t.chats.get(`${FORUM.id}/77`)).toBe('Projects › Garden');
-    const outcome = await t.channel.send({ chatId: m.chatId, text: 'answer', idempotencyKey: 'k1' });
+    const outcome = await t.channel.send({
+      chatId: m.chatId,
+      text: 'answer',
+      idempotencyKey: 'k1',
+      sendKey: 'k1',
+    });
     expect(outcome.kind).toBe('delivered');
     expect(t.fake.sent().at(-1)).toMatchObject({ chat_id: FORUM.id, message_thread_id: 77, text: 'answer' });
   });
@@ -183,6 +188,7 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       chatId: String(OWNER),
       text: 'Approve web_fetch? id k3x9',
       idempotencyKey: 'a1',
+      sendKey: 'a1',
       actions: [
         { label: 'Approve', command: 'approve k3x9' },
         { label: 'Deny', command: 'deny k3x9' },
@@ -243,6 +249,7 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       chatId: String(GROUP.id),
       text: 'a *b and <c>',
       idempotencyKey: 'k',
+      sendKey: 'k',
     });
     expect(outcome.kind).toBe('delivered');
     expect(t.fake.sent().at(-1)).toEqual(expect.objectContaining({ text: 'a *b and <c>' }));
@@ -255,6 +262,7 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       chatId: String(GROUP.id),
       text: '**x** < y & `a<b>`',
       idempotencyKey: 'k',
+      sendKey: 'k',
     });
     expect(outcome).toEqual({ kind: 'delivered', platformIds: [String(t.fake.sent().at(-1)?.message_id)] });
     expect(t.fake.sent().at(-1)).toMatchObject({
@@ -271,16 +279,19 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       parameters: { retry_after: 1 },
     });
     const started = Date.now();
-    expect((await t.channel.send({ chatId: String(GROUP.id), text: 'one', idempotencyKey: 'k1' })).kind).toBe(
-      'delivered',
-    );
+    expect(
+      (await t.channel.send({ chatId: String(GROUP.id), text: 'one', idempotencyKey: 'k1', sendKey: 'k1' }))
+        .kind,
+    ).toBe('delivered');
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     t.fake.failNext('sendMessage', {
       error_code: 429,
       description: 'Too Many Requests: retry after 60',
       parameters: { retry_after: 60 },
     });
-    expect(await t.channel.send({ chatId: String(GROUP.id), text: 'two', idempotencyKey: 'k2' })).toEqual({
+    expect(
+      await t.channel.send({ chatId: String(GROUP.id), text: 'two', idempotencyKey: 'k2', sendKey: 'k2' }),
+    ).toEqual({
       kind: 'retry',
       reason: expect.stringContaining('429'),
       retryAfterMs: 60_000,
@@ -294,14 +305,18 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     await t.fake.waitFor(() => t.fake.offsets().some((o) => o >= 2));
     // Told to the host at once, so the group follows before any send finds out.
     expect(t.moves).toEqual([{ from: String(old), to: '-1004001' }]);
-    expect(await t.channel.send({ chatId: String(old), text: 'hi', idempotencyKey: 'k' })).toMatchObject({
+    expect(
+      await t.channel.send({ chatId: String(old), text: 'hi', idempotencyKey: 'k', sendKey: 'k' }),
+    ).toMatchObject({
       kind: 'moved',
       newChatId: '-1004001',
     });
     const t2 = await setup();
     t2.fake.migrate(-4002, -1004002);
     // Before the migration message is read, the send error itself says where the group went.
-    expect(await t2.channel.send({ chatId: '-4002', text: 'hi', idempotencyKey: 'k' })).toMatchObject({
+    expect(
+      await t2.channel.send({ chatId: '-4002', text: 'hi', idempotencyKey: 'k', sendKey: 'k' }),
+    ).toMatchObject({
       kind: 'moved',
       newChatId: '-1004002',
     });
@@ -313,7 +328,9 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       error_code: 403,
       description: 'Forbidden: bot was kicked from the supergroup chat',
     });
-    expect(await t.channel.send({ chatId: String(GROUP.id), text: 'x', idempotencyKey: 'k' })).toMatchObject({
+    expect(
+      await t.channel.send({ chatId: String(GROUP.id), text: 'x', idempotencyKey: 'k', sendKey: 'k' }),
+    ).toMatchObject({
       kind: 'permanent',
     });
   });

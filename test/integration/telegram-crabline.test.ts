@@ -117,6 +117,7 @@ describe('Telegram adapter against @openclaw/crabline', () => {
       chatId: '-1005678/9',
       text: 'in *your* topic',
       idempotencyKey: 'k',
+      sendKey: 'k',
     });
     expect(outcome.kind).toBe('delivered');
     const reply = crab.sent.find((s) => s.method === 'sendMessage');

@@ -101,6 +101,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
       chatId: FAKE_SELF_JID,
       text: '**Nothing** pending',
       idempotencyKey: 'k1',
+      sendKey: 'k1',
     });
     expect(outcome.kind).toBe('delivered');
     if (outcome.kind !== 'delivered') return;
@@ -126,7 +127,7 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     await connected(channel);
     const sock = channel.socket();
     if (!sock) throw new Error('no socket');
-    const sent = await channel.send({ chatId: ALICE, text: 'hi', idempotencyKey: 'k-dm' });
+    const sent = await channel.send({ chatId: ALICE, text: 'hi', idempotencyKey: 'k-dm', sendKey: 'k-dm' });
     if (sent.kind !== 'delivered') throw new Error(`send: ${JSON.stringify(sent)}`);
     rec.recordSent(GROUP, sent.platformIds);
     sock.ev.emit('messages.upsert', {
@@ -190,7 +191,12 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     });
     await waitFor('second message', () => rec.messages.length === 2);
     expect(rec.messages.map((m) => m.text)).toEqual(['before', 'after']);
-    const outcome = await channel.send({ chatId: ALICE, text: 'still here', idempotencyKey: 'k-after' });
+    const outcome = await channel.send({
+      chatId: ALICE,
+      text: 'still here',
+      idempotencyKey: 'k-after',
+      sendKey: 'k-after',
+    });
     expect(outcome.kind).toBe('delivered');
   });
 
@@ -199,7 +205,12 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     await connected(channel);
     await server.restart();
     await waitFor('reconnecting', () => channel.status().state === 'connecting');
-    const outcome = await channel.send({ chatId: ALICE, text: 'during the gap', idempotencyKey: 'k-gap' });
+    const outcome = await channel.send({
+      chatId: ALICE,
+      text: 'during the gap',
+      idempotencyKey: 'k-gap',
+      sendKey: 'k-gap',
+    });
     expect(outcome.kind).toBe('delivered');
     await waitFor('sent', () => server.sentTexts().some((s) => s.text === 'during the gap'));
     expect(server.sentTexts().filter((s) => s.text === 'during the gap')).toHaveLength(1);
@@ -245,6 +256,8 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
     expect(channel.status().reason).toMatch(/carapace whatsapp login/);
     expect(rec.statuses.map((s) => s.state)).toEqual(['needs-login']);
     expect(channel.pendingReconnects()).toBe(0);
-    expect((await channel.send({ chatId: GROUP, text: 'x', idempotencyKey: 'k' })).kind).toBe('retry');
+    expect((await channel.send({ chatId: GROUP, text: 'x', idempotencyKey: 'k', sendKey: 'k' })).kind).toBe(
+      'retry',
+    );
   });
 });

@@ -7,6 +7,7 @@ import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { createOutboxDispatcher } from '../../host/channels/outbox-dispatcher.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts';
+import { waitFor } from '../helpers/processes.ts';
 import { createRecordingChannel, type RecordingChannel } from '../helpers/router-harness.ts';
 
 const dirs: string[] = [];
@@ -23,7 +24,11 @@ function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')))
   return { dir, store };
 }
 
-function dispatcherFor(store: Store, channel: RecordingChannel | undefined) {
+function dispatcherFor(
+  store: Store,
+  channel: RecordingChannel | undefined,
+  opts: { retryBaseMs?: number; maxConnectionDrops?: number } = {},
+) {
   const delivered: OutboxItem[] = [];
   const notices: { key: string; text: string }[] = [];
   let notify: (() => void) | undefined;
@@ -38,14 +43,15 @@ function dispatcherFor(store: Store, channel: RecordingChannel | undefined) {
   const d = createOutboxDispatcher({
     outbox: store.outbox,
     channelFor: (n) => (channel && n === channel.name ? channel : undefined),
-    retryBaseMs: 5,
-    retryMaxMs: 40,
+    retryBaseMs: opts.retryBaseMs ?? 5,
+    retryMaxMs: Math.max(40, opts.retryBaseMs ?? 0),
+    ...(opts.maxConnectionDrops ? { maxConnectionDrops: opts.maxConnectionDrops } : {}),
     onDelivered: (item) => {
       delivered.push(item);
       notify?.();
     },
-    onDeadLetter: (item, reason) => {
-      outcomes.onDeadLetter(item, reason);
+    onDeadLetter: (item, reason, cause) => {
+      outcomes.onDeadLetter(item, reason, cause);
       delivered.push(item);
       notify?.();
     },
@@ -183,6 +189,61 @@ describe('outbox dispatcher', () => {
     d.kick();
     await new Promise((r) => setTimeout(r, 30));
     expect(channel.sent.map((s) => s.key)).toEqual(['alive']);
+    await d.stop();
+  });
+
+  it('dead-letters a piece whose sends keep taking the connection down, tells the owner once with its first words, and the chat goes on', async () => {
+    const { store } = setup();
+    store.groups.add({ id: 'g', channel: 'test', chatId: 'c1', name: 'Family', isAdmin: false });
+    const channel = createRecordingChannel();
+    const drop = { kind: 'connection-lost', reason: 'closed during the send (1002)' } as const;
+    for (let i = 0; i < 3; i += 1) channel.answerNext(drop, 'c1');
+    const { d, until, notices } = dispatcherFor(store, channel, { maxConnectionDrops: 3 });
+    const poison = 'This particular reply makes the server hang up on us, every single time it is sent.';
+    d.enqueue(item('poison', 'c1', poison));
+    d.enqueue(item('after', 'c1'));
+    d.enqueue(item('other', 'c2'));
+    await until(3);
+    expect(channel.sent.map((s) => s.key).sort()).toEqual(['after', 'other']);
+    const row = store.db
+      .prepare(
+        "SELECT status, attempts, connection_drops AS drops, last_error AS e FROM outbox WHERE idempotency_key = 'poison'",
+      )
+      .get();
+    expect(row).toEqual({
+      status: 'dead',
+      attempts: 3,
+      drops: 3,
+      e: 'sending it took the test connection down 3 times (last: closed during the send (1002))',
+    });
+    expect(notices).toHaveLength(1);
+    expect(notices[0]?.key).toMatch(/^poison-piece:/);
+    expect(notices[0]?.text).toMatch(/A reply to group "g" \(test chat c1\) was not sent: sending it took/);
+    expect(notices[0]?.text).toContain('It began "This particular reply makes the server hang up…"');
+    // Dead for good: it is never sent again, so it never takes the connection down again.
+    d.kick();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(channel.sent.map((s) => s.key).sort()).toEqual(['after', 'other']);
+    await d.stop();
+  });
+
+  it('names the failing piece, its drops and the last reason while it waits for its next attempt', async () => {
+    const { store } = setup();
+    const channel = createRecordingChannel();
+    channel.answerNext({ kind: 'connection-lost', reason: 'closed during the send (1002)' }, 'c1');
+    const { d } = dispatcherFor(store, channel, { retryBaseMs: 60_000 });
+    d.enqueue(item('poison', 'c1', 'the reply that hurts'));
+    const [failing] = await waitFor(
+      'the piece failing',
+      () => store.outbox.failing().length > 0 && store.outbox.failing(),
+    );
+    expect(failing).toMatchObject({
+      idempotencyKey: 'poison',
+      attempts: 1,
+      connectionDrops: 1,
+      lastError:
+        'sending it took the test connection down (1 of 3 before it is dead-lettered): closed during the send (1002)',
+    });
     await d.stop();
   });
 

@@ -39,6 +39,7 @@ describe('outbox store', () => {
       {
         id,
         idempotencyKey: 'r1',
+        sendKey: expect.stringMatching(/^[0-9a-f]{64}$/),
         groupId: 'family',
         channel: 'local',
         chatId: 'family',
@@ -46,6 +47,7 @@ describe('outbox store', () => {
         text: 'reply r1',
         status: 'pending',
         attempts: 0,
+        connectionDrops: 0,
         nextAttemptAt: T0,
         lastError: null,
       },

@@ -78,6 +78,23 @@ export const hostStatus = z.object({
   outboxPending: z.int(),
   /** Pieces dead-lettered (chat gone, no such channel); `carapace doctor` lists them. */
   outboxDead: z._default(z.int(), 0),
+  /** Pending pieces that failed at least once, oldest first: which one is failing, and why. */
+  outboxFailing: z._default(
+    z.array(
+      z.object({
+        id: z.int(),
+        groupId: z.nullable(z.string()),
+        channel: z.string(),
+        chatId: z.string(),
+        /** The reply's opening words. */
+        begins: z.string(),
+        attempts: z.int(),
+        connectionDrops: z.int(),
+        lastError: z.nullable(z.string()),
+      }),
+    ),
+    [],
+  ),
   approvalsPending: z.int(),
   channels: z._default(
     z.array(

@@ -21,6 +21,17 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,
     example: '-1001234567890 (a forum topic: -1001234567890/42)',
   },
+  // A private chat's id is the person's user id (positive); groups and supergroups are negative.
+  chatKind(chatId, { config }) {
+    if (chatId.startsWith('-')) return { kind: 'group' };
+    if (Number(chatId) === config.owner_user_id) return { kind: 'admin' };
+    return {
+      kind: 'unserved',
+      reason:
+        "Telegram private chats are answered only for the owner (owner_user_id, whose chat is the admin chat); anyone else's is refused. " +
+        'Add the bot to a Telegram group with that person instead and register the group.',
+    };
+  },
   setupHint:
     'Create a bot with @BotFather, put TELEGRAM_BOT_TOKEN=<token> in <config dir>/.env, add a [channels.telegram] ' +
     'section to config.toml (owner_user_id = <your numeric user id>: send /start to the bot to learn it), and ' +

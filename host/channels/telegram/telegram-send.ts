@@ -38,7 +38,9 @@ export function outcomeOfError(err: unknown): SendOutcome {
 
 /**
  * Sends one piece: HTML from the model's light Markdown, plain text if Telegram refuses the markup, in the
- * forum topic the conversation names. Returns the sent message id.
+ * forum topic the conversation names. Returns the sent message id. Telegram picks message ids and the Bot
+ * API takes no client id, so the piece's `sendKey` has nothing to name here: ids never repeat across
+ * installs or restores, and a retry after an answer that was lost in transit can show the text twice.
  */
 export async function sendPiece(api: Api, piece: OutboundPiece): Promise<SendOutcome> {
   let target;

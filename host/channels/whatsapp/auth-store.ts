@@ -23,7 +23,7 @@ export interface WhatsAppAuthStore {
   clear(): Promise<void>;
 }
 
-const CREDS_FILE = 'creds.json';
+export const CREDS_FILE = 'creds.json';
 
 /**
  * A file-per-key auth state like Baileys' `useMultiFileAuthState`, with what a long-running host needs:

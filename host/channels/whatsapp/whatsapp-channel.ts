@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { WAMessage } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
+import { errorMessage } from '../../errors/error-message.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import {
@@ -53,11 +54,16 @@ const SENT_IDS_KEPT = 5_000;
 interface LiveSocket {
   sock: WhatsAppSocket;
   end(reason: string): void;
+  /** Whether this connection has closed (WhatsApp closed it, or the controller left it). */
+  closed(): boolean;
 }
 
-/** `3EB0` + 18 hex digits like WhatsApp Web's ids, derived from the outbox key: a retried send reuses its id. */
-export function messageIdFor(idempotencyKey: string): string {
-  return `3EB0${crypto.createHash('sha256').update(`carapace:${idempotencyKey}`).digest('hex').slice(0, 18).toUpperCase()}`;
+/**
+ * `3EB0` + 18 hex digits like WhatsApp Web's ids, derived from the piece's key (unique to this install and
+ * stable across its re-sends, see OutboundPiece): a retried send reuses its id.
+ */
+export function messageIdFor(sendKey: string): string {
+  return `3EB0${crypto.createHash('sha256').update(`carapace:${sendKey}`).digest('hex').slice(0, 18).toUpperCase()}`;
 }
 
 /**
@@ -153,6 +159,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     if (!auth) throw new Error('WhatsApp auth state is not open');
     const store = auth;
     const sock = makeSocket({ auth: store.state, url: deps.config.websocket_url, logger: baileysLogger });
+    let closed = false;
     sock.ev.on('connection.update', (u) => {
       if (u.qr) {
         // Only an unlinked device is offered a QR code: the host cannot link it, `whatsapp login` can.
@@ -161,9 +168,9 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       }
       if (u.connection === 'open') {
         events.opened();
-        host?.onChatSeen({ chatId: self()?.phone ?? '', title: 'Message yourself' });
         void syncGroups(sock);
       } else if (u.connection === 'close') {
+        closed = true;
         const err = u.lastDisconnect?.error;
         events.closed(closeStatusCode(err), err?.message ?? 'connection closed');
       }
@@ -187,8 +194,10 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     return {
       sock,
       end: (reason: string) => {
+        closed = true;
         void sock.end(new Error(reason));
       },
+      closed: () => closed,
     };
   };
 
@@ -255,7 +264,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
         const s = statusNow();
         return { kind: 'retry', reason: `WhatsApp is ${s.state}${s.reason ? `: ${s.reason}` : ''}` };
       }
-      const id = messageIdFor(piece.idempotencyKey);
+      const id = messageIdFor(piece.sendKey);
       // Recorded before the send: Baileys echoes our own message as an upsert before sendMessage returns.
       rememberSent(id);
       try {
@@ -267,6 +276,14 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
         );
         return { kind: 'delivered', platformIds: [id] };
       } catch (err) {
+        // Baileys rejects a send cut off by the socket closing with the close code itself (a number):
+        // either way the connection went down with this message, which the outbox counts per piece.
+        if (live.closed() || typeof err === 'number') {
+          return {
+            kind: 'connection-lost',
+            reason: `WhatsApp closed the connection during the send (${errorMessage(err)})`,
+          };
+        }
         return sendFailure(err);
       }
     },
@@ -289,7 +306,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 /** WhatsApp's answer to a send, as the outbox's outcome: only a chat that is gone is permanent. */
 function sendFailure(err: unknown): SendOutcome {
   const code = closeStatusCode(err);
-  const message = (err as Error)?.message ?? String(err);
+  const message = errorMessage(err);
   if (code === 403 || code === 404 || /item-not-found|not-authorized|forbidden/i.test(message)) {
     return {
       kind: 'permanent',

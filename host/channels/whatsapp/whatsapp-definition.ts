@@ -1,8 +1,11 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import { DEFAULT_CONNECTION_CONFIG } from '@whiskeysockets/baileys';
-import type { ChannelDefinition, ChannelDeps } from '../channel.ts';
+import type { ChannelDefinition, ChannelDeps, ChatKind } from '../channel.ts';
 import { formattingRulesFor } from '../formatting-rules.ts';
-import { openAuthStore } from './auth-store.ts';
+import { CREDS_FILE, openAuthStore } from './auth-store.ts';
+import { isGroupJid, selfIdentity } from './jids.ts';
 import { WHATSAPP_CHANNEL } from './inbound-message.ts';
 import { createWhatsAppChannel, LAST_TERMINAL_CLOSE } from './whatsapp-channel.ts';
 import { whatsappConfigSchema, type WhatsAppConfig } from './whatsapp-config.ts';
@@ -22,6 +25,7 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,
     example: '120363012345678901@g.us',
   },
+  chatKind: (chatId, { dataDir }) => whatsappChatKind(chatId, dataDir),
   setupHint: SETUP_HINT,
   create: (deps: ChannelDeps<WhatsAppConfig>) =>
     createWhatsAppChannel({
@@ -32,6 +36,32 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     }),
   doctor: async (deps) => whatsappDoctor(deps),
 };
+
+/**
+ * Groups are read; private chats never (the channel is the owner's own account: it would answer everyone
+ * who writes to the owner), except the owner's "Message yourself" chat, which is the admin chat.
+ */
+function whatsappChatKind(chatId: string, dataDir: string): ChatKind {
+  if (isGroupJid(chatId)) return { kind: 'group' };
+  if (chatId === linkedPhone(dataDir)) return { kind: 'admin' };
+  return {
+    kind: 'unserved',
+    reason:
+      'WhatsApp private chats are never read (Carapace is your own account as a linked device, so it reads ' +
+      'groups and your "Message yourself" chat only). Make a WhatsApp group with that person instead and ' +
+      'register the group (carapace chats lists it once it has a message).',
+  };
+}
+
+/** The linked account's phone JID from the saved login, without creating one where there is none. */
+function linkedPhone(dataDir: string): string | undefined {
+  if (!fs.existsSync(path.join(dataDir, CREDS_FILE))) return undefined;
+  try {
+    return selfIdentity(openAuthStore(dataDir).state.creds.me)?.phone;
+  } catch {
+    return undefined;
+  }
+}
 
 /** `carapace doctor`: the pinned versions, the link, and the last close WhatsApp made final. */
 export function whatsappDoctor(deps: Pick<ChannelDeps<WhatsAppConfig>, 'config' | 'dataDir' | 'state'>) {

@@ -1,21 +1,17 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import pino from 'pino';
-import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
+import { CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
 import { hostStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
-import { createChannelRegistry } from '../../channels/registry.ts';
+import { cliChannelRegistry } from './channel-registry.ts';
+import { channelDataDir } from '../../config/paths.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import { openStore } from '../../store/store.ts';
 import type { Check } from './doctor-check.ts';
 
 /** Each configured channel's state as the running host reports it (logged out, stopped: with the fix). */
 export const checkChannels: Check = async (ctx) => {
-  const registry = createChannelRegistry({
-    definitions: CHANNEL_DEFINITIONS,
-    config: () => ctx.config().channels,
-    alwaysOn: ALWAYS_ON_CHANNELS,
-  });
+  const registry = cliChannelRegistry(ctx);
   const names = registry.names().filter((n) => registry.isConfigured(n));
   let live;
   try {
@@ -38,11 +34,7 @@ export const checkChannels: Check = async (ctx) => {
 export const checkDeliveries: Check = async (ctx) => {
   if (!fs.existsSync(ctx.paths.databaseFile))
     return { name: 'deliveries', ok: true, detail: 'no database yet' };
-  const registry = createChannelRegistry({
-    definitions: CHANNEL_DEFINITIONS,
-    config: () => ctx.config().channels,
-    alwaysOn: ALWAYS_ON_CHANNELS,
-  });
+  const registry = cliChannelRegistry(ctx);
   const store = openStore({ file: ctx.paths.databaseFile });
   try {
     const dead = store.outbox.deadLetters(5);
@@ -85,7 +77,7 @@ export const checkChannelSetups: Check = async (ctx) => {
         secret: (name) => secrets.get(name),
         // Read-only checks: nothing is remembered.
         state: { get: () => undefined, set: () => undefined },
-        dataDir: path.join(ctx.paths.dataDir, 'channels', d.name),
+        dataDir: channelDataDir(ctx.paths, d.name),
         logger: pino({ level: 'silent' }),
         assistantName: config.assistant.name,
       })),

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { LOCAL_CHANNEL } from '../../channels/local/local-names.ts';
-import { createChannelRegistry } from '../../channels/registry.ts';
+import { adminChatRefusal } from '../../channels/registry.ts';
+import { cliChannelRegistry } from './channel-registry.ts';
 import { ensureAdminGroup } from '../../admin/admin-group.ts';
 import { ensureDataDirs } from '../../config/paths.ts';
 import { GroupExistsError, type NewGroup } from '../../store/groups-store.ts';
@@ -81,11 +81,7 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
             'groups add needs a group id, e.g. carapace groups add family --channel local',
           );
         const channel = values.channel;
-        const registry = createChannelRegistry({
-          definitions: CHANNEL_DEFINITIONS,
-          config: () => ctx.config().channels,
-          alwaysOn: ALWAYS_ON_CHANNELS,
-        });
+        const registry = cliChannelRegistry(ctx);
         if (!channel) {
           throw new UsageError(
             `--channel is needed: one of ${registry.names().join(', ')}, e.g. --channel local`,
@@ -107,6 +103,10 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
           if (channel !== LOCAL_CHANNEL) registry.checkRegistration(channel, chatId);
         } catch (err) {
           throw new UsageError((err as Error).message);
+        }
+        // The admin group's own chat (the console's `main`) is the admin conversation on any channel.
+        if (store.groups.findByChat(channel, chatId)?.isAdmin) {
+          throw new UsageError(adminChatRefusal(channel, chatId));
         }
         const network = values.network;
         if (network !== undefined && network !== 'full' && network !== 'gateway') {

@@ -20,6 +20,16 @@ export function describePrestart(p: PrestartStatus): string {
   );
 }
 
+/** `failing: reply #12 to group fam (whatsapp 1203…@g.us) "Here is the…": 2 attempts, 2 took the connection down; last: …` */
+function describeFailing(f: HostStatus['outboxFailing'][number]): string {
+  const to = `${f.groupId ? `group ${f.groupId} ` : ''}(${f.channel} ${f.chatId})`;
+  const drops = f.connectionDrops ? `, ${f.connectionDrops} took the connection down` : '';
+  return (
+    `failing: reply #${f.id} to ${to} "${f.begins}": ${f.attempts} attempt${f.attempts === 1 ? '' : 's'}${drops}` +
+    `; last: ${f.lastError ?? 'no reason recorded'}`
+  );
+}
+
 export async function statusCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
   let live: HostStatus | undefined;
@@ -63,6 +73,7 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
       `outbox: ${h.outboxPending} repl${h.outboxPending === 1 ? 'y' : 'ies'} waiting for delivery` +
         (h.outboxDead ? `, ${h.outboxDead} dead-lettered (carapace doctor lists them)` : ''),
     );
+    for (const f of h.outboxFailing) ctx.out(`  ${describeFailing(f)}`);
     for (const c of h.channels) {
       ctx.out(
         `channel ${c.name}: ${c.state}${c.reason ? ` (${c.reason})` : ''}${c.adminChat ? `, admin chat ${c.adminChat}` : ''}`,
