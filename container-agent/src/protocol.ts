@@ -53,6 +53,10 @@ export const LIMITS = {
   configDetail: 16 * 1024,
   tasks: 1000,
   groups: 1000,
+  /** Tools of the group's MCP services offered to one run, and the bounds of each. */
+  serviceTools: 128,
+  toolDescription: 2000,
+  toolSchema: 16 * 1024,
 } as const;
 
 /** Same shape as the host's group ids: they name folders on disk, so they can never traverse paths. */
@@ -157,6 +161,29 @@ export const runLimitsSchema = z.strictObject({
 });
 export type RunLimits = z.infer<typeof runLimitsSchema>;
 
+const serviceNameSchema = z
+  .string()
+  .check(z.regex(/^[a-z][a-z0-9_]{0,63}$/, 'a service name is a lowercase identifier such as "web_fetch"'));
+const toolNameSchema = z
+  .string()
+  .check(z.regex(/^[A-Za-z0-9_.-]{1,128}$/, 'a tool name is 1-128 letters, digits, "_", "-" or "."'));
+
+/**
+ * One tool of an MCP server the group may use, as the host listed it. The description and the schema are
+ * the server's words: the host cleaned and bounded them, and decides every call again from its own list.
+ */
+export const serviceToolSchema = z.strictObject({
+  service: serviceNameSchema,
+  tool: toolNameSchema,
+  description: boundedText(LIMITS.toolDescription),
+  inputSchema: z.record(z.string(), z.unknown()).check(
+    z.refine((v) => JSON.stringify(v).length <= LIMITS.toolSchema, {
+      message: `a tool's input schema may be at most ${LIMITS.toolSchema} characters as JSON`,
+    }),
+  ),
+});
+export type ServiceTool = z.infer<typeof serviceToolSchema>;
+
 export const runStartParamsSchema = z.strictObject({
   runId: positiveInt,
   group: z.strictObject({
@@ -179,6 +206,8 @@ export const runStartParamsSchema = z.strictObject({
    * keeps it in memory only: never in its environment, files, logs or its commands' environment.
    */
   gatewayKey: nonEmptyText(256),
+  /** The tools of the group's MCP services; the agent calls them with `service.call` and `tool`. */
+  serviceTools: z.optional(z.array(serviceToolSchema).check(z.maxLength(LIMITS.serviceTools))),
 });
 export type RunStartParams = z.infer<typeof runStartParamsSchema>;
 
@@ -276,9 +305,9 @@ export const fileReadParamsSchema = z.strictObject({
 });
 
 export const serviceCallParamsSchema = z.strictObject({
-  service: z
-    .string()
-    .check(z.regex(/^[a-z][a-z0-9_]{0,63}$/, 'a service name is a lowercase identifier such as "web_fetch"')),
+  service: serviceNameSchema,
+  /** For an MCP service: which of its tools; `params` are then the tool's arguments. */
+  tool: z.optional(toolNameSchema),
   params: z.unknown(),
 });
 export const serviceCallResultSchema = z.strictObject({ result: z.unknown() });

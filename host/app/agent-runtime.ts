@@ -13,6 +13,8 @@ import { auditProtocolProblem } from '../ipc/audit-protocol-problem.ts';
 import { createHostHandlers, type HostHandlerDeps } from '../ipc/host-handlers.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import type { TaintRegistry } from '../security/taint/taint.ts';
+import type { ServiceTool } from '../../container-agent/src/protocol.ts';
+import type { GroupRecord } from '../store/groups-store.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
@@ -64,6 +66,8 @@ export interface AgentRuntimeDeps {
   finalFailures: FinalFailures;
   /** Channel formatting rules for the agent's prompt, by channel name. */
   formattingFor(channel: string): string;
+  /** The tools of the host's MCP servers a group's run is offered (listed as the container starts). */
+  serviceToolsFor?(group: GroupRecord): Promise<ServiceTool[]>;
   /** Throws, saying why, when a group cannot be registered on that channel and chat (register_group). */
   checkRegistration(channel: string, chatId: string): void;
   /** Image build progress, for the person waiting at the terminal. */
@@ -274,7 +278,8 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         assistantName: deps.live().assistant.name,
         walkCache,
       }),
-    startParams: (ctx: RunContext) => ({
+    startParams: async (ctx: RunContext) => ({
+      ...(deps.serviceToolsFor ? { serviceTools: await deps.serviceToolsFor(ctx.group) } : {}),
       assistantName: deps.live().assistant.name,
       timezone: deps.live().assistant.timezone,
       formatting: deps.formattingFor(ctx.group.channel),

@@ -41,11 +41,14 @@ import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { acquireHostLock } from '../store/host-lock.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { createCloserStack } from './closer-stack.ts';
+import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import { HostStartError } from './start-error.ts';
 
 export interface RunnerRuntime {
   runner: AgentRunner;
   close(): Promise<void>;
+  /** The MCP servers declared in `[services]`, for `status`. */
+  services?: { status(): McpServerStatus[] };
   /** Pre-started containers, when the runtime keeps them. */
   prestart?: {
     status(): PrestartStatus;
@@ -186,6 +189,7 @@ export async function startHost({
           })),
           approvalsPending: store.approvals.listPending().length,
           ...(late.runtime?.prestart ? { prestart: late.runtime.prestart.status() } : {}),
+          ...(late.runtime?.services ? { services: late.runtime.services.status() } : {}),
           channels: [...channels.values()].map((ch) => ({
             name: ch.name,
             ...(statuses.get(ch.name) ?? ch.status()),

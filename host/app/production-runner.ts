@@ -31,6 +31,9 @@ import type { SecretScanner } from '../security/secrets/index.ts';
 import { createFinalFailures } from '../router/final-failures.ts';
 import { createRunSignals } from '../router/run-signals.ts';
 import { createTaintRegistry } from '../security/taint/taint.ts';
+import { createMcpServices } from '../services/mcp/mcp-services.ts';
+import { createToolCatalogue } from '../services/mcp/mcp-catalogue.ts';
+import { MCP_DEFAULTS } from '../services/mcp/mcp-config.ts';
 
 export interface ProductionRunnerOptions {
   config: HostConfig;
@@ -116,22 +119,43 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     const registry = createHostServiceRegistry(source.current);
     const grantedTo = serviceGrants(source.current);
     assertStartableConfig(config, registry, adminGroupId(store.groups));
+    const mcp = createMcpServices({
+      services: () => source.current().services,
+      secret: (name) => opts.secrets.get(name),
+      logger: logger.child({ subsystem: 'mcp' }),
+    });
+    mcp.startEager();
+    const reviewMutation = createMutationReview({ cop, human, taint, audit: store.audit });
     const callService = createServicePolicy({
       registry,
-      servicesConfig: config.services,
+      servicesConfig: () => source.current().services,
+      mcp,
+      reviewMutation,
       grantedTo,
       taint,
       cop,
       human,
       scanSecrets: (text) => opts.scanner.scan(text),
       audit: store.audit,
+      // The longest deadline of a service (web_fetch's, an MCP server's), with room to answer.
       signalFor: (runId) =>
         AbortSignal.any([
           runSignals.signal(runId),
-          AbortSignal.timeout(source.current().web_fetch.timeout_ms + 5_000),
+          AbortSignal.timeout(
+            Math.max(
+              source.current().web_fetch.timeout_ms,
+              ...Object.values(source.current().services).map((s) => s.timeout_ms ?? MCP_DEFAULTS.timeout_ms),
+            ) + 5_000,
+          ),
         ]),
     });
-    return createAgentRuntime({
+    const toolsFor = createToolCatalogue({
+      mcp,
+      services: () => source.current().services,
+      builtinTrust: () => registry.builtinTrust(),
+      logger,
+    });
+    const runtime = await createAgentRuntime({
       docker: new Docker(),
       config,
       live: source.current,
@@ -163,7 +187,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           audit: store.audit,
           onDenied: (runId) => finalFailures.withheld(runId, 'the owner did not approve its message'),
         }),
-        reviewMutation: createMutationReview({ cop, human, taint, audit: store.audit }),
+        reviewMutation,
         config: createConfigProposals({
           files: createConfigFileStore({ configFile: opts.paths.configFile }),
           exampleText: fs.readFileSync(EXAMPLE_CONFIG_FILE, 'utf8'),
@@ -183,9 +207,21 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         }),
       },
       formattingFor: (channel) => channels.formattingRules(channel),
+      serviceToolsFor: (group) => toolsFor(grantedTo(group)),
       checkRegistration: (channel, chatId) => channels.checkRegistration(channel, chatId),
       onProgress: opts.onProgress,
       logger,
     });
+    return {
+      ...runtime,
+      services: { status: () => mcp.status() },
+      close: async () => {
+        try {
+          await runtime.close();
+        } finally {
+          await mcp.close();
+        }
+      },
+    };
   };
 }

@@ -37,7 +37,7 @@ export interface HostHandlerDeps {
   /** Stops this run, and tells its group why (not retried). */
   stopRun(reason: string): void;
   /** Host services (web_fetch, …); refusals throw a DomainError, given its protocol code here. */
-  callService(identity: RunIdentity, service: string, params: unknown): Promise<unknown>;
+  callService(identity: RunIdentity, service: string, params: unknown, tool?: string): Promise<unknown>;
   /** Whether a chat message may go out (secrets, taint); may ask the owner. */
   reviewMessage(identity: RunIdentity, text: string, to: string): Promise<Verdict>;
   /** Host-mutating operations (register a group, …): the Cop, then the owner on a flag. */
@@ -180,10 +180,10 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       if (outcome.missed) deps.stopRun(outcome.reason);
     },
 
-    async 'service.call'({ service, params }) {
+    async 'service.call'({ service, tool, params }) {
       return {
         result: await limited(`service.${service}`, () =>
-          servingDomain(() => deps.callService(identity, service, params)),
+          servingDomain(() => deps.callService(identity, service, params, tool)),
         ),
       };
     },

@@ -42,9 +42,14 @@ export async function invokeService(
   try {
     return await service.call(parsed.data, context);
   } catch (error) {
-    if (error instanceof ServiceError)
-      throw new DomainError(DOMAIN_KIND_OF[error.kind], error.message, { kind: error.kind });
-    const message = errorMessage(error);
-    throw new DomainError('internal', `${name} failed: ${message}`);
+    throw serviceFailure(name, error);
   }
+}
+
+/** A service's failure as the DomainError the agent reads; one already translated passes unchanged. */
+export function serviceFailure(name: string, error: unknown): DomainError {
+  if (error instanceof DomainError) return error;
+  if (error instanceof ServiceError)
+    return new DomainError(DOMAIN_KIND_OF[error.kind], error.message, { kind: error.kind });
+  return new DomainError('internal', `${name} failed: ${errorMessage(error)}`);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { mcpServerFields, mcpServerProblems, type ToolOverride } from './mcp/mcp-config.ts';
 
 /**
  * What a host service may do to a run's data, as the security policy reads it (DESIGN.md, "Security
@@ -26,15 +27,23 @@ const trustValueSchema = z.union([z.boolean(), z.literal('forbidden')], {
   error: 'must be true, false or "forbidden"',
 });
 
-/** One `[services.<name>]` section. Properties left out count as `true` (fail closed). */
+/**
+ * One `[services.<name>]` section: the trust properties (left out = `true`, fail closed) and, with a
+ * `type`, the MCP server that provides the service (mcp/mcp-config.ts).
+ */
 export const serviceTrustDeclarationSchema = z
   .object({
     public_source: trustValueSchema.optional(),
     secret_data: trustValueSchema.optional(),
     public_sink: trustValueSchema.optional(),
     dangerous_writes: trustValueSchema.optional(),
+    ...mcpServerFields,
   })
-  .strict();
+  .strict()
+  .superRefine((declared, ctx) => {
+    for (const problem of mcpServerProblems(declared))
+      ctx.addIssue({ code: 'custom', path: [problem.path], message: problem.message });
+  });
 
 export type ServiceTrustDeclaration = z.output<typeof serviceTrustDeclarationSchema>;
 
@@ -93,6 +102,20 @@ export function effectiveTrust(
     } else {
       result[property] = declaredValue ?? true;
     }
+  }
+  return result;
+}
+
+/**
+ * A tool's trust: the service's, with the owner's `[services.<name>.tools.<tool>]` values in place of the
+ * service's where given. Only for services the owner declares whole (MCP servers), so a tool override
+ * cannot loosen a built-in service.
+ */
+export function toolTrust(serviceTrust: ServiceTrust, override: ToolOverride | undefined): ServiceTrust {
+  const result = { ...serviceTrust };
+  for (const property of TRUST_PROPERTIES) {
+    const value = override?.[property];
+    if (value !== undefined) result[property] = value;
   }
   return result;
 }

@@ -205,7 +205,7 @@ describe('service write policy', () => {
     const cop = opts.cop ?? scriptedCop({ flagged: false, reason: 'fine' });
     const call = createServicePolicy({
       registry,
-      servicesConfig: opts.config ?? {},
+      servicesConfig: () => opts.config ?? {},
       grantedTo: () => opts.granted ?? ['probe'],
       taint,
       cop: cop.cop,

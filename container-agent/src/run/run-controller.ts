@@ -187,6 +187,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
             }),
             bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
             ripgrep: deps.ripgrep,
+            serviceTools: params.serviceTools ?? [],
             onMessageSent: (m) => {
               if (m.to === undefined) lastOwnChatText = m.text.trim();
             },

@@ -15,6 +15,8 @@ import { createReadFileTool } from './read-file.ts';
 import { reportingReads } from './read-reports.ts';
 import { createSendMessageTool } from './send-message.ts';
 import { createTaskTools } from './tasks.ts';
+import type { ServiceTool } from '../protocol.ts';
+import { createServiceTools } from './service-tools.ts';
 import type { AgentTool } from './tool.ts';
 import { createWebFetchTool } from './web-fetch.ts';
 import { createWriteFileTool } from './write-file.ts';
@@ -29,6 +31,8 @@ export interface AgentToolsOptions {
   bashCheckTimeoutMs: number;
   ripgrep: () => Promise<string | null>;
   onMessageSent?: (message: { text: string; to?: string }) => void;
+  /** The tools of the group's MCP services the host offered at run start. */
+  serviceTools?: readonly ServiceTool[];
   logger?: AgentLogger;
 }
 
@@ -56,6 +60,7 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
     }),
     ...createTaskTools({ host, isAdmin }),
     createWebFetchTool({ host }),
+    ...createServiceTools({ host, tools: options.serviceTools ?? [] }),
   ];
   if (isAdmin) tools.push(...createAdminTools({ host }));
   return tools;

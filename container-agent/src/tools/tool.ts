@@ -14,6 +14,8 @@ export interface AgentTool<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   schema: S;
+  /** The JSON Schema the model sees, when it comes from elsewhere (an MCP server's) rather than `schema`. */
+  parameters?: Record<string, unknown>;
   run(args: z.output<S>, context: ToolContext): Promise<string>;
 }
 
@@ -31,6 +33,7 @@ export class ToolError extends Error {
 }
 
 export function toToolSpec(tool: AgentTool): ToolSpec {
+  if (tool.parameters) return { name: tool.name, description: tool.description, parameters: tool.parameters };
   const schema = z.toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }) as Record<
     string,
     unknown

@@ -110,6 +110,19 @@ export const hostStatus = z.object({
   ),
   /** Absent when the host runs no containers (no provider or no Docker: runs are answered with notices). */
   prestart: z.optional(prestartStatus),
+  /** The MCP servers declared in `[services]` (mcp-connection.ts McpServerStatus). */
+  services: z.optional(
+    z.array(
+      z.object({
+        name: z.string(),
+        type: z.enum(['stdio', 'http']),
+        state: z.enum(['stopped', 'starting', 'ready', 'restarting', 'broken']),
+        tools: z.nullable(z.int()),
+        lastError: z.nullable(z.string()),
+        restarts: z.int(),
+      }),
+    ),
+  ),
   groups: z.array(
     z.object({
       id: z.string(),

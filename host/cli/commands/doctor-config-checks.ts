@@ -5,7 +5,11 @@ import { loadSecrets } from '../../config/secrets.ts';
 import { loadMountAllowlist } from '../../containers/mounts/mount-allowlist.ts';
 import { expandHome } from '../../containers/mounts/mount-paths.ts';
 import { CleanRoomError } from '../../security/policies/admin-clean-room.ts';
-import { assertStartableConfig, createHostServiceRegistry } from '../../config/service-grants.ts';
+import {
+  assertStartableConfig,
+  createHostServiceRegistry,
+  knownServiceNames,
+} from '../../config/service-grants.ts';
 import { openStore } from '../../store/store.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
 
@@ -94,7 +98,7 @@ export const checkEnvFile: Check = async (ctx) => {
 /** `[groups.<id>] services` naming a service that does not exist grants nothing and hides a typo. */
 export const checkServiceNames: Check = async (ctx) => {
   const config = ctx.config();
-  const known = createHostServiceRegistry(() => config).names();
+  const known = knownServiceNames(config, createHostServiceRegistry(() => config));
   const unknown = Object.entries(config.groups).flatMap(([id, g]) =>
     (g.services ?? []).filter((s) => !known.includes(s)).map((s) => ({ id, s })),
   );

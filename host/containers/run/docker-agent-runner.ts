@@ -34,6 +34,8 @@ export interface RunNetworks {
   gateway: { networkName: string; hostAddress: string } | { unavailable: string };
 }
 
+type StartParams = Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
+
 export interface DockerAgentRunnerDeps {
   docker: Docker;
   image: string;
@@ -54,7 +56,8 @@ export interface DockerAgentRunnerDeps {
   /** A group as stored now; undefined once it was removed. */
   groupById(groupId: string): RunContext['group'] | undefined;
   /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
-  startParams(ctx: RunContext): Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
+  /** May wait (listing the group's MCP tools); the container is already starting meanwhile. */
+  startParams(ctx: RunContext): StartParams | Promise<StartParams>;
   /** The container's environment, read at each run: a reloaded time zone reaches the next container. */
   env(): Record<string, string>;
   handlersFor(
@@ -222,6 +225,8 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     const { spec, secretMounts } = containerFor(ctx.group);
     const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts };
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
+    const startParams = Promise.resolve(deps.startParams(ctx));
+    startParams.catch(() => undefined);
     const container = prestarted ?? (await launchContainer(docker, { ...spec, runId: ctx.runId }));
     container.beginRun();
     // Issued as the run starts, revoked when it ends: a key is never live without its run.
@@ -230,7 +235,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       const session = createRunSession({
         container,
         start: {
-          ...deps.startParams(ctx),
+          ...(await startParams),
           runId: ctx.runId,
           group: {
             id: ctx.group.id,

@@ -1,6 +1,7 @@
 import type { ServiceRegistry } from '../../services/service-registry.ts';
 import { effectiveTrust, type ServicesConfig } from '../../services/service-trust.ts';
 
+/** A config `start` refuses to run with: the admin clean room, and the rules of services (service-grants.ts). */
 export class CleanRoomError extends Error {}
 
 /**
@@ -13,8 +14,13 @@ export function assertAdminCleanRoom(opts: {
   servicesConfig: ServicesConfig;
   adminGroupId: string;
 }): void {
+  // A tool of an MCP server may be declared public_source on its own: the server counts as public then.
   const offending = opts.adminServices.filter(
-    (name) => effectiveTrust(name, opts.servicesConfig, opts.registry.builtinTrust()).public_source !== false,
+    (name) =>
+      effectiveTrust(name, opts.servicesConfig, opts.registry.builtinTrust()).public_source !== false ||
+      Object.values(opts.servicesConfig[name]?.tools ?? {}).some(
+        (tool) => tool.public_source !== undefined && tool.public_source !== false,
+      ),
   );
   if (offending.length > 0) {
     throw new CleanRoomError(

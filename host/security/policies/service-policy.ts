@@ -1,17 +1,29 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { DomainError, type DomainErrorKind } from '../../errors/domain-error.ts';
 import type { RunIdentity } from '../decisions.ts';
-import { invokeService } from '../../services/service-invoke.ts';
+import { invokeService, serviceFailure } from '../../services/service-invoke.ts';
+import type { McpServices } from '../../services/mcp/mcp-services.ts';
+import { createArgumentValidator, renderToolResult, toolKind, type ToolKind } from '../../services/mcp/mcp-tools.ts';
+import { MCP_DEFAULTS } from '../../services/mcp/mcp-config.ts';
 import type { ServiceRegistry } from '../../services/service-registry.ts';
-import { effectiveTrust, forbiddenProperties, type ServicesConfig } from '../../services/service-trust.ts';
+import {
+  effectiveTrust,
+  forbiddenProperties,
+  toolTrust,
+  type ServicesConfig,
+  type ServiceTrust,
+} from '../../services/service-trust.ts';
 import type { AuditStore } from '../../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from '../cop/cop.ts';
+import type { MutationReview } from './mutation-review.ts';
 import type { Finding } from '../secrets/index.ts';
 import { describeTaint, type TaintRegistry } from '../taint/taint.ts';
 
 export interface ServicePolicyDeps {
   registry: ServiceRegistry;
-  servicesConfig: ServicesConfig;
+  /** Read at each call, so a reloaded declaration applies to the next call. */
+  servicesConfig(): ServicesConfig;
   /** The services a group may call at all (the admin group gets none that read public content). */
   grantedTo(group: RunIdentity['group']): readonly string[];
   taint: TaintRegistry;
@@ -21,75 +33,150 @@ export interface ServicePolicyDeps {
   audit: AuditStore;
   /** Aborts calls of runs that ended. */
   signalFor(runId: number): AbortSignal;
+  /** The MCP servers declared in `[services]`; without it only built-in services exist. */
+  mcp?: McpServices;
+  /** Host-mutating calls (a stdio server's tools run code on the host): the Cop, then the owner on a flag. */
+  reviewMutation?: MutationReview;
+}
+
+/** What is being called: a built-in service, or one tool of an MCP server. */
+interface Target {
+  operation: string;
+  trust: ServiceTrust;
+  kind: ToolKind;
+  /** Runs code on the host (a stdio MCP server): reviewed by the Cop whatever the taint. */
+  hostMutating: boolean;
+  /** What the audit row and the owner's question show. */
+  details: Record<string, unknown>;
+  call(signal: AbortSignal): Promise<unknown>;
 }
 
 /**
- * Gates every host service call by the DESIGN write matrix: forbidden → deny; dangerous_writes → human;
- * corruption + secret + public_sink → human; corruption + public_sink → Cop (a flag goes to a human);
- * else allow. A secret in the parameters goes to a human whatever the taint. The run is tainted by what
- * the service reads before the call, so a failed call still counts as read.
+ * Gates every host service call by the DESIGN write matrix. A write: forbidden → deny; dangerous_writes →
+ * human; corruption + secret + public_sink → human; corruption + public_sink → Cop (a flag goes to a
+ * human); else allow. A read is not gated by the matrix. Either way a secret in the parameters goes to a
+ * human whatever the taint, and a call that runs code on the host is reviewed by the Cop (through the
+ * mutation review) when nothing stricter already decided it. The run is tainted by what the service
+ * reads before the call, so a failed call still counts as read. Built-in services count as writes.
  */
 export function createServicePolicy(deps: ServicePolicyDeps) {
   const { registry, taint, cop, human, audit } = deps;
+  const validArguments = createArgumentValidator();
+
   return async function callService(
     identity: RunIdentity,
     service: string,
     params: unknown,
+    tool?: string,
   ): Promise<unknown> {
     const t = taint.get(identity.runId);
+    let operation = tool === undefined ? `service.${service}` : `service.${service}.${tool}`;
+    let details: unknown = tool === undefined ? { params } : { tool, arguments: params };
     const record = (decision: string, reason: string, approver?: string) =>
       audit.record({
         runId: identity.runId,
         groupId: identity.group.id,
-        operation: `service.${service}`,
+        operation,
         decision,
         taint: describeTaint(t),
         reason,
         approver: approver ?? null,
-        details: { params },
+        details,
       });
     const deny = (reason: string, kind: DomainErrorKind = 'denied') => {
       record('denied', reason);
       return new DomainError(kind, reason);
     };
 
-    if (!registry.lookup(service)) throw deny(`there is no service "${service}"`, 'invalid');
+    const mcp = deps.mcp?.connection(service);
+    if (!mcp && !registry.lookup(service)) throw deny(`there is no service "${service}"`, 'invalid');
     if (!deps.grantedTo(identity.group).includes(service)) {
       throw deny(`this group may not use ${service}`, 'forbidden');
     }
-    const trust = effectiveTrust(service, deps.servicesConfig, registry.builtinTrust());
+    const serviceTrust = effectiveTrust(service, deps.servicesConfig(), registry.builtinTrust());
+    let target: Target;
+    if (mcp) {
+      if (tool === undefined) throw deny(`${service} is an MCP server: name one of its tools`, 'invalid');
+      let found: Tool | undefined;
+      try {
+        found = await deps.mcp?.tool(service, tool);
+      } catch (error) {
+        record('failed', `listing the tools of ${service} failed`);
+        throw serviceFailure(service, error);
+      }
+      if (!found) throw deny(`${service} has no tool "${tool}"`, 'invalid');
+      const problem = validArguments(found, params ?? {});
+      if (problem) throw deny(`invalid arguments for ${service}.${tool}: ${problem}`, 'invalid');
+      const declaration = deps.servicesConfig()[service];
+      const override = Object.prototype.hasOwnProperty.call(declaration?.tools ?? {}, tool)
+        ? declaration?.tools?.[tool]
+        : undefined;
+      const args = (params ?? {}) as Record<string, unknown>;
+      const shown = { service, tool, arguments: args };
+      details = shown;
+      target = {
+        operation,
+        trust: toolTrust(serviceTrust, override),
+        kind: toolKind(found, override),
+        hostMutating: declaration?.type === 'stdio',
+        details: shown,
+        call: async (signal) =>
+          renderToolResult(
+            `${service}.${tool}`,
+            await mcp.call(tool, args, signal),
+            declaration?.max_result_chars ?? MCP_DEFAULTS.max_result_chars,
+          ),
+      };
+    } else {
+      if (tool !== undefined) throw deny(`${service} has no tools to name; call it without one`, 'invalid');
+      target = {
+        operation,
+        trust: serviceTrust,
+        kind: 'write',
+        hostMutating: false,
+        details: { service, params },
+        call: (signal) =>
+          invokeService(registry, service, params, { signal, runId: identity.runId, groupId: identity.group.id }),
+      };
+    }
+    operation = target.operation;
+    const { trust, kind } = target;
     const forbidden = forbiddenProperties(trust);
     if (forbidden.length > 0)
-      throw deny(`${service} is forbidden by its declaration (${forbidden.join(', ')})`);
+      throw deny(`${operation.slice('service.'.length)} is forbidden by its declaration (${forbidden.join(', ')})`);
 
     const needsHuman = async (why: string) => {
-      if (!(await human.ask(identity, `service.${service}`, why, { service, params }))) {
+      if (!(await human.ask(identity, operation, why, target.details))) {
         throw deny(`not approved by the owner (${why})`);
       }
       record('allowed', `approved by the owner (${why})`, 'owner');
     };
+    const name = operation.slice('service.'.length);
+    const write = kind === 'write';
     const findings = await deps.scanSecrets(JSON.stringify(params) ?? '');
     if (findings.length > 0) await needsHuman(`the parameters contain a secret (${findings[0]?.rule})`);
-    else if (trust.dangerous_writes === true) await needsHuman(`${service} makes dangerous writes`);
-    else if (t.corruption && t.secret && trust.public_sink === true) {
+    else if (write && trust.dangerous_writes === true) await needsHuman(`${name} makes dangerous writes`);
+    else if (write && t.corruption && t.secret && trust.public_sink === true) {
       await needsHuman('a run that read secrets and untrusted content wants to send data out');
-    } else if (t.corruption && trust.public_sink === true) {
-      const review = await cop.review({
-        kind: 'tainted_write',
-        operation: `service.${service}`,
-        params,
-        taint: t,
-      });
+    } else if (write && t.corruption && trust.public_sink === true) {
+      const review = await cop.review({ kind: 'tainted_write', operation, params: target.details, taint: t });
       record(review.flagged ? 'flagged' : 'passed', `Cop: ${review.reason.slice(0, 500)}`);
       if (review.flagged) await needsHuman(`the Cop flagged it: ${review.reason.slice(0, 300)}`);
-    } else record('allowed', 'no taint that this service could leak');
+    } else if (target.hostMutating) {
+      if (!deps.reviewMutation) throw deny(`${name} runs code on the host and nothing can review it`);
+      const verdict = await deps.reviewMutation(identity, operation, target.details);
+      if (!verdict.allowed) throw deny(verdict.reason);
+      record('allowed', `runs code on the host: ${verdict.reason}`);
+    } else record('allowed', write ? 'no taint that this service could leak' : 'a read');
 
     if (trust.public_source === true) taint.markCorrupted(identity.runId);
     if (trust.secret_data === true) taint.markSecret(identity.runId);
-    return invokeService(registry, service, params, {
-      signal: deps.signalFor(identity.runId),
-      runId: identity.runId,
-      groupId: identity.group.id,
-    });
+    try {
+      return await target.call(deps.signalFor(identity.runId));
+    } catch (error) {
+      const failure = serviceFailure(name, error);
+      record('failed', failure.message.slice(0, 1000));
+      throw failure;
+    }
   };
 }

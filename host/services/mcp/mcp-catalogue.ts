@@ -1,0 +1,46 @@
+import type { Logger } from 'pino';
+import { LIMITS, type ServiceTool } from '../../../container-agent/src/protocol.ts';
+import { errorMessage } from '../../containers/docker-errors.ts';
+import { effectiveTrust, forbiddenProperties, toolTrust, type ServicesConfig, type ServiceTrust } from '../service-trust.ts';
+import type { McpServices } from './mcp-services.ts';
+import { offeredTool } from './mcp-tools.ts';
+
+export interface ToolCatalogueDeps {
+  mcp: McpServices;
+  services(): ServicesConfig;
+  builtinTrust(): Record<string, ServiceTrust>;
+  logger: Pick<Logger, 'warn'>;
+}
+
+/**
+ * The MCP tools a run is offered: every tool of the granted servers that is not forbidden, listed from
+ * each server's cache. A server that cannot list its tools is left out (and logged) rather than holding
+ * up the run; the agent then simply does not see it, and the host's `status` says why.
+ */
+export function createToolCatalogue(deps: ToolCatalogueDeps) {
+  return async function toolsFor(granted: readonly string[]): Promise<ServiceTool[]> {
+    const services = deps.services();
+    const offered: ServiceTool[] = [];
+    for (const service of granted) {
+      const connection = deps.mcp.connection(service);
+      if (!connection) continue;
+      let tools;
+      try {
+        tools = await connection.tools();
+      } catch (error) {
+        deps.logger.warn({ service, err: errorMessage(error) }, 'MCP server left out of the run: no tool list');
+        continue;
+      }
+      const trust = effectiveTrust(service, services, deps.builtinTrust());
+      for (const tool of tools) {
+        const override = Object.prototype.hasOwnProperty.call(services[service]?.tools ?? {}, tool.name)
+          ? services[service]?.tools?.[tool.name]
+          : undefined;
+        if (forbiddenProperties(toolTrust(trust, override)).length > 0) continue;
+        const entry = offeredTool(service, tool);
+        if (entry && offered.length < LIMITS.serviceTools) offered.push(entry);
+      }
+    }
+    return offered;
+  };
+}

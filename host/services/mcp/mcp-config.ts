@@ -1,0 +1,98 @@
+import { z } from 'zod';
+
+/**
+ * The keys of `[services.<name>]` that make it an MCP server the host runs or reaches (next to the four
+ * trust properties, see service-trust.ts). Values of secrets are never written here: `env` and `headers`
+ * name environment variables (or `.env` entries) whose values the host passes on.
+ */
+
+/** A name the model may see inside a tool name; MCP allows more, the owner's override keys stay simple. */
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const HEADER_NAME_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
+
+const trustValue = z.union([z.boolean(), z.literal('forbidden')], {
+  error: 'must be true, false or "forbidden"',
+});
+
+/** `[services.<name>.tools.<tool>]`: the owner's word on one tool, above the server's annotations. */
+export const toolOverrideSchema = z
+  .object({
+    /** "read" gets data (taints, never gated); "write" acts on something (gated by the trust matrix). */
+    kind: z.enum(['read', 'write']).optional(),
+    public_source: trustValue.optional(),
+    secret_data: trustValue.optional(),
+    public_sink: trustValue.optional(),
+    dangerous_writes: trustValue.optional(),
+  })
+  .strict();
+export type ToolOverride = z.output<typeof toolOverrideSchema>;
+
+const envName = z.string().regex(ENV_NAME_PATTERN, 'must be an environment variable name such as "GITHUB_TOKEN"');
+
+export const mcpServerFields = {
+  /** stdio: a subprocess of the host; http: a remote Streamable HTTP server. */
+  type: z
+    .enum(['stdio', 'http', 'docker'], { error: 'must be "stdio" or "http"' })
+    .refine((t) => t !== 'docker', {
+      message: '"docker" is not supported yet; use "stdio" (a host subprocess) or "http"',
+    })
+    .optional(),
+  /** stdio: the program to run, found on PATH or by absolute path. */
+  command: z.string().min(1).max(4096).optional(),
+  args: z.array(z.string().max(4096)).max(64).optional(),
+  /** stdio: names of variables whose values (from the environment or .env) the server gets. */
+  env: z.array(envName).max(64).optional(),
+  /** http: the server's MCP endpoint. */
+  url: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as "https://mcp.example.com/mcp"' })
+    .optional(),
+  /** http: header name → name of the variable holding its value, added by the host on every request. */
+  headers: z
+    .record(z.string().regex(HEADER_NAME_PATTERN, 'must be an HTTP header name'), envName)
+    .optional(),
+  /** "lazy": started by the first run that needs it; "at_start": started with the host. */
+  start: z.enum(['lazy', 'at_start']).optional(),
+  /** One tool call (and the connection) may take this long. */
+  timeout_ms: z.number().int().min(100).max(600_000).optional(),
+  /** Characters of a tool's result handed back to the agent; the rest is cut. */
+  max_result_chars: z.number().int().min(1000).max(300_000).optional(),
+  /**
+   * A stdio server runs code on the host: only the admin group may be given one unless the owner says so
+   * here.
+   */
+  allow_non_admin: z.boolean().optional(),
+  tools: z
+    .record(z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name as the server lists it'), toolOverrideSchema)
+    .optional(),
+};
+
+export const MCP_DEFAULTS = {
+  start: 'lazy',
+  timeout_ms: 30_000,
+  max_result_chars: 50_000,
+} as const;
+
+type Fields = { [K in keyof typeof mcpServerFields]?: z.output<(typeof mcpServerFields)[K]> };
+
+/** Checks between fields that zod's shape cannot say (which keys each type needs or may have). */
+export function mcpServerProblems(declared: Fields): { path: string; message: string }[] {
+  const problems: { path: string; message: string }[] = [];
+  const only = (type: string, keys: (keyof Fields)[]) => {
+    for (const key of keys)
+      if (declared[key] !== undefined) problems.push({ path: key, message: `only for type = "${type}"` });
+  };
+  if (declared.type === undefined) {
+    for (const key of Object.keys(mcpServerFields) as (keyof Fields)[]) {
+      if (declared[key] !== undefined)
+        problems.push({ path: key, message: 'set type = "stdio" or "http" for an MCP server' });
+    }
+  } else if (declared.type === 'stdio') {
+    if (!declared.command) problems.push({ path: 'command', message: 'a stdio server needs a command' });
+    only('http', ['url', 'headers']);
+  } else if (declared.type === 'http') {
+    if (!declared.url) problems.push({ path: 'url', message: 'an http server needs a url' });
+    only('stdio', ['command', 'args', 'env', 'allow_non_admin']);
+  }
+  return problems;
+}
