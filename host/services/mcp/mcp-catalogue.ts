@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { LIMITS, type ServiceTool } from '../../../container-agent/src/protocol.ts';
-import { errorMessage } from '../../containers/docker-errors.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 import { effectiveTrust, forbiddenProperties, toolTrust, type ServicesConfig, type ServiceTrust } from '../service-trust.ts';
 import type { McpServices } from './mcp-services.ts';
 import { offeredTool } from './mcp-tools.ts';

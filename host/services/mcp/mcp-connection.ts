@@ -6,8 +6,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { errorMessage } from '../../containers/docker-errors.ts';
-import { backoffMs } from '../../gateway/retry-policy.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 import { ServiceError } from '../service-registry.ts';
 import type { ServiceTrustDeclaration } from '../service-trust.ts';
 import { MCP_DEFAULTS } from './mcp-config.ts';
@@ -152,7 +151,8 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       return;
     }
     state = 'restarting';
-    const delay = backoffMs(failuresInARow - 1, restart.baseMs);
+    // Doubling from the base, no jitter: one timer per server, nothing to spread out.
+    const delay = restart.baseMs * 2 ** (failuresInARow - 1);
     restartTimer = setTimeout(() => {
       restartTimer = undefined;
       restarts += 1;

@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { errorMessage } from '../../containers/docker-errors.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 import type { ServicesConfig, ServiceTrustDeclaration } from '../service-trust.ts';
 import { createMcpConnection, type McpConnection, type McpConnectionDeps, type McpServerStatus } from './mcp-connection.ts';
 
