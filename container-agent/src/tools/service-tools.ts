@@ -15,7 +15,10 @@ export function serviceToolName(service: string, tool: string): string {
  * server's own input schema; the host validates the arguments against it and decides every call, so the
  * agent checks only that they are an object.
  */
-export function createServiceTools(options: { host: HostClient; tools: readonly ServiceTool[] }): AgentTool[] {
+export function createServiceTools(options: {
+  host: HostClient;
+  tools: readonly ServiceTool[];
+}): AgentTool[] {
   const seen = new Set<string>();
   const tools: AgentTool[] = [];
   for (const offered of options.tools) {

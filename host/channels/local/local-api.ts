@@ -120,6 +120,7 @@ export const hostStatus = z.object({
         tools: z.nullable(z.int()),
         lastError: z.nullable(z.string()),
         restarts: z.int(),
+        pid: z.nullable(z.int()),
       }),
     ),
   ),

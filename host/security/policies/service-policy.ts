@@ -3,7 +3,12 @@ import { DomainError, type DomainErrorKind } from '../../errors/domain-error.ts'
 import type { RunIdentity } from '../decisions.ts';
 import { invokeService, serviceFailure } from '../../services/service-invoke.ts';
 import type { McpServices } from '../../services/mcp/mcp-services.ts';
-import { createArgumentValidator, renderToolResult, toolKind, type ToolKind } from '../../services/mcp/mcp-tools.ts';
+import {
+  createArgumentValidator,
+  renderToolResult,
+  toolKind,
+  type ToolKind,
+} from '../../services/mcp/mcp-tools.ts';
 import { MCP_DEFAULTS } from '../../services/mcp/mcp-config.ts';
 import type { ServiceRegistry } from '../../services/service-registry.ts';
 import {
@@ -136,14 +141,20 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
         hostMutating: false,
         details: { service, params },
         call: (signal) =>
-          invokeService(registry, service, params, { signal, runId: identity.runId, groupId: identity.group.id }),
+          invokeService(registry, service, params, {
+            signal,
+            runId: identity.runId,
+            groupId: identity.group.id,
+          }),
       };
     }
     operation = target.operation;
     const { trust, kind } = target;
     const forbidden = forbiddenProperties(trust);
     if (forbidden.length > 0)
-      throw deny(`${operation.slice('service.'.length)} is forbidden by its declaration (${forbidden.join(', ')})`);
+      throw deny(
+        `${operation.slice('service.'.length)} is forbidden by its declaration (${forbidden.join(', ')})`,
+      );
 
     const needsHuman = async (why: string) => {
       if (!(await human.ask(identity, operation, why, target.details))) {

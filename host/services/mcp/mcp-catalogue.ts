@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import { LIMITS, type ServiceTool } from '../../../container-agent/src/protocol.ts';
 import { errorMessage } from '../../errors/error-message.ts';
-import { effectiveTrust, forbiddenProperties, toolTrust, type ServicesConfig, type ServiceTrust } from '../service-trust.ts';
+import {
+  effectiveTrust,
+  forbiddenProperties,
+  toolTrust,
+  type ServicesConfig,
+  type ServiceTrust,
+} from '../service-trust.ts';
 import type { McpServices } from './mcp-services.ts';
 import { offeredTool } from './mcp-tools.ts';
 
@@ -28,7 +34,10 @@ export function createToolCatalogue(deps: ToolCatalogueDeps) {
       try {
         tools = await connection.tools();
       } catch (error) {
-        deps.logger.warn({ service, err: errorMessage(error) }, 'MCP server left out of the run: no tool list');
+        deps.logger.warn(
+          { service, err: errorMessage(error) },
+          'MCP server left out of the run: no tool list',
+        );
         continue;
       }
       const trust = effectiveTrust(service, services, deps.builtinTrust());

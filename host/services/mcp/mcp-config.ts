@@ -28,7 +28,9 @@ export const toolOverrideSchema = z
   .strict();
 export type ToolOverride = z.output<typeof toolOverrideSchema>;
 
-const envName = z.string().regex(ENV_NAME_PATTERN, 'must be an environment variable name such as "GITHUB_TOKEN"');
+const envName = z
+  .string()
+  .regex(ENV_NAME_PATTERN, 'must be an environment variable name such as "GITHUB_TOKEN"');
 
 export const mcpServerFields = {
   /** stdio: a subprocess of the host; http: a remote Streamable HTTP server. */
@@ -48,9 +50,7 @@ export const mcpServerFields = {
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as "https://mcp.example.com/mcp"' })
     .optional(),
   /** http: header name → name of the variable holding its value, added by the host on every request. */
-  headers: z
-    .record(z.string().regex(HEADER_NAME_PATTERN, 'must be an HTTP header name'), envName)
-    .optional(),
+  headers: z.record(z.string().regex(HEADER_NAME_PATTERN, 'must be an HTTP header name'), envName).optional(),
   /** "lazy": started by the first run that needs it; "at_start": started with the host. */
   start: z.enum(['lazy', 'at_start']).optional(),
   /** One tool call (and the connection) may take this long. */
@@ -63,7 +63,10 @@ export const mcpServerFields = {
    */
   allow_non_admin: z.boolean().optional(),
   tools: z
-    .record(z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name as the server lists it'), toolOverrideSchema)
+    .record(
+      z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name as the server lists it'),
+      toolOverrideSchema,
+    )
     .optional(),
 };
 

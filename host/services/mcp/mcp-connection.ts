@@ -20,6 +20,8 @@ export interface McpServerStatus {
   tools: number | null;
   lastError: string | null;
   restarts: number;
+  /** A stdio server's process id while it runs. */
+  pid: number | null;
 }
 
 export interface McpConnection {
@@ -70,6 +72,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
   let restarts = 0;
   let closing = false;
   let restartTimer: NodeJS.Timeout | undefined;
+  let pid: number | null = null;
 
   const fail = (message: string) => {
     lastError = message;
@@ -127,6 +130,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
     fresh.onclose = () => {
       if (client !== fresh) return;
       client = undefined;
+      pid = null;
       toolCache = undefined;
       if (closing) return;
       fail('the server exited');
@@ -137,7 +141,9 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       lastError = errorMessage(error);
     };
     state = state === 'stopped' ? 'starting' : state;
-    await fresh.connect(transport(), { timeout: timeoutMs });
+    const connection = transport();
+    await fresh.connect(connection, { timeout: timeoutMs });
+    pid = connection instanceof StdioClientTransport ? connection.pid : null;
     client = fresh;
     state = 'ready';
     failuresInARow = 0;
@@ -222,7 +228,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       await ready();
       await this.tools();
     },
-    status: () => ({ name, type, state, tools: toolCount, lastError, restarts }),
+    status: () => ({ name, type, state, tools: toolCount, lastError, restarts, pid }),
     async close() {
       closing = true;
       if (restartTimer) clearTimeout(restartTimer);

@@ -2,7 +2,12 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { errorMessage } from '../../errors/error-message.ts';
 import type { ServicesConfig, ServiceTrustDeclaration } from '../service-trust.ts';
-import { createMcpConnection, type McpConnection, type McpConnectionDeps, type McpServerStatus } from './mcp-connection.ts';
+import {
+  createMcpConnection,
+  type McpConnection,
+  type McpConnectionDeps,
+  type McpServerStatus,
+} from './mcp-connection.ts';
 
 /** `[services.<name>]` sections that declare an MCP server (a `type`), by name. */
 export function mcpServerNames(services: ServicesConfig): string[] {
