@@ -15,6 +15,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
+import { checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
 
 const MIN_NODE: [number, number] = [20, 12];
@@ -123,6 +124,7 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
     checkProvider,
     checkEnvFile,
     checkServiceNames,
+    checkMcpServers,
     checkGroupSettings,
     checkAllowlist,
     checkAllowlistSymlinks,

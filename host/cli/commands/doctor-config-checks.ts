@@ -98,7 +98,10 @@ export const checkEnvFile: Check = async (ctx) => {
 /** `[groups.<id>] services` naming a service that does not exist grants nothing and hides a typo. */
 export const checkServiceNames: Check = async (ctx) => {
   const config = ctx.config();
-  const known = knownServiceNames(config, createHostServiceRegistry(() => config));
+  const known = knownServiceNames(
+    config,
+    createHostServiceRegistry(() => config),
+  );
   const unknown = Object.entries(config.groups).flatMap(([id, g]) =>
     (g.services ?? []).filter((s) => !known.includes(s)).map((s) => ({ id, s })),
   );

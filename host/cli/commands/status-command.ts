@@ -85,6 +85,14 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
       );
     }
     if (h.prestart) ctx.out(describePrestart(h.prestart));
+    for (const s of h.services ?? []) {
+      ctx.out(
+        `service ${s.name} (${s.type}): ${s.state}` +
+          (s.tools === null ? '' : `, ${s.tools} tool${s.tools === 1 ? '' : 's'}`) +
+          (s.restarts ? `, restarted ${s.restarts}×` : '') +
+          (s.lastError ? `, last error: ${s.lastError}` : ''),
+      );
+    }
     ctx.out(
       `groups: ${h.groups
         .map(

@@ -1,0 +1,60 @@
+import { loadSecrets } from '../../config/secrets.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { createMcpServices, mcpServerNames } from '../../services/mcp/mcp-services.ts';
+import type { Check } from './doctor-check.ts';
+
+/** How long doctor waits for one MCP server to start and list its tools. */
+const DOCTOR_TIMEOUT_MS = 20_000;
+
+/**
+ * Starts every MCP server `[services]` declares, as the host would, lists its tools and stops it again:
+ * a server that cannot start fails its group's runs quietly (its tools are simply missing), so doctor says
+ * so. Its stderr stays out of the output; the error says what went wrong.
+ */
+export const checkMcpServers: Check = async (ctx) => {
+  const config = ctx.config();
+  const names = mcpServerNames(config.services);
+  if (names.length === 0) return { name: 'MCP servers', ok: true, detail: 'none declared in [services]' };
+  const secrets = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env });
+  const mcp = createMcpServices({
+    services: () => config.services,
+    secret: (name) => secrets.get(name),
+    logger: { info: () => undefined, warn: () => undefined },
+    restart: { baseMs: 1000, maxInARow: 1, coolDownMs: DOCTOR_TIMEOUT_MS },
+  });
+  try {
+    const lines = await Promise.all(
+      names.map(async (name) => {
+        try {
+          const started = mcp.connection(name)!.start();
+          await Promise.race([
+            started,
+            new Promise((_, reject) =>
+              setTimeout(
+                () => reject(new Error(`no answer in ${DOCTOR_TIMEOUT_MS} ms`)),
+                DOCTOR_TIMEOUT_MS,
+              ).unref(),
+            ),
+          ]);
+          const status = mcp.connection(name)!.status();
+          return { ok: true, text: `${name} (${status.type}) reachable, ${status.tools ?? 0} tools` };
+        } catch (error) {
+          return { ok: false, text: `${name} unreachable: ${errorMessage(error)}` };
+        }
+      }),
+    );
+    const failed = lines.filter((l) => !l.ok);
+    return {
+      name: 'MCP servers',
+      ok: failed.length === 0,
+      detail: lines.map((l) => l.text).join('; '),
+      ...(failed.length
+        ? {
+            fix: `check the command, url and variables of those [services.<name>] in ${ctx.paths.configFile}`,
+          }
+        : {}),
+    };
+  } finally {
+    await mcp.close();
+  }
+};
