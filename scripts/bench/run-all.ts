@@ -24,6 +24,7 @@ const BENCHES: Bench[] = [
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'bash.ran report on a local command', module: './bench-bash-report.ts', fn: 'benchBashReport' },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
+  { title: 'MCP service call, host overhead', module: './bench-mcp-call.ts', fn: 'benchMcpCall' },
   { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
   { title: 'cold reply latency vs bare docker run', module: './bench-cold-reply.ts', fn: 'benchColdReply' },

@@ -1,0 +1,143 @@
+/**
+ * A service call to an MCP server, host overhead: the host's whole path (the group's grant, the tool
+ * from the cached list, the arguments against its input schema, the secret scan, the trust matrix, the
+ * audit row in SQLite, the taint, the call, the result cut and fenced) against the same tool called
+ * directly with the SDK's client on a connection of its own. Both reach the same real server
+ * (server-everything's `echo`, over Streamable HTTP on loopback), alternated call by call; the
+ * difference of the medians is what the host adds to the server's own time.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { hostConfigSchema } from '../../host/config/schema.ts';
+import { createHostServiceRegistry, serviceGrants } from '../../host/config/service-grants.ts';
+import { createCop } from '../../host/security/cop/cop.ts';
+import { createServicePolicy } from '../../host/security/policies/service-policy.ts';
+import { createSecretScanner } from '../../host/security/secrets/index.ts';
+import { createTaintRegistry } from '../../host/security/taint/taint.ts';
+import { createMcpServices } from '../../host/services/mcp/mcp-services.ts';
+import { openStore } from '../../host/store/store.ts';
+import { isMain, median, percentile, printFigures, round } from './stats.ts';
+
+const CALLS = 400;
+const WARMUP = 40;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function benchMcpCall(): Promise<Record<string, number | string>> {
+  const entry = createRequire(import.meta.url).resolve(
+    '@modelcontextprotocol/server-everything/dist/index.js',
+  );
+  const port = await freePort();
+  const server = spawn(process.execPath, [entry, 'streamableHttp'], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-bench-mcp-'));
+  const store = openStore({ file: path.join(dir, 'carapace.db') });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const direct = new Client({ name: 'bench', version: '1' }, { capabilities: {} });
+  const config = hostConfigSchema.parse({
+    services: {
+      demo: {
+        type: 'http',
+        url,
+        public_source: false,
+        secret_data: false,
+        public_sink: false,
+        dangerous_writes: false,
+      },
+    },
+    groups: { family: { services: ['demo'] } },
+  });
+  const mcp = createMcpServices({
+    services: () => config.services,
+    secret: () => undefined,
+    logger: { info: () => undefined, warn: () => undefined },
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.stderr?.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('listening')) resolve();
+      });
+      server.once('exit', (code) => reject(new Error(`server-everything exited (${code})`)));
+    });
+    await direct.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const scanner = createSecretScanner({ heldSecrets: [] });
+    const call = createServicePolicy({
+      registry: createHostServiceRegistry(() => config),
+      servicesConfig: () => config.services,
+      grantedTo: serviceGrants(() => config),
+      taint: createTaintRegistry({
+        initial: () => ({ corruption: false, secret: false }),
+        onTainted: () => undefined,
+      }),
+      cop: createCop({ complete: async () => '{"flagged":true,"reason":"not expected"}' }),
+      human: { ask: async () => false },
+      scanSecrets: (text) => scanner.scan(text),
+      audit: store.audit,
+      signalFor: () => AbortSignal.timeout(10_000),
+      mcp,
+    });
+    const identity = {
+      runId: 1,
+      group: {
+        id: 'family',
+        channel: 'local',
+        chatId: 'family',
+        name: 'family',
+        isAdmin: false,
+        networkMode: 'gateway' as const,
+        agentCursor: 0,
+        createdAt: '',
+        taint: { corruption: false, secret: false },
+      },
+      secretMounts: [],
+    };
+    const args = { message: 'what is on the calendar for Tuesday?' };
+    const viaHost: number[] = [];
+    const bare: number[] = [];
+    for (let i = 0; i < WARMUP + CALLS; i++) {
+      let t = performance.now();
+      await call(identity, 'demo', args, 'echo');
+      const host = performance.now() - t;
+      t = performance.now();
+      await direct.callTool({ name: 'echo', arguments: args });
+      const plain = performance.now() - t;
+      if (i >= WARMUP) {
+        viaHost.push(host);
+        bare.push(plain);
+      }
+    }
+    const overhead = median(viaHost) - median(bare);
+    return {
+      calls: CALLS,
+      'direct SDK call p50 ms (the server’s own time)': round(median(bare)),
+      'through the host p50 ms': round(median(viaHost)),
+      'through the host p95 ms': round(percentile(viaHost, 95)),
+      'host overhead p50 ms': round(overhead),
+      'ratio host / direct (p50)': round(median(viaHost) / median(bare), 2),
+      'target overhead p50 < 2 ms': overhead < 2 ? 'met' : 'MISSED',
+    };
+  } finally {
+    await direct.close().catch(() => undefined);
+    await mcp.close();
+    store.close();
+    server.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (isMain(import.meta.url)) printFigures('MCP service call, host overhead', await benchMcpCall());
