@@ -36,6 +36,7 @@ const require = createRequire(import.meta.url);
 const serverEntry = (pkg: string) => require.resolve(`@modelcontextprotocol/${pkg}/dist/index.js`);
 const EVERYTHING = serverEntry('server-everything');
 const MEMORY = serverEntry('server-memory');
+const ASKING = path.resolve('test/fixtures/mcp/asking-server.ts');
 const HELD = 'sk-live-host-held-secret-0123456789';
 const quiet = { info: () => undefined, warn: () => undefined };
 
@@ -228,7 +229,7 @@ describe('MCP services under the trust matrix', () => {
     expect(h.taint()).toEqual({ corruption: true, secret: false });
     expect(h.human.asked).toEqual([]);
     expect(h.copAsked).toEqual([]);
-    expect(h.audit()[0]).toMatchObject({ operation: 'service.demo.echo', decision: 'allowed' });
+    expect(h.audit().at(-1)).toMatchObject({ operation: 'service.demo.echo', decision: 'allowed' });
   });
 
   it('sends a write to a public sink in a corrupted run to the Cop, and a flag on to the owner', async () => {
@@ -266,7 +267,7 @@ describe('MCP services under the trust matrix', () => {
         params: { service: 'demo', tool: 'toggle-simulated-logging', arguments: {} },
       },
     ]);
-    expect(h.audit()[0]).toMatchObject({ decision: 'allowed', approver: 'owner' });
+    expect(h.audit().at(-1)).toMatchObject({ decision: 'allowed', approver: 'owner' });
   });
 
   it('refuses a forbidden tool without asking anyone, and does not offer it to the agent', async () => {
@@ -278,7 +279,7 @@ describe('MCP services under the trust matrix', () => {
     expect(h.human.asked).toEqual([]);
     expect(h.copAsked).toEqual([]);
     expect((await h.catalogue()).map((t) => t.tool)).not.toContain('toggle-simulated-logging');
-    expect(h.audit()[0]).toMatchObject({ decision: 'denied', reason: expect.stringMatching(/forbidden/) });
+    expect(h.audit().at(-1)).toMatchObject({ decision: 'denied', reason: expect.stringMatching(/forbidden/) });
   });
 
   it('always asks the owner before a dangerous write, even in a clean run', async () => {
@@ -316,7 +317,7 @@ describe('MCP services under the trust matrix', () => {
   it('forbids a service not assigned to the group, and audits it', async () => {
     const h = host({ config: { ...remote(clean), groups: { family: { services: ['web_fetch'] } } } });
     await expect(h.call('demo', 'echo', { message: 'x' })).rejects.toMatchObject({ kind: 'forbidden' });
-    expect(h.audit()[0]).toMatchObject({ operation: 'service.demo.echo', decision: 'denied' });
+    expect(h.audit().at(-1)).toMatchObject({ operation: 'service.demo.echo', decision: 'denied' });
   });
 
   it('reviews every call to a stdio server with the Cop, since it runs code on the host', async () => {
@@ -367,6 +368,77 @@ describe('MCP services under the trust matrix', () => {
     expect(h.mcp.status()[0]?.pid).not.toBe(pid);
     const after = (await h.call('demo', 'echo', { message: 'back' })) as { content: string };
     expect(after.content).toContain('back');
+  });
+});
+
+describe('MCP server lifecycle', () => {
+  it('times a call out after timeout_ms with an error that says so', async () => {
+    const h = host({
+      config: {
+        services: { demo: { type: 'http', url: everythingUrl, timeout_ms: 300, ...clean } },
+        groups: { family: { services: ['demo'] } },
+      },
+    });
+    await expect(h.call('demo', 'trigger-long-running-operation', { duration: 5, steps: 5 })).rejects.toThrow(
+      'demo.trigger-long-running-operation did not answer within 300 ms',
+    );
+    expect(h.audit().at(-1)).toMatchObject({ decision: 'failed' });
+  });
+
+  it('stops restarting a server that keeps failing, and says why at once until the cool-down', async () => {
+    const h = host({
+      config: {
+        services: {
+          flaky: { type: 'stdio', command: process.execPath, args: ['-e', 'process.exit(3)'], ...clean },
+        },
+        groups: { main: { services: ['flaky'] } },
+      },
+      groupId: 'main',
+    });
+    await expect(h.call('flaky', 'anything', {})).rejects.toThrow(/flaky could not be started/);
+    await vi.waitFor(() => expect(h.mcp.status()[0]?.state).toBe('broken'), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    await expect(h.call('flaky', 'anything', {})).rejects.toThrow(
+      /flaky is not available: it failed 3 times in a row .* tries again in \d+ s/,
+    );
+  });
+});
+
+describe('what an MCP server may ask of the host', () => {
+  const asking = () =>
+    host({
+      config: {
+        services: {
+          asking: {
+            type: 'stdio',
+            command: process.execPath,
+            args: ['--import', 'tsx', ASKING],
+            allow_non_admin: true,
+            ...clean,
+          },
+        },
+        groups: { family: { services: ['asking'] } },
+      },
+    });
+
+  it('refuses a server’s sampling, elicitation and roots requests', async () => {
+    const h = asking();
+    for (const what of ['sampling', 'elicitation', 'roots']) {
+      const result = (await h.call('asking', 'ask-client', { what })) as { content: string };
+      expect(result.content).toMatch(/refused: .*Method not found/);
+    }
+  });
+
+  it('lists a server’s tools again once it says they changed', async () => {
+    const h = asking();
+    expect((await h.catalogue()).map((t) => t.tool)).toEqual(['ask-client', 'add-tool']);
+    await h.call('asking', 'add-tool', {});
+    await vi.waitFor(async () => expect((await h.catalogue()).map((t) => t.tool)).toContain('late'), {
+      timeout: 10_000,
+      interval: 50,
+    });
   });
 });
 
