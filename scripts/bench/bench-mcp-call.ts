@@ -6,10 +6,7 @@
  * (server-everything's `echo`, over Streamable HTTP on loopback), alternated call by call; the
  * difference of the medians is what the host adds to the server's own time.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,42 +20,21 @@ import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { createTaintRegistry } from '../../host/security/taint/taint.ts';
 import { createMcpServices } from '../../host/services/mcp/mcp-services.ts';
 import { openStore } from '../../host/store/store.ts';
+import { CLEAN_TRUST, startEverythingHttp } from '../../test/helpers/mcp-servers.ts';
 import { isMain, median, percentile, printFigures, round } from './stats.ts';
 
 const CALLS = 400;
 const WARMUP = 40;
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 export async function benchMcpCall(): Promise<Record<string, number | string>> {
-  const entry = createRequire(import.meta.url).resolve(
-    '@modelcontextprotocol/server-everything/dist/index.js',
-  );
-  const port = await freePort();
-  const server = spawn(process.execPath, [entry, 'streamableHttp'], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const server = await startEverythingHttp();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-bench-mcp-'));
   const store = openStore({ file: path.join(dir, 'carapace.db') });
-  const url = `http://127.0.0.1:${port}/mcp`;
+  const { url } = server;
   const direct = new Client({ name: 'bench', version: '1' }, { capabilities: {} });
   const config = hostConfigSchema.parse({
     services: {
-      demo: {
-        type: 'http',
-        url,
-        public_source: false,
-        secret_data: false,
-        public_sink: false,
-        dangerous_writes: false,
-      },
+      demo: { type: 'http', url, ...CLEAN_TRUST },
     },
     groups: { family: { services: ['demo'] } },
   });
@@ -68,12 +44,6 @@ export async function benchMcpCall(): Promise<Record<string, number | string>> {
     logger: { info: () => undefined, warn: () => undefined },
   });
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.stderr?.on('data', (chunk: Buffer) => {
-        if (chunk.toString().includes('listening')) resolve();
-      });
-      server.once('exit', (code) => reject(new Error(`server-everything exited (${code})`)));
-    });
     await direct.connect(new StreamableHTTPClientTransport(new URL(url)));
     const scanner = createSecretScanner({ heldSecrets: [] });
     const call = createServicePolicy({
@@ -135,7 +105,7 @@ export async function benchMcpCall(): Promise<Record<string, number | string>> {
     await direct.close().catch(() => undefined);
     await mcp.close();
     store.close();
-    server.kill();
+    server.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

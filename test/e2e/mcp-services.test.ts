@@ -6,7 +6,6 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -20,9 +19,9 @@ import {
   securityResponder,
 } from '../fakes/security-responders.ts';
 import { reply, type Responder } from '../fakes/fake-provider-script.ts';
+import { memoryNotebook } from '../helpers/mcp-servers.ts';
 import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
 
-const MEMORY = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-memory/dist/index.js');
 const withGroups = (config: Record<string, unknown>) => config as unknown as E2eHostOptions['config'];
 const offeredTools = (body: unknown): string[] =>
   ((body as { tools?: { function?: { name?: string } }[] }).tools ?? []).map((t) => t.function?.name ?? '');
@@ -38,17 +37,7 @@ await describeDocker('e2e: an MCP server as a group’s notebook', () => {
       config: withGroups({
         runs: { max_attempts: 1 },
         services: {
-          notebook: {
-            type: 'stdio',
-            command: process.execPath,
-            args: [MEMORY],
-            env: ['MEMORY_FILE_PATH'],
-            allow_non_admin: true,
-            public_source: false,
-            secret_data: false,
-            public_sink: false,
-            dangerous_writes: false,
-          },
+          notebook: memoryNotebook(),
         },
         groups: { family: { services: ['notebook'] }, work: { services: [] } },
       }),

@@ -2,10 +2,7 @@
  * MCP servers as host services, against the real reference servers from npm (no mocks): the trust
  * matrix, argument checks, the admin clean room and a crash, through the same policy code the host runs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -31,42 +28,29 @@ import { createTaintRegistry, type Taint } from '../../host/security/taint/taint
 import { createToolCatalogue } from '../../host/services/mcp/mcp-catalogue.ts';
 import { createMcpServices, type McpServices } from '../../host/services/mcp/mcp-services.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import {
+  CLEAN_TRUST,
+  EVERYTHING_SERVER,
+  MEMORY_SERVER,
+  memoryNotebook,
+  startEverythingHttp,
+} from '../helpers/mcp-servers.ts';
 
-const require = createRequire(import.meta.url);
-const serverEntry = (pkg: string) => require.resolve(`@modelcontextprotocol/${pkg}/dist/index.js`);
-const EVERYTHING = serverEntry('server-everything');
-const MEMORY = serverEntry('server-memory');
+const EVERYTHING = EVERYTHING_SERVER;
+const MEMORY = MEMORY_SERVER;
 const ASKING = path.resolve('test/fixtures/mcp/asking-server.ts');
 const HELD = 'sk-live-host-held-secret-0123456789';
 const quiet = { info: () => undefined, warn: () => undefined };
 
 let dir: string;
-let everythingHttp: ChildProcess;
+let everythingHttp: { url: string; stop(): void };
 let everythingUrl: string;
 const open: { mcp: McpServices; store: Store }[] = [];
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-mcp-'));
-  const port = await freePort();
-  everythingHttp = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    everythingHttp.stderr?.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('listening')) resolve();
-    });
-    everythingHttp.once('exit', (code) => reject(new Error(`server-everything exited (${code})`)));
-  });
-  everythingUrl = `http://127.0.0.1:${port}/mcp`;
+  everythingHttp = await startEverythingHttp();
+  everythingUrl = everythingHttp.url;
 });
 
 afterEach(async () => {
@@ -77,7 +61,7 @@ afterEach(async () => {
 });
 
 afterAll(() => {
-  everythingHttp.kill();
+  everythingHttp.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -181,7 +165,7 @@ const remote = (trust: Record<string, unknown>, tools: Record<string, unknown> =
   services: { demo: { type: 'http', url: everythingUrl, ...trust, tools } },
   groups: { family: { services: ['demo'] } },
 });
-const clean = { public_source: false, secret_data: false, public_sink: false, dangerous_writes: false };
+const clean = CLEAN_TRUST;
 
 describe('MCP services under the trust matrix', () => {
   it('lists the tools of the group’s servers under names that say the service', async () => {
@@ -189,14 +173,7 @@ describe('MCP services under the trust matrix', () => {
       config: {
         services: {
           demo: { type: 'http', url: everythingUrl, ...clean },
-          notebook: {
-            type: 'stdio',
-            command: process.execPath,
-            args: [MEMORY],
-            env: ['MEMORY_FILE_PATH'],
-            allow_non_admin: true,
-            ...clean,
-          },
+          notebook: memoryNotebook(),
         },
         groups: { family: { services: ['demo', 'notebook'] } },
       },
@@ -279,7 +256,10 @@ describe('MCP services under the trust matrix', () => {
     expect(h.human.asked).toEqual([]);
     expect(h.copAsked).toEqual([]);
     expect((await h.catalogue()).map((t) => t.tool)).not.toContain('toggle-simulated-logging');
-    expect(h.audit().at(-1)).toMatchObject({ decision: 'denied', reason: expect.stringMatching(/forbidden/) });
+    expect(h.audit().at(-1)).toMatchObject({
+      decision: 'denied',
+      reason: expect.stringMatching(/forbidden/),
+    });
   });
 
   it('always asks the owner before a dangerous write, even in a clean run', async () => {
@@ -324,14 +304,7 @@ describe('MCP services under the trust matrix', () => {
     const h = host({
       config: {
         services: {
-          notebook: {
-            type: 'stdio',
-            command: process.execPath,
-            args: [MEMORY],
-            env: ['MEMORY_FILE_PATH'],
-            allow_non_admin: true,
-            ...clean,
-          },
+          notebook: memoryNotebook(),
         },
         groups: { family: { services: ['notebook'] } },
       },
