@@ -155,63 +155,70 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       builtinTrust: () => registry.builtinTrust(),
       logger,
     });
-    const runtime = await createAgentRuntime({
-      docker: new Docker(),
-      config,
-      live: source.current,
-      paths: opts.paths,
-      projectRoot: opts.projectRoot,
-      ...(opts.adminProject ? { adminProject: opts.adminProject } : {}),
-      store,
-      scheduler,
-      enqueueNotice,
-      notifyOwner,
-      onRunEnded: (runId) => {
-        runSignals.end(runId);
-        taint.forget(runId);
-        bashLedger.forget(runId);
-      },
-      providerApiKey,
-      finalFailures,
-      taint,
-      policy: {
-        bashCheck,
-        bashRan,
-        fileRead: secretReads.fileRead,
-        callService,
-        reviewMessage: createMessagePolicy({
-          scanSecrets: (text) => opts.scanner.scan(text),
-          taint,
-          cop,
-          human,
-          audit: store.audit,
-          onDenied: (runId) => finalFailures.withheld(runId, 'the owner did not approve its message'),
-        }),
-        reviewMutation,
-        config: createConfigProposals({
-          files: createConfigFileStore({ configFile: opts.paths.configFile }),
-          exampleText: fs.readFileSync(EXAMPLE_CONFIG_FILE, 'utf8'),
-          referenceProblems: (before, after) =>
-            configReferenceProblems(
-              before,
-              after,
-              (id) => store.groups.get(id) !== undefined,
-              adminGroupId(store.groups),
-            ),
-          redactText: (text) => redactFindings(text, opts.scanner),
-          cop,
-          human,
-          taint,
-          audit: store.audit,
-          reload: reloadConfig,
-        }),
-      },
-      formattingFor: (channel) => channels.formattingRules(channel),
-      serviceToolsFor: (group) => toolsFor(grantedTo(group)),
-      checkRegistration: (channel, chatId) => channels.checkRegistration(channel, chatId),
-      onProgress: opts.onProgress,
-      logger,
-    });
+    let runtime: Awaited<ReturnType<typeof createAgentRuntime>>;
+    try {
+      runtime = await createAgentRuntime({
+        docker: new Docker(),
+        config,
+        live: source.current,
+        paths: opts.paths,
+        projectRoot: opts.projectRoot,
+        ...(opts.adminProject ? { adminProject: opts.adminProject } : {}),
+        store,
+        scheduler,
+        enqueueNotice,
+        notifyOwner,
+        onRunEnded: (runId) => {
+          runSignals.end(runId);
+          taint.forget(runId);
+          bashLedger.forget(runId);
+        },
+        providerApiKey,
+        finalFailures,
+        taint,
+        policy: {
+          bashCheck,
+          bashRan,
+          fileRead: secretReads.fileRead,
+          callService,
+          reviewMessage: createMessagePolicy({
+            scanSecrets: (text) => opts.scanner.scan(text),
+            taint,
+            cop,
+            human,
+            audit: store.audit,
+            onDenied: (runId) => finalFailures.withheld(runId, 'the owner did not approve its message'),
+          }),
+          reviewMutation,
+          config: createConfigProposals({
+            files: createConfigFileStore({ configFile: opts.paths.configFile }),
+            exampleText: fs.readFileSync(EXAMPLE_CONFIG_FILE, 'utf8'),
+            referenceProblems: (before, after) =>
+              configReferenceProblems(
+                before,
+                after,
+                (id) => store.groups.get(id) !== undefined,
+                adminGroupId(store.groups),
+              ),
+            redactText: (text) => redactFindings(text, opts.scanner),
+            cop,
+            human,
+            taint,
+            audit: store.audit,
+            reload: reloadConfig,
+          }),
+        },
+        formattingFor: (channel) => channels.formattingRules(channel),
+        serviceToolsFor: (group) => toolsFor(grantedTo(group)),
+        checkRegistration: (channel, chatId) => channels.checkRegistration(channel, chatId),
+        onProgress: opts.onProgress,
+        logger,
+      });
+    } catch (err) {
+      // Servers started with the host (start = "at_start") must not outlive a runtime that never came up.
+      await mcp.close();
+      throw err;
+    }
     return {
       ...runtime,
       services: { status: () => mcp.status() },

@@ -9,7 +9,7 @@ import {
   toolKind,
   type ToolKind,
 } from '../../services/mcp/mcp-tools.ts';
-import { MCP_DEFAULTS } from '../../services/mcp/mcp-config.ts';
+import { MCP_DEFAULTS, toolOverride } from '../../services/mcp/mcp-config.ts';
 import type { ServiceRegistry } from '../../services/service-registry.ts';
 import {
   effectiveTrust,
@@ -46,7 +46,6 @@ export interface ServicePolicyDeps {
 
 /** What is being called: a built-in service, or one tool of an MCP server. */
 interface Target {
-  operation: string;
   trust: ServiceTrust;
   kind: ToolKind;
   /** Runs code on the host (a stdio MCP server): reviewed by the Cop whatever the taint. */
@@ -75,8 +74,9 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
     tool?: string,
   ): Promise<unknown> {
     const t = taint.get(identity.runId);
-    let operation = tool === undefined ? `service.${service}` : `service.${service}.${tool}`;
-    let details: unknown = tool === undefined ? { params } : { tool, arguments: params };
+    const operation = tool === undefined ? `service.${service}` : `service.${service}.${tool}`;
+    // What the audit rows show; for an MCP tool, the same as the owner's question once it is known.
+    let details: Record<string, unknown> = tool === undefined ? { params } : { tool, arguments: params };
     const record = (decision: string, reason: string, approver?: string) =>
       audit.record({
         runId: identity.runId,
@@ -110,17 +110,16 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
         throw serviceFailure(service, error);
       }
       if (!found) throw deny(`${service} has no tool "${tool}"`, 'invalid');
-      const problem = validArguments(found, params ?? {});
+      const args = params ?? {};
+      if (typeof args !== 'object' || Array.isArray(args))
+        throw deny(`the arguments of ${service}.${tool} must be an object`, 'invalid');
+      const problem = validArguments(found, args);
       if (problem) throw deny(`invalid arguments for ${service}.${tool}: ${problem}`, 'invalid');
       const declaration = deps.servicesConfig()[service];
-      const override = Object.prototype.hasOwnProperty.call(declaration?.tools ?? {}, tool)
-        ? declaration?.tools?.[tool]
-        : undefined;
-      const args = (params ?? {}) as Record<string, unknown>;
-      const shown = { service, tool, arguments: args };
+      const override = toolOverride(declaration, tool);
+      const shown = { service, tool, arguments: args as Record<string, unknown> };
       details = shown;
       target = {
-        operation,
         trust: toolTrust(serviceTrust, override),
         kind: toolKind(found, override),
         hostMutating: declaration?.type === 'stdio',
@@ -128,14 +127,13 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
         call: async (signal) =>
           renderToolResult(
             `${service}.${tool}`,
-            await mcp.call(tool, args, signal),
+            await mcp.call(tool, shown.arguments, signal),
             declaration?.max_result_chars ?? MCP_DEFAULTS.max_result_chars,
           ),
       };
     } else {
       if (tool !== undefined) throw deny(`${service} has no tools to name; call it without one`, 'invalid');
       target = {
-        operation,
         trust: serviceTrust,
         kind: 'write',
         hostMutating: false,
@@ -148,7 +146,6 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
           }),
       };
     }
-    operation = target.operation;
     const { trust, kind } = target;
     const forbidden = forbiddenProperties(trust);
     if (forbidden.length > 0)

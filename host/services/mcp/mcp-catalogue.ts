@@ -9,6 +9,7 @@ import {
   type ServiceTrust,
 } from '../service-trust.ts';
 import type { McpServices } from './mcp-services.ts';
+import { toolOverride } from './mcp-config.ts';
 import { offeredTool } from './mcp-tools.ts';
 
 export interface ToolCatalogueDeps {
@@ -42,10 +43,8 @@ export function createToolCatalogue(deps: ToolCatalogueDeps) {
       }
       const trust = effectiveTrust(service, services, deps.builtinTrust());
       for (const tool of tools) {
-        const override = Object.prototype.hasOwnProperty.call(services[service]?.tools ?? {}, tool.name)
-          ? services[service]?.tools?.[tool.name]
-          : undefined;
-        if (forbiddenProperties(toolTrust(trust, override)).length > 0) continue;
+        if (forbiddenProperties(toolTrust(trust, toolOverride(services[service], tool.name))).length > 0)
+          continue;
         const entry = offeredTool(service, tool);
         if (entry && offered.length < LIMITS.serviceTools) offered.push(entry);
       }

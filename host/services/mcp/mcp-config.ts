@@ -70,6 +70,15 @@ export const mcpServerFields = {
     .optional(),
 };
 
+/** The owner's `[services.<name>.tools.<tool>]`, own keys only (a tool may be called "constructor"). */
+export function toolOverride(
+  declaration: { tools?: Record<string, ToolOverride> | undefined } | undefined,
+  tool: string,
+): ToolOverride | undefined {
+  const tools = declaration?.tools;
+  return tools && Object.prototype.hasOwnProperty.call(tools, tool) ? tools[tool] : undefined;
+}
+
 export const MCP_DEFAULTS = {
   start: 'lazy',
   timeout_ms: 30_000,
