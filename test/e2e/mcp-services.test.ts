@@ -84,6 +84,8 @@ await describeDocker('e2e: an MCP server as a group’s notebook', () => {
       ['service.notebook.search_nodes.cop', 'passed'],
       ['service.notebook.search_nodes', 'allowed'],
     ]);
+    const status = await h.cli(['status']);
+    expect(status.stdout).toContain('service notebook (stdio): ready, 9 tools');
     expect(copReviews(h.fake.requests).map((r) => r.operation)).toEqual(
       expect.arrayContaining(['service.notebook.create_entities', 'service.notebook.search_nodes']),
     );

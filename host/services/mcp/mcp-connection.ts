@@ -142,7 +142,13 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
     };
     state = state === 'stopped' ? 'starting' : state;
     const connection = transport();
-    await fresh.connect(connection, { timeout: timeoutMs });
+    try {
+      await fresh.connect(connection, { timeout: timeoutMs });
+    } catch (error) {
+      // A server that started but did not answer the handshake in time must not linger as a process.
+      await fresh.close().catch(() => undefined);
+      throw error;
+    }
     pid = connection instanceof StdioClientTransport ? connection.pid : null;
     client = fresh;
     state = 'ready';
