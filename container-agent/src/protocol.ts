@@ -53,8 +53,11 @@ export const LIMITS = {
   configDetail: 16 * 1024,
   tasks: 1000,
   groups: 1000,
-  /** Tools of the group's MCP services offered to one run, and the bounds of each. */
-  serviceTools: 128,
+  /**
+   * Tools of the group's MCP services offered to one run (with the agent's own, under the 128 tools an
+   * OpenAI-style request may carry), and the bounds of each.
+   */
+  serviceTools: 100,
   toolDescription: 2000,
   toolSchema: 16 * 1024,
 } as const;
