@@ -15,6 +15,7 @@ import {
   hostMethods,
   type HostMethods,
   type ParamsOut,
+  type ServiceTool,
 } from '../../container-agent/src/protocol.ts';
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import { createRpcPeer, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
@@ -78,6 +79,7 @@ afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function tools(options: {
   host?: ReturnType<typeof fakeHost>['host'];
+  serviceTools?: ServiceTool[];
   classifier?: BashClassifier;
   isAdmin?: boolean;
   checkTimeoutMs?: number;
@@ -96,6 +98,7 @@ function tools(options: {
       ),
       bashCheckTimeoutMs: options.checkTimeoutMs ?? 5_000,
       ripgrep: async () => null,
+      ...(options.serviceTools ? { serviceTools: options.serviceTools } : {}),
     }),
     options.maxOutputChars ? { maxOutputChars: options.maxOutputChars } : {},
   );
@@ -543,6 +546,38 @@ describe('host-backed tools', () => {
     });
     expect(fake.calls[3]?.params).toEqual({ service: 'web_fetch', params: { url: 'https://example.org/' } });
     expect(fake.calls[4]?.params).toEqual({ id: 'work', channel: 'telegram', chatId: '-100', name: 'Work' });
+  });
+
+  it('offers the MCP tools the host listed under service-qualified names, with the server’s own schema, and calls them through service.call', async () => {
+    const inputSchema = { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] };
+    const fake = fakeHost({
+      'service.call': (params) => {
+        const p = params as ParamsOut<HostMethods, 'service.call'>;
+        const failed = p.tool === 'open.nodes';
+        return { result: { isError: failed, content: `<<<UNTRUSTED TEXT from ${p.service}.${p.tool}>>>` } };
+      },
+    });
+    const set = tools({
+      host: fake.host,
+      serviceTools: [
+        { service: 'notebook', tool: 'search_nodes', description: 'Search the graph', inputSchema },
+        { service: 'notebook', tool: 'open.nodes', description: '', inputSchema: { type: 'object' } },
+      ],
+    });
+    const spec = set.specs.find((s) => s.name === 'notebook__search_nodes');
+    expect(spec?.parameters).toEqual(inputSchema);
+    expect(spec?.description).toMatch(/^Search the graph \(service notebook, run by the host/);
+    expect(set.names).toContain('notebook__open_nodes');
+    expect(await call(set, 'notebook__search_nodes', { query: 'dentist' })).toBe(
+      '<<<UNTRUSTED TEXT from notebook.search_nodes>>>',
+    );
+    expect(await call(set, 'notebook__open_nodes', {})).toBe(
+      'notebook.open.nodes reported an error:\n<<<UNTRUSTED TEXT from notebook.open.nodes>>>',
+    );
+    expect(fake.calls.map((c) => c.params)).toEqual([
+      { service: 'notebook', tool: 'search_nodes', params: { query: 'dentist' } },
+      { service: 'notebook', tool: 'open.nodes', params: {} },
+    ]);
   });
 
   it('read_config shows the hash to propose against; propose_config sends the typed patch and shows the answer', async () => {
