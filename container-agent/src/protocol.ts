@@ -167,9 +167,11 @@ export type RunLimits = z.infer<typeof runLimitsSchema>;
 const serviceNameSchema = z
   .string()
   .check(z.regex(/^[a-z][a-z0-9_]{0,63}$/, 'a service name is a lowercase identifier such as "web_fetch"'));
+/** The names MCP recommends for tools; the host leaves out a tool named otherwise. */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const toolNameSchema = z
   .string()
-  .check(z.regex(/^[A-Za-z0-9_.-]{1,128}$/, 'a tool name is 1-128 letters, digits, "_", "-" or "."'));
+  .check(z.regex(TOOL_NAME_PATTERN, 'a tool name is 1-128 letters, digits, "_", "-" or "."'));
 
 /**
  * One tool of an MCP server the group may use, as the host listed it. The description and the schema are

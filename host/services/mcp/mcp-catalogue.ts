@@ -27,27 +27,31 @@ export interface ToolCatalogueDeps {
 export function createToolCatalogue(deps: ToolCatalogueDeps) {
   return async function toolsFor(granted: readonly string[]): Promise<ServiceTool[]> {
     const services = deps.services();
+    // Listed side by side: a server being started lazily must not hold up the others.
+    const listed = await Promise.all(
+      granted.map(async (service) => {
+        const connection = deps.mcp.connection(service);
+        if (!connection) return [];
+        try {
+          return (await connection.tools()).map((tool) => ({ service, tool }));
+        } catch (error) {
+          deps.logger.warn(
+            { service, err: errorMessage(error) },
+            'MCP server left out of the run: no tool list',
+          );
+          return [];
+        }
+      }),
+    );
     const offered: ServiceTool[] = [];
-    for (const service of granted) {
-      const connection = deps.mcp.connection(service);
-      if (!connection) continue;
-      let tools;
-      try {
-        tools = await connection.tools();
-      } catch (error) {
-        deps.logger.warn(
-          { service, err: errorMessage(error) },
-          'MCP server left out of the run: no tool list',
-        );
-        continue;
-      }
-      const trust = effectiveTrust(service, services, deps.builtinTrust());
-      for (const tool of tools) {
-        if (forbiddenProperties(toolTrust(trust, toolOverride(services[service], tool.name))).length > 0)
-          continue;
-        const entry = offeredTool(service, tool);
-        if (entry && offered.length < LIMITS.serviceTools) offered.push(entry);
-      }
+    for (const { service, tool } of listed.flat()) {
+      const trust = toolTrust(
+        effectiveTrust(service, services, deps.builtinTrust()),
+        toolOverride(services[service], tool.name),
+      );
+      if (forbiddenProperties(trust).length > 0) continue;
+      const entry = offeredTool(service, tool);
+      if (entry && offered.length < LIMITS.serviceTools) offered.push(entry);
     }
     return offered;
   };

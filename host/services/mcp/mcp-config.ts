@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TOOL_NAME_PATTERN } from '../../../container-agent/src/protocol.ts';
 
 /**
  * The keys of `[services.<name>]` that make it an MCP server the host runs or reaches (next to the four
@@ -6,8 +7,6 @@ import { z } from 'zod';
  * name environment variables (or `.env` entries) whose values the host passes on.
  */
 
-/** A name the model may see inside a tool name; MCP allows more, the owner's override keys stay simple. */
-const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
 

@@ -1,7 +1,7 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
-import { LIMITS, type ServiceTool } from '../../../container-agent/src/protocol.ts';
+import { LIMITS, TOOL_NAME_PATTERN, type ServiceTool } from '../../../container-agent/src/protocol.ts';
 import { fenceStrangerText, sanitizeUntrustedText } from '../untrusted-fence.ts';
 import type { ToolOverride } from './mcp-config.ts';
 
@@ -19,11 +19,12 @@ export function toolKind(tool: Pick<Tool, 'annotations'>, override: ToolOverride
 
 /**
  * What the agent may see of a tool: its name, a cut and cleaned description, and its input schema; a tool
- * whose schema is too large to hand over is left out.
+ * whose schema is too large to hand over, or whose name the protocol cannot carry, is left out.
  */
 export function offeredTool(service: string, tool: Tool): ServiceTool | undefined {
   const schema = tool.inputSchema as Record<string, unknown>;
-  if (JSON.stringify(schema).length > LIMITS.toolSchema) return undefined;
+  if (JSON.stringify(schema).length > LIMITS.toolSchema || !TOOL_NAME_PATTERN.test(tool.name))
+    return undefined;
   const text = sanitizeUntrustedText(tool.description ?? tool.title ?? '').slice(0, LIMITS.toolDescription);
   return { service, tool: tool.name, description: text, inputSchema: schema };
 }
