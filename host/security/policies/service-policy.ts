@@ -50,8 +50,10 @@ interface Target {
   kind: ToolKind;
   /** Runs code on the host (a stdio MCP server): reviewed by the Cop whatever the taint. */
   hostMutating: boolean;
-  /** What the audit row and the owner's question show. */
+  /** What the owner's question shows. */
   details: Record<string, unknown>;
+  /** What the Cop reads: a built-in service's parameters, an MCP tool's service, name and arguments. */
+  reviewed: unknown;
   call(signal: AbortSignal): Promise<unknown>;
 }
 
@@ -124,6 +126,7 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
         kind: toolKind(found, override),
         hostMutating: declaration?.type === 'stdio',
         details: shown,
+        reviewed: shown,
         call: async (signal) =>
           renderToolResult(
             `${service}.${tool}`,
@@ -138,6 +141,7 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
         kind: 'write',
         hostMutating: false,
         details: { service, params },
+        reviewed: params,
         call: (signal) =>
           invokeService(registry, service, params, {
             signal,
@@ -167,7 +171,12 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
     else if (write && t.corruption && t.secret && trust.public_sink === true) {
       await needsHuman('a run that read secrets and untrusted content wants to send data out');
     } else if (write && t.corruption && trust.public_sink === true) {
-      const review = await cop.review({ kind: 'tainted_write', operation, params: target.details, taint: t });
+      const review = await cop.review({
+        kind: 'tainted_write',
+        operation,
+        params: target.reviewed,
+        taint: t,
+      });
       record(review.flagged ? 'flagged' : 'passed', `Cop: ${review.reason.slice(0, 500)}`);
       if (review.flagged) await needsHuman(`the Cop flagged it: ${review.reason.slice(0, 300)}`);
     } else if (target.hostMutating) {
