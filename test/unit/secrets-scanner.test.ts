@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createSecretScanner, type Finding } from '../../host/security/secrets/index.ts';
 import { createRandom, tokenMakers } from '../fixtures/secret-corpus/generate.ts';
@@ -11,6 +12,8 @@ const AWS_SECRET = t.awsSecret();
 const GITHUB_TOKEN = t.githubClassic();
 const SLACK_TOKEN = t.slackBot();
 const HELD = join('sk-host-', randomBytes(20).toString('hex'));
+// Mixed case and every letter, so case folding, ROT13 and look-alikes are tested on letters hex lacks.
+const MIXED = join('Tg-', randomBytes(18).toString('base64url').replace(/[-_]/g, 'q'), 'XoPa');
 
 const PROSE = `Hi team! The quarterly report is ready. Revenue grew 12% to 4.5 million, and we hired 7 people.
 Please review the draft by Friday 3 pm; call me at +1 555 0100 if anything is unclear. Meeting room B,
@@ -234,6 +237,74 @@ describe('secret scanner', () => {
       const f = findings.find((x) => x.rule.startsWith('held-secret/')) as Finding;
       expect(f.end - f.start, name).toBeGreaterThanOrEqual(HELD.length);
     }
+  });
+
+  it('finds a held secret in disguise: format characters, marks, case, look-alikes, reversed, ROT13, base32, char codes, gzip and deflate', async () => {
+    const disguised = createSecretScanner({ heldSecrets: [MIXED] });
+    const bytes = Buffer.from(MIXED);
+    const rot13 = (x: string) =>
+      x.replace(/[a-z]/gi, (c) => {
+        const base = c <= 'Z' ? 65 : 97;
+        return String.fromCharCode(((c.charCodeAt(0) - base + 13) % 26) + base);
+      });
+    const cyrillic: Record<string, string> = {
+      a: '\u0430',
+      o: '\u043e',
+      p: '\u0440',
+      X: '\u0425',
+      T: '\u0422',
+    };
+    const base32 = (b: Buffer) => {
+      let bits = '';
+      for (const x of b) bits += x.toString(2).padStart(8, '0');
+      return (bits.match(/.{1,5}/g) ?? [])
+        .map((g) => 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'[parseInt(g.padEnd(5, '0'), 2)])
+        .join('');
+    };
+    const cases: Record<string, [string, RegExp]> = {
+      zeroWidth: [MIXED.split('').join('\u200b'), /^held-secret\/spread$/],
+      bidiMarks: [MIXED.split('').join('\u200e\u202d'), /^held-secret\/spread$/],
+      combining: [MIXED.split('').join('\u0336'), /^held-secret\/spread$/],
+      upper: [MIXED.toUpperCase(), /^held-secret\/spread$/],
+      lower: [MIXED.toLowerCase(), /^held-secret\/spread$/],
+      lookAlikes: [MIXED.replace(/[aopXT]/g, (c) => cyrillic[c] ?? c), /^held-secret\/spread$/],
+      fullwidth: [
+        MIXED.replace(/[!-~]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)),
+        /^held-secret\/spread$/,
+      ],
+      reversed: [[...MIXED].reverse().join(''), /^held-secret\/reversed$/],
+      rot13: [rot13(MIXED), /^held-secret\/rot13$/],
+      base32: [base32(bytes), /^held-secret\/base32$/],
+      base32InBlob: [base32(Buffer.concat([randomBytes(3), bytes, randomBytes(2)])), /^held-secret\/base32$/],
+      wrappedBase64: [bytes.toString('base64').replace(/.{10}/g, '$&\n'), /^held-secret\/base64-spread$/],
+      charCodes: [`[${[...bytes].join(', ')}]`, /^held-secret\/char-codes$/],
+      htmlEntities: [[...bytes].map((b) => `&#${b};`).join(''), /^held-secret\/char-codes$/],
+      unicodeEscapes: [[...bytes].map((b) => `\\u00${b.toString(16)}`).join(''), /^held-secret\/hex-spread$/],
+      gzip: [gzipSync(bytes).toString('base64'), /^gzip-base64\/held-secret\/raw$/],
+      zlib: [deflateSync(`key=${MIXED}`).toString('base64'), /^deflate-base64\/held-secret\/raw$/],
+      rawDeflate: [deflateRawSync(bytes).toString('base64'), /^deflate-base64\/held-secret\/raw$/],
+    };
+    for (const [name, [disguise, rule]] of Object.entries(cases)) {
+      const text = `look: ${disguise} (done)`;
+      const findings = await disguised.scan(text);
+      expect(
+        findings.map((f) => f.rule),
+        name,
+      ).toContainEqual(expect.stringMatching(rule));
+      const f = findings.find((x) => rule.test(x.rule)) as Finding;
+      // The finding lies on the disguise, in the original text's offsets (an encoded secret's first and
+      // last characters may mix in its neighbours' bits, so they can be left out).
+      const at = text.indexOf(disguise);
+      expect(f.start, name).toBeGreaterThanOrEqual(at);
+      expect(f.end, name).toBeLessThanOrEqual(at + disguise.length);
+      expect(f.end - f.start, name).toBeGreaterThan(disguise.length * 0.8);
+      expectNoSecretInFindings(findings, MIXED);
+    }
+  });
+
+  it('reports gzip data that inflates past the cap as unread instead of inflating it all', async () => {
+    const bomb = gzipSync(Buffer.alloc(8 * 1024 * 1024, 'a')).toString('base64');
+    expect((await scanner.scan(`x ${bomb}`)).map((f) => f.rule)).toEqual(['gzip-base64/unscanned']);
   });
 
   it('reports nothing for ordinary prose, code, random base64 or an empty text', async () => {

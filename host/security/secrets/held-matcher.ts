@@ -1,10 +1,14 @@
+import { canonical, canonicalText } from './canonical-text.ts';
+
 /**
  * Matching of the secrets the host holds (provider API keys, bot tokens), in the encodings a leaking
  * agent is most likely to produce: raw, base64 (also inside a longer blob), base64url, URL- and
  * JSON-escaped, hex. Exact matching is synchronous and allocation-free when nothing matches, because
- * `redact` runs on every log line and audit row. `find` also matches a secret (raw or hex) spread out:
- * split across lines, string concatenations or JSON-escaped line breaks, or with separators between its
- * characters (`s k - l i v e …`, `73:6b:2d…`, `\x73\x6b`).
+ * `redact` runs on every log line and audit row. `find` also matches the secret under any spelling, on
+ * the canonical form of the text (canonical-text.ts: case folded, look-alike letters mapped, separators,
+ * format characters and combining marks removed): spread out (split across lines, concatenated,
+ * `s k - l i v e …`, zero-width spaces between characters), reversed, ROT13, base32, base64 and hex
+ * (also line-wrapped or `73:6b:2d…`, `\x73\x6b`), and as a list of character codes (`115, 107, 45…`).
  */
 
 /**
@@ -21,7 +25,9 @@ export interface HeldSecretMatch {
   end: number;
   /**
    * How the secret was written: `raw`, `base64`, `base64url`, `url-encoded`, `json-escaped`, `hex`,
-   * `spread` (raw with separators or line breaks inserted) or `hex-spread`.
+   * `spread` (raw with separators, line breaks, format characters or marks inserted, or with its case or
+   * letters' script changed), `reversed`, `rot13`, `base32`, `base64-spread`, `hex-spread` or
+   * `char-codes`.
    */
   encoding: string;
 }
@@ -42,20 +48,6 @@ export interface HeldSecretMatcher {
 
 const toUrlSafe = (b64: string) => b64.replace(/\+/g, '-').replace(/\//g, '_');
 
-/**
- * The part of base64(prefix + secret + suffix) that depends only on the secret, for a secret that starts
- * `offset` bytes (mod 3) into the encoded data. A secret embedded in a longer blob is encoded at one of
- * the three byte alignments; the first characters of its group mix in the preceding bytes (none, 2 or 3
- * characters for offsets 0, 1, 2) and the last character of a partial group mixes in the following byte.
- */
-function base64Core(secret: Buffer, offset: 0 | 1 | 2): string {
-  const padded = Buffer.concat([Buffer.alloc(offset), secret]);
-  const encoded = padded.toString('base64').replace(/=+$/, '');
-  const skipStart = [0, 2, 3][offset] as number;
-  const skipEnd = padded.length % 3 === 0 ? 0 : 1;
-  return encoded.slice(skipStart, encoded.length - skipEnd);
-}
-
 function needlesFor(secret: string): Needle[] {
   const bytes = Buffer.from(secret, 'utf8');
   const urlEncoded = encodeURIComponent(secret);
@@ -72,7 +64,7 @@ function needlesFor(secret: string): Needle[] {
     { text: bytes.toString('hex').toUpperCase(), encoding: 'hex' },
   ];
   for (const offset of [0, 1, 2] as const) {
-    const core = base64Core(bytes, offset);
+    const core = encodedCore((b) => b.toString('base64'), 6, bytes, offset);
     needles.push({ text: core, encoding: 'base64' }, { text: toUrlSafe(core), encoding: 'base64url' });
   }
   const seen = new Set<string>();
@@ -84,36 +76,68 @@ function needlesFor(secret: string): Needle[] {
 }
 
 /**
- * Spread-out secrets are compared on a squeezed copy of the text (separators removed). Shorter squeezed
- * needles would match by chance in long texts, so they are left out (the exact needles still cover them).
+ * Canonical needles shorter than this would match by chance in long texts, so they are left out (the
+ * exact needles still cover them).
  */
 const MIN_SPREAD_NEEDLE = 12;
 
-/**
- * What an agent may put between a secret's characters without changing what it gives away: whitespace
- * and control characters, " ' ` + , . / : ; | - _ ( ) [ ] { } \\ and %; escapes that stand for a line
- * break or tab as written in JSON (`\\n`, `\\r`, `\\t`); and byte prefixes in front of a hex pair
- * (`\\x41`, `0x41`).
- */
-const SEPARATORS =
-  /\\[nrt]|\\x(?=[0-9a-fA-F]{2})|(?<![0-9A-Za-z])0[xX](?=[0-9a-fA-F]{2})|[\s\p{Cc}"'`+,./:;|\-_()[\]{}\\%]+/gu;
+const BASE32_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 
-/**
- * The text without separators. A native regex replace, because this runs over every scanned text;
- * the offsets back into the original are worked out only for a match (`originalOffset`).
- */
-const squeeze = (text: string) => text.replace(SEPARATORS, '');
-
-/** The offset in `text` of the character at `index` in `squeeze(text)`. */
-function originalOffset(text: string, index: number): number {
-  let kept = 0;
-  let from = 0;
-  for (const m of text.matchAll(SEPARATORS)) {
-    if (kept + (m.index - from) > index) break;
-    kept += m.index - from;
-    from = m.index + m[0].length;
+/** RFC 4648 base32 without padding, in lower case (matching is case-folded). */
+function base32(bytes: Buffer): string {
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32_ALPHABET[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    value &= (1 << bits) - 1;
   }
-  return from + (index - kept);
+  return bits > 0 ? out + BASE32_ALPHABET[(value << (5 - bits)) & 31] : out;
+}
+
+/**
+ * The characters of an encoding of (prefix + secret + suffix) that depend only on the secret, for a
+ * secret that starts `offset` bytes into the encoded data: those whose bits all fall inside the secret.
+ */
+function encodedCore(
+  encode: (b: Buffer) => string,
+  bitsPerChar: number,
+  secret: Buffer,
+  offset: number,
+): string {
+  const encoded = encode(Buffer.concat([Buffer.alloc(offset), secret]));
+  const first = Math.ceil((offset * 8) / bitsPerChar);
+  const last = Math.floor(((offset + secret.length) * 8) / bitsPerChar);
+  return encoded.slice(first, last);
+}
+
+const rot13 = (text: string) =>
+  text.replace(/[a-z]/g, (c) => String.fromCharCode(((c.charCodeAt(0) - 97 + 13) % 26) + 97));
+
+/** The secret in every spelling `find` undoes, each in canonical form. */
+function canonicalNeedlesFor(secret: string): Needle[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const spelled = canonical(secret);
+  const needles: Needle[] = [
+    { text: spelled, encoding: 'spread' },
+    { text: [...spelled].reverse().join(''), encoding: 'reversed' },
+    { text: rot13(spelled), encoding: 'rot13' },
+    { text: bytes.toString('hex'), encoding: 'hex-spread' },
+    { text: [...bytes].join(''), encoding: 'char-codes' },
+  ];
+  for (let offset = 0; offset < 5; offset++) {
+    needles.push({ text: encodedCore(base32, 5, bytes, offset), encoding: 'base32' });
+  }
+  for (let offset = 0; offset < 3; offset++) {
+    const core = encodedCore((b) => b.toString('base64'), 6, bytes, offset);
+    needles.push({ text: canonical(core), encoding: 'base64-spread' });
+  }
+  return needles;
 }
 
 export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSecretMatcher {
@@ -131,29 +155,25 @@ export function createHeldSecretMatcher(heldSecrets: readonly string[]): HeldSec
   const spreadNeedles: Needle[] = [];
   const spreadSeen = new Set<string>();
   for (const secret of secrets) {
-    for (const n of [
-      { text: squeeze(secret), encoding: 'spread' },
-      { text: Buffer.from(secret, 'utf8').toString('hex'), encoding: 'hex-spread' },
-      { text: Buffer.from(secret, 'utf8').toString('hex').toUpperCase(), encoding: 'hex-spread' },
-    ]) {
+    for (const n of canonicalNeedlesFor(secret)) {
       if (n.text.length < MIN_SPREAD_NEEDLE || spreadSeen.has(n.text)) continue;
       spreadSeen.add(n.text);
       spreadNeedles.push(n);
     }
   }
 
-  /** Spread-out matches, mapped back to the original text's offsets. */
+  /** Matches on the canonical form, mapped back to the original text's offsets. */
   function spreadMatches(text: string): HeldSecretMatch[] {
     if (spreadNeedles.length === 0) return [];
-    const squeezed = squeeze(text);
+    const folded = canonicalText(text);
     const found: HeldSecretMatch[] = [];
     for (const needle of spreadNeedles) {
-      let i = squeezed.indexOf(needle.text);
+      let i = folded.text.indexOf(needle.text);
       while (i !== -1) {
-        const start = originalOffset(text, i);
-        const end = originalOffset(text, i + needle.text.length - 1) + 1;
+        const start = folded.originalOffset(i);
+        const end = folded.originalOffset(i + needle.text.length - 1) + 1;
         found.push({ start, end, encoding: needle.encoding });
-        i = squeezed.indexOf(needle.text, i + 1);
+        i = folded.text.indexOf(needle.text, i + 1);
       }
     }
     return found;

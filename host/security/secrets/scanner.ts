@@ -1,7 +1,7 @@
 import { findDecodableBlobs } from './encoded-blobs.ts';
 import { looksHandTyped } from './entropy.ts';
 import type { Finding, Hit, SecretScanner } from './finding.ts';
-import { createHeldSecretMatcher } from './held-matcher.ts';
+import { createHeldSecretMatcher, type HeldSecretMatcher } from './held-matcher.ts';
 import { findHighEntropyStrings } from './high-entropy.ts';
 import { findKeywordAssignments, findPasswordArguments } from './keyword-assignments.ts';
 import { isNotASecret } from './placeholders.ts';
@@ -86,12 +86,25 @@ function findPrivateKeys(text: string): Hit[] {
   }));
 }
 
-/** Every detector on one text; decoded blobs are scanned again with their findings mapped to the blob. */
-function detect(text: string, depth: number): Ranked[] {
+function findHeld(held: HeldSecretMatcher, text: string): Hit[] {
+  return held.find(text).map((m) => ({
+    rule: `held-secret/${m.encoding}`,
+    message: `a secret the host holds appears here (${m.encoding})`,
+    start: m.start,
+    end: m.end,
+  }));
+}
+
+/**
+ * Every detector on one text; decoded blobs are scanned again with their findings mapped to the blob
+ * (held secrets too: gzip+base64 of a held key shows only once inflated).
+ */
+function detect(text: string, depth: number, held: HeldSecretMatcher): Ranked[] {
   const out: Ranked[] = [];
   const add = (hits: Hit[], strength: Strength) => {
     for (const h of hits) out.push({ ...h, strength });
   };
+  add(findHeld(held, text), Strength.Held);
   add(findTokens(text), Strength.Format);
   add(findPrivateKeys(text), Strength.Format);
   add(findUrlCredentials(text), Strength.Context);
@@ -99,18 +112,21 @@ function detect(text: string, depth: number): Ranked[] {
   add(findPasswordArguments(text), Strength.Context);
   add(findHighEntropyStrings(text), Strength.Entropy);
   for (const blob of findDecodableBlobs(text)) {
-    if (depth >= MAX_DECODE_DEPTH) {
-      // Fails closed: text nested deeper than the scanner opens is reported, not passed unread.
+    if (depth >= MAX_DECODE_DEPTH || blob.unread) {
+      // Fails closed: text nested deeper than the scanner opens, or inflated past the cap, is reported,
+      // not passed unread.
       out.push({
         rule: `${blob.encoding}/unscanned`,
-        message: `found ${blob.encoding} text nested deeper than the scanner decodes`,
+        message: blob.unread
+          ? `found ${blob.encoding} data that inflates past what the scanner reads`
+          : `found ${blob.encoding} text nested deeper than the scanner decodes`,
         start: blob.start,
         end: blob.end,
         strength: Strength.Decoded,
       });
       continue;
     }
-    const inner = detect(blob.text, depth + 1);
+    const inner = detect(blob.text, depth + 1, held);
     const seen = new Set<string>();
     for (const f of inner) {
       if (f.strength === Strength.Entropy || seen.has(f.rule)) continue;
@@ -184,17 +200,7 @@ export function createSecretScanner(options: SecretScannerOptions): SecretScanne
   const held = createHeldSecretMatcher(options.heldSecrets);
 
   function scanNow(text: string): Finding[] {
-    const found = detect(text, 0);
-    for (const m of held.find(text)) {
-      found.push({
-        rule: `held-secret/${m.encoding}`,
-        message: `a secret the host holds appears here (${m.encoding})`,
-        start: m.start,
-        end: m.end,
-        strength: Strength.Held,
-      });
-    }
-    return rank(found);
+    return rank(detect(text, 0, held));
   }
 
   return {
