@@ -1,6 +1,7 @@
 import { parse as parseToml } from 'smol-toml';
 import type { ConfigProblem } from './config-error.ts';
 import { diffConfigs, type ConfigChange } from './config-diff.ts';
+import { configEffects, type ConfigEffect } from './config-effects.ts';
 import { exampleLookup } from './load-config.ts';
 import { protectedTouches, type ProtectedTouch } from './protected-keys.ts';
 import { hostConfigSchema, type HostConfig } from './schema.ts';
@@ -18,6 +19,8 @@ export type CheckedPatch =
       config: HostConfig;
       changes: ConfigChange[];
       protected: ProtectedTouch[];
+      /** Effects the owner must be told of when asked (config-effects.ts); refused ones are in `protected`. */
+      effects: ConfigEffect[];
     };
 
 export interface CheckPatchInput {
@@ -59,5 +62,6 @@ export function checkConfigPatch({ file, text, patch, exampleText }: CheckPatchI
     config: after.data,
     changes: diffConfigs(before.data, after.data),
     protected: protectedTouches(patch, before.data, after.data),
+    effects: configEffects(before.data, after.data).filter((e) => e.verdict === 'ask'),
   };
 }

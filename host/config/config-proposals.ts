@@ -110,11 +110,14 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
         );
 
       const diff = formatDiff(checked.changes).split('\n');
+      // What the change does beyond its keys (a price of 0 lifts the cap), said plainly to the Cop and
+      // the owner, so nothing with such an effect reaches them as an ordinary change.
+      const effects = checked.effects.map((e) => `this ${e.effect}`);
       const taint = deps.taint.get(runId);
       const review = await deps.cop.review({
         kind: 'host_mutation',
         operation: OPERATION,
-        params: { changes: proposal.changes, diff, reason: proposal.reason },
+        params: { changes: proposal.changes, diff, effects, reason: proposal.reason },
         taint,
       });
       record(`${OPERATION}.cop`, review.flagged ? 'flagged' : 'passed', review.reason.slice(0, 1000), {
@@ -125,16 +128,22 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
         : `the Cop passed it: ${review.reason.slice(0, 300)}`;
       // The approval is bound to exactly these parameters (their canonical hash): the base version, the
       // patch and the diff the owner reads. The agent's reason is shown as what it is, the agent's words.
-      const approved = await deps.human.ask(identity, OPERATION, `a config change; ${copSays}`, {
+      const what =
+        effects.length === 0
+          ? 'a config change'
+          : `a config change with effects to weigh: ${effects.join('; ')}`;
+      const approved = await deps.human.ask(identity, OPERATION, `${what}; ${copSays}`, {
         base_hash: current.hash,
         changes: proposal.changes,
         diff,
+        ...(effects.length > 0 ? { effects } : {}),
         agent_reason: proposal.reason,
       });
       if (!approved) {
         record(OPERATION, 'denied', `not approved by the owner (${copSays})`, {
           baseHash: current.hash,
           diff,
+          effects,
         });
         return { status: 'denied', detail: 'The owner did not approve the change; nothing was changed.' };
       }
@@ -151,6 +160,7 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
         baseHash: current.hash,
         newHash,
         diff,
+        effects,
         taint: describeTaint(taint),
       });
       const reloaded = await deps.reload(

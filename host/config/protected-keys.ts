@@ -1,3 +1,4 @@
+import { configEffects } from './config-effects.ts';
 import type { HostConfig } from './schema.ts';
 import { formatConfigPath, type ConfigPath, type PatchEntry } from './toml-edit.ts';
 
@@ -32,28 +33,10 @@ function overlaps(path: ConfigPath, pattern: ConfigPath): boolean {
   return true;
 }
 
-/** Each group's effective daily cap: its own override or the global one. */
-function groupCaps(config: HostConfig): Map<string, number> {
-  const caps = new Map<string, number>([['*', config.gateway.daily_cap_usd]]);
-  for (const [g, cap] of Object.entries(config.gateway.group_caps_usd)) caps.set(g, cap);
-  return caps;
-}
-
-function raisedCaps(before: HostConfig, after: HostConfig): string[] {
-  const old = groupCaps(before);
-  const now = groupCaps(after);
-  const raised: string[] = [];
-  for (const group of new Set([...old.keys(), ...now.keys()])) {
-    const was = old.get(group) ?? before.gateway.daily_cap_usd;
-    const is = now.get(group) ?? after.gateway.daily_cap_usd;
-    if (is > was) raised.push(group === '*' ? 'gateway.daily_cap_usd' : `gateway.group_caps_usd.${group}`);
-  }
-  return raised;
-}
-
 /**
- * Which parts of a patch touch protected keys, given the effective config before and after it: an
- * empty list means an agent may propose it (the owner still approves).
+ * Which parts of a patch touch protected keys, or have an effect only the owner may bring about by hand
+ * (config-effects.ts), given the effective config before and after it: an empty list means an agent may
+ * propose it (the owner still approves, told of any effect that needs their eyes).
  */
 export function protectedTouches(
   patch: PatchEntry[],
@@ -66,6 +49,9 @@ export function protectedTouches(
       if (overlaps(path, pattern)) touches.push({ key: formatConfigPath(path), why });
     }
   }
-  for (const key of raisedCaps(before, after)) touches.push({ key, why: 'raises a spend cap' });
+  // An effect already named by the key that causes it is said once, by the key.
+  const named = (key: string) => touches.some((t) => t.key.startsWith(key) || key.startsWith(t.key));
+  for (const e of configEffects(before, after))
+    if (e.verdict === 'refuse' && !named(e.key)) touches.push({ key: e.key, why: e.effect });
   return touches;
 }

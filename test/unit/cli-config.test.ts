@@ -68,7 +68,9 @@ describe('carapace config', () => {
   it('lets the owner change a protected key, naming it', async () => {
     const r = await cli('config', 'set', 'gateway.daily_cap_usd', '50');
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('note: gateway.daily_cap_usd is protected (raises a spend cap)');
+    expect(r.stdout).toContain(
+      'note: gateway.daily_cap_usd is protected (raises the daily spend cap from 5 USD to 50 USD)',
+    );
     expect(fs.readFileSync(configFile, 'utf8')).toContain('[gateway]\ndaily_cap_usd = 50\n');
   });
 

@@ -84,7 +84,7 @@ describe('checkConfigPatch', () => {
     ]);
     expect(
       ok([{ path: ['gateway', 'group_caps_usd', 'family'], value: 3 }]).protected.map((t) => t.why),
-    ).toEqual(['raises a spend cap']);
+    ).toEqual(["raises group family's daily spend cap from 1 USD to 3 USD"]);
     // A new per-group override above the global cap raises that group's cap.
     const r = ok([{ path: ['gateway', 'group_caps_usd'], value: { family: 1, work: 8 } }]);
     expect(r.protected.map((t) => t.key)).toEqual(['gateway.group_caps_usd.work']);

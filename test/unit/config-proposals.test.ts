@@ -187,7 +187,9 @@ describe('config proposals', () => {
       expect(result.status, JSON.stringify(changes)).toBe('refused');
       expect(result.detail).toMatch(/^Only the owner can change these/);
       expect(result.detail).toContain(
-        changes[0]?.key === 'gateway.daily_cap_usd' ? 'raises a spend cap' : changes[0]?.key,
+        changes[0]?.key === 'gateway.daily_cap_usd'
+          ? 'raises the daily spend cap from 5 USD to 50 USD'
+          : changes[0]?.key,
       );
     }
     expect(copCalls).toEqual([]);

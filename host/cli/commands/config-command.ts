@@ -107,6 +107,7 @@ async function set(ctx: CliContext, store: ConfigFileStore, args: string[]): Pro
   // The owner at the terminal may change protected keys; they are named so the change is deliberate.
   for (const t of checked.protected)
     ctx.out(`note: ${t.key} is protected (${t.why}); an agent could not propose it`);
+  for (const e of checked.effects) ctx.out(`note: this ${e.effect}`);
   return write(ctx, store, checked.text, base.hash);
 }
 
