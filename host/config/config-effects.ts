@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { allowedModels } from '../gateway/config.ts';
 import { costMicros } from '../gateway/pricing.ts';
 import type { HostConfig } from './schema.ts';
+import { formatConfigPath } from './toml-edit.ts';
 
 /**
  * What a config change does, judged on the effective configuration before and after it (defaults
@@ -63,7 +64,7 @@ function spendEffects(before: HostConfig, after: HostConfig): ConfigEffect[] {
   for (const model of [...allowedModels(after.gateway, after.provider)].sort()) {
     const was = countedPrice(model, before.gateway.prices);
     const is = countedPrice(model, after.gateway.prices);
-    const key = `gateway.prices.${model}`;
+    const key = formatConfigPath(['gateway', 'prices', model]);
     if (is.input === 0 || is.output === 0) {
       if (!reachableBefore.has(model)) {
         effects.push({
@@ -78,7 +79,7 @@ function spendEffects(before: HostConfig, after: HostConfig): ConfigEffect[] {
           verdict: 'ask',
         });
       }
-    } else if (reachableBefore.has(model) && (was.input > is.input || was.output > is.output)) {
+    } else if (was.input > is.input || was.output > is.output) {
       effects.push({
         key,
         effect:

@@ -7,7 +7,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createConfigFileStore, hashText } from '../../host/config/config-file-store.ts';
+import { checkConfigPatch } from '../../host/config/config-patch.ts';
 import { describeReload, type ConfigReloadOutcome } from '../../host/config/config-reload.ts';
+import type { HostConfig } from '../../host/config/schema.ts';
+import { parseConfigPath } from '../../host/config/toml-edit.ts';
+import { allowedModels } from '../../host/gateway/config.ts';
 import type { RunIdentity } from '../../host/security/decisions.ts';
 import { createConfigProposals, type ConfigProposal } from '../../host/config/config-proposals.ts';
 import { configReferenceProblems } from '../../host/config/config-references.ts';
@@ -314,5 +318,223 @@ describe('describeReload', () => {
       detail:
         'it was applied, then rolled back because the host did not work with it:\n- telegram: not connected',
     });
+  });
+});
+
+/** A file where prices, a private host and a secret-holding group give changes something to lift. */
+const PRICED = `[gateway]
+daily_cap_usd = 5
+group_caps_usd = { family = 2 }
+prices = { "gpt-4.1-mini" = { input_per_mtok_usd = 0.4, output_per_mtok_usd = 1.6 }, "gpt-4.1" = { input_per_mtok_usd = 2, output_per_mtok_usd = 8 } }
+
+[web_fetch]
+allow_private_hosts = ["nas.lan"]
+
+[groups.family]
+contains_secrets = true
+services = []
+`;
+
+describe('config proposals judged by their effect', () => {
+  const proposePriced = (changes: ConfigProposal['changes']) => {
+    fs.writeFileSync(configFile, PRICED);
+    return proposals().propose(identity(), { baseHash: hashText(PRICED), changes, reason: 'tidying up' });
+  };
+
+  it('puts each spend, reach and protection effect to the owner stated plainly, never as an ordinary change', async () => {
+    ownerAnswer = () => false;
+    const cases: [ConfigProposal['changes'], string][] = [
+      [
+        [{ key: 'gateway.prices."gpt-4.1-mini"', value: { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } }],
+        'this removes the spend cap for model gpt-4.1-mini: its use would be counted as costing nothing',
+      ],
+      [
+        [
+          {
+            key: 'gateway.prices."gpt-4.1-mini"',
+            value: { input_per_mtok_usd: 0.1, output_per_mtok_usd: 1.6 },
+          },
+        ],
+        'this lowers the price counted for model gpt-4.1-mini (input 0.4 USD → 0.1 USD, output 1.6 USD → 1.6 USD per million tokens): the spend cap then allows more of it',
+      ],
+      [
+        [{ key: 'provider.fallback_models', value: ['local-llama'] }],
+        'this lets agents use model local-llama, which has no price: the spend cap does not count its use',
+      ],
+      [
+        [{ key: 'gateway.allowed_models', value: ['gpt-4.1', 'tiny-unpriced'] }],
+        'this lets agents use model tiny-unpriced, which has no price: the spend cap does not count its use',
+      ],
+      [
+        [{ key: 'web_fetch.allow_private_hosts', value: ['nas.lan', '10.0.0.5'] }],
+        'this lets web_fetch reach 10.0.0.5, a host on the private network',
+      ],
+      [
+        [{ key: 'groups.family.services', value: ['web_fetch'] }],
+        'this lets group family call the web_fetch service',
+      ],
+      [
+        [{ key: 'groups.family.contains_secrets', value: false }],
+        'this turns off secret protection for group family: runs that read its workspace are no longer marked as holding secrets',
+      ],
+    ];
+    for (const [changes, effect] of cases) {
+      asked = [];
+      const result = await proposePriced(changes);
+      expect(result.status, JSON.stringify(changes)).toBe('denied');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]?.reason).toMatch(/^a config change with effects to weigh: /);
+      expect(asked[0]?.reason).toContain(effect);
+      // The effect is bound into the approval's parameters too, and audited with the decision.
+      expect(asked[0]?.params.effects).toContain(effect);
+    }
+    expect(configAudit().filter((r) => r.decision === 'denied')).toHaveLength(cases.length);
+  });
+
+  it('refuses a provider kind that moves the key elsewhere, and a cap raised per group, without asking anyone', async () => {
+    const kind = await proposePriced([{ key: 'provider.kind', value: 'anthropic' }]);
+    expect(kind.status).toBe('refused');
+    expect(kind.detail).toContain(
+      'provider.base_url (sends the provider key to https://api.anthropic.com instead of https://api.openai.com/v1)',
+    );
+    expect(kind.detail).toContain('provider.api_key_env (uses the secret in ANTHROPIC_API_KEY');
+    const cap = await proposePriced([{ key: 'gateway.group_caps_usd', value: { family: 2, work: 9 } }]);
+    expect(cap.status).toBe('refused');
+    expect(cap.detail).toContain("raises group work's daily spend cap from 5 USD to 9 USD");
+    expect(asked).toEqual([]);
+    expect(copCalls).toEqual([]);
+  });
+
+  it('asks about a dearer price, a lower cap or a new priced model as ordinary changes', async () => {
+    for (const changes of [
+      [{ key: 'gateway.prices."gpt-4.1-mini"', value: { input_per_mtok_usd: 1, output_per_mtok_usd: 4 } }],
+      [{ key: 'gateway.daily_cap_usd', value: 3 }],
+      [{ key: 'provider.fallback_models', value: ['gpt-4.1'] }],
+    ]) {
+      asked = [];
+      await proposePriced(changes);
+      expect(asked.map((a) => a.reason)).toEqual(['a config change; the Cop passed it: a display name']);
+    }
+  });
+});
+
+/**
+ * The property: for random patches over the keys that steer spend, reach, secrets and protections (and
+ * harmless ones), no patch whose effect an independent oracle calls protected reaches the owner as an
+ * ordinary change. The oracle reasons in dollars, not in key names: taking the prices before the change
+ * as the true ones, how many dollars a group can spend on a model per day after it.
+ */
+describe('config proposals, property', () => {
+  const MODELS = ['gpt-4.1-mini', 'gpt-4.1', 'local-llama', 'o3'];
+  const random = (seed: number) => () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+
+  function randomPatch(next: () => number): ConfigProposal['changes'] {
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
+    const subset = <T>(xs: readonly T[]) => xs.filter(() => next() < 0.4);
+    const price = () => pick([0, 0.1, 0.4, 2, 8]);
+    const generators: (() => ConfigProposal['changes'][number])[] = [
+      () => ({ key: 'gateway.daily_cap_usd', value: pick([1, 5, 10]) }),
+      () => ({ key: 'gateway.group_caps_usd', value: next() < 0.5 ? { family: pick([1, 2, 4]) } : {} }),
+      () => ({
+        key: `gateway.prices.${JSON.stringify(pick(MODELS))}`,
+        value: { input_per_mtok_usd: price(), output_per_mtok_usd: price() },
+      }),
+      () => ({ key: 'provider.fallback_models', value: subset(MODELS) }),
+      () => ({ key: 'gateway.allowed_models', value: subset(MODELS) }),
+      () => ({ key: 'provider.model', value: pick(MODELS) }),
+      () => ({ key: 'provider.kind', value: pick(['openai', 'anthropic']) }),
+      () => ({ key: 'web_fetch.allow_private_hosts', value: subset(['nas.lan', '10.0.0.5', 'printer.lan']) }),
+      () => ({ key: 'groups.family.contains_secrets', value: next() < 0.5 }),
+      () => ({ key: 'groups.family.services', value: subset(['web_fetch']) }),
+      () => ({ key: 'assistant.name', value: pick(['Andy', 'Max']) }),
+      () => ({ key: 'runs.max_attempts', value: pick([1, 2, 3]) }),
+    ];
+    const count = 1 + Math.floor(next() * 3);
+    const patch = Array.from({ length: count }, () => pick(generators)());
+    // One value per key: a patch naming a key twice is not what an agent sends.
+    return [...new Map(patch.map((c) => [c.key, c])).values()];
+  }
+
+  function protectedByOracle(before: HostConfig, after: HostConfig): string[] {
+    // The oracle reads prices from the file as written; the gateway's own price rules are not consulted.
+    const found: string[] = [];
+    const reachable = (c: HostConfig) => allowedModels(c.gateway, c.provider);
+    const priceOf = (c: HostConfig, model: string) => c.gateway.prices[model];
+    const caps = (c: HostConfig) => ({
+      family: c.gateway.group_caps_usd.family ?? c.gateway.daily_cap_usd,
+      other: c.gateway.daily_cap_usd,
+    });
+    // The most real dollars a group can spend in a day, through any model it may use: a model counted
+    // cheaper than it is buys more than the cap, an unpriced one without end.
+    const dollars = (c: HostConfig, group: 'family' | 'other', side: 'input' | 'output') => {
+      const field = side === 'input' ? 'input_per_mtok_usd' : 'output_per_mtok_usd';
+      let most = 0;
+      for (const model of reachable(c)) {
+        const counted = priceOf(c, model)?.[field] ?? 0;
+        const truth = priceOf(before, model)?.[field] ?? 0;
+        most = Math.max(
+          most,
+          counted === 0 ? Number.POSITIVE_INFINITY : (caps(c)[group] * (truth || counted)) / counted,
+        );
+      }
+      return most;
+    };
+    for (const group of ['family', 'other'] as const)
+      for (const side of ['input', 'output'] as const)
+        if (dollars(after, group, side) > dollars(before, group, side)) found.push('spend');
+    if (after.web_fetch.allow_private_hosts.some((h) => !before.web_fetch.allow_private_hosts.includes(h)))
+      found.push('reach');
+    const services = (c: HostConfig) => c.groups.family?.services ?? [];
+    if (services(after).some((s) => !services(before).includes(s))) found.push('reach');
+    if (before.provider.base_url !== after.provider.base_url) found.push('secrets');
+    if (before.provider.api_key_env !== after.provider.api_key_env) found.push('secrets');
+    if (before.groups.family?.contains_secrets && !after.groups.family?.contains_secrets)
+      found.push('protection');
+    return found;
+  }
+
+  it('sends no patch with a protected effect to the owner as an ordinary change (300 random patches)', async () => {
+    ownerAnswer = () => false;
+    const next = random(23);
+    const seen = { protectedAsked: 0, protectedRefused: 0, ordinaryAsked: 0 };
+    for (let i = 0; i < 300; i++) {
+      const changes = randomPatch(next);
+      const checked = checkConfigPatch({
+        file: configFile,
+        text: PRICED,
+        patch: changes.map((c) => ({ path: parseConfigPath(c.key), value: c.value })),
+        exampleText,
+      });
+      if (!checked.ok) continue;
+      const oracle = protectedByOracle(checked.before, checked.config);
+      asked = [];
+      fs.writeFileSync(configFile, PRICED);
+      const result = await proposals().propose(identity(), {
+        baseHash: hashText(PRICED),
+        changes,
+        reason: 'random',
+      });
+      const why = `${JSON.stringify(changes)} → ${oracle.join(',')}`;
+      if (oracle.length === 0) {
+        if (asked.length > 0) seen.ordinaryAsked++;
+        continue;
+      }
+      if (result.status === 'refused') {
+        seen.protectedRefused++;
+        continue;
+      }
+      expect(asked, why).toHaveLength(1);
+      expect(asked[0]?.reason, why).toMatch(/^a config change with effects to weigh: this /);
+      seen.protectedAsked++;
+    }
+    // The generator reaches every outcome, so the property is not true by emptiness.
+    expect(seen.protectedAsked).toBeGreaterThan(20);
+    expect(seen.protectedRefused).toBeGreaterThan(20);
+    expect(seen.ordinaryAsked).toBeGreaterThan(5);
   });
 });
