@@ -439,7 +439,10 @@ describe('config proposals, property', () => {
     const price = () => pick([0, 0.1, 0.4, 2, 8]);
     const generators: (() => ConfigProposal['changes'][number])[] = [
       () => ({ key: 'gateway.daily_cap_usd', value: pick([1, 5, 10]) }),
-      () => ({ key: 'gateway.group_caps_usd', value: next() < 0.5 ? { family: pick([1, 2, 4]) } : {} }),
+      () => {
+        const caps: Record<string, number> = next() < 0.5 ? { family: pick([1, 2, 4]) } : {};
+        return { key: 'gateway.group_caps_usd', value: caps };
+      },
       () => ({
         key: `gateway.prices.${JSON.stringify(pick(MODELS))}`,
         value: { input_per_mtok_usd: price(), output_per_mtok_usd: price() },
