@@ -99,7 +99,14 @@ export function createAdminCommandHandler({
       if (!group.isAdmin)
         return ignore(m, group, command, 'approval commands are only accepted in the admin chat');
       if (!ownerSent(m, group))
-        return ignore(m, group, command, 'approval commands are only accepted from the owner');
+        return ignore(
+          m,
+          group,
+          command,
+          m.fromOwner && m.origin.kind !== 'own'
+            ? 'a forwarded command is someone else’s words, not the owner’s command'
+            : 'approval commands are only accepted from the owner',
+        );
       // From here the message is the owner's command: it never reaches the agent, even if deciding fails.
       try {
         if (command.kind === 'pending') {

@@ -24,6 +24,27 @@
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 
+/**
+ * Who wrote a message's text, as the platform says (never read from the text). Who sent a message is not
+ * who wrote it: a forward carries someone else's words in the sender's hand. `authorIsOwner` is attested
+ * like `fromOwner`, from platform facts only (Telegram: the forward's origin is the owner's user id);
+ * where the platform does not say who wrote it (a WhatsApp forward), it is false.
+ */
+export type MessageOrigin =
+  | { kind: 'own' }
+  | { kind: 'forwarded'; author: string; authorIsOwner: boolean };
+
+/**
+ * Someone's words the sender quoted and the adapter includes for context (Telegram: the quoted part of a
+ * replied-to or external message; WhatsApp: the quoted message). A quote of the bot's own message is not
+ * included (it is the agent's own reply). `authorIsOwner` as in MessageOrigin.
+ */
+export interface QuotedContent {
+  text: string;
+  author: string;
+  authorIsOwner: boolean;
+}
+
 /** A message as a channel adapter hands it to the host, already normalized. */
 export interface InboundMessage {
   channel: string;
@@ -59,6 +80,14 @@ export interface InboundMessage {
    * `trigger = "owner"`; it never makes a message an admin message, a command or an approval.
    */
   senderIsOwner?: boolean;
+  /**
+   * Who wrote `text`. The host treats words the sender did not write as their author's: fenced as
+   * untrusted and corrupting the run unless the author is the owner, and never an admin command or an
+   * approval, whoever forwarded them.
+   */
+  origin: MessageOrigin;
+  /** Quoted words of someone else, handled like a forward's (see QuotedContent). */
+  quoted?: QuotedContent;
 }
 
 export interface InboundResult {

@@ -3,6 +3,7 @@ import { adminCommandReplyKey } from '../admin/admin-command-handler.ts';
 import type { InboundMessage, InboundResult } from '../channels/channel.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { Store } from '../store/store.ts';
+import { carriesStrangerWords, textAsRead } from './message-origin.ts';
 import { DEFAULT_TRIGGER, shouldTrigger, triggerPattern, type TriggerSettings } from './trigger-rules.ts';
 
 export interface IngestDeps {
@@ -24,7 +25,8 @@ export interface IngestDeps {
  * The one entry point for every channel: store first (so nothing received is lost), then decide.
  * A message the adapter attests as the owner's in their admin chat joins the admin group, whatever chat
  * it came from. Messages from other chats that are not registered groups are never stored: only the chat
- * (channel, id, title, when) is remembered, for `carapace chats`.
+ * (channel, id, title, when) is remembered, for `carapace chats`. Words the sender forwarded or quoted are
+ * their author's (message-origin.ts): fenced, tainting, and never a command.
  */
 export function createIngest({
   store,
@@ -68,12 +70,15 @@ export function createIngest({
       externalId: m.externalId,
       senderId: m.senderId,
       senderName: m.senderName,
-      text: m.text,
+      text: textAsRead(m),
       sentAt: m.sentAt,
       triggers,
     });
     if (messageId === undefined)
       return { stored: false, duplicate: true, triggered: false, groupId: group.id };
+    // A stranger's words now sit in the group's history, whoever forwarded them: the group's standing
+    // taint, which every run of it reads (also one already running, see taint.ts), until the owner clears it.
+    if (carriesStrangerWords(m)) store.groups.markTainted(group.id, { corruption: true, secret: false });
     if (triggers) onTriggered(group.id);
     return { stored: true, duplicate: false, triggered: triggers, messageId, groupId: group.id };
   };

@@ -183,6 +183,7 @@ export async function benchTelegram(): Promise<Record<string, number | string>> 
             mentionsBot: false,
             repliesToBot: false,
             fromOwner: false,
+            origin: { kind: 'own' },
           });
         }
       }

@@ -144,6 +144,7 @@ export async function benchWhatsApp(): Promise<Record<string, number | string>> 
           mentionsBot: false,
           repliesToBot: false,
           fromOwner: false,
+          origin: { kind: 'own' },
         });
       }
     };

@@ -4,6 +4,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Channel, ChannelHost, ChannelStatus, InboundMessage } from '../../host/channels/channel.ts';
+import { isOwnerMessage } from '../../host/admin/owner-check.ts';
 import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts';
 import {
   createOutboxDispatcher,
@@ -34,6 +35,8 @@ export interface PlatformDriver {
   memberWrites?(chatId: string, text: string, meta?: { senderName?: string }): Promise<void>;
   /** The owner writes in their admin chat on this platform. */
   ownerWrites(text: string): Promise<void>;
+  /** The owner forwards into their admin chat a message someone else (`author`, a stranger) wrote. */
+  ownerForwards?(text: string, author: string): Promise<void>;
   /** A member mentions the bot by platform metadata (an entity, a mentioned JID), not by text. */
   memberMentionsBot?(chatId: string, text: string): Promise<void>;
   /** A member replies to the platform message `platformId`. */
@@ -63,6 +66,7 @@ export type Capability =
   | 'memberWrites'
   | 'memberMentionsBot'
   | 'memberRepliesTo'
+  | 'ownerForwards'
   | 'failNextSend'
   | 'moveChat'
   | 'dropConnection'
@@ -276,11 +280,37 @@ export function describeChannelConformance(
       },
     );
 
-    it('attests the owner in their admin chat', async () => {
+    it('attests the owner in their admin chat, writing their own words', async () => {
       const h = harness as Harness;
       await h.subject.driver.ownerWrites('pending');
-      expect(h.inbound.map((m) => m.fromOwner)).toEqual([true]);
+      expect(h.inbound.map((m) => [m.fromOwner, m.origin])).toEqual([[true, { kind: 'own' }]]);
     });
+
+    needs(
+      ['ownerForwards'],
+      "takes a message the owner forwards as its author's words: fenced, tainting the admin group, never a command",
+      async (h) => {
+        const { driver, channel } = h.subject;
+        h.ctx.store.groups.add({
+          id: 'main',
+          channel: channel.name,
+          chatId: 'admin',
+          name: 'Admin',
+          isAdmin: true,
+        });
+        await driver.ownerForwards?.('approve abc234', 'Eve');
+        const [m] = h.inbound;
+        // Sent by the owner in their admin chat, written by someone else.
+        expect(m?.fromOwner).toBe(true);
+        expect(m?.origin).toMatchObject({ kind: 'forwarded', authorIsOwner: false });
+        // The host's one owner check, which admin commands and approvals go through, says no.
+        expect(isOwnerMessage(m as InboundMessage)).toBe(false);
+        const [stored] = h.ctx.store.messages.after('main', 0);
+        expect(stored?.text).toMatch(/^<<<UNTRUSTED TEXT from a message .* forwarded, written by /);
+        expect(stored?.text).toContain('\napprove abc234\n');
+        expect(h.ctx.store.groups.get('main')?.taint.corruption).toBe(true);
+      },
+    );
 
     needs(['memberWrites'], 'never attests a member as the owner, whatever the text or name', async (h) => {
       const { driver } = h.subject;

@@ -60,6 +60,7 @@ describeChannelConformance(
       memberWrites: 'only the owner can open the console, so it has no members',
       memberMentionsBot: 'only the owner can open the console, so it has no members',
       memberRepliesTo: 'only the owner can open the console, so it has no members',
+      ownerForwards: 'the console has no forwarding: what is typed there is the owner’s own words',
       failNextSend: 'delivery is the outbox row itself, so nothing can fail in transit',
       moveChat: 'console chats are group ids, which never move',
       dropConnection: 'the console is the host itself; there is no connection to lose',

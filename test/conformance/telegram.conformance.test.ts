@@ -49,6 +49,15 @@ describeChannelConformance(
           ),
         ownerWrites: (text) =>
           handled(fake.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text }).updateId),
+        ownerForwards: (text, author) =>
+          handled(
+            fake.forward({
+              chat: { id: OWNER, type: 'private' },
+              from: { id: OWNER },
+              author: { id: 66, first_name: author },
+              text,
+            }).updateId,
+          ),
         memberMentionsBot: (chatId, text) => {
           const full = `@${fake.username} ${text}`;
           const entities = [{ type: 'mention', offset: 0, length: fake.username.length + 1 }];

@@ -92,6 +92,18 @@ describeChannelConformance(
               text,
             }),
           ),
+        // WhatsApp marks a forward but does not say who wrote it.
+        ownerForwards: (text) =>
+          arrives(() =>
+            upsert({
+              id: `F${(seq += 1)}`,
+              remoteJid: FAKE_SELF_JID,
+              fromMe: true,
+              message: {
+                extendedTextMessage: { text, contextInfo: { isForwarded: true, forwardingScore: 1 } },
+              },
+            }),
+          ),
         memberMentionsBot: (chatId, text) =>
           arrives(() =>
             upsert({

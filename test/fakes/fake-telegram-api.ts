@@ -60,6 +60,13 @@ export interface FakeTelegram {
     entities?: unknown[];
     extra?: Record<string, unknown>;
   }): { updateId: number; messageId: number };
+  /** `from` forwards into `chat` a message that `author` wrote (Bot API `forward_origin` of type user). */
+  forward(m: {
+    chat: { id: number; type: 'private' | 'group' | 'supergroup'; title?: string };
+    from: { id: number; first_name?: string };
+    text: string;
+    author: { id: number; first_name: string };
+  }): { updateId: number; messageId: number };
   /** The next `times` calls of a method fail with this Bot API error. */
   failNext(method: string, failure: Failure, times?: number): void;
   /** Sends to `from` now answer 400 with migrate_to_chat_id = to, and a migration message is queued. */
@@ -312,6 +319,24 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     return id;
   };
 
+  const message: FakeTelegram['message'] = (m) => {
+    const messageId = takeMessageId(m.chat.id);
+    const updateId = push({
+      message: {
+        message_id: messageId,
+        date: Math.floor(Date.now() / 1000),
+        chat: m.chat,
+        from: { first_name: 'User', is_bot: false, ...m.from },
+        ...(m.text !== undefined ? { text: m.text } : {}),
+        ...(m.caption !== undefined ? { caption: m.caption } : {}),
+        ...(m.thread !== undefined ? { message_thread_id: m.thread, is_topic_message: true } : {}),
+        ...(m.entities ? { entities: m.entities } : {}),
+        ...m.extra,
+      },
+    });
+    return { updateId, messageId };
+  };
+
   return {
     apiRoot,
     token,
@@ -320,22 +345,16 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     calls,
     sent: () => sentMessages,
     push,
-    message(m) {
-      const messageId = takeMessageId(m.chat.id);
-      const updateId = push({
-        message: {
-          message_id: messageId,
-          date: Math.floor(Date.now() / 1000),
-          chat: m.chat,
-          from: { first_name: 'User', is_bot: false, ...m.from },
-          ...(m.text !== undefined ? { text: m.text } : {}),
-          ...(m.caption !== undefined ? { caption: m.caption } : {}),
-          ...(m.thread !== undefined ? { message_thread_id: m.thread, is_topic_message: true } : {}),
-          ...(m.entities ? { entities: m.entities } : {}),
-          ...m.extra,
+    message,
+    forward({ author, ...m }) {
+      const date = Math.floor(Date.now() / 1000) - 60;
+      return message({
+        ...m,
+        extra: {
+          forward_origin: { type: 'user', date, sender_user: { is_bot: false, ...author } },
+          forward_date: date,
         },
       });
-      return { updateId, messageId };
     },
     failNext(method, failure, times = 1) {
       const list = failures.get(method) ?? [];

@@ -77,6 +77,7 @@ export function createSocketChannel(opts: {
       mentionsBot: m.mentionsBot,
       repliesToBot: m.replyTo !== undefined && host.isOwnMessage(m.chatId, m.replyTo),
       fromOwner: m.senderId === FAKE_OWNER.userId && m.chatId === FAKE_OWNER.chatId,
+      origin: { kind: 'own' },
     });
   };
 

@@ -156,6 +156,7 @@ export function createRouterHarness(opts: {
         mentionsBot: false,
         repliesToBot: false,
         fromOwner: false,
+        origin: { kind: 'own' },
       });
     },
     /** Resolves once `count` replies have been delivered (driven by delivery events, not polling). */

@@ -121,6 +121,7 @@ function message(text: string, over: Partial<InboundMessage> = {}): InboundMessa
     mentionsBot: false,
     repliesToBot: false,
     fromOwner: true,
+    origin: { kind: 'own' },
     ...over,
   };
 }
@@ -208,6 +209,28 @@ describe('admin command handler', () => {
       ['approval commands are only accepted from the owner', 'local:someone-else'],
       ['approval commands are only accepted from the owner', 'whatsapp:owner'],
     ]);
+  });
+
+  it("ignores an approval the owner forwarded: someone else's words, even their own earlier ones, are no command", async () => {
+    const { id } = await askOne();
+    const h = handler();
+    for (const authorIsOwner of [false, true]) {
+      const forwarded = message(`approve ${id}`, {
+        origin: { kind: 'forwarded', author: authorIsOwner ? 'me' : 'Eve', authorIsOwner },
+      });
+      expect(h.handle(forwarded, admin)).toBe(false);
+    }
+    expect(approvals.get(id)?.status).toBe('pending');
+    expect(ignoredRows().map((r) => r.reason)).toEqual([
+      'a forwarded command is someone else’s words, not the owner’s command',
+      'a forwarded command is someone else’s words, not the owner’s command',
+    ]);
+    // The owner's own words, quoting someone, still decide.
+    const own = message(`deny ${id}`, {
+      quoted: { text: 'approve it', author: 'Eve', authorIsOwner: false },
+    });
+    expect(h.handle(own, admin)).toBe(true);
+    expect(approvals.get(id)?.status).toBe('denied');
   });
 
   it("takes the owner on any channel, by the adapter's attestation alone", async () => {

@@ -47,6 +47,70 @@ describe('Telegram inbound normalisation', () => {
     expect(caption).toMatchObject({ message: { mentionsBot: true, text: '[photo] @andy_bot look' } });
   });
 
+  it("says whose words a message is: a forward is its origin's (the owner only by user id), a quote its author's", () => {
+    const owner = { id: 7, type: 'private' as const, first_name: 'O' };
+    const inOwnerChat = (extra: Record<string, unknown>) =>
+      decideInbound(
+        msg({ chat: owner, from: { id: 7, is_bot: false, first_name: 'O' }, text: 'hi', ...extra }),
+        BOT,
+      );
+    const messageOf = (d: ReturnType<typeof decideInbound>) => (d.kind === 'ingest' ? d.message : undefined);
+    expect(messageOf(inOwnerChat({}))?.origin).toEqual({ kind: 'own' });
+    const stranger = { id: 66, is_bot: false, first_name: 'Eve', last_name: 'X' };
+    const forwards: [Record<string, unknown>, unknown][] = [
+      [
+        { type: 'user', date: 1, sender_user: stranger },
+        { author: 'Eve X', authorIsOwner: false },
+      ],
+      [
+        { type: 'user', date: 1, sender_user: { id: 7, is_bot: false, first_name: 'O' } },
+        { authorIsOwner: true },
+      ],
+      [
+        { type: 'hidden_user', date: 1, sender_user_name: 'Hidden' },
+        { author: 'Hidden', authorIsOwner: false },
+      ],
+      [{ type: 'chat', date: 1, sender_chat: { id: -5, type: 'group', title: 'Club' } }, { author: 'Club' }],
+      [
+        { type: 'channel', date: 1, chat: { id: -6, type: 'channel', title: 'News' }, message_id: 3 },
+        { author: 'News' },
+      ],
+    ];
+    for (const [origin, expected] of forwards) {
+      const m = messageOf(inOwnerChat({ forward_origin: origin }));
+      // The owner forwarded it in their admin chat: still the owner's message, not the owner's words.
+      expect(m?.fromOwner).toBe(true);
+      expect(m?.origin).toMatchObject({ kind: 'forwarded', authorIsOwner: false, ...(expected as object) });
+    }
+    // A name that claims to be the owner is not the owner: only the user id is.
+    const impostor = { ...stranger, first_name: 'O' };
+    expect(
+      messageOf(inOwnerChat({ forward_origin: { type: 'user', date: 1, sender_user: impostor } }))?.origin,
+    ).toMatchObject({ authorIsOwner: false });
+
+    const quoted = messageOf(
+      inOwnerChat({
+        reply_to_message: msg({ from: stranger, text: 'long text' }),
+        quote: { text: 'long', position: 0 },
+      }),
+    );
+    expect(quoted?.quoted).toEqual({ text: 'long', author: 'Eve X', authorIsOwner: false });
+    const external = messageOf(
+      inOwnerChat({
+        external_reply: { origin: { type: 'hidden_user', date: 1, sender_user_name: 'Anon' }, chat: group },
+        quote: { text: 'from elsewhere', position: 0 },
+      }),
+    );
+    expect(external?.quoted).toEqual({ text: 'from elsewhere', author: 'Anon', authorIsOwner: false });
+    const ofBot = messageOf(
+      inOwnerChat({
+        reply_to_message: msg({ from: { id: 900, is_bot: true, first_name: 'Andy' }, text: 'my reply' }),
+        quote: { text: 'my', position: 0 },
+      }),
+    );
+    expect(ofBot?.quoted).toBeUndefined();
+  });
+
   it('names forum topics <chat>/<thread>, keeps General and non-forum threads on the chat id', () => {
     const forum = { ...group, is_forum: true as const };
     expect(conversationId({ chat: forum, message_thread_id: 5 })).toBe('-100111/5');

@@ -94,6 +94,8 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
       repliesToBot: false,
       // Only the owner can open the host's socket (0600 in a 0700 folder), so every console message is theirs.
       fromOwner: true,
+      // Typed at the console by the owner: there is nothing to forward or quote.
+      origin: { kind: 'own' },
     });
     sendJson(res, 200, {
       groupId: group.id,

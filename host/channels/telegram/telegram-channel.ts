@@ -210,6 +210,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       mentionsBot: false,
       repliesToBot: false,
       fromOwner,
+      // A button press is the presser's own act.
+      origin: { kind: 'own' },
     });
   });
 

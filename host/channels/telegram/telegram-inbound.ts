@@ -1,5 +1,5 @@
-import type { Message, MessageEntity } from 'grammy/types';
-import type { InboundMessage } from '../channel.ts';
+import type { Message, MessageEntity, MessageOrigin as TelegramOrigin, User } from 'grammy/types';
+import type { InboundMessage, MessageOrigin, QuotedContent } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
 
 /** The bot as getMe describes it, and who owns it; everything inbound normalisation needs to know. */
@@ -74,14 +74,47 @@ function mentions(text: string, entities: MessageEntity[] | undefined, bot: BotI
   });
 }
 
+const userName = (u: User) => [u.first_name, u.last_name].filter(Boolean).join(' ') || u.username || String(u.id);
+
 function senderName(m: Message): string {
   // Anonymous admins and channels write as a chat; `from` is then a placeholder bot.
   if (m.sender_chat && 'title' in m.sender_chat && m.sender_chat.title) return m.sender_chat.title;
-  if (m.from) {
-    const full = [m.from.first_name, m.from.last_name].filter(Boolean).join(' ');
-    return full || m.from.username || String(m.from.id);
+  return m.from ? userName(m.from) : 'unknown';
+}
+
+/** Who a forward's or an external reply's origin names; the owner only by their user id. */
+function originAuthor(o: TelegramOrigin, bot: BotIdentity): { author: string; authorIsOwner: boolean } {
+  switch (o.type) {
+    case 'user':
+      return { author: userName(o.sender_user), authorIsOwner: o.sender_user.id === bot.ownerUserId };
+    case 'hidden_user':
+      return { author: o.sender_user_name, authorIsOwner: false };
+    case 'chat':
+      return { author: o.sender_chat.title ?? 'a chat', authorIsOwner: false };
+    case 'channel':
+      return { author: o.chat.title ?? 'a channel', authorIsOwner: false };
   }
-  return 'unknown';
+}
+
+/** Whose words `text` is: a forward (`forward_origin`) is its origin's, whoever forwarded it. */
+function originOf(m: Message, bot: BotIdentity): MessageOrigin {
+  if (!m.forward_origin) return { kind: 'own' };
+  return { kind: 'forwarded', ...originAuthor(m.forward_origin, bot) };
+}
+
+/**
+ * The quoted part of the message replied to (`quote`), in this chat or another (`external_reply`), with
+ * its author from the platform: the replied-to message's sender, or the external message's origin. A
+ * quote of the bot's own message is the agent's own reply, and not included.
+ */
+function quotedOf(m: Message, bot: BotIdentity): QuotedContent | undefined {
+  const text = m.quote?.text;
+  if (!text) return undefined;
+  if (m.external_reply) return { text, ...originAuthor(m.external_reply.origin, bot) };
+  const from = m.reply_to_message?.from;
+  if (from?.id === bot.id) return undefined;
+  if (!from) return { text, author: 'someone', authorIsOwner: false };
+  return { text, author: userName(from), authorIsOwner: from.id === bot.ownerUserId };
 }
 
 /** "Group › Topic" for topic messages, whose first reply target is the topic's creation message. */
@@ -94,6 +127,8 @@ export function chatTitle(m: Message): string | undefined {
   }
   return group;
 }
+
+const withQuote = (quoted: QuotedContent | undefined) => (quoted ? { quoted } : {});
 
 /**
  * Normalises one new message. Edits never come here (see telegram-channel.ts: an edit is not a new turn).
@@ -144,6 +179,8 @@ export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
       fromOwner: m.chat.type === 'private' && fromId !== undefined && fromId === bot.ownerUserId,
       // The owner's own account in any chat: lets them trigger groups set to trigger = "owner", nothing more.
       senderIsOwner: fromId !== undefined && fromId === bot.ownerUserId,
+      origin: originOf(m, bot),
+      ...withQuote(quotedOf(m, bot)),
     },
   };
 }

@@ -1,5 +1,5 @@
 import { normalizeMessageContent, type proto, type WAMessage } from '@whiskeysockets/baileys';
-import type { InboundMessage } from '../channel.ts';
+import type { InboundMessage, MessageOrigin, QuotedContent } from '../channel.ts';
 import { isGroupJid, isLidJid, isPhoneJid, isSelf, normalizeUserJid, type SelfIdentity } from './jids.ts';
 
 export const WHATSAPP_CHANNEL = 'whatsapp';
@@ -75,8 +75,41 @@ export function translateInbound(msg: WAMessage, ctx: InboundContext): InboundDe
       // Attested from platform facts only: the linked account writing in its own self-chat. The owner's
       // account writing in a group is a member like any other.
       fromOwner: selfChat && fromMe,
+      origin: originOf(context),
+      ...quotedOf(context, ctx, chatId, selfChat && fromMe),
     },
   };
+}
+
+/**
+ * A forward is someone else's words. WhatsApp marks it (`isForwarded`, `forwardingScore`) but does not
+ * say whose they were, so its author is never the owner.
+ */
+function originOf(context: proto.IContextInfo | null | undefined): MessageOrigin {
+  if (context?.isForwarded !== true && !(Number(context?.forwardingScore ?? 0) > 0)) return { kind: 'own' };
+  return { kind: 'forwarded', author: 'someone (WhatsApp does not say who)', authorIsOwner: false };
+}
+
+/**
+ * The quoted message's text, with its author. The author comes from the sender's client, so only a quote
+ * the owner makes in their own self-chat of their own message counts as the owner's; a quote of the bot's
+ * own message is the agent's reply and not included.
+ */
+function quotedOf(
+  context: proto.IContextInfo | null | undefined,
+  ctx: InboundContext,
+  chatId: string,
+  ownerWrites: boolean,
+): { quoted?: QuotedContent } {
+  const text = describeContent(normalizeMessageContent(context?.quotedMessage ?? undefined))?.text;
+  if (!text) return {};
+  if (context?.stanzaId && ctx.isOwnMessage(chatId, context.stanzaId)) return {};
+  const participant = context?.participant ?? undefined;
+  // A quote from another chat (`remoteJid`) is never the self-chat's own history.
+  const elsewhere = !!context?.remoteJid && !isSelf(ctx.self, context.remoteJid);
+  const byOwner = ownerWrites && !elsewhere && (participant === undefined || isSelf(ctx.self, participant));
+  const author = byOwner ? 'the owner' : (participant?.split('@')[0] ?? 'someone');
+  return { quoted: { text, author, authorIsOwner: byOwner } };
 }
 
 function titleOf(ctx: InboundContext, chatId: string): { chatTitle?: string } {

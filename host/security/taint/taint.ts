@@ -17,7 +17,11 @@ export function describeTaint(t: Taint): string {
 }
 
 export interface TaintRegistryDeps {
-  /** A run's taint when it starts (its group's standing taint, the group's trust). */
+  /**
+   * The taint a run has from outside it (its group's standing taint, the group's trust). Read at every
+   * check, not only at the start: a stranger's words stored in the group while the run runs (a message
+   * the owner forwarded into the admin chat) reach the run as a follow-up and taint it at once.
+   */
   initial(runId: number): Taint;
   /**
    * Called whenever a run's taint grows. What a tainted run read may stay in its group's history or memory
@@ -30,10 +34,15 @@ export interface TaintRegistryDeps {
 export function createTaintRegistry({ initial, onTainted }: TaintRegistryDeps) {
   const runs = new Map<number, Taint>();
   const get = (runId: number): Taint => {
+    const standing = initial(runId);
     let t = runs.get(runId);
     if (!t) {
-      t = { ...initial(runId) };
+      t = { ...standing };
       runs.set(runId, t);
+    } else {
+      // Only ever grows: the owner clearing the group's taint does not clear what a running run read.
+      t.corruption ||= standing.corruption;
+      t.secret ||= standing.secret;
     }
     return t;
   };
