@@ -425,6 +425,17 @@ describe('taint registry', () => {
     taint.forget(1);
     expect(taint.get(1)).toEqual({ corruption: false, secret: false });
   });
+
+  it("takes up the group's standing taint while the run runs, and keeps it when the owner clears the group", () => {
+    let standing = { corruption: false, secret: false };
+    const taint = createTaintRegistry({ initial: () => standing, onTainted: () => undefined });
+    expect(taint.get(3)).toEqual({ corruption: false, secret: false });
+    // A stranger's forwarded message stored in the group mid-run.
+    standing = { corruption: true, secret: false };
+    expect(taint.get(3)).toEqual({ corruption: true, secret: false });
+    standing = { corruption: false, secret: false };
+    expect(taint.get(3)).toEqual({ corruption: true, secret: false });
+  });
 });
 
 describe('messages from a corrupted run to another chat', () => {
