@@ -1,6 +1,14 @@
 import { normalizeMessageContent, type proto, type WAMessage } from '@whiskeysockets/baileys';
 import type { InboundMessage, MessageOrigin, QuotedContent } from '../channel.ts';
-import { isGroupJid, isLidJid, isPhoneJid, isSelf, normalizeUserJid, type SelfIdentity } from './jids.ts';
+import {
+  isBroadcastJid,
+  isGroupJid,
+  isLidJid,
+  isPhoneJid,
+  isSelf,
+  normalizeUserJid,
+  type SelfIdentity,
+} from './jids.ts';
 
 export const WHATSAPP_CHANNEL = 'whatsapp';
 
@@ -27,15 +35,19 @@ export function translateInbound(msg: WAMessage, ctx: InboundContext): InboundDe
   const id = key.id;
   if (!id) return skip('no message id');
   const remote = key.remoteJid ?? undefined;
-  const remoteAlt = (key as { remoteJidAlt?: string }).remoteJidAlt;
   const fromMe = key.fromMe === true;
 
+  // Status posts, broadcast lists and newsletters are one-to-many sends, not conversations: never an
+  // admin chat, never stored, whoever posted them (the account's own status post included).
+  if (isBroadcastJid(remote)) return skip('a status post, broadcast list or newsletter');
   let chatId: string;
   let selfChat = false;
   if (isGroupJid(remote)) {
     chatId = remote;
-  } else if (isSelf(ctx.self, remote) || isSelf(ctx.self, remoteAlt)) {
-    // The self-chat arrives under the account's phone JID or its LID: one chat id for both.
+  } else if (isSelf(ctx.self, remote)) {
+    // The self-chat is recognised from the chat itself: the account's phone JID or its LID, one chat id
+    // for both. Never from `remoteJidAlt`: Baileys fills it with the *sender's* other id, which is the
+    // account's own for everything it sends (a status post, a message to a friend).
     chatId = ctx.self.phone;
     selfChat = true;
   } else {
@@ -119,7 +131,8 @@ function titleOf(ctx: InboundContext, chatId: string): { chatTitle?: string } {
 
 /**
  * The sender of a group message, by phone number where WhatsApp (or Baileys' LID map) gives one, else by
- * LID: a sender whose LID has no phone mapping is kept under the LID, never dropped.
+ * LID: a sender whose LID has no phone mapping is kept under the LID, never dropped. `participantAlt` (the
+ * group sender's other id) is the one alternate id read: it names a person, never a chat.
  */
 function senderOf(key: WAMessage['key'], ctx: InboundContext): string | undefined {
   const ids = [key.participant, (key as { participantAlt?: string }).participantAlt]

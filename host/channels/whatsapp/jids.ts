@@ -9,6 +9,10 @@ const USER_JID = /^(\d+)(?:_\d+)?(?::\d+)?@(s\.whatsapp\.net|c\.us|lid|hosted|ho
 export const isGroupJid = (jid: string | null | undefined): jid is string =>
   typeof jid === 'string' && /^\d+(?:-\d+)?@g\.us$/.test(jid);
 
+/** `status@broadcast`, a broadcast list (`<id>@broadcast`) or a channel (`<id>@newsletter`). */
+export const isBroadcastJid = (jid: string | null | undefined): jid is string =>
+  typeof jid === 'string' && /@(?:broadcast|newsletter)$/.test(jid);
+
 export const isLidJid = (jid: string | null | undefined): jid is string =>
   typeof jid === 'string' && /@(?:hosted\.)?lid$/.test(jid);
 
