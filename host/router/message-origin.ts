@@ -27,14 +27,6 @@ export function carriesStrangerWords(m: Pick<InboundMessage, 'origin' | 'quoted'
 }
 
 /**
- * Whether the message is its sender's own words: only such a message can be an admin command or an
- * approval. A forward is not, even of the owner's own earlier message: it is a copy, not an act.
- */
-export function isSendersOwnWords(m: Pick<InboundMessage, 'origin'>): boolean {
-  return m.origin.kind === 'own';
-}
-
-/**
  * The text as stored and as the agent reads it: a stranger's forwarded or quoted words fenced as
  * untrusted, with who forwarded them and who wrote them; the owner's own forwarded or quoted words
  * labelled as such.

@@ -17,84 +17,31 @@
  * stand for a line break or tab as written in JSON (`\\n`, `\\r`, `\\t`); and prefixes in front of a byte
  * or code written as hex (`\\x41`, `0x41`, `\\u0041`, `&#x41;`).
  */
-export const SEPARATORS =
+const SEPARATORS =
   /\\[nrt]|\\x(?=[0-9a-fA-F]{2})|\\u00(?=[0-9a-fA-F]{2})|&#x(?=[0-9a-fA-F]{2})|(?<![0-9A-Za-z])0[xX](?=[0-9a-fA-F]{2})|[\s\p{Cc}\p{Cf}\p{M}"'`+,./:;|\-_()[\]{}\\%=&#*]+/gu;
 
 /**
- * Letters of other scripts that render like a Latin letter, mapped to it (a subset of Unicode's
- * confusables.txt: the Cyrillic, Greek and Armenian letters that look like a basic Latin letter or digit
- * in common fonts). NFKD already folds fullwidth, mathematical and other compatibility forms. Hand-written
- * because no maintained npm package ships the table without a runtime of its own; a letter missing here
- * only means that one disguise is not undone.
+ * Letters of other scripts that render like a Latin letter, as `<look-alike><letter>` pairs (a subset of
+ * Unicode's confusables.txt: the Cyrillic, Greek and Armenian letters that look like a basic Latin letter
+ * or digit in common fonts). NFKD already folds fullwidth, mathematical and other compatibility forms.
+ * Hand-written because no maintained npm package ships the table without a runtime of its own; a letter
+ * missing here only means that one disguise is not undone.
  */
-const CONFUSABLES: Record<string, string> = {
-  // Cyrillic
-  а: 'a',
-  в: 'b',
-  е: 'e',
-  ё: 'e',
-  к: 'k',
-  м: 'm',
-  н: 'h',
-  о: 'o',
-  р: 'p',
-  с: 'c',
-  т: 't',
-  у: 'y',
-  х: 'x',
-  ѕ: 's',
-  і: 'i',
-  ї: 'i',
-  ј: 'j',
-  ԁ: 'd',
-  ԛ: 'q',
-  ԝ: 'w',
-  һ: 'h',
-  ӏ: 'l',
-  ь: 'b',
-  г: 'r',
-  п: 'n',
-  з: '3',
-  б: '6',
-  ч: '4',
-  // Greek
-  α: 'a',
-  β: 'b',
-  ε: 'e',
-  η: 'n',
-  ι: 'i',
-  κ: 'k',
-  ν: 'v',
-  ο: 'o',
-  ρ: 'p',
-  τ: 't',
-  υ: 'u',
-  χ: 'x',
-  γ: 'y',
-  ω: 'w',
-  ϲ: 'c',
-  ϳ: 'j',
-  ζ: 'z',
-  μ: 'u',
-  // Armenian
-  օ: 'o',
-  ս: 'u',
-  հ: 'h',
-  ո: 'n',
-  զ: 'q',
-  ց: 'g',
-  // Latin letters and signs that imitate others
-  ı: 'i',
-  ȷ: 'j',
-  ℓ: 'l',
-  ſ: 's',
-  ɡ: 'g',
-  ɑ: 'a',
-  ɩ: 'i',
-  ʋ: 'u',
-  ᴠ: 'v',
-  ꞵ: 'b',
-};
+const CONFUSABLES: Record<string, string> = Object.fromEntries(
+  [
+    // Cyrillic
+    'аa вb еe ёe кk мm нh оo рp сc тt уy хx ѕs іi їi јj ԁd ԛq ԝw һh ӏl ьb гr пn з3 б6 ч4',
+    // Greek
+    'αa βb εe ηn ιi κk νv οo ρp τt υu χx γy ωw ϲc ϳj ζz μu',
+    // Armenian
+    'օo սu հh ոn զq ցg',
+    // Latin letters and signs that imitate others
+    'ıi ȷj ℓl ſs ɡg ɑa ɩi ʋu ᴠv ꞵb',
+  ]
+    .join(' ')
+    .split(' ')
+    .map((pair) => [...pair]),
+);
 
 const MARKS_AND_FORMAT = /[\p{M}\p{Cf}]/gu;
 
