@@ -107,12 +107,14 @@ function compressionHeader(bytes: Buffer): 'gzip' | 'zlib' | undefined {
   return (b0 & 0x0f) === 8 && ((b0 << 8) | b1) % 31 === 0 ? 'zlib' : undefined;
 }
 
+const FIXED_BLOCK_LITERALS = 4;
+
 /**
  * Could these bytes start a raw deflate stream of text? Raw deflate has no header, and handing every
  * base64 run of a text to zlib costs tens of microseconds each (a lockfile has hundreds of hashes), so
  * the first block is checked here first: a stored block's length must match its complement, a fixed
- * block must start with two printable literals, a dynamic block's code-length code must be complete.
- * Random bytes pass about one time in thirty.
+ * block must start with `FIXED_BLOCK_LITERALS` printable literals (text does; a back-reference cannot come
+ * first), a dynamic block's code-length code must be complete. Random bytes pass about one time in fifty.
  */
 export function mayBeRawDeflate(bytes: Buffer): boolean {
   let pos = 0;
@@ -135,7 +137,7 @@ export function mayBeRawDeflate(bytes: Buffer): boolean {
     return (len ^ 0xffff) === nlen;
   }
   if (type === 1) {
-    for (let symbol = 0; symbol < 2; symbol++) {
+    for (let symbol = 0; symbol < FIXED_BLOCK_LITERALS; symbol++) {
       let code = 0;
       for (let i = 0; i < 8; i++) code = (code << 1) | bit();
       const literal = code - 48;
