@@ -12,13 +12,14 @@
  */
 
 /**
- * What an agent may put between a secret's characters: whitespace and control characters, format
- * characters and combining marks, " ' ` + , . / : ; | - _ ( ) [ ] { } \\ % = & # and *; escapes that
- * stand for a line break or tab as written in JSON (`\\n`, `\\r`, `\\t`); and prefixes in front of a byte
- * or code written as hex (`\\x41`, `0x41`, `\\u0041`, `&#x41;`).
+ * What an agent may put between a secret's characters, once non-ASCII characters are folded (format
+ * characters, combining marks, other whitespace and controls fold to nothing): ASCII whitespace and
+ * controls, " ' ` + , . / : ; | - _ ( ) [ ] { } \\ % = & # and *; escapes that stand for a line break or
+ * tab as written in JSON (`\\n`, `\\r`, `\\t`); and prefixes in front of a byte or code written as hex
+ * (`\\x41`, `0x41`, `\\u0041`, `&#x41;`). ASCII only and without the `u` flag: this runs over every text.
  */
 const SEPARATORS =
-  /\\[nrt]|\\x(?=[0-9a-fA-F]{2})|\\u00(?=[0-9a-fA-F]{2})|&#x(?=[0-9a-fA-F]{2})|(?<![0-9A-Za-z])0[xX](?=[0-9a-fA-F]{2})|[\s\p{Cc}\p{Cf}\p{M}"'`+,./:;|\-_()[\]{}\\%=&#*]+/gu;
+  /\\[nrt]|\\x(?=[0-9a-fA-F]{2})|\\u00(?=[0-9a-fA-F]{2})|&#x(?=[0-9a-fA-F]{2})|(?<![0-9A-Za-z])0[xX](?=[0-9a-fA-F]{2})|[\0-\x20\x7f"'`+,./:;|\-_()[\]{}\\%=&#*]+/g;
 
 /**
  * Letters of other scripts that render like a Latin letter, as `<look-alike><letter>` pairs (a subset of
@@ -43,11 +44,12 @@ const CONFUSABLES: Record<string, string> = Object.fromEntries(
     .map((pair) => [...pair]),
 );
 
-const MARKS_AND_FORMAT = /[\p{M}\p{Cf}]/gu;
+/** Folded to nothing: marks, format characters, controls and whitespace outside ASCII. */
+const INVISIBLE = /[\p{M}\p{Cf}\p{Cc}\s]/gu;
 
 /** One non-ASCII character in canonical form (possibly empty, possibly several characters). */
 function canonicalChar(ch: string): string {
-  const decomposed = ch.toLowerCase().normalize('NFKD').replace(MARKS_AND_FORMAT, '');
+  const decomposed = ch.toLowerCase().normalize('NFKD').replace(INVISIBLE, '');
   let out = '';
   for (const c of decomposed) out += CONFUSABLES[c] ?? c;
   return out;
