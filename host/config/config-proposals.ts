@@ -113,11 +113,12 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
       // What the change does beyond its keys (a price of 0 lifts the cap), said plainly to the Cop and
       // the owner, so nothing with such an effect reaches them as an ordinary change.
       const effects = checked.effects.map((e) => `this ${e.effect}`);
+      const withEffects = effects.length > 0 ? { effects } : {};
       const taint = deps.taint.get(runId);
       const review = await deps.cop.review({
         kind: 'host_mutation',
         operation: OPERATION,
-        params: { changes: proposal.changes, diff, effects, reason: proposal.reason },
+        params: { changes: proposal.changes, diff, ...withEffects, reason: proposal.reason },
         taint,
       });
       record(`${OPERATION}.cop`, review.flagged ? 'flagged' : 'passed', review.reason.slice(0, 1000), {
@@ -136,7 +137,7 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
         base_hash: current.hash,
         changes: proposal.changes,
         diff,
-        ...(effects.length > 0 ? { effects } : {}),
+        ...withEffects,
         agent_reason: proposal.reason,
       });
       if (!approved) {
