@@ -30,9 +30,7 @@ import type { Logger } from 'pino';
  * like `fromOwner`, from platform facts only (Telegram: the forward's origin is the owner's user id);
  * where the platform does not say who wrote it (a WhatsApp forward), it is false.
  */
-export type MessageOrigin =
-  | { kind: 'own' }
-  | { kind: 'forwarded'; author: string; authorIsOwner: boolean };
+export type MessageOrigin = { kind: 'own' } | { kind: 'forwarded'; author: string; authorIsOwner: boolean };
 
 /**
  * Someone's words the sender quoted and the adapter includes for context (Telegram: the quoted part of a

@@ -74,7 +74,8 @@ function mentions(text: string, entities: MessageEntity[] | undefined, bot: BotI
   });
 }
 
-const userName = (u: User) => [u.first_name, u.last_name].filter(Boolean).join(' ') || u.username || String(u.id);
+const userName = (u: User) =>
+  [u.first_name, u.last_name].filter(Boolean).join(' ') || u.username || String(u.id);
 
 function senderName(m: Message): string {
   // Anonymous admins and channels write as a chat; `from` is then a placeholder bot.
