@@ -16,6 +16,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import vm from 'node:vm';
 
+// Before anything else: SIGUSR1 makes Node open its inspector, through which whoever can reach its port runs
+// code in the agent. A listener of our own replaces Node's handler (launch.sh also passes
+// --disable-sigusr1 where Node has it). No command can send the signal anyway (another uid): this is the
+// second wall, for whatever gets the agent's uid some other way.
+process.on('SIGUSR1', () => undefined);
+
 /**
  * Each chunk's file name → its code cache's file name, set by the bundler. The cache's name carries the
  * chunk's hash: V8 checks only a cache's length against its source, and would take a stale one.

@@ -23,6 +23,7 @@ import { commandEnvironment, createBashTool } from '../../container-agent/src/to
 import { hostEventSchema, type HostCommand, type HostEvent } from './bench-bash-report-host.ts';
 import { idleAgentPeer } from '../../test/helpers/idle-agent-peer.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
+import { inProcessCommands } from '../../test/helpers/in-process-commands.ts';
 
 const N = 300;
 const WARMUP = 30;
@@ -64,7 +65,7 @@ export async function benchBashReport(): Promise<Record<string, number | string>
         cwd: dir,
         env: commandEnvironment(process.env, { timezone: 'UTC', home: dir }),
         checkTimeoutMs: 1000,
-        isolation: () => null,
+        commands: inProcessCommands,
       });
     // What the agent itself spends on each report (validating, serializing, writing the frame).
     const notifyMs: number[] = [];

@@ -17,6 +17,7 @@ import {
 import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import { createRpcPeer, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import { createRunController } from '../../container-agent/src/run/run-controller.ts';
+import { inProcessCommands } from '../helpers/in-process-commands.ts';
 
 const scriptedModel = (steps: ScriptStep[]) =>
   scriptedChatModel(steps, { promptTokens: 7, completionTokens: 3 });
@@ -82,6 +83,7 @@ function harness(
     logger: createStderrLogger({ write: () => {} }),
     exit: (code) => exits.push(code),
     ripgrep: async () => null,
+    commands: inProcessCommands,
     createNonce: () => 'n0nce',
   });
   Object.assign(handlers, controller.handlers);

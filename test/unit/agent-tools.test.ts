@@ -21,7 +21,9 @@ import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import { createRpcPeer, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import { createAgentTools } from '../../container-agent/src/tools/agent-tools.ts';
 import { commandEnvironment, createBashTool } from '../../container-agent/src/tools/bash.ts';
-import { checkProcessIsolation } from '../../container-agent/src/tools/process-isolation.ts';
+import { noCommands, type CommandRunner } from '../../container-agent/src/executor/command-runner.ts';
+import { checkSeparation, type SeparationFacts } from '../../container-agent/src/tools/process-isolation.ts';
+import { inProcessCommands } from '../helpers/in-process-commands.ts';
 import { matchesGlob } from '../../container-agent/src/tools/glob.ts';
 import { createToolset, type Toolset } from '../../container-agent/src/tools/toolset.ts';
 import { createWorkspace } from '../../container-agent/src/workspace/confine.ts';
@@ -99,6 +101,7 @@ function tools(options: {
       bashCheckTimeoutMs: options.checkTimeoutMs ?? 5_000,
       ripgrep: async () => null,
       ...(options.serviceTools ? { serviceTools: options.serviceTools } : {}),
+      commands: inProcessCommands,
     }),
     options.maxOutputChars ? { maxOutputChars: options.maxOutputChars } : {},
   );
@@ -367,8 +370,8 @@ describe('bash tool and gate', () => {
     expect(calls[0]?.params).toMatchObject({ localReason: 'the classifier failed: parser crashed' });
   });
 
-  it('runs nothing when commands are not isolated from the agent process, or when the host cannot be told', async () => {
-    const bashWith = (host: ReturnType<typeof fakeHost>['host'], isolation: () => string | null) =>
+  it('runs nothing when commands are not separated from the agent, or when the host cannot be told', async () => {
+    const bashWith = (host: ReturnType<typeof fakeHost>['host'], commands: CommandRunner) =>
       createToolset([
         createBashTool({
           classifier: localClassifier,
@@ -376,18 +379,16 @@ describe('bash tool and gate', () => {
           cwd: groupDir,
           env: commandEnvironment(process.env, { timezone: 'UTC', home: tmp }),
           checkTimeoutMs: 1000,
-          isolation,
+          commands,
         }),
       ]);
     const { host, calls } = fakeHost({ 'bash.ran': () => undefined });
     expect(
-      await call(
-        bashWith(host, () => 'process 7 is dumpable'),
-        'bash',
-        { command: 'echo yes > ran.txt' },
-      ),
+      await call(bashWith(host, noCommands('PID 1 keeps capabilities')), 'bash', {
+        command: 'echo yes > ran.txt',
+      }),
     ).toBe(
-      'Blocked: this command was not run. Reason: commands are not isolated from the agent here (process 7 is dumpable)',
+      'Blocked: this command was not run. Reason: commands are not isolated from the agent here (PID 1 keeps capabilities)',
     );
     const mute = {
       ...host,
@@ -395,30 +396,51 @@ describe('bash tool and gate', () => {
         throw new Error('the connection is closed');
       },
     };
-    expect(
-      await call(
-        bashWith(mute, () => null),
-        'bash',
-        { command: 'echo yes > ran.txt' },
-      ),
-    ).toBe(
+    expect(await call(bashWith(mute, inProcessCommands), 'bash', { command: 'echo yes > ran.txt' })).toBe(
       'Blocked: this command was not run. Reason: the host could not be told about it (the connection is closed)',
     );
     expect(fs.existsSync(marker())).toBe(false);
     expect(calls).toEqual([]);
   });
 
-  it('calls a process shielded from commands only when /proc/<pid>/environ of the agent and of PID 1 belong to root', () => {
-    const owners: Record<string, number> = { '/proc/1/environ': 0, '/proc/7/environ': 0 };
-    const stat = (p: string) => {
-      const uid = owners[p];
-      if (uid === undefined) throw new Error(`ENOENT: ${p}`);
-      return { uid };
-    };
-    expect(checkProcessIsolation([1, 7], stat)).toBeNull();
-    owners['/proc/7/environ'] = 10001;
-    expect(checkProcessIsolation([1, 7], stat)).toMatch(/process 7 is dumpable/);
-    expect(checkProcessIsolation([1, 9], stat)).toMatch(/cannot tell whether process 9/);
+  describe('the separation check', () => {
+    const separated = (uid: number, caps = '0000000000000000') =>
+      `Name:\tx\nUid:\t${uid}\t${uid}\t${uid}\t${uid}\n` +
+      ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].map((set) => `${set}:\t${caps}`).join('\n');
+    const facts = (over: Partial<SeparationFacts> = {}): SeparationFacts => ({
+      commandUid: 10002,
+      launcherCommandUid: 10002,
+      status: () => separated(10001),
+      environOwner: () => 0,
+      ...over,
+    });
+
+    it('passes when PID 1 and the agent run under another uid than commands, with no capability, not dumpable', () => {
+      expect(checkSeparation(facts())).toBeNull();
+    });
+
+    it('fails when the agent or PID 1 shares the commands\' uid, runs as root, or keeps any capability', () => {
+      expect(checkSeparation(facts({ status: () => separated(10002) }))).toBe(
+        'PID 1 and commands share uid 10002',
+      );
+      expect(checkSeparation(facts({ status: (pid) => separated(pid === 1 ? 0 : 10001) }))).toBe(
+        'PID 1 still runs as root',
+      );
+      expect(
+        checkSeparation(facts({ status: (pid) => separated(10001, pid === 1 ? '00000000000000c0' : '0') })),
+      ).toBe('PID 1 keeps capabilities (CapInh 00000000000000c0)');
+      expect(checkSeparation(facts({ status: (pid) => (pid === 1 ? separated(10001) : 'Uid:\t1') }))).toBe(
+        'cannot tell which uid the agent runs as',
+      );
+    });
+
+    it('fails when the executor is not the one the launcher started, or the agent is dumpable', () => {
+      expect(checkSeparation(facts({ launcherCommandUid: undefined }))).toMatch(/not started by the launcher/);
+      expect(checkSeparation(facts({ commandUid: 10001 }))).toMatch(/executor runs as uid 10001, not the uid 10002/);
+      expect(checkSeparation(facts({ environOwner: (pid) => (pid === 'self' ? 10001 : 0) }))).toBe(
+        'the agent is dumpable',
+      );
+    });
   });
 
   it('works with the real bash-gate classifier, loaded the way the agent loads it', async () => {

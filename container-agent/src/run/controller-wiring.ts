@@ -6,6 +6,7 @@
  */
 import os from 'node:os';
 import { createBashClassifier } from '../bash-gate/classifier.ts';
+import { launcherCommands } from '../executor/command-runner.ts';
 import type { AgentEnv } from '../config/agent-env.ts';
 import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
 import { loadBashClassifier } from '../bash-gate/load-classifier.ts';
@@ -68,5 +69,6 @@ export function wireRunController(options: ControllerWiringOptions): RunControll
     logger,
     exit: options.exit,
     ripgrep: createRipgrepLocator(),
+    commands: launcherCommands(),
   });
 }

@@ -3,6 +3,7 @@
  * acknowledges the messages once they are in the stored conversation; the loop then runs in the
  * background; run.done reports the outcome and the process exits.
  */
+import type { CommandRunner } from '../executor/command-runner.ts';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -55,6 +56,8 @@ export interface RunControllerDeps {
   /** Ends the process (after flushing stdout). */
   exit: (code: number) => void;
   ripgrep: () => Promise<string | null>;
+  /** Where bash commands run: the command executor, under the commands' own uid. */
+  commands: CommandRunner;
   createNonce?: () => string;
   /** How long to wait for the host to confirm run.done. */
   doneTimeoutMs?: number;
@@ -188,6 +191,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
             bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
             ripgrep: deps.ripgrep,
             serviceTools: params.serviceTools ?? [],
+            commands: deps.commands,
             onMessageSent: (m) => {
               if (m.to === undefined) lastOwnChatText = m.text.trim();
             },

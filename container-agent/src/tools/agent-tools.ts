@@ -2,6 +2,7 @@
  * The tool list of one run. register_group, list_groups, read_config and propose_config are offered to the admin
  * group only (the host enforces the same from the run's identity).
  */
+import type { CommandRunner } from '../executor/command-runner.ts';
 import type { BashClassifierSource } from '../bash-gate/fail-closed-classifier.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
@@ -28,6 +29,8 @@ export interface AgentToolsOptions {
   isAdmin: boolean;
   /** Environment for bash commands. */
   commandEnv: NodeJS.ProcessEnv;
+  /** Where commands run (the command executor in the container). */
+  commands: CommandRunner;
   bashCheckTimeoutMs: number;
   ripgrep: () => Promise<string | null>;
   onMessageSent?: (message: { text: string; to?: string }) => void;
@@ -44,6 +47,7 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
       host,
       cwd: workspace.cwd,
       env: options.commandEnv,
+      commands: options.commands,
       checkTimeoutMs: options.bashCheckTimeoutMs,
       ...(options.logger ? { logger: options.logger } : {}),
     }),

@@ -4,8 +4,8 @@ import { decideBash } from '../bash-gate/decide-bash.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS } from '../protocol.ts';
-import { runBash, type BashRunResult } from './bash-runner.ts';
-import { checkProcessIsolation, type IsolationCheck } from './process-isolation.ts';
+import type { CommandRunner } from '../executor/command-runner.ts';
+import type { BashRunResult } from './bash-runner.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
 export interface BashToolOptions {
@@ -19,8 +19,8 @@ export interface BashToolOptions {
   defaultTimeoutMs?: number;
   maxOutputBytes?: number;
   logger?: Pick<AgentLogger, 'info'>;
-  /** Null when commands cannot reach the agent's process; default: checkProcessIsolation. */
-  isolation?: IsolationCheck;
+  /** Runs the commands, under another principal than the agent's, and says whether it is separated. */
+  commands: CommandRunner;
 }
 
 const MAX_TIMEOUT_SECONDS = 600;
@@ -45,9 +45,6 @@ const bashArgs = z
 export function createBashTool(options: BashToolOptions): AgentTool {
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 120_000;
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
-  const isolation = options.isolation ?? (() => checkProcessIsolation());
-  // Checked once per tool: what it looks at does not change while the agent runs.
-  let isolationProblem: { problem: string | null } | undefined;
   return defineTool({
     name: 'bash',
     description:
@@ -65,9 +62,9 @@ export function createBashTool(options: BashToolOptions): AgentTool {
         'bash gate',
       );
       if (!decision.run) return `Blocked: this command was not run. Reason: ${decision.reason}`;
-      isolationProblem ??= { problem: isolation() };
-      if (isolationProblem.problem !== null)
-        return `Blocked: this command was not run. Reason: commands are not isolated from the agent here (${isolationProblem.problem})`;
+      const separation = await options.commands.separation();
+      if (separation !== null)
+        return `Blocked: this command was not run. Reason: commands are not isolated from the agent here (${separation})`;
       // The host hears of every command before it runs, so a gate miss is seen even if the command kills
       // the agent. A report that cannot be sent blocks the command.
       try {
@@ -79,14 +76,19 @@ export function createBashTool(options: BashToolOptions): AgentTool {
       } catch (error) {
         return `Blocked: this command was not run. Reason: the host could not be told about it (${(error as Error).message})`;
       }
-      const result = await runBash({
+      let result: BashRunResult;
+      try {
+        result = await options.commands.run({
         command: args.command,
         cwd: options.cwd,
         env: options.env,
         timeoutMs: args.timeout_seconds !== undefined ? args.timeout_seconds * 1000 : defaultTimeoutMs,
         maxOutputBytes,
-        signal: context.signal,
-      });
+          signal: context.signal,
+        });
+      } catch (error) {
+        return `The command could not be run: ${(error as Error).message}`;
+      }
       return formatBashResult(result);
     },
   });

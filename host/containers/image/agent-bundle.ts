@@ -59,6 +59,12 @@ export const AGENT_MAIN_CHUNK = 'agent-main.cjs';
 
 /** The container's entry, which loads the agent's chunks through their code caches (container-agent/src/boot.ts). */
 const BOOT_ENTRY = path.join('container-agent', 'src', 'boot.ts');
+/** The command executor, a script of its own next to the agent's entry (DESIGN.md, "Bash gate"). */
+const EXECUTOR_ENTRY = path.join('container-agent', 'src', 'executor', 'main.ts');
+export const EXECUTOR_FILE = 'executor.cjs';
+/** PID 1 of the container: starts the executor and the agent under their own uids (container-agent/launch.sh). */
+const LAUNCHER = path.join('container-agent', 'launch.sh');
+export const LAUNCHER_FILE = 'launch.sh';
 
 /** What the agent's chunks are named: the entry's own, and those esbuild splits off. */
 const CHUNK_FILE = /^agent-[\w-]+\.cjs$/;
@@ -169,7 +175,17 @@ export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBun
     },
   });
 
-  const files = [outFile, ...chunks.map((c) => c.file)];
+  const executorFile = path.join(outDir, EXECUTOR_FILE);
+  await build({
+    ...common,
+    entryPoints: [path.join(bootRoot(packageRoot), EXECUTOR_ENTRY)],
+    outfile: executorFile,
+    format: 'cjs',
+  });
+  const launcherFile = path.join(outDir, LAUNCHER_FILE);
+  fs.copyFileSync(path.join(bootRoot(packageRoot), LAUNCHER), launcherFile);
+
+  const files = [outFile, ...chunks.map((c) => c.file), executorFile, launcherFile];
   for (const asset of AGENT_WASM_ASSETS) {
     const source = findPackageFile(packageRoot, asset.packageName, asset.file);
     const target = path.join(outDir, asset.file);

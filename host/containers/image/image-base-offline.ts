@@ -12,7 +12,9 @@ import { execLines } from './image-exec.ts';
 export const OFFLINE_BASE_REPOSITORY = 'carapace-agent-base';
 export const AGENT_USER_NAME = 'agent';
 export const AGENT_UID = 10001;
-/** What the container runs as: numeric, so no image's /etc/passwd can map it to root. */
+/** The uid commands run as, never the agent's (DESIGN.md, "Bash gate"); it has no name in the image. */
+export const COMMAND_UID = 10002;
+/** What the agent runs as: numeric, so no image's /etc/passwd can map it to root. */
 export const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
 /** Where the host's Node binary lives inside the offline base. */
 export const OFFLINE_NODE_PATH = '/usr/local/bin/node';

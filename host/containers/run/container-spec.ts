@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { z } from 'zod';
-import { AGENT_USER } from '../image/image-base-offline.ts';
+import { AGENT_USER, COMMAND_UID } from '../image/image-base-offline.ts';
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -65,8 +65,9 @@ export const containerSpecSchema = z
       .regex(/^[a-z0-9]{1,16}$/)
       .optional(),
     /**
-     * uid:gid to run as; default the image's agent user. A host that is not root cannot hand the
-     * group folders to that user, so it runs the agent under its own (never root) ids instead.
+     * uid:gid the agent runs as; default the image's agent user. A host that is not root cannot hand the
+     * group folders to that user, so it runs the agent under its own (never root) ids instead. Commands
+     * run under another uid with the same gid (commandUser).
      */
     user: z
       .string()
@@ -95,6 +96,18 @@ export function containerName(groupId: string, runId: number | string, scope?: s
   return `carapace-${clean(groupId)}-${clean(String(runId))}${scope ? `-${clean(scope)}` : ''}`;
 }
 
+/** Capabilities the launcher (PID 1, root) needs to start the agent and the executor under their uids. */
+export const LAUNCHER_CAPABILITIES = ['SETUID', 'SETGID', 'SETPCAP'] as const;
+
+/**
+ * The uid:gid commands run as: never the agent's uid (so no command can signal, trace or read the agent),
+ * with the agent's gid, so both can write what the other wrote in the group folders (umask 002).
+ */
+export function commandUser(agentUser: string): string {
+  const [uid, gid] = agentUser.split(':').map(Number) as [number, number];
+  return `${uid === COMMAND_UID ? COMMAND_UID + 1 : COMMAND_UID}:${gid}`;
+}
+
 /**
  * The create options of a run's container. Pure, so the hardening is visible in one place and
  * any change to it shows in review.
@@ -104,10 +117,14 @@ export function containerCreateOptions(
   hostAddress: string | undefined,
 ): Docker.ContainerCreateOptions {
   const memory = spec.limits.memoryMb * 1024 * 1024;
+  const agentUser = spec.user ?? AGENT_USER;
   return {
     name: containerName(spec.groupId, spec.runId, spec.nameScope),
     Image: spec.image,
-    User: spec.user ?? AGENT_USER,
+    // The image's launcher (PID 1) starts as root with LAUNCHER_CAPABILITIES only, starts the agent and the
+    // command executor under these two uids, and keeps nothing (container-agent/launch.sh).
+    User: '0:0',
+    Cmd: [agentUser, commandUser(agentUser)],
     WorkingDir: '/workspace',
     Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
     // Our labels last: a caller's labels cannot disguise the container's owner or run.
@@ -126,10 +143,11 @@ export function containerCreateOptions(
     Tty: false,
     HostConfig: {
       AutoRemove: true,
-      // The image's own tini is PID 1 (it forwards SIGTERM to the agent and reaps zombies). Docker's init
-      // would be readable, hence dumpable, and its stdio is the IPC stream: commands could open it.
+      // The image's launcher is PID 1 and becomes tini (it forwards SIGTERM to the agent and reaps zombies).
+      // Docker's init would run as root with the launcher's capabilities, its stdio the IPC stream.
       Init: false,
       CapDrop: ['ALL'],
+      CapAdd: [...LAUNCHER_CAPABILITIES],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' },

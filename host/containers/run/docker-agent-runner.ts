@@ -100,26 +100,34 @@ export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
 
 /**
  * The agent runs as uid 10001 in the image. A root host hands it the folders it writes; any other host
- * cannot chown, so it runs the agent under its own ids (never root) instead.
+ * cannot chown, so it runs the agent under its own ids (never root) instead. Commands run under another
+ * uid with the agent's gid (commandUser), so the group folder is group-writable (both sides run with umask
+ * 002): what commands write stays usable by the agent and by the owner's group.
  */
 function prepareOwnership(
   plan: GroupMountPlan,
   hostIds: DockerAgentRunnerDeps['hostIds'],
 ): string | undefined {
-  if (hostIds.uid !== 0) return `${hostIds.uid}:${hostIds.gid}`;
+  const root = hostIds.uid === 0;
   for (const m of plan.mounts) {
     if (m.readOnly || (m.kind !== 'group' && m.kind !== 'session')) continue;
-    fs.chownSync(m.hostPath, AGENT_UID, AGENT_UID);
+    if (root) fs.chownSync(m.hostPath, AGENT_UID, AGENT_UID);
+    if (m.kind === 'group') fs.chmodSync(m.hostPath, fs.statSync(m.hostPath).mode | GROUP_WRITABLE);
+    if (!root) continue;
     for (const entry of fs.readdirSync(m.hostPath, { withFileTypes: true })) {
       // Only what the host itself creates (AGENT.md); files the agent made are its own already.
-      if (entry.isFile()) {
-        const file = path.join(m.hostPath, entry.name);
-        if (fs.lstatSync(file).uid === 0) fs.lchownSync(file, AGENT_UID, AGENT_UID);
-      }
+      if (!entry.isFile()) continue;
+      const file = path.join(m.hostPath, entry.name);
+      const stat = fs.lstatSync(file);
+      if (stat.uid !== 0) continue;
+      fs.lchownSync(file, AGENT_UID, AGENT_UID);
+      if (m.kind === 'group') fs.chmodSync(file, stat.mode | GROUP_WRITABLE);
     }
   }
-  return AGENT_USER;
+  return root ? AGENT_USER : `${hostIds.uid}:${hostIds.gid}`;
 }
+
+const GROUP_WRITABLE = 0o020;
 
 export interface DockerAgentRunner extends AgentRunner {
   /** Pre-starts the group's next container when the pre-start budget allows. */
