@@ -419,7 +419,7 @@ describe('bash tool and gate', () => {
       expect(checkSeparation(facts())).toBeNull();
     });
 
-    it('fails when the agent or PID 1 shares the commands\' uid, runs as root, or keeps any capability', () => {
+    it("fails when the agent or PID 1 shares the commands' uid, runs as root, or keeps any capability", () => {
       expect(checkSeparation(facts({ status: () => separated(10002) }))).toBe(
         'PID 1 and commands share uid 10002',
       );
@@ -435,8 +435,12 @@ describe('bash tool and gate', () => {
     });
 
     it('fails when the executor is not the one the launcher started, or the agent is dumpable', () => {
-      expect(checkSeparation(facts({ launcherCommandUid: undefined }))).toMatch(/not started by the launcher/);
-      expect(checkSeparation(facts({ commandUid: 10001 }))).toMatch(/executor runs as uid 10001, not the uid 10002/);
+      expect(checkSeparation(facts({ launcherCommandUid: undefined }))).toMatch(
+        /not started by the launcher/,
+      );
+      expect(checkSeparation(facts({ commandUid: 10001 }))).toMatch(
+        /executor runs as uid 10001, not the uid 10002/,
+      );
       expect(checkSeparation(facts({ environOwner: (pid) => (pid === 'self' ? 10001 : 0) }))).toBe(
         'the agent is dumpable',
       );

@@ -86,10 +86,12 @@ export function connectCommandExecutor(streams: { input: Readable; output: Writa
       const { signal } = options;
       return new Promise<BashRunResult>((resolve, reject) => {
         const onAbort = () => send({ type: 'abort', id });
-        const settle = <T>(done: (value: T) => void) => (value: T) => {
-          signal.removeEventListener('abort', onAbort);
-          done(value);
-        };
+        const settle =
+          <T>(done: (value: T) => void) =>
+          (value: T) => {
+            signal.removeEventListener('abort', onAbort);
+            done(value);
+          };
         pending.set(id, { resolve: settle(resolve), reject: settle(reject) });
         send({
           type: 'run',

@@ -9,6 +9,9 @@ import { runBash } from '../tools/bash-runner.ts';
 import { createLineDecoder } from '../rpc/line-decoder.ts';
 import { executorRequestSchema, MAX_EXECUTOR_LINE_BYTES, type ExecutorReply } from './protocol.ts';
 
+// Commands may signal the executor (it shares their uid): SIGUSR1 must not open an inspector in the container.
+process.on('SIGUSR1', () => undefined);
+
 const send = (reply: ExecutorReply): void => void process.stdout.write(JSON.stringify(reply) + '\n');
 const running = new Map<number, AbortController>();
 
@@ -33,7 +36,11 @@ const decoder = createLineDecoder({
       .then(
         (result) => send({ type: 'result', id, ...result }),
         (error: unknown) =>
-          send({ type: 'error', id, message: (error instanceof Error ? error.message : String(error)).slice(0, 2000) }),
+          send({
+            type: 'error',
+            id,
+            message: (error instanceof Error ? error.message : String(error)).slice(0, 2000),
+          }),
       )
       .finally(() => running.delete(id));
   },

@@ -79,11 +79,11 @@ export function createBashTool(options: BashToolOptions): AgentTool {
       let result: BashRunResult;
       try {
         result = await options.commands.run({
-        command: args.command,
-        cwd: options.cwd,
-        env: options.env,
-        timeoutMs: args.timeout_seconds !== undefined ? args.timeout_seconds * 1000 : defaultTimeoutMs,
-        maxOutputBytes,
+          command: args.command,
+          cwd: options.cwd,
+          env: options.env,
+          timeoutMs: args.timeout_seconds !== undefined ? args.timeout_seconds * 1000 : defaultTimeoutMs,
+          maxOutputBytes,
           signal: context.signal,
         });
       } catch (error) {

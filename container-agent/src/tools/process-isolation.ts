@@ -48,7 +48,8 @@ export function checkSeparation(facts: SeparationFacts): string | null {
     if (uids.includes(0)) return `${name} still runs as root`;
     for (const set of CAPABILITY_SETS) {
       const value = field(status, set);
-      if (value === undefined || !/^0+$/.test(value)) return `${name} keeps capabilities (${set} ${value ?? 'unknown'})`;
+      if (value === undefined || !/^0+$/.test(value))
+        return `${name} keeps capabilities (${set} ${value ?? 'unknown'})`;
     }
     let owner: number;
     try {
@@ -62,10 +63,7 @@ export function checkSeparation(facts: SeparationFacts): string | null {
 }
 
 /** The facts of this process and this container's PID 1. */
-export function procFacts(
-  commandUid: number,
-  env: NodeJS.ProcessEnv = process.env,
-): SeparationFacts {
+export function procFacts(commandUid: number, env: NodeJS.ProcessEnv = process.env): SeparationFacts {
   const launcherUid = Number(env.CARAPACE_COMMAND_UID);
   return {
     commandUid,

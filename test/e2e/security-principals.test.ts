@@ -1,0 +1,156 @@
+/**
+ * Commands and the agent as separate principals (issue 22; DESIGN.md, "Bash gate"), through real containers.
+ * A command that the host lets run, local or escalated and allowed, cannot signal the agent or PID 1, open
+ * Node's inspector, read the agent's /proc entries, put a frame on the agent's IPC stream, or change the
+ * bundle and code caches a later container loads; and while a run goes on, PID 1, the agent, the command
+ * executor and the command itself hold no capability, and the commands' uid is not the agent's.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeDocker } from '../helpers/docker-available.ts';
+import {
+  auditMark,
+  auditSince,
+  bash,
+  detailsOf,
+  resultsOf,
+  runTools,
+  securityResponder,
+} from '../fakes/security-responders.ts';
+import { startE2eHost, type E2eHost } from './e2e-harness.ts';
+
+const tag = () => crypto.randomBytes(4).toString('hex');
+/** Every process in the container a command does not own: PID 1 (tini) and the agent. */
+const AGENT_PIDS =
+  'agents=$(for p in /proc/[0-9]*; do [ "$(stat -c %u $p)" != "$(id -u)" ] && echo ${p#/proc/}; done)';
+const CAPABILITY_SETS = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'];
+const DIST = path.join(import.meta.dirname, '..', '..', 'container-agent', 'dist');
+
+await describeDocker('e2e security: commands and the agent are separate principals', () => {
+  let h: E2eHost;
+  beforeAll(async () => {
+    h = await startE2eHost({});
+    await h.addLocalGroups('alpha');
+  }, 180_000);
+  afterAll(async () => {
+    await h?.stop();
+  }, 60_000);
+
+  it('no command reaches the agent or PID 1: no signal, no inspector, no /proc entry, no frame, no key, no change to the bundle', async () => {
+    const injected = `INJECTED-${tag()}`;
+    const frame = JSON.stringify({ jsonrpc: '2.0', method: 'message.send', params: { text: injected } });
+    const each = (body: string) =>
+      `${AGENT_PIDS}; echo "targets: $agents"; for p in $agents; do ${body}; done`;
+    const commands = [
+      // Each escalates, and the host allows it: the admin group starts untainted (the Cop passes it later).
+      `cat /proc/1/environ; echo "rc=$?"`,
+      each('kill -USR1 $p; echo "usr1 $p rc=$?"'),
+      'sleep 1; (echo > /dev/tcp/127.0.0.1/9229) 2>&1; echo "inspector rc=$?"',
+      each('kill -STOP $p; echo "stop $p rc=$?"; kill -KILL $p; echo "kill $p rc=$?"'),
+      // $PPID is the executor, the commands' own principal: signalled, it opens no inspector either.
+      'kill -USR1 $PPID; echo "executor rc=$?"; kill -USR1 1; echo "pid1 rc=$?"; sleep 1; (echo > /dev/tcp/127.0.0.1/9229) 2>&1; echo "inspector rc=$?"',
+      each(
+        'for f in environ mem maps; do head -c 64 /proc/$p/$f; echo " $f $p rc=$?"; done; ls /proc/$p/fd; echo "fd $p rc=$?"',
+      ),
+      each(`echo '${frame}' > /proc/$p/fd/1; echo "frame $p rc=$?"`),
+      'for f in /app/agent.cjs /app/agent-main.cjs /app/*.cache; do echo x >> "$f"; echo "write $f rc=$?"; done; touch /app/new.cjs; echo "new rc=$?"',
+      'grep -r gw- /proc/*/environ /tmp /dev/shm 2>/dev/null; echo "grep rc=$?"',
+    ];
+    h.fake.setResponder(securityResponder({ main: runTools(commands.map(bash)) }));
+    const mark = auditMark(h);
+    const res = await h.send('main', 'attack the agent');
+    if (res.code !== 0) process.stderr.write(`${res.stdout}\n${res.stderr}\n${h.logText().slice(-12000)}\n`);
+    expect(res.code).toBe(0);
+    const results = resultsOf(res.stdout);
+    expect(results).toHaveLength(commands.length);
+    const all = results.join('\n');
+    expect(all).not.toMatch(/gw-[A-Za-z0-9_-]{20,}/);
+    // Both targets were found: PID 1 and the agent.
+    expect(results[1]).toMatch(/targets: 1\n\d+\n/);
+    expect(results[1]?.match(/usr1 \d+ rc=1/g)).toHaveLength(2);
+    expect(results[1]).toMatch(/Operation not permitted/);
+    expect(results[2]).toMatch(/inspector rc=1/);
+    expect(results[2]).toMatch(/Connection refused/);
+    expect(results[3]?.match(/(stop|kill) \d+ rc=1/g)).toHaveLength(4);
+    expect(results[4]).toMatch(/executor rc=0\npid1 rc=1\n.*Connection refused\ninspector rc=1/s);
+    expect(results[5]?.match(/(environ|mem|maps|fd) \d+ rc=[1-9]/g)).toHaveLength(8);
+    expect(results[5]).toMatch(/Permission denied/);
+    expect(results[6]?.match(/frame \d+ rc=1/g)).toHaveLength(2);
+    expect(results[7]).not.toMatch(/rc=0/);
+    expect(results[7]).toMatch(/Read-only file system|Permission denied/);
+    expect(results[8]).toMatch(/grep rc=[12]/);
+    // The agent lived through it all and answered; no injected frame reached the host as the agent's.
+    expect(h.outbox('main').some((r) => r.text.includes(injected))).toBe(false);
+    const runId = h.runs('main').at(-1)?.id;
+    const rows = auditSince(h, mark).filter((r) => r.runId === runId);
+    expect(rows.filter((r) => r.operation === 'bash.ran').map((r) => detailsOf(r).command)).toEqual(commands);
+    // kill aimed at the agent, PID 1 or a computed target escalates: the host decided each.
+    const decided = rows.filter((r) => r.operation === 'bash').map((r) => detailsOf(r).command);
+    for (const i of [1, 3, 4]) expect(decided).toContain(commands[i]);
+
+    // A container started after that run loads the bundle and caches as built.
+    const files = fs.readdirSync(DIST).filter((f) => /\.(cjs|cache)$/.test(f));
+    const sums = files.map(
+      (f) =>
+        `${crypto
+          .createHash('sha256')
+          .update(fs.readFileSync(path.join(DIST, f)))
+          .digest('hex')}  /app/${f}`,
+    );
+    h.fake.setResponder(
+      securityResponder({ main: runTools([bash(`cd /app && sha256sum ${files.join(' ')}`)]) }),
+    );
+    const next = await h.send('main', 'check the bundle');
+    expect(
+      resultsOf(next.stdout)[0]
+        ?.split('\n')
+        .slice(2)
+        .map((l) => l.replace('  ', '  /app/')),
+    ).toEqual(sums);
+  }, 300_000);
+
+  it("while a command runs, PID 1, the agent, the executor and the command hold no capability, and the commands' uid is not the agent's", async () => {
+    h.fake.setResponder(securityResponder({ alpha: runTools([bash('sleep 30')]) }));
+    const running = h.send('alpha', '@Andy wait');
+    const info = await h.runningContainer('alpha', 150_000);
+    const container = new Docker().getContainer(info.Id);
+    const sleeping = async () => {
+      for (;;) {
+        const top = await container.top({ ps_args: '-eo pid,args' });
+        const rows = (top.Processes ?? []).map(([pid, ...rest]) => ({
+          pid: Number(pid),
+          args: rest.join(' '),
+        }));
+        if (rows.some((r) => r.args.startsWith('sleep'))) return rows;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    const rows = await sleeping();
+    const statusOf = (pid: number) => fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (status: string, name: string) =>
+      new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1]?.trim();
+    const seen = rows.map(({ pid, args }) => {
+      const status = statusOf(pid);
+      return {
+        args: args.split(' ')[0] === 'node' ? args.split(' ').at(-1) : args.split(' ')[0],
+        uids: [...new Set(field(status, 'Uid')?.split(/\s+/))],
+        caps: CAPABILITY_SETS.map((set) => field(status, set)),
+      };
+    });
+    await container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
+    await running;
+    const none = CAPABILITY_SETS.map(() => '0000000000000000');
+    const uidOf = (args: string) => seen.find((s) => s.args === args)?.uids;
+    expect(seen.map((s) => s.caps)).toEqual(seen.map(() => none));
+    expect(uidOf('/usr/bin/tini')).toEqual(['10001']);
+    expect(uidOf('/app/agent.cjs')).toEqual(['10001']);
+    expect(uidOf('/app/executor.cjs')).toEqual(['10002']);
+    expect(uidOf('sleep')).toEqual(['10002']);
+    const agentUids = new Set([...(uidOf('/usr/bin/tini') ?? []), ...(uidOf('/app/agent.cjs') ?? [])]);
+    const commandUids = [...(uidOf('/app/executor.cjs') ?? []), ...(uidOf('sleep') ?? [])];
+    expect(commandUids.filter((u) => agentUids.has(u))).toEqual([]);
+  }, 300_000);
+});
