@@ -20,7 +20,7 @@ import {
   runTools,
   securityResponder,
 } from '../fakes/security-responders.ts';
-import { startE2eHost, type E2eHost } from './e2e-harness.ts';
+import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
 
 const tag = () => crypto.randomBytes(4).toString('hex');
 /** Every process in the container a command does not own: PID 1 (tini) and the agent. */
@@ -117,18 +117,19 @@ await describeDocker('e2e security: commands and the agent are separate principa
     const running = h.send('alpha', '@Andy wait');
     const info = await h.runningContainer('alpha', 150_000);
     const container = new Docker().getContainer(info.Id);
-    const sleeping = async () => {
-      for (;;) {
-        const top = await container.top({ ps_args: '-eo pid,args' });
-        const rows = (top.Processes ?? []).map(([pid, ...rest]) => ({
+    // The command is running once `sleep` shows in the container.
+    const rows = await eventually(
+      'the command running in the container',
+      async () => {
+        const top = (await container.top({ ps_args: '-eo pid,args' })) as { Processes?: string[][] };
+        const found = (top.Processes ?? []).map(([pid, ...rest]) => ({
           pid: Number(pid),
           args: rest.join(' '),
         }));
-        if (rows.some((r) => r.args.startsWith('sleep'))) return rows;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    };
-    const rows = await sleeping();
+        return found.some((r) => r.args.startsWith('sleep')) ? found : undefined;
+      },
+      60_000,
+    );
     const statusOf = (pid: number) => fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const field = (status: string, name: string) =>
       new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1]?.trim();
