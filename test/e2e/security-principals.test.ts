@@ -100,16 +100,30 @@ await describeDocker('e2e security: commands and the agent are separate principa
           .update(fs.readFileSync(path.join(DIST, f)))
           .digest('hex')}  /app/${f}`,
     );
+    // A symlink a command plants does not lead the agent's own file tools to its memory or environment.
     h.fake.setResponder(
-      securityResponder({ main: runTools([bash(`cd /app && sha256sum ${files.join(' ')}`)]) }),
+      securityResponder({
+        main: runTools([
+          bash(`cd /app && sha256sum ${files.join(' ')}`),
+          bash('ln -sfn /proc/self/environ env-link; ln -sfn /proc/self mem-dir; echo "rc=$?"'),
+          { name: 'read_file', arguments: { path: 'env-link' } },
+          { name: 'read_file', arguments: { path: 'mem-dir/mem' } },
+        ]),
+      }),
     );
     const next = await h.send('main', 'check the bundle');
+    const [bundle, , ...reads] = resultsOf(next.stdout);
     expect(
-      resultsOf(next.stdout)[0]
+      bundle
         ?.split('\n')
         .slice(2)
         .map((l) => l.replace('  ', '  /app/')),
     ).toEqual(sums);
+    expect(reads).toHaveLength(2);
+    for (const read of reads) {
+      expect(read).toMatch(/leads outside the workspace/);
+      expect(read).not.toMatch(/gw-|OPENAI_BASE_URL/);
+    }
   }, 300_000);
 
   it("while a command runs, PID 1, the agent, the executor and the command hold no capability, and the commands' uid is not the agent's", async () => {

@@ -7,8 +7,8 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchContainer, type ContainerProcess } from '../../host/containers/run/container-launch.ts';
 import { removeOrphans } from '../../host/containers/run/container-orphans.ts';
-import type { ContainerSpec } from '../../host/containers/run/container-spec.ts';
-import { AGENT_USER } from '../../host/containers/image/image-base-offline.ts';
+import { LAUNCHER_CAPABILITIES, type ContainerSpec } from '../../host/containers/run/container-spec.ts';
+import { AGENT_UID, AGENT_USER, COMMAND_UID } from '../../host/containers/image/image-base-offline.ts';
 import { ensureProbeImage } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 
@@ -96,7 +96,9 @@ await describeDocker('docker container lifecycle', () => {
     const info = await docker.getContainer(proc.id).inspect();
     expect(info.Name).toBe(`/${proc.name}`);
     expect(info.State.Running).toBe(true);
-    expect(info.Config.User).toBe(AGENT_USER);
+    // The launcher starts as root with three capabilities and hands the agent and commands their own uids.
+    expect(info.Config.User).toBe('0:0');
+    expect(info.Config.Cmd).toEqual([AGENT_USER, `${COMMAND_UID}:${AGENT_UID}`]);
     expect(info.Config.Env).toContain('SOME_VAR=x');
     expect(info.Config.Labels).toMatchObject({
       'carapace.managed': '1',
@@ -106,7 +108,7 @@ await describeDocker('docker container lifecycle', () => {
     });
     const host = info.HostConfig;
     expect(host.CapDrop).toEqual(['ALL']);
-    expect(host.CapAdd ?? []).toEqual([]);
+    expect(host.CapAdd).toEqual([...LAUNCHER_CAPABILITIES]);
     expect(host.Privileged).toBe(false);
     expect(host.SecurityOpt).toEqual(['no-new-privileges']);
     expect(host.ReadonlyRootfs).toBe(true);

@@ -13,6 +13,7 @@ import {
 } from '../../host/containers/image/image-base-offline.ts';
 import { localImageId, pullImage } from '../../host/containers/image/image-base-online.ts';
 import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
+import { commandUser } from '../../host/containers/run/container-spec.ts';
 import { ensureProbeImage, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 
@@ -52,13 +53,10 @@ await describeDocker('agent image build', () => {
 
   it('the image runs the bundle as the agent user, from /workspace, with the tools', async () => {
     const info = await docker.getImage(image).inspect();
-    expect(info.Config.Entrypoint).toEqual([
-      '/usr/bin/tini',
-      '--',
-      'node',
-      ...AGENT_NODE_FLAGS,
-      '/app/agent.cjs',
-    ]);
+    // The launcher runs the agent with the flags its code cache was written under.
+    expect(info.Config.Entrypoint).toEqual(['/bin/bash', '/app/launch.sh']);
+    const launcher = fs.readFileSync(path.join(PROJECT_ROOT, 'container-agent', 'launch.sh'), 'utf8');
+    expect(launcher).toContain(`node_flags=(${AGENT_NODE_FLAGS.join(' ')})`);
     expect(info.Config.User).toBe('agent');
     expect(info.Config.WorkingDir).toBe('/workspace');
     const result = await runOnce(docker, {
@@ -80,9 +78,9 @@ await describeDocker('agent image build', () => {
     expect(lines[4]).toMatch(/^ripgrep/);
     expect(lines[5]).toMatch(/^jq-/);
     // The probe's one chunk, its code cache when the image runs this host's node (offline), the entry, the
-    // wasm files.
+    // command executor, the launcher, the wasm files.
     expect(lines[6]?.trim()).toMatch(
-      /^agent-main\.cjs (agent-main\.cjs\.[0-9a-f]{16}\.cache )?agent\.cjs tree-sitter-bash\.wasm tree-sitter\.wasm$/,
+      /^agent-main\.cjs (agent-main\.cjs\.[0-9a-f]{16}\.cache )?agent\.cjs executor\.cjs launch\.sh tree-sitter-bash\.wasm tree-sitter\.wasm$/,
     );
   });
 
@@ -117,7 +115,12 @@ await describeDocker('agent image build', () => {
       (i) => i.RepoTags ?? [],
     );
     expect(left.sort()).toEqual(tags.slice(1).sort());
-    const run = await runOnce(docker, { image: tags[2]!, user: AGENT_USER });
+    // As a run's container starts: the launcher as root, given the agent's and the commands' ids.
+    const run = await runOnce(docker, {
+      image: tags[2]!,
+      user: '0:0',
+      cmd: [AGENT_USER, commandUser(AGENT_USER)],
+    });
     expect(run).toMatchObject({ exitCode: 0, stdout: 'three\n' });
 
     // With the default grace period, a tag built minutes ago stays: another host on this engine may be
