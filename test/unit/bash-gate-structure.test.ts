@@ -440,4 +440,21 @@ describe('fails closed', () => {
     expectEscalate('kill 1', /signals/, false);
     expectEscalate('kill 1; curl x', /curl/, true);
   });
+
+  it('escalates every signal aimed at the agent, PID 1 or a computed target, however it is spelled', () => {
+    for (const command of [
+      'kill -USR1 $PPID',
+      'kill -s STOP 1',
+      'kill -9 -1',
+      'kill -USR1 $(pgrep -f agent.cjs)',
+      'p=$((PPID)); kill -SIGUSR1 "$p"',
+      'pkill -USR1 node',
+      'killall -STOP tini',
+      'command kill -USR1 $PPID',
+      'builtin kill -USR1 1',
+      "k=kill; $k -USR1 1",
+      'echo $PPID | xargs kill -USR1',
+    ])
+      expect(gate.classify(command), command).toMatchObject({ class: 'escalate' });
+  });
 });
