@@ -79,13 +79,17 @@ async function buildBeforeImage(docker: Docker, image: string, projectRoot: stri
   return tag;
 }
 
-/** Starts one container of `image` and times start → "agent ready"; the container is removed after. */
-async function bootOnce(
+/**
+ * Starts one container of `image` and times start → "agent ready"; `whenReady` runs then (untimed), and the
+ * container is removed after.
+ */
+export async function bootOnce(
   docker: Docker,
   image: string,
   n: number,
   hostInstanceId: string,
   onLine: (text: string) => void = () => undefined,
+  whenReady: (containerId: string) => Promise<void> = async () => undefined,
 ): Promise<number> {
   const limits = containersConfigSchema.parse({});
   const proc = await launchContainer(docker, {
@@ -102,7 +106,7 @@ async function bootOnce(
   });
   const started = performance.now();
   try {
-    return await new Promise<number>((resolve, reject) => {
+    const ms = await new Promise<number>((resolve, reject) => {
       let seen = '';
       const timer = setTimeout(
         () => reject(new Error(`${image} did not log "agent ready" within ${READY_TIMEOUT_MS} ms: ${seen}`)),
@@ -121,6 +125,8 @@ async function bootOnce(
         reject(new Error(`${image} exited before "agent ready": ${seen}`));
       });
     });
+    await whenReady(proc.id);
+    return ms;
   } finally {
     await proc.stop('measured', 0);
   }

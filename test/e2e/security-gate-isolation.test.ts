@@ -1,9 +1,9 @@
 /**
  * The bash gate without silent misses (issue 12), through real containers. The classes found in review
  * escalate; and where a command still runs (the host allows escalated commands in an untainted run), it
- * cannot reach the agent's key, its IPC stream or the network: commands share the agent's uid, but the
- * agent and PID 1 are not dumpable (execute-only node and tini), and the admin group is on the gateway
- * network. Every command a run executes leaves a `bash.ran` audit row. A container that floods its IPC
+ * cannot reach the agent's key, its IPC stream or the network: commands run under their own uid, apart
+ * from the agent and PID 1 (security-principals.test.ts proves the separation), and the admin group is on
+ * the gateway network. Every command a run executes leaves a `bash.ran` audit row. A container that floods its IPC
  * stream costs the host a bounded number of audit rows, is stopped, and does not slow another group.
  */
 import { spawn } from 'node:child_process';
