@@ -27,9 +27,12 @@ umask 0002
 node_flags=(--min-semi-space-size=16)
 if node --disable-sigusr1 --version >/dev/null 2>&1; then node_flags+=(--disable-sigusr1); fi
 
+# The executor's node starts only when the agent sends its first line (once it listens, or at its first
+# command): booting it now would take the container's CPU from the agent's own boot.
 coproc EXECUTOR {
   exec 2>/dev/null env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    setpriv --reuid="$command_uid" --regid="$command_gid" "${drop[@]}" -- node /app/executor.cjs
+    setpriv --reuid="$command_uid" --regid="$command_gid" "${drop[@]}" -- \
+    /bin/bash -c 'read -r && exec node /app/executor.cjs'
 }
 
 # bash keeps close-on-exec on duplicates of a coprocess's descriptors: the agent's ends are opened anew.

@@ -96,6 +96,8 @@ async function benchBoot(docker: Docker, tmp: string): Promise<Record<string, nu
 }
 
 async function benchCommands(tmp: string): Promise<Record<string, number | string>> {
+  // The executor runs under another uid: it reads its script here and runs commands in cwd.
+  fs.chmodSync(tmp, 0o755);
   const outFile = path.join(tmp, 'dist', 'agent.cjs');
   await bundleAgent({ entry: defaultAgentPaths(PROJECT_ROOT).entry, outFile });
   // As in the container: another uid than this process when it can have one.
@@ -116,7 +118,6 @@ async function benchCommands(tmp: string): Promise<Record<string, number | strin
     environOwner: () => 0,
   }));
   const cwd = fs.mkdtempSync(path.join(tmp, 'cwd-'));
-  fs.chmodSync(tmp, 0o755);
   fs.chmodSync(cwd, 0o777);
   const classifier = await createBashClassifier(resolveBashGateWasmPaths());
   const tool = (commands: CommandRunner) =>

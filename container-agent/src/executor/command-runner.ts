@@ -18,18 +18,22 @@ export interface CommandRunner {
 /** The descriptors launch.sh gives the agent. */
 const EXECUTOR_REPLIES_FD = 3;
 const EXECUTOR_REQUESTS_FD = 4;
+/** How long after the agent listens the executor starts (the bash parser loads at 250 ms). */
+const EXECUTOR_WAKE_DELAY_MS = 500;
 /** The executor says who it is as soon as it starts; one that has not by then never will. */
 const HELLO_TIMEOUT_MS = 15_000;
 
 export function executorCommands(
   executor: CommandExecutor,
   facts: (commandUid: number) => SeparationFacts = procFacts,
+  wake: () => void = () => undefined,
 ): CommandRunner {
   let verdict: Promise<string | null> | undefined;
   return {
     run: (options) => executor.run(options),
     separation: () =>
       (verdict ??= new Promise<string | null>((resolve) => {
+        wake();
         const timer = setTimeout(
           () => resolve(`the command executor did not start within ${HELLO_TIMEOUT_MS / 1000} s`),
           HELLO_TIMEOUT_MS,
@@ -67,5 +71,14 @@ export function launcherCommands(): CommandRunner {
   // Neither keeps the agent alive: it exits when the host is gone, whatever the executor does.
   input.unref();
   output.unref();
-  return executorCommands(connectCommandExecutor({ input, output }));
+  // launch.sh starts the executor's node at the first line it gets: soon after the agent listens (a
+  // pre-started container boots it while it waits), or at the first command if that comes sooner.
+  let awake = false;
+  const wake = () => {
+    if (awake) return;
+    awake = true;
+    output.write('start\n');
+  };
+  setTimeout(wake, EXECUTOR_WAKE_DELAY_MS).unref();
+  return executorCommands(connectCommandExecutor({ input, output }), procFacts, wake);
 }
