@@ -23,6 +23,11 @@ const BENCHES: Bench[] = [
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'bash.ran report on a local command', module: './bench-bash-report.ts', fn: 'benchBashReport' },
+  {
+    title: 'commands and the agent as separate principals',
+    module: './bench-principals.ts',
+    fn: 'benchPrincipals',
+  },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
   { title: 'MCP service call, host overhead', module: './bench-mcp-call.ts', fn: 'benchMcpCall' },
   { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { COMMAND_UID } from '../../host/containers/image/image-base-offline.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import {
   auditMark,
@@ -124,6 +125,41 @@ await describeDocker('e2e security: commands and the agent are separate principa
       expect(read).toMatch(/leads outside the workspace/);
       expect(read).not.toMatch(/gw-|OPENAI_BASE_URL/);
     }
+  }, 300_000);
+
+  it('what the agent writes, commands can change, and the other way round; the owner finds both on the host', async () => {
+    const t = tag();
+    h.fake.setResponder(
+      securityResponder({
+        alpha: runTools([
+          { name: 'write_file', arguments: { path: `agent-${t}.txt`, content: 'by the agent\n' } },
+          bash(
+            `echo 'and a command' >> agent-${t}.txt && echo 'by a command' > command-${t}.txt && ` +
+              `git init -q repo-${t} && git -C repo-${t} status --short; echo "rc=$?"`,
+          ),
+          {
+            name: 'edit_file',
+            arguments: {
+              path: `command-${t}.txt`,
+              old_string: 'by a command',
+              new_string: 'edited by the agent',
+            },
+          },
+        ]),
+      }),
+    );
+    const res = await h.send('alpha', '@Andy share files');
+    const [, ran, edited] = resultsOf(res.stdout);
+    expect(ran).toBe('exit code 0\nstdout:\nrc=0');
+    expect(edited).not.toMatch(/error|denied/i);
+    const dir = path.join(h.paths.groupsDir, 'alpha');
+    expect(fs.readFileSync(path.join(dir, `agent-${t}.txt`), 'utf8')).toBe('by the agent\nand a command\n');
+    expect(fs.readFileSync(path.join(dir, `command-${t}.txt`), 'utf8')).toBe('edited by the agent\n');
+    // Written by the commands' uid, with the agent's group, writable by that group.
+    const stat = fs.statSync(path.join(dir, `command-${t}.txt`));
+    expect(stat.uid).toBe(COMMAND_UID);
+    expect(stat.gid).toBe(fs.statSync(dir).gid);
+    expect(stat.mode & 0o060).toBe(0o060);
   }, 300_000);
 
   it("while a command runs, PID 1, the agent, the executor and the command hold no capability, and the commands' uid is not the agent's", async () => {
