@@ -452,7 +452,7 @@ describe('fails closed', () => {
       'killall -STOP tini',
       'command kill -USR1 $PPID',
       'builtin kill -USR1 1',
-      "k=kill; $k -USR1 1",
+      'k=kill; $k -USR1 1',
       'echo $PPID | xargs kill -USR1',
     ])
       expect(gate.classify(command), command).toMatchObject({ class: 'escalate' });
