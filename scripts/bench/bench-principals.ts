@@ -126,7 +126,6 @@ async function benchCommands(tmp: string): Promise<Record<string, number | strin
       host: { request: () => Promise.reject(new Error('unused')), notify: () => undefined },
       cwd,
       env: commandEnvironment(process.env, { timezone: 'UTC', home: cwd }),
-      onGateError: 'block',
       checkTimeoutMs: 1000,
       commands,
     });
