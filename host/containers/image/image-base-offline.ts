@@ -20,15 +20,17 @@ export const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
 export const OFFLINE_NODE_PATH = '/usr/local/bin/node';
 /**
  * The image's init and Node are execute-only (0711, owned by root): a process that runs a binary it
- * cannot read is not dumpable, so commands (same uid) cannot open its /proc/<pid>/environ, mem or fd.
- * That keeps tini (PID 1, whose stdio is the IPC stream) and the agent (which holds the gateway key)
- * out of their reach. See DESIGN.md, "Bash gate".
+ * cannot read is not dumpable, so nothing under another uid, nor the process's own, can open its
+ * /proc/<pid>/environ, mem or fd. Commands already run under another uid than tini (PID 1, whose stdio is
+ * the IPC stream) and the agent (which holds the gateway key); this is the second wall. See DESIGN.md,
+ * "Bash gate".
  */
 export const EXECUTE_ONLY_BINARIES = [OFFLINE_NODE_PATH, '/usr/bin/tini'] as const;
 
 /**
  * Debian packages of the offline base. The agent's tools need the first six; libstdc++6 and
  * libgcc-s1 are what an official Node binary links against besides glibc; tini is the image's init.
+ * The launcher's setpriv comes with util-linux, which every Debian root filesystem has (Essential).
  */
 export const OFFLINE_BASE_PACKAGES = [
   'bash',
