@@ -34,7 +34,8 @@ await describeDocker('e2e security: commands and the agent are separate principa
   let h: E2eHost;
   beforeAll(async () => {
     h = await startE2eHost({});
-    await h.addLocalGroups('alpha');
+    // One group per test: a group's earlier run (or the container pre-started after it) is not this one's.
+    await h.addLocalGroups('alpha', 'beta');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();
@@ -163,9 +164,9 @@ await describeDocker('e2e security: commands and the agent are separate principa
   }, 300_000);
 
   it("while a command runs, PID 1, the agent, the executor and the command hold no capability, and the commands' uid is not the agent's", async () => {
-    h.fake.setResponder(securityResponder({ alpha: runTools([bash('sleep 30')]) }));
-    const running = h.send('alpha', '@Andy wait');
-    const info = await h.runningContainer('alpha', 150_000);
+    h.fake.setResponder(securityResponder({ beta: runTools([bash('sleep 30')]) }));
+    const running = h.send('beta', '@Andy wait');
+    const info = await h.runningContainer('beta', 150_000);
     const container = new Docker().getContainer(info.Id);
     // The command is running once `sleep` shows in the container.
     const rows = await eventually(
