@@ -1,9 +1,10 @@
 /**
  * Commands and the agent as separate principals (issue 22; DESIGN.md, "Bash gate"), through real containers.
- * A command that the host lets run, local or escalated and allowed, cannot signal the agent or PID 1, open
- * Node's inspector, read the agent's /proc entries, put a frame on the agent's IPC stream, or change the
- * bundle and code caches a later container loads; and while a run goes on, PID 1, the agent, the command
- * executor and the command itself hold no capability, and the commands' uid is not the agent's.
+ * A command the host lets run (each attack here escalates, and the admin group's policy, untainted, allows
+ * it) cannot signal the agent or PID 1, open Node's inspector, read the agent's /proc entries, put a frame
+ * on the agent's IPC stream, or change the bundle and code caches that the container pre-started after its
+ * run loads. Agent and commands still share the group folder. While a run goes on, PID 1, the agent, the
+ * command executor and the command itself hold no capability, and the commands' uid is not the agent's.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -11,6 +12,8 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { COMMAND_UID } from '../../host/containers/image/image-base-offline.ts';
+import { LABEL_GROUP, LABEL_PRESTARTED } from '../../host/containers/run/container-spec.ts';
+import { dataFolderLabel, LABEL_DATA } from '../../host/containers/run/data-folder-label.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import {
   auditMark,
@@ -33,7 +36,10 @@ const DIST = path.join(import.meta.dirname, '..', '..', 'container-agent', 'dist
 await describeDocker('e2e security: commands and the agent are separate principals', () => {
   let h: E2eHost;
   beforeAll(async () => {
-    h = await startE2eHost({});
+    // Pre-starting on: the run after the attack takes a container started after it.
+    h = await startE2eHost({
+      config: { runs: { retry_base_ms: 200, prestart: { count: 2, memory_mb: 256, idle_ms: 600_000 } } },
+    });
     // One group per test: a group's earlier run (or the container pre-started after it) is not this one's.
     await h.addLocalGroups('alpha', 'beta');
   }, 180_000);
@@ -102,11 +108,21 @@ await describeDocker('e2e security: commands and the agent are separate principa
           .update(fs.readFileSync(path.join(DIST, f)))
           .digest('hex')}  /app/${f}`,
     );
+    // The container pre-started for main once that run ended (its id is its hostname).
+    const [waiting] = await eventually('a container pre-started for main after the attack', async () => {
+      const running = await h.docker.listContainers({
+        filters: {
+          label: [`${LABEL_DATA}=${dataFolderLabel(h.paths.dataDir)}`, `${LABEL_GROUP}=main`],
+          status: ['running'],
+        },
+      });
+      return running.length === 1 && running[0]?.Labels[LABEL_PRESTARTED] ? running : undefined;
+    });
     // A symlink a command plants does not lead the agent's own file tools to its memory or environment.
     h.fake.setResponder(
       securityResponder({
         main: runTools([
-          bash(`cd /app && sha256sum ${files.join(' ')}`),
+          bash(`hostname; cd /app && sha256sum ${files.join(' ')}`),
           bash('ln -sfn /proc/self/environ env-link; ln -sfn /proc/self mem-dir; echo "rc=$?"'),
           { name: 'read_file', arguments: { path: 'env-link' } },
           { name: 'read_file', arguments: { path: 'mem-dir/mem' } },
@@ -115,10 +131,11 @@ await describeDocker('e2e security: commands and the agent are separate principa
     );
     const next = await h.send('main', 'check the bundle');
     const [bundle, , ...reads] = resultsOf(next.stdout);
+    expect(bundle?.split('\n')[2]).toBe(waiting?.Id.slice(0, 12));
     expect(
       bundle
         ?.split('\n')
-        .slice(2)
+        .slice(3)
         .map((l) => l.replace('  ', '  /app/')),
     ).toEqual(sums);
     expect(reads).toHaveLength(2);
