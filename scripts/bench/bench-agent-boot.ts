@@ -47,6 +47,18 @@ function eagerEntry(agentSrc: string): string {
   ].join('\n');
 }
 
+/**
+ * An ENTRYPOINT that starts `node <args>` the way images did before the launcher (issue 22): tini as PID 1
+ * under the agent's uid, no command executor. The host still starts the container as root and passes
+ * <agent uid:gid> <commands uid:gid>; setpriv drops to the first and keeps no capability.
+ */
+export function oldEntrypoint(...nodeArgs: string[]): string {
+  const start =
+    'exec setpriv --reuid="${1%%:*}" --regid="${1##*:}" --clear-groups --inh-caps=-all --ambient-caps=-all ' +
+    `--bounding-set=-all -- /usr/bin/tini -- node ${nodeArgs.join(' ')}`;
+  return JSON.stringify(['/bin/bash', '-c', start, 'old-entrypoint']);
+}
+
 /** Builds the "before" image on top of `image`: the old bundle as /app/agent-before.mjs, run directly. */
 async function buildBeforeImage(docker: Docker, image: string, projectRoot: string, tmp: string) {
   const entry = path.join(tmp, 'before-entry.ts');
@@ -72,7 +84,7 @@ async function buildBeforeImage(docker: Docker, image: string, projectRoot: stri
   const dockerfile = path.join(tmp, 'Dockerfile.before');
   fs.writeFileSync(
     dockerfile,
-    `FROM ${image}\nCOPY dist/ /app/\nENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/agent-before.mjs"]\n`,
+    `FROM ${image}\nCOPY dist/ /app/\nENTRYPOINT ${oldEntrypoint('/app/agent-before.mjs')}\n`,
   );
   const tag = `carapace-agent-bench-boot:before-${process.pid}`;
   await buildImage({ docker, dockerfile, bundleFiles: [outFile], tag });

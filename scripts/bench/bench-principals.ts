@@ -27,7 +27,7 @@ import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 import { containerMemoryBytes } from '../../host/containers/run/container-memory.ts';
 import { PROJECT_ROOT } from '../../test/fixtures/agent-entries/probe-image.ts';
 import { inProcessCommands } from '../../test/helpers/in-process-commands.ts';
-import { bootOnce } from './bench-agent-boot.ts';
+import { bootOnce, oldEntrypoint } from './bench-agent-boot.ts';
 import { isMain, median, percentile, printFigures, round } from './stats.ts';
 
 const BOOT_ROUNDS = 9;
@@ -37,13 +37,9 @@ const WARMUP = 20;
 /** The product's image started as before issue 22: tini as PID 1 under the agent's uid, the agent its child. */
 async function buildOnePrincipalImage(docker: Docker, image: string, tmp: string): Promise<string> {
   const dockerfile = path.join(tmp, 'Dockerfile.one-principal');
-  // The host still passes <agent uid:gid> <commands uid:gid> and starts the container as root.
-  const start =
-    'exec setpriv --reuid="${1%%:*}" --regid="${1##*:}" --clear-groups --inh-caps=-all --ambient-caps=-all ' +
-    '--bounding-set=-all -- /usr/bin/tini -- node --min-semi-space-size=16 /app/agent.cjs';
   fs.writeFileSync(
     dockerfile,
-    `FROM ${image}\nENTRYPOINT ${JSON.stringify(['/bin/bash', '-c', start, 'one-principal'])}\n`,
+    `FROM ${image}\nENTRYPOINT ${oldEntrypoint('--min-semi-space-size=16', '/app/agent.cjs')}\n`,
   );
   const tag = `carapace-agent-bench-principals:before-${process.pid}`;
   await buildImage({ docker, dockerfile, bundleFiles: [], tag });
