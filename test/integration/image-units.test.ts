@@ -12,6 +12,8 @@ import {
 } from '../../host/containers/run/container-spec.ts';
 import {
   AGENT_NODE_FLAGS,
+  EXECUTOR_FILE,
+  LAUNCHER_FILE,
   AGENT_MAIN_CHUNK,
   AGENT_WASM_ASSETS,
   bundleAgent,
@@ -238,7 +240,13 @@ describe('agent bundle and tag', () => {
     expect(a.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(b.sha256).toBe(a.sha256);
     expect(fs.readdirSync(path.dirname(outA)).sort()).toEqual(
-      ['agent.cjs', AGENT_MAIN_CHUNK, ...AGENT_WASM_ASSETS.map((x) => x.file)].sort(),
+      [
+        'agent.cjs',
+        AGENT_MAIN_CHUNK,
+        EXECUTOR_FILE,
+        LAUNCHER_FILE,
+        ...AGENT_WASM_ASSETS.map((x) => x.file),
+      ].sort(),
     );
     const agent = fs.readFileSync(path.join(path.dirname(outA), AGENT_MAIN_CHUNK), 'utf8');
     expect(agent).not.toMatch(/require\(["']\.\.?\//); // no relative requires: the probe is one chunk
