@@ -144,7 +144,7 @@ await describeDocker('e2e: the provider key never reaches a container', () => {
       expect(r.rawBody).not.toContain(key);
     }
     // What the container itself could see went back to the model: its own shells' environments, without
-    // any key; the init's and the agent's are closed to commands (not dumpable), so their variables
+    // any key; the init's and the agent's run under another uid (and are not dumpable), so their variables
     // (OPENAI_BASE_URL among them) never show.
     const toolOutput = requests[1]?.rawBody ?? '';
     expect(toolOutput).toContain('Permission denied');

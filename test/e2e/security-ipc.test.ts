@@ -153,7 +153,7 @@ await describeDocker('e2e security: the IPC authorization table', () => {
     const t = tag();
     // The container hides the admin tools. A run that tries to speak to the host directly (a command that
     // writes JSON-RPC frames onto the container's IPC stream through /proc, which the gate escalates and
-    // the Cop lets pass in this script) finds the stream closed to commands: the agent is not dumpable.
+    // the Cop lets pass in this script) finds the stream closed to commands: the agent runs under another uid.
     // The host's own check of forged frames, made from the run's identity, is proven where frames can
     // reach it: test/integration/ipc-forgery.test.ts.
     const forged = [
