@@ -39,6 +39,7 @@ import { recoverInterruptedRuns } from '../router/recover-runs.ts';
 import { createRunExecutor } from '../router/run-executor.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { acquireHostLock } from '../store/host-lock.ts';
+import { createRetentionRunner } from '../store/retention-runner.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { createCloserStack } from './closer-stack.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
@@ -106,6 +107,15 @@ export interface RunningHost {
   store: Store;
   stop(reason?: string): Promise<void>;
   whenIdle(): Promise<void>;
+}
+
+/** 0 for a file that is not there (no WAL between checkpoints). */
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** For a runner that needs nothing from the host (tests, doubles). */
@@ -188,6 +198,11 @@ export async function startHost({
             lastError: o.lastError,
           })),
           approvalsPending: store.approvals.listPending().length,
+          database: {
+            bytes: fileSize(paths.databaseFile),
+            walBytes: fileSize(`${paths.databaseFile}-wal`),
+            rows: store.retention.sizes(),
+          },
           ...(late.runtime?.prestart ? { prestart: late.runtime.prestart.status() } : {}),
           ...(late.runtime?.services ? { services: late.runtime.services.status() } : {}),
           channels: [...channels.values()].map((ch) => ({
@@ -432,6 +447,21 @@ export async function startHost({
       activeQueue.notify(groupId);
     // Tasks that fell due while the host was down fire once now, then on their own timer.
     scheduler.start();
+    const retention = createRetentionRunner({
+      retention: store.retention,
+      audit: store.audit,
+      policy: {
+        outboxDays: config.retention.outbox_days,
+        messagesDays: config.retention.messages_days,
+        runsDays: config.retention.runs_days,
+        usageDays: config.retention.usage_days,
+      },
+      batchSize: config.retention.batch_size,
+      intervalMs: config.retention.interval_ms,
+      logger: logger.child({ subsystem: 'retention' }),
+    });
+    retention.start();
+    closers.push('retention', () => retention.stop());
     dispatcher.kick();
     if (reload) {
       step = 'watching the config file';

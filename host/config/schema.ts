@@ -79,6 +79,24 @@ export const outboxConfigSchema = z
   })
   .strict();
 
+const retentionDays = z.number().int().min(0).max(36_500).default(90);
+
+/** `[retention]`: how long old history is kept (0 keeps it for ever); the audit log is always kept whole. */
+export const retentionConfigSchema = z
+  .object({
+    /** Delivered and dead-lettered replies. */
+    outbox_days: retentionDays,
+    /** Messages no pending reply needs. */
+    messages_days: retentionDays,
+    /** Finished runs. */
+    runs_days: retentionDays,
+    /** Per-run gateway usage; older days keep one total per group and model. */
+    usage_days: retentionDays,
+    interval_ms: z.number().int().min(60_000).max(86_400_000).default(3_600_000),
+    batch_size: z.number().int().min(10).max(10_000).default(500),
+  })
+  .strict();
+
 export const loggingConfigSchema = z
   .object({
     level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
@@ -135,6 +153,7 @@ export const hostConfigSchema = z
     groups: z.record(groupIdSchema, groupConfigSchema).default({}),
     runs: runsConfigSchema.prefault({}),
     outbox: outboxConfigSchema.prefault({}),
+    retention: retentionConfigSchema.prefault({}),
     logging: loggingConfigSchema.prefault({}),
   })
   .strict();

@@ -56,9 +56,11 @@ export function createMessagesStore(db: Db, now: () => Date = () => new Date()) 
   const latestTrigger = db.prepare<[string, number], { id: number }>(
     'SELECT id FROM messages WHERE group_id = ? AND id > ? AND triggers = 1 ORDER BY id DESC LIMIT 1',
   );
+  // Group by group, each one seek in the triggers index: the work follows the groups, not their history.
   const pendingGroups = db.prepare<[], { group_id: string }>(
-    `SELECT DISTINCT m.group_id FROM messages m JOIN groups g ON g.id = m.group_id
-     WHERE m.triggers = 1 AND m.id > g.agent_cursor ORDER BY m.group_id`,
+    `SELECT g.id AS group_id FROM groups g
+     WHERE EXISTS (SELECT 1 FROM messages m WHERE m.group_id = g.id AND m.triggers = 1 AND m.id > g.agent_cursor)
+     ORDER BY g.id`,
   );
 
   return {

@@ -7,6 +7,7 @@ import { createMessagesStore } from './messages-store.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
 import { openDatabase, type Db } from './open-database.ts';
 import { createOutboxStore } from './outbox-store.ts';
+import { createRetentionStore } from './retention-store.ts';
 import { createRunsStore } from './runs-store.ts';
 import { createTasksStore } from './tasks-store.ts';
 
@@ -41,6 +42,8 @@ export function openStore({
     approvals: createApprovalsStore(db),
     tasks: createTasksStore(db, now),
     chatsSeen: createChatsSeenStore(db, now),
+    /** Pruning of old history, step by step (retention-runner.ts drives it). */
+    retention: createRetentionStore(db, now),
     /** The durable key/value state of one channel. */
     channelState: (channel: string) => createChannelStateStore(db, channel),
     /** Runs `fn` in one transaction: every multi-row change goes through here. */

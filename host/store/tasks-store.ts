@@ -136,9 +136,11 @@ export function createTasksStore(
     `UPDATE tasks SET status = 'active', next_run_at = ? WHERE id = ? AND status = 'paused'`,
   );
   const clearTaint = db.prepare('UPDATE tasks SET taint_corruption = 0, taint_secret = 0 WHERE id = ?');
+  // Each open task looks up its creating run by id, rather than reading every run the group ever had.
   const taintedOf = db.prepare<[string, string], TaskRow>(
     `SELECT * FROM tasks WHERE status IN ('active', 'paused') AND (taint_corruption = 1 OR taint_secret = 1)
-       AND (group_id = ? OR created_by_run IN (SELECT id FROM runs WHERE group_id = ?)) ORDER BY created_at, id`,
+       AND (group_id = ? OR EXISTS (SELECT 1 FROM runs r WHERE r.id = tasks.created_by_run AND r.group_id = ?))
+     ORDER BY created_at, id`,
   );
   const cancel = db.prepare(
     `UPDATE tasks SET status = 'cancelled', next_run_at = NULL WHERE id = ? AND status IN ('active', 'paused')`,

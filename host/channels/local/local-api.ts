@@ -96,6 +96,20 @@ export const hostStatus = z.object({
     [],
   ),
   approvalsPending: z.int(),
+  /** The database file and its WAL in bytes, and rows per table that grows with history (an id span). */
+  database: z.optional(
+    z.object({
+      bytes: z.int(),
+      walBytes: z.int(),
+      rows: z.object({
+        messages: z.int(),
+        runs: z.int(),
+        outbox: z.int(),
+        audit: z.int(),
+        usage: z.int(),
+      }),
+    }),
+  ),
   channels: z._default(
     z.array(
       z.object({

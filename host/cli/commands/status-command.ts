@@ -30,6 +30,16 @@ function describeFailing(f: HostStatus['outboxFailing'][number]): string {
   );
 }
 
+/** "database: 740 MiB (WAL 4 MiB); about 1500000 messages, 300000 runs, … ([retention] prunes old ones)" */
+export function describeDatabase(d: NonNullable<HostStatus['database']>): string {
+  const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+  const r = d.rows;
+  return (
+    `database: ${mib(d.bytes)} (WAL ${mib(d.walBytes)}); about ${r.messages} messages, ${r.runs} runs, ` +
+    `${r.outbox} replies, ${r.audit} audit rows, ${r.usage} usage rows ([retention] prunes old history)`
+  );
+}
+
 export async function statusCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
   let live: HostStatus | undefined;
@@ -93,6 +103,7 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
           (s.lastError ? `, last error: ${s.lastError}` : ''),
       );
     }
+    if (h.database) ctx.out(describeDatabase(h.database));
     ctx.out(
       `groups: ${h.groups
         .map(
