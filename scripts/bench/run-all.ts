@@ -20,6 +20,11 @@ const BENCHES: Bench[] = [
     module: './bench-whatsapp.ts',
     fn: 'benchWhatsApp',
   },
+  {
+    title: 'cost with a month of history (1,000 groups at 10/50/100 msg/s) vs an empty database',
+    module: './bench-history.ts',
+    fn: 'benchHistory',
+  },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'bash.ran report on a local command', module: './bench-bash-report.ts', fn: 'benchBashReport' },

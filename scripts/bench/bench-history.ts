@@ -1,0 +1,230 @@
+/**
+ * Cost that must not grow with history. The real host (startHost with the real store, queue, executor,
+ * outbox dispatcher and console channel; a runner that answers at once; no containers) serves 1,000 groups
+ * at 10, 50 and 100 messages a second, once on an empty database and once after a simulated month written
+ * through the store API (50 messages per group and day, every 5th a trigger with its run, reply, audit rows
+ * and usage). Figures: host CPU per 1,000 messages, ingest → runner and → delivered p50/p99, `GET /v1/status`
+ * latency and CPU, RSS, database and WAL size; the month against the empty database.
+ *
+ * BENCH_HISTORY_DAYS (default 6: a fifth of the month, to fit a few minutes on two busy cores; 30 for the
+ * whole month) and BENCH_HISTORY_GROUPS (default 1000) scale the seed.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { staticRunner, startHost } from '../../host/app/host.ts';
+import type { Channel, ChannelHost } from '../../host/channels/channel.ts';
+import { createLocalClient } from '../../host/channels/local/local-client.ts';
+import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
+import { resolvePaths } from '../../host/config/paths.ts';
+import type { AgentRunner } from '../../host/router/agent-runner.ts';
+import { chatIdOf, MONTH_OF_1000_GROUPS, seedHistory } from '../../test/helpers/seed-history.ts';
+import { isMain, percentile, printFigures, round } from './stats.ts';
+
+const CHANNEL = 'bench';
+const RATES = [10, 50, 100];
+/** Messages per rate: long enough for a p99, short enough for a shared machine. */
+const MESSAGES_PER_RATE = 400;
+const STATUS_CALLS = 20;
+
+const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 6);
+const GROUPS = Number(process.env.BENCH_HISTORY_GROUPS ?? MONTH_OF_1000_GROUPS.groups);
+
+/** Ingest, runner and delivery times of each message, by its text. */
+interface Timeline {
+  ingest: Map<string, number>;
+  runner: Map<string, number>;
+  delivered: Map<string, number>;
+  waitFor?: { count: number; resolve: () => void };
+}
+
+/** Answers every trigger at once and ends; records when the host asked it to start. */
+function instantRunner(t: Timeline): AgentRunner {
+  return {
+    start(ctx, callbacks) {
+      const triggers = ctx.messages.filter((m) => m.triggers);
+      const now = performance.now();
+      for (const m of triggers) if (!t.runner.has(m.text)) t.runner.set(m.text, now);
+      const done = (async () => {
+        for (const m of triggers) await callbacks.reply(`echo:${m.text}`, { final: true });
+        return { ok: true, reason: 'completed' };
+      })();
+      return { accepted: Promise.resolve(), input: async () => false, stop: () => undefined, done };
+    },
+  };
+}
+
+/** An in-process platform: the driver hands messages to the host's ingest; sends are delivered at once. */
+function benchChannel(t: Timeline): Channel & { host?: ChannelHost } {
+  let seq = 0;
+  const since = new Date().toISOString();
+  const ch: Channel & { host?: ChannelHost } = {
+    name: CHANNEL,
+    textLimit: 4096,
+    formattingRules: 'plain text',
+    async start(h) {
+      ch.host = h;
+      h.onStatus({ state: 'connected', since });
+    },
+    async stop() {
+      ch.host = undefined;
+    },
+    status: () => ({ state: 'connected', since }),
+    adminChatId: () => undefined,
+    async send({ text }) {
+      const key = text.slice('echo:'.length);
+      if (t.ingest.has(key) && !t.delivered.has(key)) {
+        t.delivered.set(key, performance.now());
+        if (t.waitFor && t.delivered.size >= t.waitFor.count) t.waitFor.resolve();
+      }
+      seq += 1;
+      return { kind: 'delivered', platformIds: [`bench-${seq}`] };
+    },
+    async setTyping() {},
+  };
+  return ch;
+}
+
+const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
+const size = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
+const mib = (n: number) => round(n / 1048576, 1);
+
+async function runOne(label: 'empty' | 'month', seedDays: number): Promise<Record<string, number>> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `carapace-bench-history-${label}-`));
+  const env = { CARAPACE_CONFIG_DIR: path.join(dir, 'cfg'), CARAPACE_DATA_DIR: path.join(dir, 'data') };
+  fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true });
+  fs.writeFileSync(
+    path.join(env.CARAPACE_CONFIG_DIR, 'config.toml'),
+    '[runs]\nmax_concurrent = 64\n[logging]\nlevel = "error"\n',
+  );
+  const paths = resolvePaths({ env, cwd: dir });
+  const figures: Record<string, number> = {};
+  // The seed runs in a process of its own, so its memory is not counted in the host's RSS.
+  const seedStart = performance.now();
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(import.meta.url), '--seed', paths.databaseFile, String(seedDays)],
+    { stdio: 'inherit' },
+  );
+  figures[`${label}: seed s`] = round((performance.now() - seedStart) / 1000, 1);
+
+  const t: Timeline = { ingest: new Map(), runner: new Map(), delivered: new Map() };
+  const channel = benchChannel(t);
+  const host = await startHost({
+    paths,
+    config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
+    createRunner: staticRunner(instantRunner(t)),
+    logger: pino({ level: 'silent' }),
+    redact: (s) => s,
+    extraChannels: [channel],
+  });
+  let rss = process.memoryUsage().rss;
+  const sampler = setInterval(() => (rss = Math.max(rss, process.memoryUsage().rss)), 100);
+  try {
+    let n = 0;
+    for (const rate of RATES) {
+      const before = t.delivered.size;
+      const all = new Promise<void>(
+        (resolve) => (t.waitFor = { count: before + MESSAGES_PER_RATE, resolve }),
+      );
+      const texts: string[] = [];
+      const cpu = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < MESSAGES_PER_RATE; i++) {
+        const due = t0 + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        n += 1;
+        const g = (n * 7919) % GROUPS;
+        const text = `@Andy ${label} ${rate} ${i}`;
+        texts.push(text);
+        t.ingest.set(text, performance.now());
+        channel.host?.ingest({
+          channel: CHANNEL,
+          chatId: chatIdOf(g),
+          externalId: `load-${n}`,
+          senderId: 'u1',
+          senderName: 'Ann',
+          text,
+          sentAt: new Date().toISOString(),
+          mentionsBot: true,
+          repliesToBot: false,
+          fromOwner: false,
+        });
+      }
+      await all;
+      const used = cpuMs(process.cpuUsage(cpu));
+      const toRunner = texts.map((x) => (t.runner.get(x) ?? NaN) - (t.ingest.get(x) ?? NaN));
+      const toDelivered = texts.map((x) => (t.delivered.get(x) ?? NaN) - (t.ingest.get(x) ?? NaN));
+      figures[`${label} ${rate}/s: CPU s per 1000 msgs`] = round(used / MESSAGES_PER_RATE, 2);
+      figures[`${label} ${rate}/s: ingest→runner p50 ms`] = round(percentile(toRunner, 50), 2);
+      figures[`${label} ${rate}/s: ingest→runner p99 ms`] = round(percentile(toRunner, 99), 2);
+      figures[`${label} ${rate}/s: ingest→delivered p50 ms`] = round(percentile(toDelivered, 50), 2);
+      figures[`${label} ${rate}/s: ingest→delivered p99 ms`] = round(percentile(toDelivered, 99), 2);
+    }
+    await host.whenIdle();
+    const client = createLocalClient({ socketFile: paths.socketFile, pidFile: paths.pidFile });
+    const latencies: number[] = [];
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < STATUS_CALLS; i++) {
+      const s = performance.now();
+      await client.getJson('/v1/status');
+      latencies.push(performance.now() - s);
+    }
+    figures[`${label}: status median ms`] = round(percentile(latencies, 50), 2);
+    figures[`${label}: status CPU ms per call`] = round(cpuMs(process.cpuUsage(cpu)) / STATUS_CALLS, 2);
+  } finally {
+    clearInterval(sampler);
+    figures[`${label}: RSS peak MiB`] = mib(rss);
+    figures[`${label}: database MiB`] = mib(size(paths.databaseFile));
+    figures[`${label}: WAL MiB`] = mib(size(`${paths.databaseFile}-wal`));
+    await host.stop('bench done');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return figures;
+}
+
+export async function benchHistory(): Promise<Record<string, number | string>> {
+  const load = os.loadavg().map((l) => l.toFixed(2));
+  const empty = await runOne('empty', 0);
+  const month = await runOne('month', DAYS);
+  const ratio = (a: string, b: string) =>
+    round((month[`month${a}`] ?? NaN) / (empty[`empty${b ?? a}`] ?? NaN), 2);
+  const ratios: Record<string, number> = {};
+  for (const rate of RATES) {
+    ratios[`${rate}/s: CPU per 1000 msgs, month / empty (goal ≤ 1.5)`] = ratio(
+      ` ${rate}/s: CPU s per 1000 msgs`,
+      ` ${rate}/s: CPU s per 1000 msgs`,
+    );
+  }
+  ratios['status median, month / empty (goal ≤ 2)'] = ratio(': status median ms', ': status median ms');
+  return {
+    history: `${GROUPS} groups × ${DAYS} days × ${MONTH_OF_1000_GROUPS.messagesPerDay} messages (a month is 30)`,
+    'load average at start (1/5/15 min)': load.join(' / '),
+    ...empty,
+    ...month,
+    ...ratios,
+    'goal: month 100/s ingest→delivered p99 < 50 ms': month['month 100/s: ingest→delivered p99 ms'] ?? NaN,
+    'goal: RSS < 300 MiB (month)': month['month: RSS peak MiB'] ?? NaN,
+    'load average at end (1/5/15 min)': os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / '),
+  };
+}
+
+if (process.argv[2] === '--seed') {
+  const [file, days] = [process.argv[3] as string, Number(process.argv[4])];
+  seedHistory(file, {
+    ...MONTH_OF_1000_GROUPS,
+    groups: GROUPS,
+    days,
+    channel: CHANNEL,
+    endAt: Date.now(),
+  });
+} else if (isMain(import.meta.url)) printFigures('cost with a month of history', await benchHistory());
