@@ -8,12 +8,14 @@ export interface RetentionRunnerDeps {
   policy: RetentionPolicy;
   /** Rows one step looks at; each step is one short transaction. */
   batchSize: number;
-  /** Time between passes; the first pass runs one interval after start, off the start-up path. */
+  /** Time between passes. */
   intervalMs: number;
   logger: Pick<Logger, 'info' | 'error'>;
 }
 
 export type RetentionReport = Record<RetentionKind, number>;
+
+const FIRST_PASS_AFTER_MS = 5 * 60_000;
 
 /** Lets messages, deliveries and timers that arrived during a step run before the next one. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -65,9 +67,11 @@ export function createRetentionRunner({
     return removed;
   }
 
-  function arm(): void {
+  // The first pass comes a few minutes after start, off the start-up path, yet soon enough that a host
+  // restarted more often than every interval still prunes.
+  function arm(delayMs = intervalMs): void {
     if (stopped) return;
-    timer = setTimeout(() => void runOnce().finally(arm), intervalMs);
+    timer = setTimeout(() => void runOnce().finally(() => arm()), delayMs);
     timer.unref();
   }
 
@@ -83,7 +87,7 @@ export function createRetentionRunner({
   }
 
   return {
-    start: arm,
+    start: () => arm(Math.min(intervalMs, FIRST_PASS_AFTER_MS)),
     runOnce,
     async stop(): Promise<void> {
       stopped = true;
