@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../time/clock.ts';
 import type { AuditStore } from './audit-store.ts';
 import type { RetentionKind, RetentionPolicy, RetentionStep, RetentionStore } from './retention-store.ts';
 
@@ -11,6 +12,7 @@ export interface RetentionRunnerDeps {
   /** Time between passes. */
   intervalMs: number;
   logger: Pick<Logger, 'info' | 'error'>;
+  clock?: Pick<Clock, 'setTimer'>;
 }
 
 export type RetentionReport = Record<RetentionKind, number>;
@@ -32,8 +34,9 @@ export function createRetentionRunner({
   batchSize,
   intervalMs,
   logger,
+  clock = systemClock,
 }: RetentionRunnerDeps) {
-  let timer: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   let pass: Promise<RetentionReport> | undefined;
   let stopped = false;
 
@@ -71,8 +74,7 @@ export function createRetentionRunner({
   // restarted more often than every interval still prunes.
   function arm(delayMs = intervalMs): void {
     if (stopped) return;
-    timer = setTimeout(() => void runOnce().finally(() => arm()), delayMs);
-    timer.unref();
+    cancel = clock.setTimer(() => void runOnce().finally(() => arm()), delayMs);
   }
 
   /** One pass now (or the one already running). */
@@ -91,7 +93,7 @@ export function createRetentionRunner({
     runOnce,
     async stop(): Promise<void> {
       stopped = true;
-      clearTimeout(timer);
+      cancel?.();
       await pass;
     },
   };

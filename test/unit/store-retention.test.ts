@@ -211,4 +211,34 @@ describe('retention', () => {
     expect(removed.runs).toBeGreaterThan(0);
     expect(count(store, 'SELECT COUNT(*) AS n FROM messages')).toBe(messages);
   });
+
+  it('prunes on its timer: first five minutes after start, then every interval, and not after stop', async () => {
+    const timers: { fn: () => void; ms: number; cancelled: boolean }[] = [];
+    const r = createRetentionRunner({
+      retention: store.retention,
+      audit: store.audit,
+      policy: POLICY,
+      batchSize: 100,
+      intervalMs: 3_600_000,
+      logger: pino({ level: 'silent' }),
+      clock: {
+        setTimer(fn, ms) {
+          const t = { fn, ms, cancelled: false };
+          timers.push(t);
+          return () => (t.cancelled = true);
+        },
+      },
+    });
+    const old = () => count(store, 'SELECT COUNT(*) AS n FROM runs WHERE started_at < ?', CUTOFF);
+    r.start();
+    expect(timers.map((t) => t.ms)).toEqual([300_000]);
+    expect(old()).toBeGreaterThan(2);
+    timers[0]?.fn();
+    // The pass the timer started: runOnce hands out the one already running.
+    await r.runOnce();
+    expect(old()).toBe(2);
+    expect(timers[1]?.ms).toBe(3_600_000);
+    await r.stop();
+    expect(timers[1]?.cancelled).toBe(true);
+  });
 });
