@@ -25,6 +25,34 @@ export type TableSizes = Record<'messages' | 'runs' | 'outbox' | 'audit' | 'usag
 
 const DAY_MS = 86_400_000;
 
+/** How a step walks one table: its next batch by id, each row's time, which old rows go, and how. */
+interface TableWalk<R extends { id: number }> {
+  batch: { all(after: number, limit: number): R[] };
+  /** The row's time (ISO), growing with its id. */
+  at(r: R): string;
+  prunable(r: R, before: string): boolean;
+  remove(id: number): number;
+}
+
+interface OutboxAge {
+  id: number;
+  status: string;
+  created_at: string;
+}
+interface MessageAge {
+  id: number;
+  received_at: string;
+  answered: number;
+  waiting: number;
+}
+interface RunAge {
+  id: number;
+  status: string;
+  started_at: string;
+  ended_at: string | null;
+  task: number;
+}
+
 /**
  * Prunes old history in small steps, each its own short transaction, so a host that runs it between
  * messages never holds the write lock for long. Every step walks one table forward by id (ids grow with
@@ -32,16 +60,13 @@ const DAY_MS = 86_400_000;
  * than the cutoff. The audit log is never pruned: it is append-only by trigger, and kept whole.
  */
 export function createRetentionStore(db: Db, now: () => Date = () => new Date()) {
-  const outboxBatch = db.prepare<[number, number], { id: number; status: string; created_at: string }>(
+  const outboxBatch = db.prepare<[number, number], OutboxAge>(
     'SELECT id, status, created_at FROM outbox WHERE id > ? ORDER BY id LIMIT ?',
   );
   const deleteOutbox = db.prepare("DELETE FROM outbox WHERE id = ? AND status != 'pending'");
   const deletePlatformIds = db.prepare('DELETE FROM outbox_platform_ids WHERE outbox_id = ?');
 
-  const messagesBatch = db.prepare<
-    [number, number],
-    { id: number; received_at: string; answered: number; waiting: number }
-  >(
+  const messagesBatch = db.prepare<[number, number], MessageAge>(
     `SELECT m.id, m.received_at, m.id <= g.agent_cursor AS answered,
             EXISTS (SELECT 1 FROM messages t
                     WHERE t.group_id = m.group_id AND t.triggers = 1 AND t.id > g.agent_cursor) AS waiting
@@ -49,10 +74,7 @@ export function createRetentionStore(db: Db, now: () => Date = () => new Date())
   );
   const deleteMessage = db.prepare('DELETE FROM messages WHERE id = ?');
 
-  const runsBatch = db.prepare<
-    [number, number],
-    { id: number; status: string; started_at: string; ended_at: string | null; task: number }
-  >(
+  const runsBatch = db.prepare<[number, number], RunAge>(
     `SELECT r.id, r.status, r.started_at, r.ended_at,
             EXISTS (SELECT 1 FROM tasks t WHERE t.created_by_run = r.id AND t.status IN ('active', 'paused')) AS task
      FROM runs r WHERE r.id > ? ORDER BY r.id LIMIT ?`,
@@ -98,65 +120,58 @@ export function createRetentionStore(db: Db, now: () => Date = () => new Date())
 
   const cutoff = (days: number) => new Date(now().getTime() - days * DAY_MS).toISOString();
 
-  /** Walks `rows` in id order: stops at the first one not older than the cutoff, deletes the ones `keep` spares. */
-  function walk<R extends { id: number }>(
-    rows: R[],
+  /**
+   * One step of a walk over a table in id order, in one transaction: stops at the first row not older than
+   * the cutoff, deletes the older ones `prunable` lets go, and says where the next step starts.
+   */
+  function step<R extends { id: number }>(
+    walk: TableWalk<R>,
+    days: number,
+    after: number,
     limit: number,
-    young: (r: R) => boolean,
-    prunable: (r: R) => boolean,
-    remove: (id: number) => number,
   ): RetentionStep {
-    let removed = 0;
-    for (const r of rows) {
-      if (young(r)) return { removed, next: undefined };
-      if (prunable(r)) removed += remove(r.id);
-    }
-    return { removed, next: rows.length < limit ? undefined : rows[rows.length - 1]?.id };
+    const before = cutoff(days);
+    return db.transaction((): RetentionStep => {
+      const rows = walk.batch.all(after, limit);
+      let removed = 0;
+      for (const r of rows) {
+        if (walk.at(r) >= before) return { removed, next: undefined };
+        if (walk.prunable(r, before)) removed += walk.remove(r.id);
+      }
+      return { removed, next: rows.length < limit ? undefined : rows[rows.length - 1]?.id };
+    })();
   }
+
+  const outbox: TableWalk<OutboxAge> = {
+    batch: outboxBatch,
+    at: (r) => r.created_at,
+    prunable: (r) => r.status !== 'pending',
+    remove(id) {
+      deletePlatformIds.run(id);
+      return deleteOutbox.run(id).changes;
+    },
+  };
+  const messages: TableWalk<MessageAge> = {
+    batch: messagesBatch,
+    at: (r) => r.received_at,
+    prunable: (r) => r.answered === 1 || r.waiting === 0,
+    remove: (id) => deleteMessage.run(id).changes,
+  };
+  const runs: TableWalk<RunAge> = {
+    batch: runsBatch,
+    at: (r) => r.started_at,
+    prunable: (r, before) =>
+      r.status !== 'running' && r.task === 0 && r.ended_at !== null && r.ended_at < before,
+    remove: (id) => deleteRun.run(id).changes,
+  };
 
   return {
     /** One step over delivered and dead replies older than `days`, starting after id `after`. */
-    pruneOutbox(days: number, after: number, limit: number): RetentionStep {
-      const before = cutoff(days);
-      return db.transaction(() =>
-        walk(
-          outboxBatch.all(after, limit),
-          limit,
-          (r) => r.created_at >= before,
-          (r) => r.status !== 'pending',
-          (id) => {
-            deletePlatformIds.run(id);
-            return deleteOutbox.run(id).changes;
-          },
-        ),
-      )();
-    },
+    pruneOutbox: (days: number, after: number, limit: number) => step(outbox, days, after, limit),
     /** One step over messages older than `days` that neither a pending trigger nor its context needs. */
-    pruneMessages(days: number, after: number, limit: number): RetentionStep {
-      const before = cutoff(days);
-      return db.transaction(() =>
-        walk(
-          messagesBatch.all(after, limit),
-          limit,
-          (r) => r.received_at >= before,
-          (r) => r.answered === 1 || r.waiting === 0,
-          (id) => deleteMessage.run(id).changes,
-        ),
-      )();
-    },
+    pruneMessages: (days: number, after: number, limit: number) => step(messages, days, after, limit),
     /** One step over runs that ended more than `days` ago and created no task that is still open. */
-    pruneRuns(days: number, after: number, limit: number): RetentionStep {
-      const before = cutoff(days);
-      return db.transaction(() =>
-        walk(
-          runsBatch.all(after, limit),
-          limit,
-          (r) => r.started_at >= before,
-          (r) => r.status !== 'running' && r.task === 0 && r.ended_at !== null && r.ended_at < before,
-          (id) => deleteRun.run(id).changes,
-        ),
-      )();
-    },
+    pruneRuns: (days: number, after: number, limit: number) => step(runs, days, after, limit),
     /**
      * Rolls up to `limit` per-run usage rows of the oldest day, if that day is more than `days` ago, into
      * the daily totals. `next` is 0 while older days remain, so the caller keeps stepping.
