@@ -103,9 +103,17 @@ describe('local console through the real CLI', () => {
   it('shows the running host in status', async () => {
     const res = await runCli(['status', '--json'], env);
     expect(res.code).toBe(0);
-    const status = JSON.parse(res.stdout) as { running: boolean; host: { groups: { id: string }[] } };
+    const status = JSON.parse(res.stdout) as {
+      running: boolean;
+      host: { groups: { id: string }[]; database: { bytes: number; rows: { messages: number } } };
+    };
     expect(status.running).toBe(true);
     expect(status.host.groups.map((g) => g.id).sort()).toEqual(['family', 'main']);
+    // The sizes retention keeps in bounds: the file, and rows per table (the messages sent above).
+    expect(status.host.database.bytes).toBeGreaterThan(0);
+    expect(status.host.database.rows.messages).toBeGreaterThan(0);
+    const text = await runCli(['status'], env);
+    expect(text.stdout).toMatch(/^database: [\d.]+ MiB \(WAL [\d.]+ MiB\); about \d+ messages/m);
   });
 });
 
