@@ -7,7 +7,8 @@
  * latency and CPU, RSS, database and WAL size; the month against the empty database.
  *
  * BENCH_HISTORY_DAYS (default 6: a fifth of the month, to fit a few minutes on two busy cores; 30 for the
- * whole month) and BENCH_HISTORY_GROUPS (default 1000) scale the seed.
+ * whole month) and BENCH_HISTORY_GROUPS (default 1000) scale the seed. BENCH_HISTORY_SEED_FILE keeps the
+ * seeded month there and copies it on later runs instead of seeding again (delete it after a schema change).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -106,11 +107,19 @@ async function runOne(label: 'empty' | 'month', seedDays: number): Promise<Recor
   const figures: Record<string, number> = {};
   // The seed runs in a process of its own, so its memory is not counted in the host's RSS.
   const seedStart = performance.now();
-  execFileSync(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--seed', paths.databaseFile, String(seedDays)],
-    { stdio: 'inherit' },
-  );
+  const kept = seedDays > 0 ? process.env.BENCH_HISTORY_SEED_FILE : undefined;
+  const seedFile = kept ?? paths.databaseFile;
+  if (!kept || !fs.existsSync(kept)) {
+    execFileSync(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(import.meta.url), '--seed', seedFile, String(seedDays)],
+      { stdio: 'inherit' },
+    );
+  }
+  if (kept) {
+    fs.mkdirSync(path.dirname(paths.databaseFile), { recursive: true, mode: 0o700 });
+    fs.copyFileSync(kept, paths.databaseFile);
+  }
   figures[`${label}: seed s`] = round((performance.now() - seedStart) / 1000, 1);
 
   const t: Timeline = { ingest: new Map(), runner: new Map(), delivered: new Map() };
