@@ -164,6 +164,7 @@ async function runOne(label: 'empty' | 'month', seedDays: number): Promise<Recor
           mentionsBot: true,
           repliesToBot: false,
           fromOwner: false,
+          origin: { kind: 'own' },
         });
       }
       await all;
