@@ -22,3 +22,7 @@ carapace config set <key> <TOML value>
 carapace config diff
 carapace config history
 carapace config rollback [n]`;
+
+export const stopUsage = 'carapace stop [--timeout <seconds>]';
+
+export const startUsage = 'carapace start [--no-console | --detach]';

@@ -39,3 +39,15 @@ export function acquireHostLock(dataDir: string): { release(): void } {
     },
   };
 }
+
+/** Taking the host lock (and letting go at once) is the one sure sign that no host runs on the folder. */
+export function hostIsRunning(dataDir: string): boolean {
+  if (!fs.existsSync(dataDir)) return false;
+  try {
+    acquireHostLock(dataDir).release();
+    return false;
+  } catch (err) {
+    if (err instanceof HostLockedError) return true;
+    throw err;
+  }
+}
