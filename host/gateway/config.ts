@@ -42,7 +42,7 @@ export const gatewayConfigSchema = z
     group_caps_usd: z.record(z.string(), z.number().nonnegative()).default({}),
     /** Models a container may ask for. Unset: the provider model plus its fallbacks. */
     allowed_models: z.array(modelName).optional(),
-    /** USD per million tokens, keyed by the model name sent upstream. Unknown models cost 0. */
+    /** USD per million tokens, keyed by the model name sent upstream; over the shipped table (price-table.ts). */
     prices: z.record(z.string(), priceSchema).default({}),
   })
   .strict();

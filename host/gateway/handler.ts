@@ -6,7 +6,7 @@ import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
 import type { KeyOwner, KeyRegistry } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
-import { costMicros, worstCaseMicros } from './pricing.ts';
+import { costMicros, usdToMicros, worstCaseMicros } from './pricing.ts';
 import { readBodyLimited } from './request-body.ts';
 import { filterModelList, readUpstreamBody, relayStream, sendBuffered } from './response-relay.ts';
 import { isRetryableStatus } from './retry-policy.ts';
@@ -403,7 +403,14 @@ async function record(
   reservedMicros: number,
 ): Promise<number> {
   const tokens = { promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 };
-  const cost = usage === undefined ? reservedMicros : costMicros(model, tokens, ctx.config().prices);
+  // The provider's own figure when it gives one (OpenRouter's usage.cost: what it bills, whatever the
+  // routing), else the tokens at the model's price.
+  const cost =
+    usage === undefined
+      ? reservedMicros
+      : usage.costUsd !== undefined
+        ? usdToMicros(usage.costUsd)
+        : costMicros(model, tokens, ctx.config().prices);
   if (usage === undefined) {
     ctx.logger.warn(
       { runId: owner.runId, groupId: owner.groupId, model, costMicros: cost },
