@@ -46,6 +46,8 @@ export interface UpstreamEvents {
   authRejected(owner: KeyOwner, status: number): void;
   /** A request of the run has waited `waitedMs` for the provider's first answer (`slow_notice_ms`). */
   slow(owner: KeyOwner, waitedMs: number): void;
+  /** A request of the run was refused at the group's spend cap: retrying the run cannot help today. */
+  spendCapRefused(owner: KeyOwner, message: string): void;
 }
 
 const streamFlagsSchema = z.looseObject({
@@ -194,11 +196,9 @@ export function createRequestHandler(
         );
         const reserved = await ctx.spendCap.reserve(owner.groupId, day, worst);
         if (!reserved.ok) {
-          sendError(
-            res,
-            dialect,
-            gatewayErrors.spendCap(ctx.spendCap.message(owner.groupId, reserved.capUsd)),
-          );
+          const message = ctx.spendCap.message(owner.groupId, reserved.capUsd);
+          tellHost(ctx, owner, 'spendCapRefused', () => ctx.events.spendCapRefused(owner, message));
+          sendError(res, dialect, gatewayErrors.spendCap(message));
           return;
         }
         reservation = reserved.reservation;
@@ -245,16 +245,7 @@ export function createRequestHandler(
     const dialect = route.dialect;
     const { body, model, stripUsageOnlyChunks, reservation } = request;
     const models = model === undefined ? [] : chainFor(model);
-    const notify = (what: string, call: () => void): void => {
-      try {
-        call();
-      } catch (error) {
-        ctx.logger.error(
-          { runId: owner.runId, groupId: owner.groupId, err: String(error) },
-          `gateway: the host's ${what} handler failed`,
-        );
-      }
-    };
+    const notify = (what: string, call: () => void): void => tellHost(ctx, owner, what, call);
     // Only the wait for the first answer: a stream that has started shows the group the run is alive.
     const slowAfter = ctx.config().slow_notice_ms;
     const slowTimer =
@@ -375,6 +366,18 @@ export function createRequestHandler(
       sendError(res, 'openai', gatewayErrors.unreachable('internal gateway error'));
     });
   };
+}
+
+/** Tells the host about a run's request; the host's handler failing must not fail the request. */
+function tellHost(ctx: HandlerContext, owner: KeyOwner, what: string, call: () => void): void {
+  try {
+    call();
+  } catch (error) {
+    ctx.logger.error(
+      { runId: owner.runId, groupId: owner.groupId, err: String(error) },
+      `gateway: the host's ${what} handler failed`,
+    );
+  }
 }
 
 function logRecordFailure(ctx: HandlerContext, owner: KeyOwner, model: string, error: unknown): void {

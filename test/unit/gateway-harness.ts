@@ -80,6 +80,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     upstreamEvents: {
       authRejected: (owner, status) => upstreamEvents.push(`authRejected ${owner.runId} ${status}`),
       slow: (owner, waitedMs) => upstreamEvents.push(`slow ${owner.runId} ${waitedMs}`),
+      spendCapRefused: (owner) => upstreamEvents.push(`spendCapRefused ${owner.runId}`),
     },
     sleep: async (ms) => {
       sleeps.push(ms);
