@@ -24,8 +24,15 @@ export const gatewayConfigSchema = z
       .int()
       .positive()
       .default(4 * 1024 * 1024),
-    /** Wait for upstream response headers, and the longest silence between two body chunks. */
+    /** The longest silence between two chunks of a response body (a stream that stalls). */
     upstream_timeout_ms: z.number().int().positive().default(300_000),
+    /** The longest one request waits for the provider to start answering (response headers). */
+    first_byte_timeout_ms: z.number().int().positive().default(120_000),
+    /**
+     * The longest one run waits, over all its requests, for the provider to start answering: a provider that
+     * hangs ends the run within this, once (the run is not tried again), however many requests it makes.
+     */
+    run_first_byte_budget_ms: z.number().int().positive().default(300_000),
     /**
      * A provider that has not answered a request (no response headers) for this long gets its run's group a
      * "still working" note and the owner a notice, once per run; the request itself goes on until

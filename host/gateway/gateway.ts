@@ -117,6 +117,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       authRejected: () => undefined,
       slow: () => undefined,
       spendCapRefused: () => undefined,
+      providerTimedOut: () => undefined,
     },
     upstream: {
       dispatcher,

@@ -48,6 +48,8 @@ export interface UpstreamEvents {
   slow(owner: KeyOwner, waitedMs: number): void;
   /** A request of the run was refused at the group's spend cap: retrying the run cannot help today. */
   spendCapRefused(owner: KeyOwner, message: string): void;
+  /** The provider did not start answering within a deadline; `message` names the setting. Final for the run. */
+  providerTimedOut(owner: KeyOwner, message: string): void;
 }
 
 const streamFlagsSchema = z.looseObject({
@@ -228,6 +230,24 @@ export function createRequestHandler(
     }
   };
 
+  // What each run has waited for first bytes so far; keyed by the key's owner, so it goes with the key.
+  const firstByteWaits = new WeakMap<KeyOwner, number>();
+  /** This request's first-byte deadline: the per-request one, or what is left of the run's budget if less. */
+  const firstByteDeadline = (owner: KeyOwner): { ms: number; message: string } => {
+    const config = ctx.config();
+    const left = config.run_first_byte_budget_ms - (firstByteWaits.get(owner) ?? 0);
+    const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+    return left < config.first_byte_timeout_ms
+      ? {
+          ms: left,
+          message: `the LLM provider kept this run waiting ${seconds(config.run_first_byte_budget_ms)} in all without answering ([gateway] run_first_byte_budget_ms)`,
+        }
+      : {
+          ms: config.first_byte_timeout_ms,
+          message: `the LLM provider did not start answering within ${seconds(config.first_byte_timeout_ms)} ([gateway] first_byte_timeout_ms)`,
+        };
+  };
+
   const chainFor = (model: string): string[] => [
     model,
     ...ctx.provider.fallback_models.filter((fallback) => fallback !== model),
@@ -246,6 +266,14 @@ export function createRequestHandler(
     const { body, model, stripUsageOnlyChunks, reservation } = request;
     const models = model === undefined ? [] : chainFor(model);
     const notify = (what: string, call: () => void): void => tellHost(ctx, owner, what, call);
+    const deadline = firstByteDeadline(owner);
+    if (route.billable && deadline.ms <= 0) {
+      await reservation?.settle(() => 0);
+      notify('providerTimedOut', () => ctx.events.providerTimedOut(owner, deadline.message));
+      sendError(res, dialect, gatewayErrors.timeout(deadline.message));
+      return;
+    }
+    const waitStarted = ctx.now();
     // Only the wait for the first answer: a stream that has started shows the group the run is alive.
     const slowAfter = ctx.config().slow_notice_ms;
     const slowTimer =
@@ -263,7 +291,12 @@ export function createRequestHandler(
       body,
       models,
       signal: controller.signal,
-    }).finally(() => clearTimeout(slowTimer));
+      firstByteTimeoutMs: deadline.ms,
+    }).finally(() => {
+      clearTimeout(slowTimer);
+      if (route.billable)
+        firstByteWaits.set(owner, (firstByteWaits.get(owner) ?? 0) + ctx.now() - waitStarted);
+    });
 
     const base = { runId: owner.runId, groupId: owner.groupId, route: route.path };
     switch (outcome.kind) {
@@ -274,11 +307,9 @@ export function createRequestHandler(
         );
         return;
       case 'timeout':
-        ctx.logger.warn(
-          { ...base, model, timeoutMs: ctx.config().upstream_timeout_ms },
-          'gateway: upstream timeout',
-        );
-        sendError(res, dialect, gatewayErrors.timeout(ctx.config().upstream_timeout_ms));
+        ctx.logger.warn({ ...base, model, timeoutMs: deadline.ms }, 'gateway: upstream timeout');
+        notify('providerTimedOut', () => ctx.events.providerTimedOut(owner, deadline.message));
+        sendError(res, dialect, gatewayErrors.timeout(deadline.message));
         return;
       case 'unreachable':
         await reservation?.settle(() => 0);

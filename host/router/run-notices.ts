@@ -114,9 +114,9 @@ export function unfinishedNotices(group: GroupRecord, runId: number, reason: str
 }
 
 /**
- * The provider has not answered the run for a while (the request goes on until the gateway's timeout):
- * the group learns the run is alive, the owner what is slow. Keyed by the messages the run answers: once
- * however many requests of the run, or retries of it, wait.
+ * The provider has not answered the run for a while (the request goes on until the gateway's first-byte
+ * deadline): the group learns the run is alive. Keyed by the messages the run answers: once however many
+ * requests of the run wait.
  */
 export function slowProviderNotices(
   group: GroupRecord,
@@ -136,14 +136,9 @@ export function slowProviderNotices(
         : 'Still working on it, this is taking longer than usual.',
     },
   ];
-  if (group.isAdmin) return { group: items };
-  return {
-    group: items,
-    owner: {
-      key: `slow-owner:${group.id}:${run.givenThrough}`,
-      text: `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${run.id}); it is still waiting.`,
-    },
-  };
+  // The owner hears of a slow provider only if the run then gives up (its notice names the setting to
+  // change); a provider that answers late is the group's wait, not the owner's business.
+  return { group: items };
 }
 
 /**
