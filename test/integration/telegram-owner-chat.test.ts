@@ -17,6 +17,7 @@ import { hostConfigSchema } from '../../host/config/schema.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { eventually } from '../e2e/e2e-harness.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
+import { askRiskyCommand } from '../helpers/ask-risky-command.ts';
 
 const OWNER = 5150;
 let dir: string;
@@ -37,13 +38,7 @@ function askingRunner(approvals: () => ApprovalService): AgentRunner {
   return {
     start(ctx, callbacks) {
       const done = (async () => {
-        const r = await approvals().request({
-          runId: ctx.runId,
-          groupId: ctx.group.id,
-          operation: 'bash',
-          reason: 'the agent wants to run a risky command',
-          params: { command: 'rm -rf build' },
-        });
+        const r = await askRiskyCommand(approvals(), ctx);
         await callbacks.reply(`outcome: ${r.outcome}`);
         return { ok: true as const, reason: 'completed' as const };
       })();
