@@ -29,8 +29,9 @@ export const gatewayConfigSchema = z
     /** The longest one request waits for the provider to start answering (response headers). */
     first_byte_timeout_ms: z.number().int().positive().default(120_000),
     /**
-     * The longest one run waits, over all its requests, for the provider to start answering: a provider that
-     * hangs ends the run within this, once (the run is not tried again), however many requests it makes.
+     * The longest one run waits in all in requests the provider never starts answering (each cut at
+     * first_byte_timeout_ms): once spent, the run's further requests are refused unsent. Answered requests,
+     * however slow, do not count.
      */
     run_first_byte_budget_ms: z.number().int().positive().default(300_000),
     /**

@@ -230,7 +230,9 @@ export function createRequestHandler(
     }
   };
 
-  // What each run has waited for first bytes so far; keyed by the key's owner, so it goes with the key.
+  // What each run has waited in requests the provider never started answering (timeouts) so far; answered
+  // requests, however slow, never count, so a long healthy run is not cut. Keyed by the key's owner, so it
+  // goes with the key.
   const firstByteWaits = new WeakMap<KeyOwner, number>();
   /** This request's first-byte deadline: the per-request one, or what is left of the run's budget if less. */
   const firstByteDeadline = (owner: KeyOwner): { ms: number; message: string } => {
@@ -292,11 +294,9 @@ export function createRequestHandler(
       models,
       signal: controller.signal,
       firstByteTimeoutMs: deadline.ms,
-    }).finally(() => {
-      clearTimeout(slowTimer);
-      if (route.billable)
-        firstByteWaits.set(owner, (firstByteWaits.get(owner) ?? 0) + ctx.now() - waitStarted);
-    });
+    }).finally(() => clearTimeout(slowTimer));
+    if (route.billable && outcome.kind === 'timeout')
+      firstByteWaits.set(owner, (firstByteWaits.get(owner) ?? 0) + ctx.now() - waitStarted);
 
     const base = { runId: owner.runId, groupId: owner.groupId, route: route.path };
     switch (outcome.kind) {
