@@ -5,9 +5,12 @@
 import { existsSync } from 'node:fs';
 
 // `carapace status | head` closes the pipe early: that is the reader's choice, not an error to report.
+// A terminal that closed under `carapace start --no-console &` (EIO) must not end the host either: its log
+// goes to a file, and what it still prints for the terminal has nobody left to read it.
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err) => {
     if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    if (err.code === 'EIO') return;
     throw err;
   });
 }

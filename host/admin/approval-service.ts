@@ -76,6 +76,11 @@ export interface ApprovalServiceDeps {
    * A rejection expires the request: nobody can answer it.
    */
   notifyAdmin(text: string, meta: { approvalId: string }): Promise<void>;
+  /**
+   * Tells every admin chat that a request it was shown expired unanswered, so the owner is not left with a
+   * request that looks open; keyed by the approval id, so told once.
+   */
+  notifyExpired?(text: string, meta: { approvalId: string }): void;
   /** Removes held secrets from everything the admin chat is shown. */
   redact: (s: string) => string;
   clock?: Clock;
@@ -128,6 +133,7 @@ const MAX_ID_DRAWS = 16;
 export function createApprovalService({
   store,
   notifyAdmin,
+  notifyExpired,
   redact,
   clock = systemClock,
   timeoutMs: rawTimeout = 300_000,
@@ -175,6 +181,15 @@ export function createApprovalService({
     if (changed) {
       logger.info({ approvalId: id, cause }, 'approval request expired');
       settle(id, { outcome: 'expired', id, by: cause });
+      // Requests the admin chats were shown and that lapsed on their own; a stop or restart is told as such.
+      if (cause === 'timeout' || cause === 'run-ended') {
+        const row = approvals.get(id);
+        notifyExpired?.(
+          `Request ${id}${row ? ` (${row.operation} in group ${row.groupId})` : ''} expired: ${EXPIRY_REASONS[cause]}. ` +
+            'Nothing ran; answering it now changes nothing.',
+          { approvalId: id },
+        );
+      }
     }
     return changed;
   };

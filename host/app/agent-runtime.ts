@@ -18,7 +18,7 @@ import type { GroupRecord } from '../store/groups-store.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
-import { sendNotices, slowProviderNotices } from '../router/run-notices.ts';
+import { sendNotices, slowProviderNotices, spendCapNotices } from '../router/run-notices.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/run/data-folder-label.ts';
@@ -169,17 +169,13 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
-    onSpendCapReached: (groupId) => {
+    onSpendCapReached: (groupId, message) => {
       const g = store.groups.get(groupId);
       if (!g) return;
-      // Keyed by the owner's calendar day, the day the cap resets on: one notice per group and day.
-      deps.enqueueNotice({
-        idempotencyKey: `spend-cap:${groupId}:${localDay(Date.now())}`,
-        groupId,
-        channel: g.channel,
-        chatId: g.chatId,
-        runId: null,
-        text: 'This group reached its daily LLM spending cap; I will answer again tomorrow (the owner can raise [gateway] daily_cap_usd).',
+      // Keyed by the owner's calendar day, the day the cap resets on: one line and one notice per group and day.
+      sendNotices(spendCapNotices(g, localDay(Date.now()), message), {
+        enqueue: deps.enqueueNotice,
+        notifyOwner: deps.notifyOwner,
       });
     },
     upstreamEvents: {
@@ -188,6 +184,11 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           Number(owner.runId),
           `the LLM provider rejected the host's API key (HTTP ${status}); the owner must check [provider].api_key_env`,
         ),
+      // No retry, and no failure notice of its own: the cap's line and notice above say it all, once a day.
+      spendCapRefused: (owner, message) => deps.finalFailures.capped(Number(owner.runId), message),
+      // A provider that hangs now will likely hang for the next attempt too: the run ends here, once, and the
+      // owner reads the setting in the give-up notice.
+      providerTimedOut: (owner, message) => deps.finalFailures.final(Number(owner.runId), message),
       slow: (owner, waitedMs) => {
         const group = store.groups.get(owner.groupId);
         const run = store.runs.get(Number(owner.runId));

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import type { Logger } from 'pino';
@@ -278,6 +279,7 @@ export async function startHost({
       logger: logger.child({ subsystem: 'approvals' }),
       notifyAdmin: async (text, { approvalId }) =>
         adminChats.notify(`approval:${approvalId}`, text, { actions: approvalActions(approvalId) }),
+      notifyExpired: (text, { approvalId }) => adminChats.notify(`approval-expired:${approvalId}`, text),
     });
     // Requests of runs that died with the previous host can never be executed: close them first.
     approvals.expireOrphans();
@@ -410,6 +412,15 @@ export async function startHost({
           const before = statuses.get(ch.name)?.state;
           statuses.set(ch.name, status);
           log.info({ status }, 'channel status');
+          // A channel that works but warns (Telegram's privacy mode hiding the trigger word) tells the
+          // owner once: the outbox key is the warning itself, so a restart or a re-check repeats nothing.
+          if (status.state === 'connected' && status.reason) {
+            const digest = crypto.createHash('sha256').update(status.reason).digest('hex').slice(0, 16);
+            adminChats.notify(
+              `channel-note:${ch.name}:${digest}`,
+              `The ${ch.name} channel: ${status.reason}`,
+            );
+          }
           // Losing a channel is news to the owner, told in the admin chats that still work.
           if (
             before !== status.state &&

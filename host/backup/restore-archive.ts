@@ -28,7 +28,7 @@ export async function restoreBackup(paths: BackupPaths, file: string, now = new 
   } catch (err) {
     if (err instanceof HostLockedError) {
       throw new RestoreRefused(
-        `a Carapace host is running on ${paths.dataDir}; stop it first (carapace service stop, or Ctrl+C in its console), then restore`,
+        `a Carapace host is running on ${paths.dataDir}; stop it first (carapace stop, or Ctrl+C in its console), then restore`,
       );
     }
     throw err;

@@ -11,7 +11,7 @@ carapace groups remove <id>
 carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;
 
 export const whatsappUsage =
-  'carapace whatsapp login [--phone <digits with country code>] | carapace whatsapp logout';
+  'carapace whatsapp login [--phone <digits with country code>] [--timeout <seconds>] | carapace whatsapp logout';
 
 export const serviceUsage = 'carapace service install [--user | --system] | uninstall [--user | --system]';
 
@@ -22,3 +22,7 @@ carapace config set <key> <TOML value>
 carapace config diff
 carapace config history
 carapace config rollback [n]`;
+
+export const stopUsage = 'carapace stop [--timeout <seconds>]';
+
+export const startUsage = 'carapace start [--no-console | --detach]';

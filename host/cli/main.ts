@@ -6,6 +6,8 @@ import {
   logsUsage,
   sendUsage,
   serviceUsage,
+  startUsage,
+  stopUsage,
   whatsappUsage,
 } from './command-usage.ts';
 
@@ -22,9 +24,15 @@ interface Command {
 
 const COMMANDS: Record<string, Command> = {
   start: {
-    usage: 'carapace start [--no-console]',
-    summary: 'run the host (with a console on the admin group in a terminal)',
+    usage: startUsage,
+    summary: 'run the host (with a console on the admin group in a terminal; --detach: in the background)',
     load: async () => (await import('./commands/start-command.ts')).startCommand,
+  },
+  stop: {
+    usage: stopUsage,
+    summary: 'stop the host running on this data folder and wait until it has stopped',
+    load: async () => (await import('./commands/stop-command.ts')).stopCommand,
+    client: true,
   },
   send: {
     usage: sendUsage,

@@ -26,7 +26,27 @@ export function diffConfigs(before: unknown, after: unknown): ConfigChange[] {
     .map((key) => ({ key, before: a.get(key), after: b.get(key) }));
 }
 
-const show = (v: unknown) => (v === undefined ? '(unset)' : JSON.stringify(v));
+/**
+ * A URL's password and query values hidden (`wss://user:***@host/ws?token=***`): a changed `websocket_url`
+ * or `base_url` may carry an access token, and these lines go to admin chats, logs and terminals.
+ */
+export function hideUrlCredentials(value: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return value;
+  }
+  if (!url.password && !url.search) return value;
+  if (url.password) url.password = '***';
+  for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, '***');
+  // URLSearchParams encodes the stars; shown as written.
+  return url.toString().replaceAll('%2A%2A%2A', '***');
+}
+
+const show = (v: unknown) =>
+  v === undefined ? '(unset)' : JSON.stringify(typeof v === 'string' ? hideUrlCredentials(v) : v);
 
 /**
  * One line per change, `key: old → new`, for a person to read; a change the running host cannot take

@@ -24,8 +24,16 @@ export const gatewayConfigSchema = z
       .int()
       .positive()
       .default(4 * 1024 * 1024),
-    /** Wait for upstream response headers, and the longest silence between two body chunks. */
+    /** The longest silence between two chunks of a response body (a stream that stalls). */
     upstream_timeout_ms: z.number().int().positive().default(300_000),
+    /** The longest one request waits for the provider to start answering (response headers). */
+    first_byte_timeout_ms: z.number().int().positive().default(120_000),
+    /**
+     * The longest one run waits in all in requests the provider never starts answering (each cut at
+     * first_byte_timeout_ms): once spent, the run's further requests are refused unsent. Answered requests,
+     * however slow, do not count.
+     */
+    run_first_byte_budget_ms: z.number().int().positive().default(300_000),
     /**
      * A provider that has not answered a request (no response headers) for this long gets its run's group a
      * "still working" note and the owner a notice, once per run; the request itself goes on until
@@ -42,7 +50,7 @@ export const gatewayConfigSchema = z
     group_caps_usd: z.record(z.string(), z.number().nonnegative()).default({}),
     /** Models a container may ask for. Unset: the provider model plus its fallbacks. */
     allowed_models: z.array(modelName).optional(),
-    /** USD per million tokens, keyed by the model name sent upstream. Unknown models cost 0. */
+    /** USD per million tokens, keyed by the model name sent upstream; over the shipped table (price-table.ts). */
     prices: z.record(z.string(), priceSchema).default({}),
   })
   .strict();

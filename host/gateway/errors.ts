@@ -96,11 +96,11 @@ export const gatewayErrors = {
       'this run already has a request in flight; the gateway takes one at a time per run, so wait for its answer',
     headers: { 'x-should-retry': 'false' },
   }),
-  timeout: (ms: number): GatewayError => ({
+  timeout: (message: string): GatewayError => ({
     status: 504,
     type: 'timeout_error',
     code: 'upstream_timeout',
-    message: `the LLM provider did not answer within ${ms} ms ([gateway].upstream_timeout_ms)`,
+    message,
     // The gateway does not retry a provider that hangs (that would multiply the wait); neither may the
     // client: the OpenAI SDK retries a 504 twice by default.
     headers: { 'x-should-retry': 'false' },

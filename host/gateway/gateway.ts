@@ -29,8 +29,8 @@ export interface GatewayDeps {
   logger: GatewayLogger;
   /** The most output tokens one call may ask for (`[runs].max_output_tokens`); larger asks are clamped. */
   maxOutputTokens: number;
-  /** Called once per group and day when the group's spend reaches its cap. */
-  onSpendCapReached: (groupId: string) => void;
+  /** Called once per group and day when the group's spend reaches its cap, with what to tell the owner. */
+  onSpendCapReached: (groupId: string, message: string) => void;
   /** What the host must hear about a run's provider calls (see UpstreamEvents); optional for tests. */
   upstreamEvents?: UpstreamEvents;
   /** Waits between retries; injectable so tests can see the delays without waiting them out. */
@@ -113,7 +113,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
     dayOf,
     now: () => deps.clock.now(),
     logger,
-    events: deps.upstreamEvents ?? { authRejected: () => undefined, slow: () => undefined },
+    events: deps.upstreamEvents ?? {
+      authRejected: () => undefined,
+      slow: () => undefined,
+      spendCapRefused: () => undefined,
+      providerTimedOut: () => undefined,
+    },
     upstream: {
       dispatcher,
       apiBase: upstreamApiBase(deps.provider),

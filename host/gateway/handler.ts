@@ -6,7 +6,7 @@ import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
 import type { KeyOwner, KeyRegistry } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
-import { costMicros, worstCaseMicros } from './pricing.ts';
+import { costMicros, usdToMicros, worstCaseMicros } from './pricing.ts';
 import { readBodyLimited } from './request-body.ts';
 import { filterModelList, readUpstreamBody, relayStream, sendBuffered } from './response-relay.ts';
 import { isRetryableStatus } from './retry-policy.ts';
@@ -46,6 +46,10 @@ export interface UpstreamEvents {
   authRejected(owner: KeyOwner, status: number): void;
   /** A request of the run has waited `waitedMs` for the provider's first answer (`slow_notice_ms`). */
   slow(owner: KeyOwner, waitedMs: number): void;
+  /** A request of the run was refused at the group's spend cap: retrying the run cannot help today. */
+  spendCapRefused(owner: KeyOwner, message: string): void;
+  /** The provider did not start answering within a deadline; `message` names the setting. Final for the run. */
+  providerTimedOut(owner: KeyOwner, message: string): void;
 }
 
 const streamFlagsSchema = z.looseObject({
@@ -194,11 +198,9 @@ export function createRequestHandler(
         );
         const reserved = await ctx.spendCap.reserve(owner.groupId, day, worst);
         if (!reserved.ok) {
-          sendError(
-            res,
-            dialect,
-            gatewayErrors.spendCap(ctx.spendCap.message(owner.groupId, reserved.capUsd)),
-          );
+          const message = ctx.spendCap.message(owner.groupId, reserved.capUsd);
+          tellHost(ctx, owner, 'spendCapRefused', () => ctx.events.spendCapRefused(owner, message));
+          sendError(res, dialect, gatewayErrors.spendCap(message));
           return;
         }
         reservation = reserved.reservation;
@@ -228,6 +230,26 @@ export function createRequestHandler(
     }
   };
 
+  // What each run has waited in requests the provider never started answering (timeouts) so far; answered
+  // requests, however slow, never count, so a long healthy run is not cut. Keyed by the key's owner, so it
+  // goes with the key.
+  const firstByteWaits = new WeakMap<KeyOwner, number>();
+  /** This request's first-byte deadline: the per-request one, or what is left of the run's budget if less. */
+  const firstByteDeadline = (owner: KeyOwner): { ms: number; message: string } => {
+    const config = ctx.config();
+    const left = config.run_first_byte_budget_ms - (firstByteWaits.get(owner) ?? 0);
+    const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+    return left < config.first_byte_timeout_ms
+      ? {
+          ms: left,
+          message: `the LLM provider kept this run waiting ${seconds(config.run_first_byte_budget_ms)} in all without answering ([gateway] run_first_byte_budget_ms)`,
+        }
+      : {
+          ms: config.first_byte_timeout_ms,
+          message: `the LLM provider did not start answering within ${seconds(config.first_byte_timeout_ms)} ([gateway] first_byte_timeout_ms)`,
+        };
+  };
+
   const chainFor = (model: string): string[] => [
     model,
     ...ctx.provider.fallback_models.filter((fallback) => fallback !== model),
@@ -245,16 +267,15 @@ export function createRequestHandler(
     const dialect = route.dialect;
     const { body, model, stripUsageOnlyChunks, reservation } = request;
     const models = model === undefined ? [] : chainFor(model);
-    const notify = (what: string, call: () => void): void => {
-      try {
-        call();
-      } catch (error) {
-        ctx.logger.error(
-          { runId: owner.runId, groupId: owner.groupId, err: String(error) },
-          `gateway: the host's ${what} handler failed`,
-        );
-      }
-    };
+    const notify = (what: string, call: () => void): void => tellHost(ctx, owner, what, call);
+    const deadline = firstByteDeadline(owner);
+    if (route.billable && deadline.ms <= 0) {
+      await reservation?.settle(() => 0);
+      notify('providerTimedOut', () => ctx.events.providerTimedOut(owner, deadline.message));
+      sendError(res, dialect, gatewayErrors.timeout(deadline.message));
+      return;
+    }
+    const waitStarted = ctx.now();
     // Only the wait for the first answer: a stream that has started shows the group the run is alive.
     const slowAfter = ctx.config().slow_notice_ms;
     const slowTimer =
@@ -272,7 +293,10 @@ export function createRequestHandler(
       body,
       models,
       signal: controller.signal,
+      firstByteTimeoutMs: deadline.ms,
     }).finally(() => clearTimeout(slowTimer));
+    if (route.billable && outcome.kind === 'timeout')
+      firstByteWaits.set(owner, (firstByteWaits.get(owner) ?? 0) + ctx.now() - waitStarted);
 
     const base = { runId: owner.runId, groupId: owner.groupId, route: route.path };
     switch (outcome.kind) {
@@ -283,11 +307,9 @@ export function createRequestHandler(
         );
         return;
       case 'timeout':
-        ctx.logger.warn(
-          { ...base, model, timeoutMs: ctx.config().upstream_timeout_ms },
-          'gateway: upstream timeout',
-        );
-        sendError(res, dialect, gatewayErrors.timeout(ctx.config().upstream_timeout_ms));
+        ctx.logger.warn({ ...base, model, timeoutMs: deadline.ms }, 'gateway: upstream timeout');
+        notify('providerTimedOut', () => ctx.events.providerTimedOut(owner, deadline.message));
+        sendError(res, dialect, gatewayErrors.timeout(deadline.message));
         return;
       case 'unreachable':
         await reservation?.settle(() => 0);
@@ -377,6 +399,18 @@ export function createRequestHandler(
   };
 }
 
+/** Tells the host about a run's request; the host's handler failing must not fail the request. */
+function tellHost(ctx: HandlerContext, owner: KeyOwner, what: string, call: () => void): void {
+  try {
+    call();
+  } catch (error) {
+    ctx.logger.error(
+      { runId: owner.runId, groupId: owner.groupId, err: String(error) },
+      `gateway: the host's ${what} handler failed`,
+    );
+  }
+}
+
 function logRecordFailure(ctx: HandlerContext, owner: KeyOwner, model: string, error: unknown): void {
   ctx.logger.error(
     {
@@ -403,7 +437,14 @@ async function record(
   reservedMicros: number,
 ): Promise<number> {
   const tokens = { promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 };
-  const cost = usage === undefined ? reservedMicros : costMicros(model, tokens, ctx.config().prices);
+  // The provider's own figure when it gives one (OpenRouter's usage.cost: what it bills, whatever the
+  // routing), else the tokens at the model's price.
+  const cost =
+    usage === undefined
+      ? reservedMicros
+      : usage.costUsd !== undefined
+        ? usdToMicros(usage.costUsd)
+        : costMicros(model, tokens, ctx.config().prices);
   if (usage === undefined) {
     ctx.logger.warn(
       { runId: owner.runId, groupId: owner.groupId, model, costMicros: cost },

@@ -1,4 +1,5 @@
 import type { ModelPrice } from './config.ts';
+import { priceFor } from './price-table.ts';
 
 export interface TokenCounts {
   promptTokens: number;
@@ -7,15 +8,16 @@ export interface TokenCounts {
 
 /**
  * Cost in integer micro-dollars. A price is USD per million tokens, so tokens × price is already in
- * micro-dollars. Models without a price cost 0 (local models, or prices the owner has not configured).
+ * micro-dollars. `prices` are the owner's `[gateway.prices]`, over the shipped table (`price-table.ts`); a
+ * model neither knows costs the dearest known price, never 0 (a local model is free only when the owner
+ * says so with a price of 0).
  */
 export function costMicros(
   model: string,
   tokens: TokenCounts,
   prices: Readonly<Record<string, ModelPrice>>,
 ): number {
-  const price = Object.hasOwn(prices, model) ? prices[model] : undefined;
-  if (price === undefined) return 0;
+  const price = priceFor(model, prices);
   return Math.round(
     tokens.promptTokens * price.input_per_mtok_usd + tokens.completionTokens * price.output_per_mtok_usd,
   );

@@ -30,7 +30,8 @@ export interface SpendCapDeps {
   /** Read at each check, so a reloaded cap applies to the next request. */
   config: () => Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
   usageStore: Pick<UsageStore, 'spentTodayMicros'>;
-  onSpendCapReached: (groupId: string) => void;
+  /** Once per group and day; `message` names the cap and the setting that raises it. */
+  onSpendCapReached: (groupId: string, message: string) => void;
   onNotifyError: (error: unknown, groupId: string) => void;
 }
 
@@ -88,11 +89,18 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
     }
   };
 
+  const message = (groupId: string, capUsd: number): string => {
+    const setting = Object.hasOwn(deps.config().group_caps_usd, groupId)
+      ? `[gateway].group_caps_usd."${groupId}"`
+      : '[gateway].daily_cap_usd';
+    return `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;
+  };
+
   const notifyOnce = (groupId: string) => {
     if (notified.has(groupId)) return;
     notified.add(groupId);
     try {
-      deps.onSpendCapReached(groupId);
+      deps.onSpendCapReached(groupId, message(groupId, capFor(groupId)));
     } catch (error) {
       deps.onNotifyError(error, groupId);
     }
@@ -134,11 +142,6 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
         },
       };
     },
-    message(groupId, capUsd) {
-      const setting = Object.hasOwn(deps.config().group_caps_usd, groupId)
-        ? `[gateway].group_caps_usd."${groupId}"`
-        : '[gateway].daily_cap_usd';
-      return `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;
-    },
+    message,
   };
 }

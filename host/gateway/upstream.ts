@@ -28,6 +28,8 @@ export interface UpstreamCall {
   /** Models to try in order: the requested one, then the fallbacks. Empty for calls without a model. */
   models: readonly string[];
   signal: AbortSignal;
+  /** How long each attempt may wait for response headers (the run's first-byte deadline, what is left of it). */
+  firstByteTimeoutMs: number;
 }
 
 export type UpstreamOutcome =
@@ -80,7 +82,7 @@ async function attempt(
       headers: call.headers,
       body,
       signal: call.signal,
-      headersTimeout: settings.timeoutMs,
+      headersTimeout: call.firstByteTimeoutMs,
       bodyTimeout: settings.timeoutMs,
     });
     return { kind: 'response', status: response.statusCode, headers: response.headers, body: response.body };

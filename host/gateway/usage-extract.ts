@@ -1,6 +1,8 @@
 export interface PartialUsage {
   promptTokens?: number;
   completionTokens?: number;
+  /** What the provider says the request cost, in USD (OpenRouter's `usage.cost`): charged instead of a price. */
+  costUsd?: number;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -23,6 +25,8 @@ function fromUsageObject(usage: Record<string, unknown>): PartialUsage {
   const completion = count(usage.completion_tokens) ?? count(usage.output_tokens);
   if (prompt !== undefined) result.promptTokens = prompt;
   if (completion !== undefined) result.completionTokens = completion;
+  if (typeof usage.cost === 'number' && Number.isFinite(usage.cost) && usage.cost >= 0)
+    result.costUsd = usage.cost;
   return result;
 }
 
@@ -48,5 +52,6 @@ export function mergeUsage(into: PartialUsage, next: PartialUsage): PartialUsage
     ...into,
     ...(next.promptTokens !== undefined ? { promptTokens: next.promptTokens } : {}),
     ...(next.completionTokens !== undefined ? { completionTokens: next.completionTokens } : {}),
+    ...(next.costUsd !== undefined ? { costUsd: next.costUsd } : {}),
   };
 }

@@ -51,4 +51,9 @@ export interface RunOutcome {
    * neutrally that it gets no answer (asking again would write the same answer, denied again).
    */
   withheld?: boolean;
+  /**
+   * A request of the run was refused at its group's spend cap: final for today, and the group and the owner
+   * were told once per day by the cap itself, so the run's end adds no notice of its own.
+   */
+  capped?: boolean;
 }

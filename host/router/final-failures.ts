@@ -11,20 +11,24 @@ export interface FinalFailures {
   withheld(runId: number, reason: string): void;
   /** Trying again cannot help until the owner fixes something. */
   final(runId: number, reason: string): void;
+  /** The group's spend cap refused a request: final, and already told by the cap. */
+  capped(runId: number, reason: string): void;
   /** The run's outcome with what was noted applied (only to a failure); forgets the run. */
   settle(runId: number, outcome: RunOutcome): RunOutcome;
 }
 
 export function createFinalFailures(): FinalFailures {
-  const notes = new Map<number, { reason: string; withheld: boolean }>();
-  const note = (runId: number, reason: string, withheld: boolean) => {
+  type Kind = 'withheld' | 'capped' | 'final';
+  const notes = new Map<number, { reason: string; kind: Kind }>();
+  const note = (runId: number, reason: string, kind: Kind) => {
     const seen = notes.get(runId);
     // A denial decides what the group reads, whatever else was noted.
-    if (!seen || (withheld && !seen.withheld)) notes.set(runId, { reason, withheld });
+    if (!seen || (kind === 'withheld' && seen.kind !== 'withheld')) notes.set(runId, { reason, kind });
   };
   return {
-    withheld: (runId, reason) => note(runId, reason, true),
-    final: (runId, reason) => note(runId, reason, false),
+    withheld: (runId, reason) => note(runId, reason, 'withheld'),
+    final: (runId, reason) => note(runId, reason, 'final'),
+    capped: (runId, reason) => note(runId, reason, 'capped'),
     settle(runId, outcome) {
       const seen = notes.get(runId);
       notes.delete(runId);
@@ -33,7 +37,8 @@ export function createFinalFailures(): FinalFailures {
         ok: false,
         reason: `${seen.reason} (${outcome.reason})`,
         retryable: false,
-        ...(seen.withheld ? { withheld: true } : {}),
+        ...(seen.kind === 'withheld' ? { withheld: true } : {}),
+        ...(seen.kind === 'capped' ? { capped: true } : {}),
       };
     },
   };

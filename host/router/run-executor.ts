@@ -133,9 +133,11 @@ export function createRunExecutor({
           const replied = record?.replied ?? false;
           const failure: FailureKind = outcome.withheld
             ? 'withheld'
-            : outcome.retryable === false
-              ? 'final'
-              : 'retryable';
+            : outcome.capped
+              ? 'capped'
+              : outcome.retryable === false
+                ? 'final'
+                : 'retryable';
           store.transaction(() => {
             store.runs.finish(run.id, outcome.ok ? 'succeeded' : 'failed', outcome.reason);
             // A success covers everything the agent took in. A failure after a reply covers only what it
@@ -145,7 +147,7 @@ export function createRunExecutor({
               store.groups.advanceCursor(group.id, record?.repliedThrough ?? group.agentCursor);
               // A progress note the group read may look like the whole answer: say it is not, once, with
               // the run's end. After the answer itself there is nothing to apologise for.
-              if (!record?.lastReplyFinal)
+              if (!record?.lastReplyFinal && !outcome.capped)
                 sendNotices(unfinishedNotices(group, run.id, outcome.reason), sinks);
             }
           });

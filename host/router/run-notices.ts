@@ -11,7 +11,7 @@ import type { NewOutboxItem } from '../store/outbox-store.ts';
  */
 
 /** Why a run failed in a way that decides what its group is told. */
-export type FailureKind = 'retryable' | 'final' | 'withheld';
+export type FailureKind = 'retryable' | 'final' | 'withheld' | 'capped';
 
 /** A notice for the owner: it goes to every admin chat (or those `[admin] notify` names), once each. */
 export interface OwnerNotice {
@@ -46,7 +46,9 @@ export interface GiveUpNotice {
 
 /** The run gave up before it said anything: the messages up to `givenThrough` stay unanswered. */
 export function giveUpNotices({ group, givenThrough, kind, reason }: GiveUpNotice): RunNotices {
-  const own: Record<FailureKind, { admin: string; others: string }> = {
+  // The cap told the group and the owner once for the day (spendCapNotices); a second line would only repeat it.
+  if (kind === 'capped') return { group: [] };
+  const own: Record<Exclude<FailureKind, 'capped'>, { admin: string; others: string }> = {
     retryable: {
       admin: `Sorry, I could not answer that (${reason}). Send the message again to retry.`,
       others: 'Sorry, I could not answer that. Send the message again to retry.',
@@ -112,9 +114,9 @@ export function unfinishedNotices(group: GroupRecord, runId: number, reason: str
 }
 
 /**
- * The provider has not answered the run for a while (the request goes on until the gateway's timeout):
- * the group learns the run is alive, the owner what is slow. Keyed by the messages the run answers: once
- * however many requests of the run, or retries of it, wait.
+ * The provider has not answered the run for a while (the request goes on until the gateway's first-byte
+ * deadline): the group learns the run is alive. Keyed by the messages the run answers: once however many
+ * requests of the run wait.
  */
 export function slowProviderNotices(
   group: GroupRecord,
@@ -134,12 +136,35 @@ export function slowProviderNotices(
         : 'Still working on it, this is taking longer than usual.',
     },
   ];
+  // The owner hears of a slow provider only if the run then gives up (its notice names the setting to
+  // change); a provider that answers late is the group's wait, not the owner's business.
+  return { group: items };
+}
+
+/**
+ * A group reached its daily spend cap: one line to the group and, for any other group than the admin group,
+ * one notice to the owner naming the setting; both keyed by group and day, so told once however many runs the
+ * cap refuses.
+ */
+export function spendCapNotices(group: GroupRecord, day: string, capMessage: string): RunNotices {
+  const items: NewOutboxItem[] = [
+    {
+      idempotencyKey: `spend-cap:${group.id}:${day}`,
+      groupId: group.id,
+      channel: group.channel,
+      chatId: group.chatId,
+      runId: null,
+      text: group.isAdmin
+        ? `This group reached its daily LLM spending cap: ${capMessage}.`
+        : 'This group reached its daily spending limit; I will answer again tomorrow.',
+    },
+  ];
   if (group.isAdmin) return { group: items };
   return {
     group: items,
     owner: {
-      key: `slow-owner:${group.id}:${run.givenThrough}`,
-      text: `The LLM provider has not answered group ${group.id} for ${seconds} s (run ${run.id}); it is still waiting.`,
+      key: `spend-cap-owner:${group.id}:${day}`,
+      text: `Group ${group.id} gets no answers until tomorrow: ${capMessage}.`,
     },
   };
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { HOST_PID_FILE } from './host-pid-file.ts';
+import { makePrivateFile } from './open-database.ts';
 
 export class HostLockedError extends Error {}
 
@@ -12,6 +13,7 @@ export class HostLockedError extends Error {}
  */
 export function acquireHostLock(dataDir: string): { release(): void } {
   const file = path.join(dataDir, 'host.lock');
+  makePrivateFile(file);
   const db = new Database(file);
   try {
     db.pragma('busy_timeout = 0');
@@ -38,4 +40,16 @@ export function acquireHostLock(dataDir: string): { release(): void } {
       db.close();
     },
   };
+}
+
+/** Taking the host lock (and letting go at once) is the one sure sign that no host runs on the folder. */
+export function hostIsRunning(dataDir: string): boolean {
+  if (!fs.existsSync(dataDir)) return false;
+  try {
+    acquireHostLock(dataDir).release();
+    return false;
+  } catch (err) {
+    if (err instanceof HostLockedError) return true;
+    throw err;
+  }
 }

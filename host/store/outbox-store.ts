@@ -133,6 +133,9 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     `UPDATE outbox SET status = 'dead', attempts = attempts + 1, connection_drops = connection_drops + ?,
        last_error = ? WHERE id = ? AND status = 'pending'`,
   );
+  const deadForGroup = db.prepare(
+    `UPDATE outbox SET status = 'dead', last_error = ? WHERE group_id = ? AND status = 'pending'`,
+  );
   const platformId = db.prepare(
     `INSERT INTO outbox_platform_ids (channel, chat_id, platform_id, outbox_id, position) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT DO NOTHING`,
@@ -201,6 +204,10 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     /** A permanent failure or a poison piece: it stays with its reason and is never attempted again. */
     markDead(id: number, reason: string, opts: { connectionDropped?: boolean } = {}): void {
       dead.run(opts.connectionDropped ? 1 : 0, reason.slice(0, 500), id);
+    },
+    /** A removed group's undelivered pieces: never sent, kept with the reason. Returns how many. */
+    dropForGroup(groupId: string, reason: string): number {
+      return deadForGroup.run(reason.slice(0, 500), groupId).changes;
     },
     /** Whether the host sent this platform message id in this chat. */
     isOwnMessage(channel: string, chatId: string, platformIdOfMessage: string): boolean {

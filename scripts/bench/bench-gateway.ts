@@ -245,8 +245,12 @@ export async function benchGateway(
       redact: (line) => line.split(REAL_KEY).join('[redacted]'),
       destination: pino.destination({ dest: os.devNull, sync: true }),
     });
+    // The fake model is free: unpriced, the cap would count it at the dearest known price and trip mid-bench.
+    const gatewayConfig = gatewayConfigSchema.parse({
+      prices: { 'fake-model': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
+    });
     const gateway = createGateway({
-      config: () => gatewayConfigSchema.parse({}),
+      config: () => gatewayConfig,
       provider: providerConfigSchema.parse({ base_url: ready.baseUrl, model: 'fake-model' }),
       providerApiKey: REAL_KEY,
       usageStore: createSqliteUsageStore(store.db),

@@ -218,7 +218,12 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
       {
         assistant: { name: 'Andy' },
         provider: { base_url: fake.openaiBaseUrl, api_key_env: 'E2E_PROVIDER_KEY', model: 'fake-model' },
-        gateway: { retry_base_ms: 50 },
+        // The fake model costs nothing: priced at 0, or the spend cap would count it at the dearest known
+        // price and a long suite could trip the default cap (gateway-spend-cap.test.ts sets its own prices).
+        gateway: {
+          retry_base_ms: 50,
+          prices: { 'fake-model': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
+        },
         containers: { gateway_network: networkPrefix, stop_grace_ms: 500 },
         // Suites count the containers each run starts; pre-starting (test/e2e/prestart.test.ts) adds others.
         runs: { retry_base_ms: 200, prestart: { count: 0 } },

@@ -20,7 +20,7 @@ await describeDocker('e2e: faults between the group, the container and the provi
       config: {
         // One attempt per run: a failure must reach the group as a notice, not be retried away.
         runs: { max_attempts: 1 },
-        gateway: { upstream_timeout_ms: UPSTREAM_TIMEOUT_MS, retry_base_ms: 50 },
+        gateway: { first_byte_timeout_ms: UPSTREAM_TIMEOUT_MS, retry_base_ms: 50 },
       },
       responder: answer,
     });
@@ -75,7 +75,7 @@ await describeDocker('e2e: faults between the group, the container and the provi
     const res = await h.send('main', 'are you there?');
     expect(res.stdout).toMatch(
       new RegExp(
-        `^Sorry, I could not answer that \\(agent error: .*did not answer within ${UPSTREAM_TIMEOUT_MS} ms.*\\)\\. Send the message again to retry\\.\\n$`,
+        `^I cannot answer yet: the LLM provider did not start answering within ${UPSTREAM_TIMEOUT_MS / 1000} s \\(\\[gateway\\] first_byte_timeout_ms\\) \\(agent error: .*\\)\\.\\n$`,
       ),
     );
     // A failure notice is not an answer: send says so in its exit code.

@@ -39,7 +39,8 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
       }),
     );
     const res = await h.send('alpha', '@Andy keep going');
-    expect(res.stdout).toContain('Sorry, I could not answer that.');
+    expect(res.stdout).toContain('reached its daily spending limit');
+    expect(res.stdout).not.toContain('Sorry');
     const forwarded = h.fake.requests.slice(from).filter((r) => r.api === 'chat');
     const spent = h.host.store.db
       .prepare('SELECT COALESCE(SUM(cost_micros), 0) AS spent FROM gateway_usage WHERE group_id = ?')
@@ -55,4 +56,49 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
     expect(h.runs('alpha').at(-1)?.exitReason).toMatch(/daily spend cap of \$0\.00 reached for group alpha/);
     expect(h.outbox('alpha').filter((row) => row.key.startsWith('spend-cap:alpha:'))).toHaveLength(1);
   }, 120_000);
+});
+
+await describeDocker('e2e gateway: the cap binds with the price table that ships, and trips quietly', () => {
+  let h: E2eHost;
+  beforeAll(async () => {
+    h = await startE2eHost({
+      // No [gateway.prices]: a model of the shipped table; retries on (the default 3 attempts).
+      config: {
+        provider: { model: 'openai/gpt-4.1-mini' },
+        runs: { max_output_tokens: MAX_OUTPUT_TOKENS },
+        gateway: { daily_cap_usd: 0.001 },
+      },
+    });
+    await h.addLocalGroups('beta');
+  }, 180_000);
+  afterAll(async () => {
+    await h?.stop();
+  }, 60_000);
+
+  it('trips with one line to the group, one notice to the owner, no retries and nothing contradicting it', async () => {
+    h.fake.setResponder(
+      securityResponder({ beta: turnResponder(() => reply.toolCalls([bash('echo again')])) }),
+    );
+    const res = await h.send('beta', '@Andy keep going');
+    const spent = h.host.store.db
+      .prepare('SELECT COALESCE(SUM(cost_micros), 0) AS spent FROM gateway_usage WHERE group_id = ?')
+      .get('beta') as { spent: number };
+    expect(spent.spent).toBeGreaterThanOrEqual(1_000);
+    const lines = h.outbox('beta').map((row) => row.text);
+    expect(lines).toEqual(['This group reached its daily spending limit; I will answer again tomorrow.']);
+    expect(res.stdout).not.toMatch(/again to retry|Sorry/);
+    // One run: a capped run is not tried again.
+    expect(h.runs('beta')).toHaveLength(1);
+    expect(h.runs('beta')[0]?.exitReason).toMatch(/daily spend cap of \$0\.00 reached for group beta/);
+    const owner = h.outbox('main').filter((row) => row.text.includes('beta'));
+    expect(owner.map((row) => row.text)).toEqual([
+      'Group beta gets no answers until tomorrow: daily spend cap of $0.00 reached for group beta; raise [gateway].daily_cap_usd or wait until tomorrow.',
+    ]);
+    // A second message the same day: no new line, no new notice, no run that reaches the provider.
+    const from = h.fake.requests.length;
+    await h.send('beta', '@Andy and now?');
+    expect(h.outbox('beta')).toHaveLength(1);
+    expect(h.outbox('main').filter((row) => row.text.includes('beta'))).toHaveLength(1);
+    expect(h.fake.requests.slice(from).filter((r) => r.api === 'chat')).toEqual([]);
+  }, 180_000);
 });

@@ -1,8 +1,9 @@
 /**
  * How runs end when they cannot answer, through real containers and the fake provider: a denied answer
  * is asked once and never retried, and the group's notice names no secret; a run killed (container or
- * host) after a progress message leaves exactly one "not finished" notice; a provider that hangs gives
- * the group one "still working" note and the owner a notice; a 401 from the provider is told at once.
+ * host) after a progress message leaves exactly one "not finished" notice; a provider that hangs ends the
+ * run within its first-byte deadline, not retried, with one "still working" note and one end line to the
+ * group and one notice naming the setting to the owner; a 401 from the provider is told at once.
  * Runs may be attempted three times here, so "not retried" is something these tests can see fail.
  */
 import crypto from 'node:crypto';
@@ -28,7 +29,7 @@ await describeDocker('e2e: runs that cannot answer end with one honest notice', 
     h = await startE2eHost({
       config: {
         runs: { max_attempts: 3 },
-        gateway: { slow_notice_ms: SLOW_NOTICE_MS, upstream_timeout_ms: UPSTREAM_TIMEOUT_MS },
+        gateway: { slow_notice_ms: SLOW_NOTICE_MS, first_byte_timeout_ms: UPSTREAM_TIMEOUT_MS },
       },
       secrets: { DEPLOY_TOKEN },
       responder: answer,
@@ -138,24 +139,26 @@ await describeDocker('e2e: runs that cannot answer end with one honest notice', 
     expect(h.runs('fam').slice(runsBefore)).toHaveLength(2);
   }, 150_000);
 
-  it('a provider that hangs gives the group one "still working" note over all attempts, and the owner a notice', async () => {
+  it('a provider that hangs ends the run within its deadline, once: one note and one end line to the group, one notice to the owner', async () => {
     h.fake.setResponder(byGroup({ fam: () => reply.hang() }, answer));
     const runsBefore = h.runs('fam').length;
+    const ownerBefore = h.outbox('main').length;
     const message = '@Andy are you there?';
     const res = await h.send('fam', message, 120);
     const givenThrough = h.messageId('fam', message);
     expect(res.stdout).toBe(
       'Still working on it, this is taking longer than usual.\n' +
-        'Sorry, I could not answer that. Send the message again to retry.\n',
+        'Sorry, I cannot answer right now. The owner has been told.\n',
     );
-    // Three attempts, each waited past slow_notice_ms, one note: it is keyed by the question.
-    expect(h.runs('fam').slice(runsBefore)).toHaveLength(3);
+    // One attempt of three allowed: a hung provider is not asked again by a retry of the run.
+    const runs = h.runs('fam').slice(runsBefore);
+    expect(runs).toMatchObject([{ status: 'failed', replied: false }]);
     expect(keysOf('fam', 'slow:')).toHaveLength(1);
-    expect(keysOf('main', `slow-owner:fam:${givenThrough}`)).toEqual([
-      expect.stringMatching(
-        /^The LLM provider has not answered group fam for 2 s \(run \d+\); it is still waiting\.$/,
-      ),
-    ]);
+    const owner = h.outbox('main').slice(ownerBefore);
+    expect(owner.map((r) => r.key)).toEqual([`giveup-owner:fam:${givenThrough}`]);
+    expect(owner[0]?.text).toMatch(
+      /^Group fam got no answer \(it cannot be answered until this is fixed\): the LLM provider did not start answering within 5 s \(\[gateway\] first_byte_timeout_ms\)/,
+    );
   }, 150_000);
 
   it('a 401 from the provider is told at once: one request, one run, the reason to the owner', async () => {

@@ -193,7 +193,7 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
     const res = await h.send('gamma', '@Andy fill the disk');
     expect(res.stdout).toContain('Sorry, I cannot answer right now.');
     expect(ownerToldOf('gamma')).toMatch(
-      /disk quota: the group folder holds [0-9.]+ MB, over its quota of 5 MB/,
+      /disk quota: the group folder \S+ holds [0-9.]+ MB, over its quota of 5 MB \(\[containers\] group_quota_mb\)/,
     );
     expect(h.runs('gamma').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
     const groupDir = path.join(h.paths.groupsDir, 'gamma');

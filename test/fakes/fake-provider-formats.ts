@@ -36,6 +36,7 @@ function chatUsage(usage: FakeUsage) {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
+    ...(usage.costUsd !== undefined ? { cost: usage.costUsd } : {}),
   };
 }
 

@@ -28,6 +28,8 @@ export interface FakeRequest {
 export interface FakeUsage {
   promptTokens: number;
   completionTokens: number;
+  /** OpenRouter's `usage.cost` (USD) in chat completions, when set. */
+  costUsd?: number;
 }
 
 export interface ToolCallSpec {

@@ -167,6 +167,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       usage: {
         promptTokens: reply.usage?.promptTokens ?? estimateTokens(promptTextOf(request.body)),
         completionTokens: reply.usage?.completionTokens ?? estimateTokens(generated),
+        ...(reply.usage?.costUsd !== undefined ? { costUsd: reply.usage.costUsd } : {}),
       },
       created: Math.floor(Date.now() / 1000),
     };

@@ -27,6 +27,7 @@ import {
   type SocketChannel,
 } from '../fakes/socket-channel.ts';
 import { eventually as eventuallyWithin } from '../e2e/e2e-harness.ts';
+import { askRiskyCommand, RISKY_PARAMS } from '../helpers/ask-risky-command.ts';
 
 /** Each wait well inside the test's own timeout, so a failure names what did not happen. */
 const eventually = <T>(what: string, check: () => T | undefined | false) =>
@@ -54,14 +55,8 @@ function approvalRunner(approvals: () => ApprovalService): AgentRunner {
         if (last.includes('unanswerable'))
           return { ok: false, reason: 'the provider refused the key', retryable: false };
         if (last.includes('risky')) {
-          const r = await approvals().request({
-            runId: ctx.runId,
-            groupId: ctx.group.id,
-            operation: 'bash',
-            reason: 'the agent wants to run a risky command',
-            params: { command: 'rm -rf build' },
-          });
-          if (r.outcome === 'approved' && approvals().consume(r.id, { command: 'rm -rf build' })) {
+          const r = await askRiskyCommand(approvals(), ctx);
+          if (r.outcome === 'approved' && approvals().consume(r.id, RISKY_PARAMS)) {
             executed.push(r.id);
             await callbacks.reply('executed');
           } else await callbacks.reply(`not executed: ${r.outcome}`);

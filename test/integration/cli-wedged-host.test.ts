@@ -41,5 +41,9 @@ describe('the CLI against a host that does not answer', () => {
       // 10 s response timeout plus the CLI's own start from sources on a loaded machine; far below 60 s.
       expect(seconds).toBeLessThan(40);
     }
+    // A shorter --timeout bounds the wait for a host that does not answer as well.
+    const short = await runCli(['send', '--group', 'main', '--timeout', '2', 'hello?'], env);
+    expect(short.code).toBe(1);
+    expect(short.stderr).toMatch(new RegExp(`host pid ${host.pid} is not answering \\(.* within 2 s\\)`));
   }, 120_000);
 });

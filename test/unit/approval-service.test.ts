@@ -63,6 +63,7 @@ interface Harness {
   clock: FakeClock;
   sent: string[];
   metas: string[];
+  expired: { text: string; approvalId: string }[];
 }
 
 const open: Harness[] = [];
@@ -82,6 +83,7 @@ function harness(
   const clock = opts.clock ?? fakeClock();
   const sent: string[] = [];
   const metas: string[] = [];
+  const expired: Harness['expired'] = [];
   const service = createApprovalService({
     store: { approvals, audit: store.audit, transaction: store.transaction },
     notifyAdmin:
@@ -90,12 +92,13 @@ function harness(
         sent.push(text);
         metas.push(meta.approvalId);
       }),
+    notifyExpired: (text, { approvalId }) => void expired.push({ text, approvalId }),
     redact,
     clock,
     timeoutMs: TIMEOUT,
     logger: silent,
   });
-  const h = { file, store, approvals, service, clock, sent, metas };
+  const h = { file, store, approvals, service, clock, sent, metas, expired };
   open.push(h);
   return h;
 }
@@ -225,6 +228,15 @@ describe('approval service', () => {
       decidedAt: START + TIMEOUT,
     });
     expect(decisions(h)).toEqual([APPROVAL_AUDIT.asked, APPROVAL_AUDIT.expired]);
+    // The admin chats that were shown the request hear it lapsed, once.
+    expect(h.expired).toEqual([
+      {
+        approvalId: id,
+        text: expect.stringMatching(
+          new RegExp(`^Request ${id} \\(.+\\) expired: the owner did not answer in time`),
+        ),
+      },
+    ]);
 
     const late = h.service.decide(id, 'approve', 'local:owner');
     expect(late.ok).toBe(false);
@@ -443,6 +455,8 @@ describe('approval service', () => {
     const id = await lastId(h);
     ac.abort();
     await expect(result).resolves.toEqual({ outcome: 'expired', id, by: 'run-ended' });
+    expect(h.expired.map((e) => e.approvalId)).toEqual([id]);
+    expect(h.expired[0]?.text).toContain('the run that asked for it ended');
   });
 
   it('rejects parameters that are not plain JSON without storing anything', async () => {

@@ -45,14 +45,18 @@ describe('carapace config', () => {
 
     expect((await cli('config', 'diff')).stdout).toContain('assistant.name: "Andy" → "Max"');
     const history = await cli('config', 'history');
-    expect(history.stdout.trim().split('\n')).toHaveLength(1);
-    expect(history.stdout).toMatch(/^1\t\d{4}-/);
+    // Each version says which keys the change that replaced it made.
+    expect(history.stdout.trim().split('\n')[0]).toMatch(/^1\t\d{4}-\S+\tassistant\.name$/);
 
     const back = await cli('config', 'rollback');
     expect(back.code).toBe(0);
     expect(back.stdout).toContain('assistant.name: "Max" → "Andy"');
     expect(fs.readFileSync(configFile, 'utf8')).toBe(FILE);
-    expect((await cli('config', 'history')).stdout.trim().split('\n')).toHaveLength(2);
+    const after = (await cli('config', 'history')).stdout.trim().split('\n');
+    expect(after.slice(0, 2).map((line) => line.split('\t')[2])).toEqual([
+      'assistant.name',
+      'assistant.name',
+    ]);
   });
 
   it('refuses an invalid value with one line per problem and leaves the file alone', async () => {

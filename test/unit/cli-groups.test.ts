@@ -47,9 +47,27 @@ describe('carapace groups', () => {
       ['main', 'Admin console', true],
     ]);
 
+    // A reply still waiting for delivery goes with the group.
+    const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+    store.outbox.add({
+      idempotencyKey: 'late-reply',
+      groupId: 'family',
+      channel: 'local',
+      chatId: 'family',
+      runId: null,
+      text: 'an answer nobody should get now',
+    });
+    store.close();
+
     const remove = await cli('groups', 'remove', 'family');
     expect(remove.code).toBe(0);
-    expect(remove.stdout).toMatch(/removed group family/);
+    expect(remove.stdout).toMatch(/removed group family.*; 1 undelivered reply dropped$/m);
+    const after = openStore({ file: path.join(dataDir, 'carapace.db') });
+    expect(after.outbox.pendingCount()).toBe(0);
+    expect(after.outbox.deadLetters().map((d) => [d.idempotencyKey, d.lastError])).toEqual([
+      ['late-reply', 'the group was removed before this was delivered'],
+    ]);
+    after.close();
     expect(listIds((await cli('groups', 'list')).stdout)).toEqual(['main']);
   });
 

@@ -81,5 +81,19 @@ describe('carapace logs', () => {
     const r = await cli('logs', '-n', '2');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('two\nthree\n');
+    expect(r.stderr).toBe(`(${path.join(root, 'data', 'logs', 'carapace.log')})\n`);
+  });
+
+  it('reads the file, and says so, when the service is installed but not running', async () => {
+    const unit = path.join(root, 'xdg', 'systemd', 'user', 'carapace.service');
+    fs.mkdirSync(path.dirname(unit), { recursive: true });
+    fs.writeFileSync(unit, '[Service]\nExecStart=/bin/true\n');
+    fs.mkdirSync(path.join(root, 'data', 'logs'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'data', 'logs', 'carapace.log'), 'started by hand\n');
+    const r = await cli('logs');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('started by hand\n');
+    expect(r.stderr).toContain(path.join(root, 'data', 'logs', 'carapace.log'));
+    expect(r.stderr).toContain('service is installed but not running');
   });
 });

@@ -99,4 +99,20 @@ describe('diffConfigs', () => {
     );
     expect(formatDiff([])).toBe('no change to the effective configuration');
   });
+
+  it("hides a URL's password and query values, which may be access tokens, in what it shows", () => {
+    const changes = diffConfigs(
+      { channels: { whatsapp: { websocket_url: 'wss://relay.example/ws' } } },
+      {
+        channels: {
+          whatsapp: { websocket_url: 'wss://me:hunter2@relay.example/ws?access_token=s3cr3t&v=2' },
+        },
+      },
+    );
+    const text = formatDiff(changes);
+    expect(text).toBe(
+      'channels.whatsapp.websocket_url: "wss://relay.example/ws" → "wss://me:***@relay.example/ws?access_token=***&v=***" (applies at restart)',
+    );
+    expect(text).not.toMatch(/hunter2|s3cr3t/);
+  });
 });

@@ -2,6 +2,7 @@
  * The admin agent's config proposals (issue 11) on the real file store, patch checker, Cop and audit log:
  * only the owner's approval and the Cop's answer are scripted.
  */
+import { DEFAULT_PRICES } from '../../host/gateway/price-table.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -357,12 +358,19 @@ describe('config proposals judged by their effect', () => {
         ],
         'this lowers the price counted for model gpt-4.1-mini (input 0.4 USD → 0.1 USD, output 1.6 USD → 1.6 USD per million tokens): the spend cap then allows more of it',
       ],
+      // A model without any price is charged the dearest known one; only a price of 0 makes it free.
       [
-        [{ key: 'provider.fallback_models', value: ['local-llama'] }],
+        [
+          { key: 'provider.fallback_models', value: ['local-llama'] },
+          { key: 'gateway.prices."local-llama"', value: { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
+        ],
         'this lets agents use model local-llama, which has no price: the spend cap does not count its use',
       ],
       [
-        [{ key: 'gateway.allowed_models', value: ['gpt-4.1', 'tiny-unpriced'] }],
+        [
+          { key: 'gateway.allowed_models', value: ['gpt-4.1', 'tiny-unpriced'] },
+          { key: 'gateway.prices."tiny-unpriced"', value: { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
+        ],
         'this lets agents use model tiny-unpriced, which has no price: the spend cap does not count its use',
       ],
       [
@@ -464,10 +472,19 @@ describe('config proposals, property', () => {
   }
 
   function protectedByOracle(before: HostConfig, after: HostConfig): string[] {
-    // The oracle reads prices from the file as written; the gateway's own price rules are not consulted.
+    // The oracle prices a model as the product promises, not through its code: the file's entry, else the
+    // shipped table's (these model names are its own), else the dearest price either knows.
     const found: string[] = [];
     const reachable = (c: HostConfig) => allowedModels(c.gateway, c.provider);
-    const priceOf = (c: HostConfig, model: string) => c.gateway.prices[model];
+    const priceOf = (c: HostConfig, model: string) => {
+      const written = c.gateway.prices[model] ?? DEFAULT_PRICES[model];
+      if (written) return written;
+      const all = [...Object.values(DEFAULT_PRICES), ...Object.values(c.gateway.prices)];
+      return {
+        input_per_mtok_usd: Math.max(...all.map((p) => p.input_per_mtok_usd)),
+        output_per_mtok_usd: Math.max(...all.map((p) => p.output_per_mtok_usd)),
+      };
+    };
     const caps = (c: HostConfig) => ({
       family: c.gateway.group_caps_usd.family ?? c.gateway.daily_cap_usd,
       other: c.gateway.daily_cap_usd,

@@ -39,8 +39,15 @@ describe('disk quotas', () => {
   it('says which folder is over its quota and by how much, and calls too many files over quota too', async () => {
     fs.writeFileSync(path.join(dir, 'big'), Buffer.alloc(2 * 1024 * 1024, 1));
     expect(await quotaProblem({ label: 'group folder', path: dir, limitBytes: 4 * 1024 * 1024 })).toBeNull();
-    expect(await quotaProblem({ label: 'group folder', path: dir, limitBytes: 1024 * 1024 })).toMatch(
-      /^the group folder holds 2\.0 MB, over its quota of 1 MB; delete files to make room$/,
+    expect(
+      await quotaProblem({
+        label: 'group folder',
+        path: dir,
+        limitBytes: 1024 * 1024,
+        setting: '[containers] group_quota_mb',
+      }),
+    ).toBe(
+      `the group folder ${dir} holds 2.0 MB, over its quota of 1 MB ([containers] group_quota_mb); delete files there to make room, or raise the setting`,
     );
     for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(dir, `f${i}`), '');
     expect(await folderUsage(dir, 10)).toMatchObject({ entries: 11 });
@@ -54,7 +61,7 @@ describe('disk quotas', () => {
     await new Promise((r) => setTimeout(r, 200));
     dispose();
     expect(stops).toHaveLength(1);
-    expect(stops[0]).toMatch(/^disk quota: the session folder holds/);
+    expect(stops[0]).toMatch(/^disk quota: the session folder \S+ holds/);
   });
 
   /** Resolves once `check` holds; the test's own timeout bounds the wait. */
@@ -73,7 +80,7 @@ describe('disk quotas', () => {
         fs.writeFileSync(path.join(dir, 'deep', 'er', `part-${i}`), Buffer.alloc(300 * 1024, 1));
       await until(() => stops.length > 0);
       expect(stops).toEqual([
-        expect.stringMatching(/^disk quota: the group folder holds 1\.[0-9] MB, over its quota of 1 MB/),
+        expect.stringMatching(/^disk quota: the group folder \S+ holds 1\.[0-9] MB, over its quota of 1 MB/),
       ]);
     } finally {
       dispose();
@@ -112,7 +119,7 @@ describe('disk quotas', () => {
       expect(problems).toEqual(['session folder: ENOSPC: System limit for number of file watchers reached']);
       fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
       await until(() => stops.length > 0);
-      expect(stops[0]).toMatch(/^disk quota: the session folder holds/);
+      expect(stops[0]).toMatch(/^disk quota: the session folder \S+ holds/);
     } finally {
       dispose();
     }
@@ -133,8 +140,18 @@ describe('disk quotas', () => {
       { hostPath: '/x', containerPath: '/workspace/extra/x', readOnly: false },
     ];
     expect(quotaFolders(mounts, { group_quota_mb: 2, session_quota_mb: 1 })).toEqual([
-      { label: 'group folder', path: '/d/groups/fam', limitBytes: 2 * 1024 * 1024 },
-      { label: 'session folder', path: '/d/sessions/fam', limitBytes: 1024 * 1024 },
+      {
+        label: 'group folder',
+        path: '/d/groups/fam',
+        limitBytes: 2 * 1024 * 1024,
+        setting: '[containers] group_quota_mb',
+      },
+      {
+        label: 'session folder',
+        path: '/d/sessions/fam',
+        limitBytes: 1024 * 1024,
+        setting: '[containers] session_quota_mb',
+      },
     ]);
   });
 });

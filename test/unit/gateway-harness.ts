@@ -80,6 +80,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     upstreamEvents: {
       authRejected: (owner, status) => upstreamEvents.push(`authRejected ${owner.runId} ${status}`),
       slow: (owner, waitedMs) => upstreamEvents.push(`slow ${owner.runId} ${waitedMs}`),
+      spendCapRefused: (owner) => upstreamEvents.push(`spendCapRefused ${owner.runId}`),
+      providerTimedOut: (owner, message) => upstreamEvents.push(`providerTimedOut ${owner.runId} ${message}`),
     },
     sleep: async (ms) => {
       sleeps.push(ms);

@@ -40,7 +40,8 @@ describe('spend cap arithmetic', () => {
     // 1000 bytes × $3/Mtok + 4096 × $15/Mtok = 3000 + 61440 micro-dollars.
     expect(worstCaseMicros(['cheap', 'dear'], 1000, 4096, prices)).toBe(64_440);
     expect(worstCaseMicros(['cheap'], 1000, 4096, prices)).toBe(9_192);
-    expect(worstCaseMicros(['unpriced'], 1000, 4096, prices)).toBe(0);
+    // A model without a price reserves at the dearest known price, never 0: it cannot slip past the cap.
+    expect(worstCaseMicros(['unpriced'], 1000, 4096, prices)).toBe(1000 * 15 + 4096 * 75);
   });
 
   it('checks a lowered cap from a config reload at the next request', async () => {

@@ -14,6 +14,7 @@ import { createGateway } from '../../host/gateway/gateway.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from '../../host/gateway/headers.ts';
 import { createKeyRegistry } from '../../host/gateway/key-registry.ts';
 import { costMicros } from '../../host/gateway/pricing.ts';
+import { PRICES_AS_OF } from '../../host/gateway/price-table.ts';
 import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from '../../host/gateway/retry-policy.ts';
 import { backoffMs } from '../../host/time/backoff.ts';
 import { createSseFramer } from '../../host/gateway/sse-framer.ts';
@@ -319,6 +320,12 @@ describe('gateway usage parsing', () => {
       completionTokens: 42,
     });
     expect(usageFromPayload({ usage: null, choices: [] })).toBeUndefined();
+    // OpenRouter adds what it billed.
+    expect(usageFromPayload({ usage: { prompt_tokens: 3, completion_tokens: 4, cost: 0.0021 } })).toEqual({
+      promptTokens: 3,
+      completionTokens: 4,
+      costUsd: 0.0021,
+    });
   });
 
   it('taps SSE usage (last report wins) and strips only the usage-only chunk when asked', () => {
@@ -373,11 +380,32 @@ describe('gateway usage parsing', () => {
     expect(limited.finish().usage).toBeUndefined();
   });
 
-  it('prices tokens in integer micro-dollars and counts unknown models as free', () => {
+  it("prices tokens in integer micro-dollars, from the owner's prices, then the shipped table, else the dearest known", () => {
     const prices = { m: { input_per_mtok_usd: 2.5, output_per_mtok_usd: 10 } };
+    const tokens = { promptTokens: 1_000_000, completionTokens: 1_000_000 };
     expect(costMicros('m', { promptTokens: 1234, completionTokens: 56 }, prices)).toBe(3645);
-    expect(costMicros('other', { promptTokens: 1234, completionTokens: 56 }, prices)).toBe(0);
-    expect(costMicros('constructor', { promptTokens: 1, completionTokens: 1 }, prices)).toBe(0);
+    // The shipped table, under a router's prefix, a snapshot date or a dotted version.
+    expect(costMicros('gpt-4.1-mini', tokens, {})).toBe(2_000_000);
+    expect(costMicros('openai/gpt-4.1-mini', tokens, {})).toBe(2_000_000);
+    expect(costMicros('gpt-4.1-mini-2025-04-14', tokens, {})).toBe(2_000_000);
+    expect(costMicros('anthropic/claude-sonnet-4.5', tokens, {})).toBe(18_000_000);
+    // The owner's entry wins, a price of 0 included (their local model).
+    expect(
+      costMicros('gpt-4.1-mini', tokens, {
+        'gpt-4.1-mini': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 },
+      }),
+    ).toBe(0);
+    // Unknown: the dearest input and output price known, never 0; an owner's dearer entry raises it.
+    const dearest = costMicros('local-llama', tokens, {});
+    expect(dearest).toBe(90_000_000);
+    expect(costMicros('constructor', tokens, {})).toBe(dearest);
+    expect(costMicros('other', tokens, { big: { input_per_mtok_usd: 100, output_per_mtok_usd: 1 } })).toBe(
+      175_000_000,
+    );
+  });
+
+  it('dates its price table', () => {
+    expect(PRICES_AS_OF).toMatch(/^\d{4}-\d{2}-\d{2}$/);
   });
 
   it('computes the calendar day in the configured time zone', () => {

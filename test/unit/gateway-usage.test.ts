@@ -85,25 +85,50 @@ describe('gateway usage accounting', () => {
     });
   });
 
-  it('counts models without a price at zero cost but still counts their tokens', async () => {
+  it('charges a model without a price at the dearest known price, and one the owner priced at 0 as free', async () => {
     h = await startHarness({
       usageStore: store,
-      gateway: { prices: PRICES, allowed_models: ['local-llama'] },
+      gateway: {
+        prices: { ...PRICES, 'local-free': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
+        allowed_models: ['local-llama', 'local-free'],
+      },
     });
-    h.fake.script(reply.text('free', { usage: { promptTokens: 7, completionTokens: 3 } }));
+    h.fake.script(
+      reply.text('unpriced', { usage: { promptTokens: 7, completionTokens: 3 } }),
+      reply.text('free', { usage: { promptTokens: 7, completionTokens: 3 } }),
+    );
+    for (const model of ['local-llama', 'local-free'])
+      await h.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'a' }] });
+    const rows = store.totalsForRun('run-1');
+    // The dearest known price: $15 in, $75 out per million tokens (the shipped table's dearest model).
+    expect(rows.find((r) => r.model === 'local-llama')).toMatchObject({
+      promptTokens: 7,
+      completionTokens: 3,
+      costMicros: 330,
+    });
+    expect(rows.find((r) => r.model === 'local-free')).toMatchObject({
+      promptTokens: 7,
+      completionTokens: 3,
+      costMicros: 0,
+    });
+  });
+
+  it("charges the cost the provider reports (OpenRouter's usage.cost) instead of the price", async () => {
+    h = await startHarness({ usageStore: store, gateway: { prices: PRICES } });
+    h.fake.script(
+      reply.text('routed', { usage: { promptTokens: 1000, completionTokens: 10, costUsd: 0.0123 } }),
+    );
     await h.client.chat.completions.create({
-      model: 'local-llama',
+      model: 'fake-model',
       messages: [{ role: 'user', content: 'a' }],
     });
     expect(store.totalsForRun('run-1')).toEqual([
-      {
-        groupId: 'group-a',
-        model: 'local-llama',
-        requests: 1,
-        promptTokens: 7,
-        completionTokens: 3,
-        costMicros: 0,
-      },
+      expect.objectContaining({
+        model: 'fake-model',
+        promptTokens: 1000,
+        completionTokens: 10,
+        costMicros: 12_300,
+      }),
     ]);
   });
 

@@ -446,18 +446,38 @@ describe('gateway retries, timeouts and aborts', () => {
     expect(h.fake.requests).toHaveLength(1);
   });
 
-  it('answers 504 when the provider hangs past the timeout, and aborts the upstream request', async () => {
-    h = await startHarness({ gateway: { upstream_timeout_ms: 200 } });
+  it('answers 504 when the provider hangs past the first-byte deadline, aborts the upstream request and tells the host', async () => {
+    h = await startHarness({ gateway: { first_byte_timeout_ms: 200 } });
     h.fake.script(reply.hang());
     const failed = await ask(h).catch((e: unknown) => e);
     expect((failed as InstanceType<typeof OpenAI.APIError>).status).toBe(504);
-    expect((failed as Error).message).toContain('upstream_timeout_ms');
+    expect((failed as Error).message).toContain('[gateway] first_byte_timeout_ms');
     await h.fake.waitForAbort(h.fake.requests[0]!);
     expect(h.fake.requests).toHaveLength(1);
+    expect(h.upstreamEvents).toEqual([
+      'providerTimedOut run-1 the LLM provider did not start answering within 0.2 s ([gateway] first_byte_timeout_ms)',
+    ]);
+  });
+
+  it("bounds a run's waits for the provider in all: once they add up to the budget, requests are refused unsent", async () => {
+    // A running clock: the budget is spent by real waits (undici's timers are coarse, so how many requests
+    // fit is not asserted, only that the budget ends them).
+    h = await startHarness({
+      gateway: { first_byte_timeout_ms: 300, run_first_byte_budget_ms: 600 },
+      now: () => Date.now(),
+    });
+    h.fake.script(reply.hang(), reply.hang(), reply.hang(), reply.text('never asked'));
+    const messages: string[] = [];
+    for (let i = 0; i < 4; i++) messages.push(((await ask(h).catch((e: unknown) => e)) as Error).message);
+    expect(messages[0]).toContain('[gateway] first_byte_timeout_ms');
+    expect(messages[3]).toMatch(/^504 .*\[gateway\] run_first_byte_budget_ms/);
+    // At most two hung requests fit in the budget; the rest never reached the provider.
+    expect(h.fake.requests.length).toBeLessThanOrEqual(2);
+    expect(h.upstreamEvents.filter((e) => e.startsWith('providerTimedOut run-1'))).toHaveLength(4);
   });
 
   it('tells the host once a request has waited slow_notice_ms for the provider, and goes on waiting', async () => {
-    h = await startHarness({ gateway: { upstream_timeout_ms: 5000, slow_notice_ms: 50 } });
+    h = await startHarness({ gateway: { first_byte_timeout_ms: 5000, slow_notice_ms: 50 } });
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
     h.fake.script(async () => {

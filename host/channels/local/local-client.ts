@@ -237,7 +237,7 @@ export function createLocalClient(options: LocalClientOptions | string) {
 
 export type LocalClient = ReturnType<typeof createLocalClient>;
 
-function readPid(pidFile: string | undefined): number | undefined {
+export function readPid(pidFile: string | undefined): number | undefined {
   if (!pidFile) return undefined;
   try {
     const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());

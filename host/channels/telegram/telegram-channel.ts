@@ -26,8 +26,6 @@ export const TELEGRAM_TEXT_LIMIT = 4096;
 /** Telegram shows "typing…" for 5 s; renewed a little sooner while a run is active. */
 const TYPING_RENEW_MS = 4_000;
 
-/** Durable state keys. */
-const OWNER_CHAT_KNOWN = 'owner_chat_known';
 const movedKey = (chatId: string) => `moved:${chatId}`;
 
 export interface TelegramChannelDeps {
@@ -84,10 +82,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   const typing = new Map<string, NodeJS.Timeout>();
   const refused = new Set<number>();
   const ownerId = config.owner_user_id;
-  // The owner's private chat is usable once they wrote to the bot (a bot cannot open a chat); remembered
-  // with the id, so a changed owner_user_id starts unlinked.
-  const ownerChatKnown = () => ownerId !== undefined && state.get(OWNER_CHAT_KNOWN) === String(ownerId);
-  const linkOwnerChat = () => ownerId !== undefined && state.set(OWNER_CHAT_KNOWN, String(ownerId));
 
   const identity = (): BotIdentity | undefined =>
     me && { id: me.id, username: me.username, ownerUserId: ownerId };
@@ -120,7 +114,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     }
     if (!privacyNote) return;
     logger.warn(privacyNote);
-    if (ownerChatKnown()) tell(ownerId as number, privacyNote);
+    // The note rides on the status: the host tells the admin chats, once per distinct warning.
     if (current.state === 'connected') setStatus('connected');
   }
 
@@ -163,7 +157,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
         logger.info({ userId: decision.userId }, 'private message from someone other than the owner refused');
         return;
       case 'tell-id':
-        if (decision.isOwner) linkOwnerChat();
         tell(
           decision.chatId,
           decision.isOwner
@@ -176,7 +169,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
         return;
       case 'ingest': {
         const m = decision.message;
-        if (m.fromOwner) linkOwnerChat();
         if (m.chatTitle) host.onChatSeen({ chatId: m.chatId, title: m.chatTitle });
         host.ingest(m);
         return;
@@ -196,6 +188,14 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       .catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, 'could not answer a button press'),
       );
+    // One press of the owner's settles the request either way (decided, or already decided or expired, as
+    // the host's answer says): its buttons go, so nobody presses a dead one later.
+    if (fromOwner)
+      ctx
+        .editMessageReplyMarkup()
+        .catch((err: unknown) =>
+          logger.warn({ err: (err as Error).message }, 'could not remove the buttons of a decided request'),
+        );
     if (!host || !q.message) return;
     // The press reaches the host like a typed command from the presser; the host's one owner check
     // decides (and audits a stranger's press). Only platform facts set fromOwner.
@@ -219,7 +219,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     const { chat, new_chat_member: now } = ctx.myChatMember;
     if (chat.type === 'private') {
       if (chat.id === ownerId && now.status === 'kicked') logger.warn('the owner blocked the bot');
-      if (chat.id === ownerId && now.status === 'member') linkOwnerChat();
       return;
     }
     seen(chat);
@@ -327,10 +326,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     }
     if (!(await identify(signal, firstTry)) || !me) return;
     privacyNote = privacyWarning(me, deps.triggerWord);
-    if (privacyNote) {
-      logger.warn(privacyNote);
-      if (ownerChatKnown()) tell(ownerId as number, privacyNote);
-    }
+    if (privacyNote) logger.warn(privacyNote);
     for (let attempt = 1; !signal.aborted; attempt += 1) {
       try {
         if (config.mode === 'webhook' && config.webhook) await receiveByWebhook(config.webhook, signal);
@@ -425,6 +421,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       typing.set(chatId, timer);
     },
 
-    adminChatId: () => (ownerChatKnown() ? String(ownerId) : undefined),
+    // A private chat's id is the user's id: known from the config, before the owner ever writes. A bot
+    // cannot open a chat, so until the owner sent /start once, sends there fail and the outbox says so.
+    adminChatId: () => (ownerId === undefined ? undefined : String(ownerId)),
   };
 }

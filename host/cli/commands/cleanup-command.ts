@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
 import { findLeftovers, leftoverCount, removeLeftovers } from '../../containers/run/docker-leftovers.ts';
-import { acquireHostLock, HostLockedError } from '../../store/host-lock.ts';
+import { hostIsRunning } from '../../store/host-lock.ts';
 import type { CliContext } from '../cli-context.ts';
 import { describeLeftovers } from './doctor-docker-checks.ts';
 
@@ -13,7 +13,7 @@ import { describeLeftovers } from './doctor-docker-checks.ts';
 export async function cleanupCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { 'dry-run': { type: 'boolean', default: false } } });
   const docker = new Docker();
-  const idle = fs.existsSync(ctx.paths.dataDir) && hostIsStopped(ctx.paths.dataDir);
+  const idle = fs.existsSync(ctx.paths.dataDir) && !hostIsRunning(ctx.paths.dataDir);
   const leftovers = await findLeftovers(docker, idle ? { idleDataDir: ctx.paths.dataDir } : {});
   const lines = describeLeftovers(leftovers);
   if (leftoverCount(leftovers) === 0) {
@@ -27,15 +27,4 @@ export async function cleanupCommand(ctx: CliContext, args: string[]): Promise<n
   await removeLeftovers(docker, leftovers);
   for (const line of lines) ctx.out(`removed ${line}`);
   return 0;
-}
-
-/** Taking the host lock (and letting go at once) is the one sure sign that no host runs on the folder. */
-function hostIsStopped(dataDir: string): boolean {
-  try {
-    acquireHostLock(dataDir).release();
-    return true;
-  } catch (err) {
-    if (err instanceof HostLockedError) return false;
-    throw err;
-  }
 }

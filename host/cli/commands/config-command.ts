@@ -122,12 +122,31 @@ function diff(ctx: CliContext, store: ConfigFileStore): number {
   return 0;
 }
 
+/** Each backup with the keys the change that replaced it made, `n  when  keys`, newest first. */
 function history(ctx: CliContext, store: ConfigFileStore): number {
   const entries = store.history();
   if (entries.length === 0) ctx.err('no backup yet');
-  entries.forEach((b, i) =>
-    ctx.out(`${i + 1}\t${b.replacedAt}\t${b.hash.slice(0, 12)} → ${b.replacedBy.slice(0, 12)}`),
-  );
+  // What replaced a backup is the next newer backup, or the file itself for the newest; found by hash.
+  const current = store.read();
+  const texts = new Map<string, () => string>([[current.hash, () => current.text]]);
+  for (const b of entries) texts.set(b.hash, () => store.backupText(b));
+  entries.forEach((b, i) => {
+    const next = texts.get(b.replacedBy);
+    const keys = next
+      ? diffConfigs(effective(store.backupText(b)), effective(next())).map((c) => c.key)
+      : undefined;
+    const what =
+      keys === undefined
+        ? 'replaced by a version no longer kept'
+        : keys.length === 0
+          ? 'no change to the effective configuration'
+          : keys.length > 4
+            ? `${keys.slice(0, 4).join(', ')} and ${keys.length - 4} more`
+            : keys.join(', ');
+    ctx.out(`${i + 1}\t${b.replacedAt}\t${what}`);
+  });
+  if (entries.length > 0)
+    ctx.out('(carapace config rollback <n> puts version n back; config diff shows the last change)');
   return 0;
 }
 

@@ -139,9 +139,17 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         if (!id) throw new UsageError('groups remove needs a group id');
         const g = store.groups.get(id);
         if (g?.isAdmin) throw new UsageError(`"${id}" is the admin group; it cannot be removed`);
-        if (!store.groups.remove(id))
+        // Its replies still waiting go with it: a removed group must not hear from the assistant again.
+        const dropped = store.transaction(() => {
+          if (!store.groups.remove(id)) return undefined;
+          return store.outbox.dropForGroup(id, 'the group was removed before this was delivered');
+        });
+        if (dropped === undefined)
           throw new UsageError(`there is no group "${id}" (see carapace groups list)`);
-        ctx.out(`removed group ${id}; its folders under ${ctx.paths.groupsDir} are kept`);
+        ctx.out(
+          `removed group ${id}; its folders under ${ctx.paths.groupsDir} are kept` +
+            (dropped > 0 ? `; ${dropped} undelivered repl${dropped === 1 ? 'y' : 'ies'} dropped` : ''),
+        );
         await tellRunningHost(ctx);
         return 0;
       }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -6,8 +6,9 @@ import { UsageError, type CliContext } from '../cli-context.ts';
 import { SERVICE_NAME, unitFile } from '../service-unit.ts';
 
 /**
- * `carapace logs [-f]`: the host's log wherever it goes: the journal when the host runs as the systemd
- * service, else `data/logs/carapace.log`.
+ * `carapace logs [-f]`: the host's log wherever it goes: the journal while the host runs as the systemd
+ * service, else `data/logs/carapace.log` (a unit that is installed but not running says nothing new in the
+ * journal; a host started by hand writes the file). Says on stderr where it read, so stdout stays the log.
  */
 export async function logsCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -20,7 +21,8 @@ export async function logsCommand(ctx: CliContext, args: string[]): Promise<numb
   const lines = Number(values.lines);
   if (!Number.isInteger(lines) || lines < 1) throw new UsageError('-n must be a whole number of lines');
   const scope = (['system', 'user'] as const).find((s) => fs.existsSync(unitFile(s, ctx.io.env)));
-  if (scope && hasJournalctl()) {
+  if (scope && hasJournalctl() && serviceActive(scope)) {
+    ctx.err(`(the journal of the ${scope === 'user' ? 'user ' : ''}service ${SERVICE_NAME})`);
     const argv = [
       ...(scope === 'user' ? ['--user'] : []),
       '-u',
@@ -37,6 +39,9 @@ export async function logsCommand(ctx: CliContext, args: string[]): Promise<numb
     });
   }
   const file = path.join(ctx.paths.logsDir, 'carapace.log');
+  ctx.err(
+    `(${file}${scope ? `; the ${SERVICE_NAME} service is installed but not running, so its journal has nothing new` : ''})`,
+  );
   if (!fs.existsSync(file)) {
     ctx.err(`no log yet: ${file} does not exist (the host writes it once started)`);
     return values.follow ? followFile(ctx, file, 0) : 1;
@@ -46,6 +51,11 @@ export async function logsCommand(ctx: CliContext, args: string[]): Promise<numb
   if (all[all.length - 1] === '') all.pop();
   for (const line of all.slice(-lines)) ctx.out(line);
   return values.follow ? followFile(ctx, file, Buffer.byteLength(text)) : 0;
+}
+
+function serviceActive(scope: 'system' | 'user'): boolean {
+  const argv = [...(scope === 'user' ? ['--user'] : []), 'is-active', '--quiet', SERVICE_NAME];
+  return spawnSync('systemctl', argv, { stdio: 'ignore', timeout: 5_000 }).status === 0;
 }
 
 function hasJournalctl(): boolean {

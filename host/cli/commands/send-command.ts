@@ -20,7 +20,14 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
   const fromStdin = positionals.length === 1 && positionals[0] === '-';
   const text = (fromStdin ? await readAll(ctx.io.stdin) : positionals.join(' ')).trim();
   if (!text) throw new UsageError(`send needs the message text: ${sendUsage}`);
-  const client = createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile });
+  // --timeout bounds the whole command, a host that holds its socket without answering included.
+  const bound = Math.min(timeoutS * 1000, 10_000);
+  const client = createLocalClient({
+    socketFile: ctx.paths.socketFile,
+    pidFile: ctx.paths.pidFile,
+    connectTimeoutMs: Math.min(bound, 3_000),
+    responseTimeoutMs: bound,
+  });
   const result = await sendAndWait({
     client,
     // Without --group: the admin group, by its flag, whatever its id.

@@ -7,16 +7,30 @@ import { linkWhatsApp, unlinkWhatsApp } from '../../channels/whatsapp/whatsapp-l
 import { acquireHostLock } from '../../store/host-lock.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { whatsappUsage } from '../command-usage.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
-/** `carapace whatsapp login|logout`: links or unlinks this machine as a device of the owner's account. */
+/** How often a login that waits says it is still waiting, so a silent terminal never looks hung. */
+const PROGRESS_EVERY_MS = 15_000;
+
+/**
+ * `carapace whatsapp login|logout`: links or unlinks this machine as a device of the owner's account. Bad
+ * input is exit 2 before anything is touched; a login that fails or runs out of time is one line, exit 1.
+ */
 export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { phone: { type: 'string' } },
+    options: { phone: { type: 'string' }, timeout: { type: 'string', default: '180' } },
   });
   const [action] = positionals;
   if (action !== 'login' && action !== 'logout') throw new UsageError(`usage: ${whatsappUsage}`);
+  if (values.phone !== undefined && !/^\d{7,15}$/.test(values.phone))
+    throw new UsageError(
+      `--phone takes digits with the country code and nothing else, e.g. 4915123456789 (got "${values.phone}")`,
+    );
+  const timeoutS = Number(values.timeout);
+  if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 3600)
+    throw new UsageError('--timeout takes whole seconds, 1 to 3600');
   const section = (ctx.config() as { channels?: Record<string, unknown> }).channels?.whatsapp;
   const config = whatsappConfigSchema.parse(section ?? {});
   fs.mkdirSync(ctx.paths.dataDir, { recursive: true, mode: 0o700 });
@@ -24,6 +38,14 @@ export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<
   const lock = acquireHostLock(ctx.paths.dataDir);
   const authDir = path.join(ctx.paths.dataDir, 'channels', 'whatsapp');
   const logger = pino({ level: 'silent' });
+  const started = Date.now();
+  const progress = setInterval(
+    () =>
+      ctx.out(
+        `…still waiting (${Math.round((Date.now() - started) / 1000)} s of at most ${timeoutS} s; Ctrl+C stops)`,
+      ),
+    PROGRESS_EVERY_MS,
+  );
   try {
     if (action === 'logout') {
       const { unlinkedRemotely } = await unlinkWhatsApp({
@@ -31,6 +53,7 @@ export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<
         url: config.websocket_url,
         logger,
         say: ctx.out,
+        timeoutMs: Math.min(timeoutS, 20) * 1000,
       });
       ctx.out(
         unlinkedRemotely
@@ -39,12 +62,15 @@ export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<
       );
       return 0;
     }
-    ctx.out(values.phone ? 'Connecting to WhatsApp to ask for a pairing code…' : 'Connecting to WhatsApp…');
+    ctx.out(
+      `${values.phone ? 'Connecting to WhatsApp to ask for a pairing code' : 'Connecting to WhatsApp'} (gives up after ${timeoutS} s, --timeout)…`,
+    );
     const { linkedAs, already } = await linkWhatsApp({
       authDir,
       url: config.websocket_url,
       logger,
       say: ctx.out,
+      timeoutMs: timeoutS * 1000,
       ...(values.phone !== undefined ? { phone: values.phone } : {}),
     });
     const number = `+${linkedAs.split('@')[0] ?? linkedAs}`;
@@ -54,7 +80,12 @@ export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<
         : `WhatsApp: linked as ${number}. Start the host (carapace start); "Message yourself" is your admin chat.`,
     );
     return 0;
+  } catch (err) {
+    // WhatsApp's own failures (no phone in time, refused, unreachable) are the owner's to read, not a bug.
+    ctx.err(`WhatsApp ${action} failed: ${errorMessage(err)}`);
+    return 1;
   } finally {
+    clearInterval(progress);
     lock.release();
   }
 }

@@ -14,12 +14,18 @@ export function quotaFolders(
   for (const m of mounts) {
     if (m.readOnly) continue;
     if (m.containerPath === CONTAINER_GROUP_DIR)
-      folders.push({ label: 'group folder', path: m.hostPath, limitBytes: containers.group_quota_mb * MB });
+      folders.push({
+        label: 'group folder',
+        path: m.hostPath,
+        limitBytes: containers.group_quota_mb * MB,
+        setting: '[containers] group_quota_mb',
+      });
     if (m.containerPath === CONTAINER_SESSION_DIR)
       folders.push({
         label: 'session folder',
         path: m.hostPath,
         limitBytes: containers.session_quota_mb * MB,
+        setting: '[containers] session_quota_mb',
       });
   }
   return folders;

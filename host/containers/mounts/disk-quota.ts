@@ -17,6 +17,8 @@ export interface QuotaFolder {
   label: string;
   path: string;
   limitBytes: number;
+  /** The setting that raises the limit, named in the notice (`[containers] group_quota_mb`). */
+  setting?: string;
 }
 
 export interface FolderUsage {
@@ -64,12 +66,15 @@ async function measureFolder(dir: string, maxEntries: number): Promise<FolderMea
 const MB = 1024 * 1024;
 
 function problemOf(folder: QuotaFolder, usage: FolderUsage): string | null {
+  // The notice names the folder and the setting: the owner reads it and must know where and what to change.
+  const where = `the ${folder.label} ${folder.path}`;
   if (usage.entries > MAX_ENTRIES)
-    return `the ${folder.label} holds more than ${MAX_ENTRIES} files; delete some to make room`;
+    return `${where} holds more than ${MAX_ENTRIES} files; delete some to make room`;
   if (usage.bytes <= folder.limitBytes) return null;
   return (
-    `the ${folder.label} holds ${(usage.bytes / MB).toFixed(1)} MB, over its quota of ` +
-    `${(folder.limitBytes / MB).toFixed(0)} MB; delete files to make room`
+    `${where} holds ${(usage.bytes / MB).toFixed(1)} MB, over its quota of ` +
+    `${(folder.limitBytes / MB).toFixed(0)} MB${folder.setting ? ` (${folder.setting})` : ''}; ` +
+    `delete files there to make room${folder.setting ? ', or raise the setting' : ''}`
   );
 }
 
