@@ -122,6 +122,10 @@ await describeDocker('agent image build', () => {
       cmd: [AGENT_USER, commandUser(AGENT_USER)],
     });
     expect(run).toMatchObject({ exitCode: 0, stdout: 'three\n' });
+    // Offline builds prune old bases too, never the one in use.
+    if (!(await localImageId(docker, 'node:22-bookworm-slim'))) {
+      expect(await localImageId(docker, offlineBaseTag(await offlineBaseRecipe()))).toBeDefined();
+    }
 
     // With the default grace period, a tag built minutes ago stays: another host on this engine may be
     // about to start containers from it.

@@ -5,7 +5,12 @@ import type Docker from 'dockerode';
 import { z } from 'zod';
 import { bundleAgent, defaultAgentPaths, writeAgentCodeCache } from './agent-bundle.ts';
 import { isDockerAlreadyGone } from '../docker-errors.ts';
-import { ensureOfflineBase, offlineBaseRecipe, offlineBaseTag } from './image-base-offline.ts';
+import {
+  ensureOfflineBase,
+  OFFLINE_BASE_REPOSITORY,
+  offlineBaseRecipe,
+  offlineBaseTag,
+} from './image-base-offline.ts';
 import { dockerfileBaseImage, localImageId, pullImage } from './image-base-online.ts';
 import { DEFAULT_BUILD_LOCK, withBuildLock } from './image-build-lock.ts';
 import { buildImage } from './image-docker-build.ts';
@@ -88,6 +93,18 @@ export async function ensureAgentImage(options: EnsureAgentImageOptions): Promis
         keep: options.keep ?? 2,
         graceMs: options.pruneGraceMs ?? PRUNE_GRACE_MS,
       });
+      // Every new offline base (a new host node, even a patch release) is a new 330 MB image. Removing an
+      // old base's tag while an agent image is still built on it leaves its layers to that image, and
+      // Docker frees them with it. The grace is never shortened here: another host on this engine may run the
+      // older node and be about to build on its base.
+      if (base.mode === 'offline') {
+        pruned.push(
+          ...(await pruneImages(docker, OFFLINE_BASE_REPOSITORY, base.reference, {
+            keep: 2,
+            graceMs: PRUNE_GRACE_MS,
+          })),
+        );
+      }
       if (pruned.length > 0) progress(`removed older images: ${pruned.join(', ')}`);
       return { tag, built: true, mode: base.mode };
     },
