@@ -3,6 +3,15 @@
 // and again by `npm start`); a checkout that was never built, or CARAPACE_FROM_SOURCE=1 (the tests), runs
 // the TypeScript sources through tsx instead.
 import { existsSync } from 'node:fs';
+import { nodeVersionProblem } from './node-support.js';
+
+// Before anything else loads: on a Node older than engines.node the database driver crashes the process
+// without a word, so say what is missing instead.
+const tooOld = nodeVersionProblem(new URL('../package.json', import.meta.url));
+if (tooOld) {
+  process.stderr.write(`${tooOld}\n`);
+  process.exit(1);
+}
 
 // `carapace status | head` closes the pipe early: that is the reader's choice, not an error to report.
 // A terminal that closed under `carapace start --no-console &` (EIO) must not end the host either: its log

@@ -49,7 +49,7 @@ await esbuild.build({
   splitting: true,
   format: 'esm',
   platform: 'node',
-  target: 'node20.12',
+  target: 'node22.14',
   external,
   plugins: [englishOnlyZod],
   logLevel: 'warning',

@@ -43,7 +43,13 @@ function runFailedStart(
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', path.join(ROOT, 'test/fakes/failed-start-host.ts')],
-      { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      // tsx's cache off: on Node 22.22+/24.11+ its hooks run on the main thread, and with a cold cache (every
+      // fresh CI machine) its writes (FSReqPromise, CloseReq) are still in flight when the report is taken.
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env, TSX_DISABLE_CACHE: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     let out = '';
     let log = '';

@@ -12,7 +12,8 @@ import {
   offlineBaseTag,
 } from '../../host/containers/image/image-base-offline.ts';
 import { localImageId, pullImage } from '../../host/containers/image/image-base-online.ts';
-import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
+import { ensureAgentImage, pruneImages } from '../../host/containers/image/image-ensure.ts';
+import { buildImage } from '../../host/containers/image/image-docker-build.ts';
 import { commandUser } from '../../host/containers/run/container-spec.ts';
 import { ensureProbeImage, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
@@ -30,12 +31,15 @@ await describeDocker('agent image build', () => {
   }, 15 * 60_000);
 
   afterAll(async () => {
-    const images = await docker.listImages({ filters: { reference: [pruneRepository] } });
-    for (const tag of images.flatMap((i) => i.RepoTags ?? []))
-      await docker
-        .getImage(tag)
-        .remove()
-        .catch(() => {});
+    // Images first, then the bases a failed test may have left under them.
+    for (const repository of [pruneRepository, `${pruneRepository}-base`]) {
+      const images = await docker.listImages({ filters: { reference: [repository] } });
+      for (const tag of images.flatMap((i) => i.RepoTags ?? []))
+        await docker
+          .getImage(tag)
+          .remove()
+          .catch(() => {});
+    }
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -122,6 +126,10 @@ await describeDocker('agent image build', () => {
       cmd: [AGENT_USER, commandUser(AGENT_USER)],
     });
     expect(run).toMatchObject({ exitCode: 0, stdout: 'three\n' });
+    // Offline builds prune old bases too, never the one in use.
+    if (!(await localImageId(docker, 'node:22-bookworm-slim'))) {
+      expect(await localImageId(docker, offlineBaseTag(await offlineBaseRecipe()))).toBeDefined();
+    }
 
     // With the default grace period, a tag built minutes ago stays: another host on this engine may be
     // about to start containers from it.
@@ -137,6 +145,33 @@ await describeDocker('agent image build', () => {
       (i) => i.RepoTags ?? [],
     );
     expect(kept.sort()).toEqual([...tags.slice(1), four.tag].sort());
+  });
+
+  it('pruning unused-only (old offline bases) spares an image another image is built on, then removes it', async () => {
+    // Its own repository: the real carapace-agent-base images on this engine are never touched.
+    const baseRepository = `${pruneRepository}-base`;
+    const build = async (from: string, tag: string) => {
+      const dockerfile = path.join(tmp, `Dockerfile.${tag.replace(/\W/g, '-')}`);
+      fs.writeFileSync(dockerfile, `FROM ${from}\nLABEL carapace.prune-test="${tag}"\n`);
+      await buildImage({ docker, dockerfile, bundleFiles: [], tag });
+    };
+    const oldBase = `${baseRepository}:old`;
+    const newBase = `${baseRepository}:new`;
+    const child = `${pruneRepository}:on-old-base`;
+    await build(image, oldBase);
+    await build(image, newBase);
+    await build(oldBase, child);
+    const prune = () =>
+      pruneImages(docker, baseRepository, newBase, { keep: 1, graceMs: 0, unusedOnly: true });
+
+    expect(await prune()).toEqual([]);
+    expect(await localImageId(docker, oldBase)).toBeDefined();
+    await docker.getImage(child).remove();
+    expect(await prune()).toEqual([oldBase]);
+    expect(await localImageId(docker, oldBase)).toBeUndefined();
+    expect(await localImageId(docker, newBase)).toBeDefined();
+    expect(await localImageId(docker, image)).toBeDefined();
+    await docker.getImage(newBase).remove();
   });
 
   it('a pull that cannot succeed fails fast with the reason', async () => {

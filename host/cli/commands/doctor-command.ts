@@ -1,10 +1,12 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import Docker from 'dockerode';
 import { ConfigError } from '../../config/config-error.ts';
 import { loadStartConfig } from '../../config/safe-start.ts';
 import { AGENT_IMAGE_REPOSITORY } from '../../containers/image/image-ensure.ts';
 import { loadMountAllowlist } from '../../containers/mounts/mount-allowlist.ts';
-import { EXAMPLE_CONFIG_FILE, type CliContext } from '../cli-context.ts';
+import { nodeVersionProblem } from '../../../bin/node-support.js';
+import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT, type CliContext } from '../cli-context.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
 import {
   checkAllowlistSymlinks,
@@ -18,16 +20,13 @@ import { checkLeftovers } from './doctor-docker-checks.ts';
 import { checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
 
-const MIN_NODE: [number, number] = [20, 12];
-
 export const checkNode: Check = async () => {
-  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
-  const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
+  const problem = nodeVersionProblem(path.join(PROJECT_ROOT, 'package.json'));
   return {
     name: 'node',
-    ok,
+    ok: problem === undefined,
     detail: `Node ${process.versions.node}`,
-    ...(ok ? {} : { fix: `install Node ${MIN_NODE.join('.')} or newer (20 LTS or 22 LTS)` }),
+    ...(problem ? { fix: problem } : {}),
   };
 };
 

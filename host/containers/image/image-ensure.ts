@@ -5,7 +5,12 @@ import type Docker from 'dockerode';
 import { z } from 'zod';
 import { bundleAgent, defaultAgentPaths, writeAgentCodeCache } from './agent-bundle.ts';
 import { isDockerAlreadyGone } from '../docker-errors.ts';
-import { ensureOfflineBase, offlineBaseRecipe, offlineBaseTag } from './image-base-offline.ts';
+import {
+  ensureOfflineBase,
+  OFFLINE_BASE_REPOSITORY,
+  offlineBaseRecipe,
+  offlineBaseTag,
+} from './image-base-offline.ts';
 import { dockerfileBaseImage, localImageId, pullImage } from './image-base-online.ts';
 import { DEFAULT_BUILD_LOCK, withBuildLock } from './image-build-lock.ts';
 import { buildImage } from './image-docker-build.ts';
@@ -88,6 +93,18 @@ export async function ensureAgentImage(options: EnsureAgentImageOptions): Promis
         keep: options.keep ?? 2,
         graceMs: options.pruneGraceMs ?? PRUNE_GRACE_MS,
       });
+      // Every new offline base (a new host node, even a patch release) is a new 330 MB image. An old one
+      // goes once no agent image is built on it any more (the agent images above go first), never while
+      // one is: another host on this engine may run the older node and start containers from it.
+      if (base.mode === 'offline') {
+        pruned.push(
+          ...(await pruneImages(docker, OFFLINE_BASE_REPOSITORY, base.reference, {
+            keep: 2,
+            graceMs: PRUNE_GRACE_MS,
+            unusedOnly: true,
+          })),
+        );
+      }
       if (pruned.length > 0) progress(`removed older images: ${pruned.join(', ')}`);
       return { tag, built: true, mode: base.mode };
     },
@@ -204,25 +221,36 @@ export const PRUNE_GRACE_MS = 60 * 60 * 1000;
 
 /**
  * Removes all but the newest `keep` tags of the repository (the current tag always stays), sparing those
- * built within the grace period. A tag still used by a container is left alone.
+ * built within the grace period. A tag still used by a container is left alone; with `unusedOnly`, so is
+ * an image another image is built on. Docker does not refuse that one: removing its last tag, even by id,
+ * untags it and keeps the layers under the child, so the parents come from the images' own ParentId (set
+ * by the classic builder this project uses).
  */
 export async function pruneImages(
   docker: Docker,
   repository: string,
   current: string,
-  { keep, graceMs, now = Date.now() }: { keep: number; graceMs: number; now?: number },
+  {
+    keep,
+    graceMs,
+    unusedOnly = false,
+    now = Date.now(),
+  }: { keep: number; graceMs: number; unusedOnly?: boolean; now?: number },
 ): Promise<string[]> {
   const images = await docker.listImages({ filters: { reference: [repository] } });
   // Docker's Created has one-second resolution: builds in the same second would tie, and pruning could
   // remove the newer one. Our own millisecond stamp decides; Created is the fallback for older images.
   const builtAt = (image: Docker.ImageInfo) => Number(image.Labels?.[LABEL_BUILT_AT]) || image.Created * 1000;
   const tags = images
-    .flatMap((image) => (image.RepoTags ?? []).map((tag) => ({ tag, created: builtAt(image) })))
+    .flatMap((image) => (image.RepoTags ?? []).map((tag) => ({ tag, id: image.Id, created: builtAt(image) })))
     .filter((entry) => entry.tag.startsWith(`${repository}:`) && entry.tag !== current)
     .sort((a, b) => b.created - a.created);
+  const parents = unusedOnly
+    ? new Set((await docker.listImages({ all: true })).map((image) => image.ParentId).filter(Boolean))
+    : new Set<string>();
   const removed: string[] = [];
-  for (const { tag, created } of tags.slice(Math.max(0, keep - 1))) {
-    if (now - created < graceMs) continue;
+  for (const { tag, id, created } of tags.slice(Math.max(0, keep - 1))) {
+    if (now - created < graceMs || parents.has(id)) continue;
     try {
       await docker.getImage(tag).remove();
       removed.push(tag);

@@ -4,27 +4,13 @@
  * with `0` to six characters. A look-alike with the right prefix and length but a wrong checksum is not a
  * token GitHub or npm ever issued.
  */
+import zlib from 'node:zlib';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** The IEEE CRC32 table (a constant, computed at load). */
-const CRC_TABLE: Uint32Array = (() => {
-  const table = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    table[n] = c >>> 0;
-  }
-  return table;
-})();
-
-/** CRC32 (IEEE) of an ASCII string. Node's zlib.crc32 needs 20.15; Carapace supports 20.12. */
+/** CRC32 (IEEE) of an ASCII string. */
 export function crc32(ascii: string): number {
-  let crc = 0xffffffff;
-  for (let i = 0; i < ascii.length; i++) {
-    crc = (CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff] as number) ^ (crc >>> 8);
-  }
-  return (crc ^ 0xffffffff) >>> 0;
+  return zlib.crc32(ascii);
 }
 
 export function base62(n: number, width: number): string {
