@@ -231,22 +231,50 @@ describe('agent process', () => {
     expect(third.stderr()).toContain('connection to the host closed');
   });
 
-  it('kills a running command when the host goes away', async () => {
+  it('runs no command when it was not started by the launcher: commands never run as the agent', async () => {
     fake.script(
-      reply.toolCalls([
-        { id: 'call_b1', name: 'bash', arguments: { command: 'echo $$ > pid.txt; exec sleep 300' } },
-      ]),
+      reply.toolCalls([{ id: 'call_b1', name: 'bash', arguments: { command: 'echo ran > ran.txt' } }]),
+      reply.text('could not'),
     );
     const agent = startAgent();
-    await agent.host.request('run.start', runStart(1, [chat(1, '@Andy wait a bit')]));
-    const pidFile = path.join(workspace, 'group', 'pid.txt');
+    await agent.host.request('run.start', runStart(1, [chat(1, '@Andy try a command')]));
+    expect(await agent.done).toMatchObject({ status: 'ok' });
+    expect(fs.existsSync(path.join(workspace, 'group', 'ran.txt'))).toBe(false);
+    const last = fake.requests.at(-1)?.body as ChatBody;
+    const toolResult = last.messages.find((m) => m.role === 'tool');
+    expect(toolResult?.content).toMatch(/not started by the launcher/);
+    agent.child.stdin.end();
+    await agent.exited;
+  });
+
+  it("kills a running command when the agent goes away (the executor's stdin closes)", async () => {
+    const executor = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join('container-agent', 'src', 'executor', 'main.ts')],
+      { cwd: projectRoot, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    const exited = once(executor, 'exit').then(([code]) => code as number | null);
+    const groupDir = path.join(workspace, 'group');
+    fs.mkdirSync(groupDir, { recursive: true });
+    executor.stdin.write(
+      JSON.stringify({
+        type: 'run',
+        id: 1,
+        command: 'echo $$ > pid.txt; exec sleep 300',
+        cwd: groupDir,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        timeoutMs: 300_000,
+        maxOutputBytes: 1024,
+      }) + '\n',
+    );
+    const pidFile = path.join(groupDir, 'pid.txt');
     const pid = await waitFor(() => {
       const text = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : '';
       return text === '' ? undefined : Number(text);
     });
     expect(isRunning(pid)).toBe(true);
-    agent.child.stdin.end();
-    expect(await agent.exited).toBe(2);
+    executor.stdin.end();
+    expect(await exited).toBe(0);
     await waitFor(() => (isRunning(pid) ? undefined : true));
   });
 
