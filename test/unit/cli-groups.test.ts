@@ -242,6 +242,18 @@ describe('carapace groups untaint', () => {
     );
   });
 
+  it('says there is nothing to clear on a group that was never tainted, and records nothing', async () => {
+    await cli('groups', 'list');
+    const r = await cli('groups', 'untaint', 'main');
+    expect(r).toMatchObject({ code: 0, stdout: 'main has no standing taint; nothing to clear\n' });
+    const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+    try {
+      expect(store.audit.tail(100).filter((a) => a.operation === 'group.untaint')).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+
   it('refuses a decision about a task that is not pending', async () => {
     await cli('groups', 'list');
     const { clean } = seed();

@@ -158,6 +158,10 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
         if (!id) throw new UsageError('groups untaint needs a group id');
         const g = store.groups.get(id);
         if (!g) throw new UsageError(`there is no group "${id}" (see carapace groups list)`);
+        if (!g.taint.corruption && !g.taint.secret && store.tasks.taintedOf(id).length === 0) {
+          ctx.out(`${id} has no standing taint; nothing to clear`);
+          return 0;
+        }
         for (const line of untaintGroup(store, id, { keep: values.keep ?? [], cancel: values.cancel ?? [] }))
           ctx.out(line);
         ctx.out(
