@@ -14,6 +14,23 @@ export interface ChatOptions {
 }
 
 /**
+ * What a line that is one `/word` means to the console itself: `/help` lists what the console understands;
+ * any other word is not sent to the assistant by mistake. Undefined: the line is a message (admin commands
+ * such as `/approve <id>` have an argument and go to the host, which knows them).
+ */
+export function consoleHelp(text: string, quitEffect: string): string | undefined {
+  const word = text.toLowerCase();
+  if (word === '/pending') return undefined;
+  if (word === '/help')
+    return (
+      'Type a message and press Enter to send it. The console understands:\n' +
+      `  /help          this list\n  /quit, /exit    ${quitEffect} (Ctrl+D too)\n` +
+      'In the admin group, also: pending, approve <id>, deny <id> (the owner decides waiting requests).\n'
+    );
+  return `(${text} is not a console command and was not sent; /help lists them)\n`;
+}
+
+/**
  * An interactive console on one group: every line is sent as a message, and replies are printed as they
  * are delivered by an event stream that runs alongside, so typing never waits for an answer.
  */
@@ -73,7 +90,10 @@ export async function runChat({
   for await (const line of rl) {
     const text = line.trim();
     if (text === '/quit' || text === '/exit') break;
-    if (text) {
+    const consoleCommand = /^\/[a-z]+$/i.test(text) ? consoleHelp(text, quitEffect) : undefined;
+    if (consoleCommand !== undefined) {
+      output.write(consoleCommand);
+    } else if (text) {
       try {
         const res = await client.postMessage({ group, text, clientMessageId: newClientMessageId() });
         if (!res.triggered && !res.duplicate && res.commandReplyKey === null)
