@@ -104,14 +104,7 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
       );
     }
     if (h.database) ctx.out(describeDatabase(h.database));
-    ctx.out(
-      `groups: ${h.groups
-        .map(
-          (g) =>
-            `${g.id} (${g.channel}${g.openTasks ? `, ${g.openTasks} scheduled task${g.openTasks === 1 ? '' : 's'}` : ''})`,
-        )
-        .join(', ')}`,
-    );
+    ctx.out(describeGroups(h.groups));
   }
   for (const r of (stored?.runs ?? []) as {
     id: number;
@@ -123,4 +116,20 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
     ctx.out(`  run ${r.id}\t${r.groupId}\t${r.status}\t${r.startedAt}\t${r.exitReason ?? ''}`);
   }
   return live ? 0 : 1;
+}
+
+/** One group a line, aligned: a host with many groups stays readable. */
+export function describeGroups(
+  groups: readonly { id: string; channel: string; admin: boolean; openTasks: number }[],
+): string {
+  const idWidth = Math.max(0, ...groups.map((g) => g.id.length));
+  const channelWidth = Math.max(0, ...groups.map((g) => g.channel.length));
+  const lines = groups.map((g) => {
+    const notes = [
+      ...(g.admin ? ['admin'] : []),
+      ...(g.openTasks ? [`${g.openTasks} scheduled task${g.openTasks === 1 ? '' : 's'}`] : []),
+    ];
+    return `  ${g.id.padEnd(idWidth)}  ${g.channel.padEnd(channelWidth)}  ${notes.join(', ')}`.trimEnd();
+  });
+  return [`groups (${groups.length}):`, ...lines].join('\n');
 }
