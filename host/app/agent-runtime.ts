@@ -26,6 +26,7 @@ import { createCloserStack, type CloserStack } from './closer-stack.ts';
 import { removeOrphans } from '../containers/run/container-orphans.ts';
 import { createDockerAgentRunner, type RunNetworks } from '../containers/run/docker-agent-runner.ts';
 import { planGroupMounts } from '../containers/mounts/group-mounts.ts';
+import { stopBundler } from '../containers/image/agent-bundle.ts';
 import { ensureAgentImage } from '../containers/image/image-ensure.ts';
 import { loadMountAllowlist } from '../containers/mounts/mount-allowlist.ts';
 import { createShadowWalkCache } from '../containers/mounts/shadow-walk-cache.ts';
@@ -158,6 +159,9 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
   } catch (err) {
     logger.error({ err }, 'the agent image could not be built');
     return noticeRuntime(`the agent image could not be built: ${(err as Error).message}`);
+  } finally {
+    // The bundle is made once per start: esbuild's helper process has nothing left to do in this host.
+    await stopBundler();
   }
 
   const gateway = createGateway({

@@ -17,6 +17,7 @@ import {
   AGENT_MAIN_CHUNK,
   AGENT_WASM_ASSETS,
   bundleAgent,
+  stopBundler,
   hashFiles,
   writeAgentCodeCache,
 } from '../../host/containers/image/agent-bundle.ts';
@@ -36,6 +37,7 @@ import { dockerfileBaseImage } from '../../host/containers/image/image-base-onli
 import { parseImageBuildArgs } from '../../host/containers/image/image-build-command.ts';
 import { agentImageTag } from '../../host/containers/image/image-ensure.ts';
 import { PROBE_ENTRY, PROJECT_ROOT } from '../fixtures/agent-entries/probe-image.ts';
+import { waitFor } from '../helpers/processes.ts';
 const SPLIT_PROBE_ENTRY = path.join(PROJECT_ROOT, 'test', 'fixtures', 'agent-entries', 'split-probe.ts');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
@@ -267,6 +269,28 @@ describe('agent bundle and tag', () => {
       projectRoot: PROJECT_ROOT,
     });
     expect(c.sha256).not.toBe(a.sha256);
+  });
+
+  it("esbuild's helper process ends when the bundler is stopped, and a later bundle starts a new one", async () => {
+    const esbuildChildren = () =>
+      fs
+        .readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+            const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+            return ppid === process.pid && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('esbuild');
+          } catch {
+            return false;
+          }
+        });
+    await bundleAgent({ entry: PROBE_ENTRY, outFile: path.join(tmp, 'stop', 'agent.cjs') });
+    expect(esbuildChildren()).toHaveLength(1);
+    await stopBundler();
+    await waitFor("esbuild's helper process to end", () => esbuildChildren().length === 0);
+    await bundleAgent({ entry: PROBE_ENTRY, outFile: path.join(tmp, 'stop', 'agent.cjs') });
+    expect(esbuildChildren()).toHaveLength(1);
   });
 
   it('a module the agent imports with import() is its own chunk, loaded only when imported', async () => {

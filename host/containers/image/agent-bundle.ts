@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinModules } from 'node:module';
-import { build, transform, type Plugin } from 'esbuild';
+import { build, stop, transform, type Plugin } from 'esbuild';
 
 /** WebAssembly files the agent's bash parser loads at run time, shipped next to the bundle. */
 export const AGENT_WASM_ASSETS = [
@@ -193,6 +193,14 @@ export async function bundleAgent(options: BundleAgentOptions): Promise<AgentBun
     files.push(target);
   }
   return { outFile, sha256: hashFiles(files), files, chunks };
+}
+
+/**
+ * Ends esbuild's helper process. esbuild keeps one running after its first call, for the next; a host
+ * bundles once at start and would keep it for its whole life. A later bundle starts a new one.
+ */
+export function stopBundler(): Promise<void> {
+  return stop();
 }
 
 /**
