@@ -473,7 +473,7 @@ describe('MCP service declarations', () => {
     expect(() => assertStartableConfig(shadow, registryFor(shadow), 'main')).toThrow(/built-in service/);
   });
 
-  it('says which keys each type needs, and that docker is not supported yet', () => {
+  it('says which keys each type needs', () => {
     const problems = (services: unknown) =>
       hostConfigSchema.safeParse({ services }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     expect(problems({ a: { type: 'stdio' } })).toEqual([
@@ -482,8 +482,34 @@ describe('MCP service declarations', () => {
     expect(problems({ a: { type: 'http', url: 'https://x.example/mcp', command: 'x' } })).toEqual([
       'services.a.command: only for type = "stdio"',
     ]);
-    expect(problems({ a: { type: 'docker' } })?.join()).toMatch(/"docker" is not supported yet/);
-    expect(problems({ a: { command: 'x' } })?.join()).toMatch(/set type = "stdio" or "http"/);
+    expect(problems({ a: { type: 'docker' } })).toEqual(['services.a.image: a docker server needs an image']);
+    expect(problems({ a: { type: 'stdio', command: 'x', image: 'mcp/x' } })).toEqual([
+      'services.a.image: only for type = "docker"',
+    ]);
+    expect(problems({ a: { type: 'docker', image: 'mcp/x', allow_non_admin: true } })).toEqual([
+      'services.a.allow_non_admin: only for type = "stdio"',
+    ]);
+    expect(
+      problems({
+        a: {
+          type: 'docker',
+          image: '--privileged',
+          mounts: [
+            { host_path: 'relative/dir', container_path: '/data' },
+            { host_path: '/srv/../etc', container_path: '/data' },
+            { host_path: '/srv/notes', container_path: '/' },
+          ],
+          network: 'host',
+        },
+      }),
+    ).toEqual([
+      expect.stringMatching(/^services\.a\.image: must be a Docker image reference/),
+      expect.stringMatching(/^services\.a\.mounts\.0\.host_path: host_path must be an absolute path/),
+      expect.stringMatching(/^services\.a\.mounts\.1\.host_path: host_path must be an absolute path/),
+      'services.a.mounts.2.container_path: container_path must not be "/"',
+      'services.a.network: must be "none" or "egress"',
+    ]);
+    expect(problems({ a: { command: 'x' } })?.join()).toMatch(/set type = "stdio", "docker" or "http"/);
   });
 });
 
