@@ -234,11 +234,13 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     return {
       ...runtime,
       services: { status: () => mcp.status() },
+      // The servers first: the runtime's stop removes this host's containers, and a docker server's
+      // connection would take that for a crash and start a new one.
       close: async () => {
         try {
-          await runtime.close();
-        } finally {
           await mcp.close();
+        } finally {
+          await runtime.close();
         }
       },
     };
