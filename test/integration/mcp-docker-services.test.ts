@@ -6,12 +6,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import { createCliContext } from '../../host/cli/cli-context.ts';
-import { checkMcpServers } from '../../host/cli/commands/doctor-service-checks.ts';
-import { loadConfig } from '../../host/config/load-config.ts';
 import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 import { AGENT_USER } from '../../host/containers/image/image-base-offline.ts';
 import { LABEL_HOST } from '../../host/containers/run/container-spec.ts';
@@ -21,7 +17,7 @@ import { execLines } from '../../host/containers/image/image-exec.ts';
 import { createMcpServices, type McpServices } from '../../host/services/mcp/mcp-services.ts';
 import { servicesConfigSchema } from '../../host/services/service-trust.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
-import { CLEAN_TRUST, MEMORY_SERVER } from '../helpers/mcp-servers.ts';
+import { CLEAN_TRUST, doctorMcpServers, MEMORY_SERVER } from '../helpers/mcp-servers.ts';
 
 const NODE_MODULES = path.resolve('node_modules');
 const IN_CONTAINER = '/srv/node_modules';
@@ -227,28 +223,14 @@ await describeDocker('MCP servers in containers (type = "docker")', () => {
 
   it('shows in doctor with its tool count', async () => {
     const configDir = fs.mkdtempSync(path.join(dir, 'doctor-'));
-    fs.writeFileSync(
-      path.join(configDir, 'config.toml'),
-      [
-        '[services.notebook]',
-        'type = "docker"',
-        `image = ${JSON.stringify(image)}`,
-        'command = "node"',
-        `args = [${JSON.stringify(SERVER_IN_CONTAINER)}]`,
-        `mounts = [{ host_path = ${JSON.stringify(NODE_MODULES)}, container_path = "${IN_CONTAINER}" }]`,
-      ].join('\n'),
-    );
-    const ctx = createCliContext(
-      {
-        stdout: new PassThrough(),
-        stderr: new PassThrough(),
-        stdin: new PassThrough(),
-        env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: path.join(configDir, 'data') },
-        cwd: dir,
-      },
-      loadConfig,
-    );
-    const result = await checkMcpServers(ctx);
+    const result = await doctorMcpServers(configDir, [
+      '[services.notebook]',
+      'type = "docker"',
+      `image = ${JSON.stringify(image)}`,
+      'command = "node"',
+      `args = [${JSON.stringify(SERVER_IN_CONTAINER)}]`,
+      `mounts = [{ host_path = ${JSON.stringify(NODE_MODULES)}, container_path = "${IN_CONTAINER}" }]`,
+    ]);
     expect(result.detail).toBe('notebook (docker) reachable, 9 tools');
     expect(result.ok).toBe(true);
   });

@@ -6,11 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PassThrough } from 'node:stream';
 import { serviceToolName } from '../../container-agent/src/tools/service-tools.ts';
-import { createCliContext } from '../../host/cli/cli-context.ts';
-import { checkMcpServers } from '../../host/cli/commands/doctor-service-checks.ts';
-import { loadConfig } from '../../host/config/load-config.ts';
 import { configReferenceProblems } from '../../host/config/config-references.ts';
 import { hostConfigSchema, type HostConfig } from '../../host/config/schema.ts';
 import {
@@ -30,6 +26,7 @@ import { createMcpServices, type McpServices } from '../../host/services/mcp/mcp
 import { openStore, type Store } from '../../host/store/store.ts';
 import {
   CLEAN_TRUST,
+  doctorMcpServers,
   EVERYTHING_SERVER,
   MEMORY_SERVER,
   memoryNotebook,
@@ -517,29 +514,15 @@ describe('carapace doctor on MCP servers', () => {
   it('starts each declared server, counts its tools and names the one that cannot start', async () => {
     const configDir = path.join(dir, `doctor-${Math.random()}`);
     fs.mkdirSync(configDir);
-    fs.writeFileSync(
-      path.join(configDir, 'config.toml'),
-      [
-        '[services.notebook]',
-        'type = "stdio"',
-        `command = ${JSON.stringify(process.execPath)}`,
-        `args = [${JSON.stringify(MEMORY)}]`,
-        '[services.broken]',
-        'type = "stdio"',
-        'command = "/nonexistent/mcp-server"',
-      ].join('\n'),
-    );
-    const ctx = createCliContext(
-      {
-        stdout: new PassThrough(),
-        stderr: new PassThrough(),
-        stdin: new PassThrough(),
-        env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: path.join(configDir, 'data') },
-        cwd: dir,
-      },
-      loadConfig,
-    );
-    const result = await checkMcpServers(ctx);
+    const result = await doctorMcpServers(configDir, [
+      '[services.notebook]',
+      'type = "stdio"',
+      `command = ${JSON.stringify(process.execPath)}`,
+      `args = [${JSON.stringify(MEMORY)}]`,
+      '[services.broken]',
+      'type = "stdio"',
+      'command = "/nonexistent/mcp-server"',
+    ]);
     expect(result.ok).toBe(false);
     expect(result.detail).toMatch(/broken unreachable: broken could not be started: .*ENOENT/);
     expect(result.detail).toContain('notebook (stdio) reachable, 9 tools');
