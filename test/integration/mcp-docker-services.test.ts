@@ -126,6 +126,9 @@ await describeDocker('MCP servers in containers (type = "docker")', () => {
       { source: fs.realpathSync(NODE_MODULES), target: IN_CONTAINER, rw: false },
     ]);
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    // Not even the three the agent's launcher gets: the server is no launcher.
+    expect(info.HostConfig.CapAdd ?? []).toEqual([]);
+    expect(info.HostConfig.Init).toBe(true);
     expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
