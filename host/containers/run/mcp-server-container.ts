@@ -64,7 +64,7 @@ export function createMcpServerContainers(options: McpServerContainerOptions): C
 }
 
 /** The listed mounts, checked: real paths, nothing credential-like, nothing of the host's own state. */
-export function mcpServerMounts(
+function mcpServerMounts(
   name: string,
   declaration: ServiceTrustDeclaration,
   protectedPaths: readonly string[],

@@ -36,7 +36,6 @@ const dockerMountSchema = z
     read_write: z.boolean().optional(),
   })
   .strict();
-export type DockerMount = z.output<typeof dockerMountSchema>;
 
 const trustValue = z.union([z.boolean(), z.literal('forbidden')], {
   error: 'must be true, false or "forbidden"',
