@@ -42,6 +42,8 @@ export type RunPolicy = Pick<
 
 export interface AgentRuntimeDeps {
   docker: Docker;
+  /** This host's containers carry it (the MCP servers' too, started before the runtime); made here when absent. */
+  hostInstanceId?: string;
   config: HostConfig;
   /** The configuration running now: what applies without a restart is read from it at each run or request. */
   live: () => HostConfig;
@@ -135,7 +137,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
 
 async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStack): Promise<RunnerRuntime> {
   const { docker, config, paths, store, logger } = deps;
-  const hostInstanceId = crypto.randomUUID();
+  const hostInstanceId = deps.hostInstanceId ?? crypto.randomUUID();
   const dataLabel = dataFolderLabel(paths.dataDir);
   const removed = await removeOrphans(docker, {
     exceptHostInstanceId: hostInstanceId,

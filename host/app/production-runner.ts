@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import Docker from 'dockerode';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
@@ -31,6 +32,7 @@ import type { SecretScanner } from '../security/secrets/index.ts';
 import { createFinalFailures } from '../router/final-failures.ts';
 import { createRunSignals } from '../router/run-signals.ts';
 import { createTaintRegistry } from '../security/taint/taint.ts';
+import { createMcpServerContainers } from '../containers/run/mcp-server-container.ts';
 import { createMcpServices } from '../services/mcp/mcp-services.ts';
 import { createToolCatalogue } from '../services/mcp/mcp-catalogue.ts';
 import { MCP_DEFAULTS } from '../services/mcp/mcp-config.ts';
@@ -119,10 +121,19 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     const registry = createHostServiceRegistry(source.current);
     const grantedTo = serviceGrants(source.current);
     assertStartableConfig(config, registry, adminGroupId(store.groups));
+    const docker = new Docker();
+    // Shared with the agent runtime: its orphan sweep keeps this host's containers, MCP servers included.
+    const hostInstanceId = crypto.randomUUID();
     const mcp = createMcpServices({
       services: () => source.current().services,
       secret: (name) => opts.secrets.get(name),
       logger: logger.child({ subsystem: 'mcp' }),
+      containers: createMcpServerContainers({
+        docker,
+        hostInstanceId,
+        dataDir: opts.paths.dataDir,
+        configDir: opts.paths.configDir,
+      }),
     });
     mcp.startEager();
     const reviewMutation = createMutationReview({ cop, human, taint, audit: store.audit });
@@ -158,7 +169,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     let runtime: Awaited<ReturnType<typeof createAgentRuntime>>;
     try {
       runtime = await createAgentRuntime({
-        docker: new Docker(),
+        docker,
+        hostInstanceId,
         config,
         live: source.current,
         paths: opts.paths,
@@ -222,11 +234,13 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     return {
       ...runtime,
       services: { status: () => mcp.status() },
+      // The servers first: the runtime's stop removes this host's containers, and a docker server's
+      // connection would take that for a crash and start a new one.
       close: async () => {
         try {
-          await runtime.close();
-        } finally {
           await mcp.close();
+        } finally {
+          await runtime.close();
         }
       },
     };

@@ -1,7 +1,13 @@
 /** The reference MCP servers from npm as tests and benches start them. */
+import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { checkMcpServers } from '../../host/cli/commands/doctor-service-checks.ts';
+import { createCliContext } from '../../host/cli/cli-context.ts';
+import { loadConfig } from '../../host/config/load-config.ts';
 
 const resolve = createRequire(import.meta.url).resolve;
 export const EVERYTHING_SERVER = resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -47,4 +53,20 @@ export async function startEverythingHttp(): Promise<{ url: string; stop(): void
     child.once('exit', (code) => fail(new Error(`server-everything exited (${code})`)));
   });
   return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill() };
+}
+
+/** `carapace doctor`'s MCP check on a config folder holding these config.toml lines (data in its data/). */
+export function doctorMcpServers(configDir: string, lines: string[]): ReturnType<typeof checkMcpServers> {
+  fs.writeFileSync(path.join(configDir, 'config.toml'), lines.join('\n'));
+  const ctx = createCliContext(
+    {
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+      stdin: new PassThrough(),
+      env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: path.join(configDir, 'data') },
+      cwd: configDir,
+    },
+    loadConfig,
+  );
+  return checkMcpServers(ctx);
 }

@@ -6,11 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PassThrough } from 'node:stream';
 import { serviceToolName } from '../../container-agent/src/tools/service-tools.ts';
-import { createCliContext } from '../../host/cli/cli-context.ts';
-import { checkMcpServers } from '../../host/cli/commands/doctor-service-checks.ts';
-import { loadConfig } from '../../host/config/load-config.ts';
 import { configReferenceProblems } from '../../host/config/config-references.ts';
 import { hostConfigSchema, type HostConfig } from '../../host/config/schema.ts';
 import {
@@ -30,6 +26,7 @@ import { createMcpServices, type McpServices } from '../../host/services/mcp/mcp
 import { openStore, type Store } from '../../host/store/store.ts';
 import {
   CLEAN_TRUST,
+  doctorMcpServers,
   EVERYTHING_SERVER,
   MEMORY_SERVER,
   memoryNotebook,
@@ -473,7 +470,7 @@ describe('MCP service declarations', () => {
     expect(() => assertStartableConfig(shadow, registryFor(shadow), 'main')).toThrow(/built-in service/);
   });
 
-  it('says which keys each type needs, and that docker is not supported yet', () => {
+  it('says which keys each type needs', () => {
     const problems = (services: unknown) =>
       hostConfigSchema.safeParse({ services }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     expect(problems({ a: { type: 'stdio' } })).toEqual([
@@ -482,8 +479,34 @@ describe('MCP service declarations', () => {
     expect(problems({ a: { type: 'http', url: 'https://x.example/mcp', command: 'x' } })).toEqual([
       'services.a.command: only for type = "stdio"',
     ]);
-    expect(problems({ a: { type: 'docker' } })?.join()).toMatch(/"docker" is not supported yet/);
-    expect(problems({ a: { command: 'x' } })?.join()).toMatch(/set type = "stdio" or "http"/);
+    expect(problems({ a: { type: 'docker' } })).toEqual(['services.a.image: a docker server needs an image']);
+    expect(problems({ a: { type: 'stdio', command: 'x', image: 'mcp/x' } })).toEqual([
+      'services.a.image: only for type = "docker"',
+    ]);
+    expect(problems({ a: { type: 'docker', image: 'mcp/x', allow_non_admin: true } })).toEqual([
+      'services.a.allow_non_admin: only for type = "stdio"',
+    ]);
+    expect(
+      problems({
+        a: {
+          type: 'docker',
+          image: '--privileged',
+          mounts: [
+            { host_path: 'relative/dir', container_path: '/data' },
+            { host_path: '/srv/../etc', container_path: '/data' },
+            { host_path: '/srv/notes', container_path: '/' },
+          ],
+          network: 'host',
+        },
+      }),
+    ).toEqual([
+      expect.stringMatching(/^services\.a\.image: must be a Docker image reference/),
+      expect.stringMatching(/^services\.a\.mounts\.0\.host_path: host_path must be an absolute path/),
+      expect.stringMatching(/^services\.a\.mounts\.1\.host_path: host_path must be an absolute path/),
+      'services.a.mounts.2.container_path: container_path must not be "/"',
+      'services.a.network: must be "none" or "egress"',
+    ]);
+    expect(problems({ a: { command: 'x' } })?.join()).toMatch(/set type = "stdio", "docker" or "http"/);
   });
 });
 
@@ -491,29 +514,15 @@ describe('carapace doctor on MCP servers', () => {
   it('starts each declared server, counts its tools and names the one that cannot start', async () => {
     const configDir = path.join(dir, `doctor-${Math.random()}`);
     fs.mkdirSync(configDir);
-    fs.writeFileSync(
-      path.join(configDir, 'config.toml'),
-      [
-        '[services.notebook]',
-        'type = "stdio"',
-        `command = ${JSON.stringify(process.execPath)}`,
-        `args = [${JSON.stringify(MEMORY)}]`,
-        '[services.broken]',
-        'type = "stdio"',
-        'command = "/nonexistent/mcp-server"',
-      ].join('\n'),
-    );
-    const ctx = createCliContext(
-      {
-        stdout: new PassThrough(),
-        stderr: new PassThrough(),
-        stdin: new PassThrough(),
-        env: { CARAPACE_CONFIG_DIR: configDir, CARAPACE_DATA_DIR: path.join(configDir, 'data') },
-        cwd: dir,
-      },
-      loadConfig,
-    );
-    const result = await checkMcpServers(ctx);
+    const result = await doctorMcpServers(configDir, [
+      '[services.notebook]',
+      'type = "stdio"',
+      `command = ${JSON.stringify(process.execPath)}`,
+      `args = [${JSON.stringify(MEMORY)}]`,
+      '[services.broken]',
+      'type = "stdio"',
+      'command = "/nonexistent/mcp-server"',
+    ]);
     expect(result.ok).toBe(false);
     expect(result.detail).toMatch(/broken unreachable: broken could not be started: .*ENOENT/);
     expect(result.detail).toContain('notebook (stdio) reachable, 9 tools');

@@ -129,12 +129,13 @@ export const hostStatus = z.object({
     z.array(
       z.object({
         name: z.string(),
-        type: z.enum(['stdio', 'http']),
+        type: z.enum(['stdio', 'docker', 'http']),
         state: z.enum(['stopped', 'starting', 'ready', 'restarting', 'broken']),
         tools: z.nullable(z.int()),
         lastError: z.nullable(z.string()),
         restarts: z.int(),
         pid: z.nullable(z.int()),
+        container: z.optional(z.nullable(z.string())),
       }),
     ),
   ),

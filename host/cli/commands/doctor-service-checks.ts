@@ -1,3 +1,6 @@
+import crypto from 'node:crypto';
+import Docker from 'dockerode';
+import { createMcpServerContainers } from '../../containers/run/mcp-server-container.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { createMcpServices, mcpServerNames } from '../../services/mcp/mcp-services.ts';
@@ -20,6 +23,13 @@ export const checkMcpServers: Check = async (ctx) => {
     services: () => config.services,
     secret: (name) => secrets.get(name),
     logger: { info: () => undefined, warn: () => undefined },
+    // Its own instance: a running host's containers are not doctor's, and doctor's go when it closes.
+    containers: createMcpServerContainers({
+      docker: new Docker(),
+      hostInstanceId: `doctor-${crypto.randomUUID()}`,
+      dataDir: ctx.paths.dataDir,
+      configDir: ctx.paths.configDir,
+    }),
     restart: { baseMs: 1000, maxInARow: 1, coolDownMs: DOCTOR_TIMEOUT_MS },
   });
   try {
@@ -50,7 +60,7 @@ export const checkMcpServers: Check = async (ctx) => {
       detail: lines.map((l) => l.text).join('; '),
       ...(failed.length
         ? {
-            fix: `check the command, url and variables of those [services.<name>] in ${ctx.paths.configFile}`,
+            fix: `check the command, image, url and variables of those [services.<name>] in ${ctx.paths.configFile}`,
           }
         : {}),
     };

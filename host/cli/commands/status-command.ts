@@ -99,6 +99,7 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
       ctx.out(
         `service ${s.name} (${s.type}): ${s.state}` +
           (s.tools === null ? '' : `, ${s.tools} tool${s.tools === 1 ? '' : 's'}`) +
+          (s.container ? `, container ${s.container}` : '') +
           (s.restarts ? `, restarted ${s.restarts}×` : '') +
           (s.lastError ? `, last error: ${s.lastError}` : ''),
       );

@@ -19,6 +19,10 @@ export const containerMountSchema = z
 
 export const containerNetworkSchema = z.discriminatedUnion('mode', [
   z.object({ mode: z.literal('full') }).strict(),
+  /** No network at all, only loopback (an MCP server talked to over stdio). */
+  z.object({ mode: z.literal('none') }).strict(),
+  /** A bridge network the caller made for this container alone (mcp-server-container.ts). */
+  z.object({ mode: z.literal('own'), networkName: z.string().min(1) }).strict(),
   z
     .object({
       mode: z.literal('gateway'),
@@ -58,6 +62,21 @@ export const containerSpecSchema = z
       })
       .strict(),
     labels: z.record(z.string(), z.string()).optional(),
+    /**
+     * A program other than the agent (an MCP server): it runs as `user` with no capability at all, under
+     * Docker's init (the image has no launcher), in place of the image's entrypoint when one is given.
+     */
+    server: z
+      .object({
+        entrypoint: z.array(z.string()).min(1).optional(),
+        command: z.array(z.string()).optional(),
+        user: z
+          .string()
+          .regex(/^\d+:\d+$/, 'user must be numeric uid:gid')
+          .refine((u) => !u.split(':').includes('0'), 'a server never runs as root (uid or gid 0)'),
+      })
+      .strict()
+      .optional(),
     hostInstanceId: z.string().min(1),
     /** Appended to the container name: the data folder's short id, so two hosts never collide. */
     nameScope: z
@@ -118,14 +137,24 @@ export function containerCreateOptions(
 ): Docker.ContainerCreateOptions {
   const memory = spec.limits.memoryMb * 1024 * 1024;
   const agentUser = spec.user ?? AGENT_USER;
+  const { server } = spec;
   return {
     name: containerName(spec.groupId, spec.runId, spec.nameScope),
     Image: spec.image,
-    // The image's launcher (PID 1) starts as root with LAUNCHER_CAPABILITIES only, starts the agent and the
-    // command executor under these two uids, and keeps nothing (container-agent/launch.sh).
-    User: '0:0',
-    Cmd: [agentUser, commandUser(agentUser)],
-    WorkingDir: '/workspace',
+    ...(server
+      ? {
+          User: server.user,
+          ...(server.entrypoint ? { Entrypoint: server.entrypoint } : {}),
+          ...(server.command ? { Cmd: server.command } : {}),
+          WorkingDir: '/tmp',
+        }
+      : {
+          // The image's launcher (PID 1) starts as root with LAUNCHER_CAPABILITIES only, starts the agent and
+          // the command executor under these two uids, and keeps nothing (container-agent/launch.sh).
+          User: '0:0',
+          Cmd: [agentUser, commandUser(agentUser)],
+          WorkingDir: '/workspace',
+        }),
     Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
     // Our labels last: a caller's labels cannot disguise the container's owner or run.
     Labels: {
@@ -144,10 +173,11 @@ export function containerCreateOptions(
     HostConfig: {
       AutoRemove: true,
       // The image's launcher is PID 1 and becomes tini (it forwards SIGTERM to the agent and reaps zombies).
-      // Docker's init would run as root with the launcher's capabilities, its stdio the IPC stream.
-      Init: false,
+      // Docker's init would run as root with the launcher's capabilities, its stdio the IPC stream. A server's
+      // image has no launcher: Docker's init forwards its SIGTERM and reaps, with no capability to use.
+      Init: server !== undefined,
       CapDrop: ['ALL'],
-      CapAdd: [...LAUNCHER_CAPABILITIES],
+      CapAdd: server ? [] : [...LAUNCHER_CAPABILITIES],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' },
@@ -166,7 +196,10 @@ export function containerCreateOptions(
             ],
           }
         : {}),
-      ExtraHosts: [`host.docker.internal:${hostAddress ?? 'host-gateway'}`],
+      // Only the agent's networks lead to the host; a network of a container's own names no host.
+      ...(spec.network.mode === 'full' || spec.network.mode === 'gateway'
+        ? { ExtraHosts: [`host.docker.internal:${hostAddress ?? 'host-gateway'}`] }
+        : {}),
       // Mounts (not Binds): a missing host path is an error instead of a root-owned empty dir.
       Mounts: spec.mounts.map((m) => ({
         Type: 'bind' as const,
@@ -174,7 +207,12 @@ export function containerCreateOptions(
         Target: m.containerPath,
         ReadOnly: m.readOnly,
       })),
-      NetworkMode: spec.network.mode === 'full' ? 'bridge' : spec.network.networkName,
+      NetworkMode:
+        spec.network.mode === 'full'
+          ? 'bridge'
+          : spec.network.mode === 'none'
+            ? 'none'
+            : spec.network.networkName,
       // stdout carries IPC frames (messages, tool output); they must not pile up on disk.
       LogConfig: { Type: 'none', Config: {} },
     },

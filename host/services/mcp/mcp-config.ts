@@ -10,6 +10,33 @@ import { TOOL_NAME_PATTERN } from '../../../container-agent/src/protocol.ts';
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
 
+/** A Docker image reference: [registry/]repository[:tag][@digest], nothing Docker would read as an option. */
+const IMAGE_PATTERN = /^[a-z0-9][a-z0-9._/:-]{0,254}(@sha256:[a-f0-9]{64})?$/;
+
+/** A path the way Docker and the kernel take it literally: absolute, no `.`/`..`, no doubled or trailing `/`. */
+const plainAbsolutePath = (what: string) =>
+  z
+    .string()
+    .max(4096)
+    .refine(
+      (p) => p === '/' || (/^(\/[^/]+)+$/.test(p) && !p.split('/').some((c) => c === '.' || c === '..')),
+      `${what} must be an absolute path without ".", ".." or doubled slashes`,
+    )
+    .refine((p) => !p.includes(':') && !p.includes(','), `${what} must not contain ":" or ","`);
+
+/** `mounts = [{ host_path, container_path, read_write }]` of a docker server. */
+const dockerMountSchema = z
+  .object({
+    host_path: plainAbsolutePath('host_path'),
+    container_path: plainAbsolutePath('container_path').refine(
+      (p) => p !== '/',
+      'container_path must not be "/"',
+    ),
+    /** Read-only unless the owner says so. */
+    read_write: z.boolean().optional(),
+  })
+  .strict();
+
 const trustValue = z.union([z.boolean(), z.literal('forbidden')], {
   error: 'must be true, false or "forbidden"',
 });
@@ -32,18 +59,38 @@ const envName = z
   .regex(ENV_NAME_PATTERN, 'must be an environment variable name such as "GITHUB_TOKEN"');
 
 export const mcpServerFields = {
-  /** stdio: a subprocess of the host; http: a remote Streamable HTTP server. */
-  type: z
-    .enum(['stdio', 'http', 'docker'], { error: 'must be "stdio" or "http"' })
-    .refine((t) => t !== 'docker', {
-      message: '"docker" is not supported yet; use "stdio" (a host subprocess) or "http"',
-    })
-    .optional(),
-  /** stdio: the program to run, found on PATH or by absolute path. */
+  /**
+   * stdio: a subprocess of the host; docker: the server in a container of its own, talked to over its
+   * stdin/stdout; http: a remote Streamable HTTP server.
+   */
+  type: z.enum(['stdio', 'docker', 'http'], { error: 'must be "stdio", "docker" or "http"' }).optional(),
+  /**
+   * stdio: the program to run, found on PATH or by absolute path. docker: the program to run in the image
+   * instead of its entrypoint, with `args`; without a command, `args` go to the image's entrypoint.
+   */
   command: z.string().min(1).max(4096).optional(),
   args: z.array(z.string().max(4096)).max(64).optional(),
-  /** stdio: names of variables whose values (from the environment or .env) the server gets. */
+  /** stdio, docker: names of variables whose values (from the environment or .env) the server gets. */
   env: z.array(envName).max(64).optional(),
+  /** docker: the image the server runs from; the host never pulls it (`docker pull` it yourself). */
+  image: z
+    .string()
+    .regex(
+      IMAGE_PATTERN,
+      'must be a Docker image reference such as "mcp/fetch:1.0" or "ghcr.io/o/s@sha256:…"',
+    )
+    .optional(),
+  /** docker: the only host folders or files the container sees; read-only unless `read_write = true`. */
+  mounts: z.array(dockerMountSchema).max(16).optional(),
+  /**
+   * docker: "none" (the default) gives the container no network at all, only loopback: it reaches neither
+   * the internet, nor the host, nor the LLM gateway, nor other containers. "egress" is for servers that
+   * fetch from the internet: a bridge network of the server's own, from which the host's own addresses
+   * stay closed.
+   */
+  network: z.enum(['none', 'egress'], { error: 'must be "none" or "egress"' }).optional(),
+  /** docker: the container's memory limit (swap included). */
+  memory_mb: z.number().int().min(32).max(65_536).optional(),
   /** http: the server's MCP endpoint. */
   url: z
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as "https://mcp.example.com/mcp"' })
@@ -86,6 +133,8 @@ export const MCP_DEFAULTS = {
 
 type Fields = { [K in keyof typeof mcpServerFields]?: z.output<(typeof mcpServerFields)[K]> };
 
+const DOCKER_ONLY: (keyof Fields)[] = ['image', 'mounts', 'network', 'memory_mb'];
+
 /** Checks between fields that zod's shape cannot say (which keys each type needs or may have). */
 export function mcpServerProblems(declared: Fields): { path: string; message: string }[] {
   const problems: { path: string; message: string }[] = [];
@@ -96,14 +145,20 @@ export function mcpServerProblems(declared: Fields): { path: string; message: st
   if (declared.type === undefined) {
     for (const key of Object.keys(mcpServerFields) as (keyof Fields)[]) {
       if (declared[key] !== undefined)
-        problems.push({ path: key, message: 'set type = "stdio" or "http" for an MCP server' });
+        problems.push({ path: key, message: 'set type = "stdio", "docker" or "http" for an MCP server' });
     }
   } else if (declared.type === 'stdio') {
     if (!declared.command) problems.push({ path: 'command', message: 'a stdio server needs a command' });
     only('http', ['url', 'headers']);
+    only('docker', DOCKER_ONLY);
+  } else if (declared.type === 'docker') {
+    if (!declared.image) problems.push({ path: 'image', message: 'a docker server needs an image' });
+    only('http', ['url', 'headers']);
+    only('stdio', ['allow_non_admin']);
   } else if (declared.type === 'http') {
     if (!declared.url) problems.push({ path: 'url', message: 'an http server needs a url' });
     only('stdio', ['command', 'args', 'env', 'allow_non_admin']);
+    only('docker', DOCKER_ONLY);
   }
   return problems;
 }

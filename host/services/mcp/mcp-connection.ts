@@ -14,7 +14,7 @@ import { MCP_DEFAULTS } from './mcp-config.ts';
 /** What `status` and `doctor` show of one server. */
 export interface McpServerStatus {
   name: string;
-  type: 'stdio' | 'http';
+  type: 'stdio' | 'docker' | 'http';
   state: 'stopped' | 'starting' | 'ready' | 'restarting' | 'broken';
   /** Tools listed at the last successful listing; null before the first. */
   tools: number | null;
@@ -22,7 +22,26 @@ export interface McpServerStatus {
   restarts: number;
   /** A stdio server's process id while it runs. */
   pid: number | null;
+  /** A docker server's container name while it runs. */
+  container: string | null;
 }
+
+/** An MCP transport over a container's stdin and stdout (host/containers/run/mcp-server-container.ts). */
+export interface ContainerTransport extends Transport {
+  /** The container's name once started. */
+  readonly containerName: string | undefined;
+}
+
+/**
+ * Makes the transport of a `type = "docker"` server: given by the host's root, which knows Docker, so
+ * this layer does not. `env` holds the values of the variables the declaration names.
+ */
+export type ContainerTransportFactory = (
+  name: string,
+  declaration: ServiceTrustDeclaration,
+  env: Record<string, string>,
+  onStderr: (line: string) => void,
+) => ContainerTransport;
 
 export interface McpConnection {
   /** The server's tools, listed once and kept until it says they changed (or restarts). */
@@ -40,6 +59,8 @@ export interface McpConnectionDeps {
   /** A variable's value from the environment or .env; undefined when unset. */
   secret(name: string): string | undefined;
   logger: Pick<Logger, 'info' | 'warn'>;
+  /** Where `type = "docker"` servers run; without it they fail to start, saying so. */
+  containers?: ContainerTransportFactory;
   /** Restarts after a crash: base delay, and how many in a row before the breaker opens. */
   restart?: { baseMs: number; maxInARow: number; coolDownMs: number };
   now?: () => number;
@@ -60,7 +81,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
   const restart = deps.restart ?? DEFAULT_RESTART;
   const now = deps.now ?? Date.now;
   const timeoutMs = declaration.timeout_ms ?? MCP_DEFAULTS.timeout_ms;
-  const type = declaration.type === 'http' ? 'http' : 'stdio';
+  const type = declaration.type ?? 'stdio';
   let client: Client | undefined;
   let connecting: Promise<Client> | undefined;
   let toolCache: Promise<readonly Tool[]> | undefined;
@@ -73,6 +94,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
   let closing = false;
   let restartTimer: NodeJS.Timeout | undefined;
   let pid: number | null = null;
+  let container: string | null = null;
 
   const fail = (message: string) => {
     lastError = message;
@@ -98,20 +120,27 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       const value = deps.secret(variable);
       if (value !== undefined) env[variable] = value;
     }
+    // The server's stderr is the host's log, never the model's: it may echo arguments or secrets.
+    const logStderr = (line: string) => {
+      if (line.trim()) logger.info({ service: name, stderr: line.slice(0, 2000) }, 'MCP server stderr');
+    };
+    if (declaration.type === 'docker') {
+      if (!deps.containers)
+        throw new ServiceError(
+          'failed',
+          `${name}: this host runs no containers, so a docker server cannot start`,
+        );
+      return deps.containers(name, declaration, env, logStderr);
+    }
     const stdio = new StdioClientTransport({
       command: declaration.command ?? '',
       args: declaration.args ?? [],
       env,
       stderr: 'pipe',
     });
-    // The server's stderr is the host's log, never the model's: it may echo arguments or secrets.
     const stderr = stdio.stderr;
-    if (stderr) {
-      // The SDK types it as a Stream; with stderr: 'pipe' it is a PassThrough, a Readable.
-      createInterface({ input: stderr as unknown as Readable }).on('line', (line) => {
-        if (line.trim()) logger.info({ service: name, stderr: line.slice(0, 2000) }, 'MCP server stderr');
-      });
-    }
+    // The SDK types it as a Stream; with stderr: 'pipe' it is a PassThrough, a Readable.
+    if (stderr) createInterface({ input: stderr as unknown as Readable }).on('line', logStderr);
     return stdio;
   }
 
@@ -131,6 +160,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       if (client !== fresh) return;
       client = undefined;
       pid = null;
+      container = null;
       toolCache = undefined;
       if (closing) return;
       fail('the server exited');
@@ -150,6 +180,8 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       throw error;
     }
     pid = connection instanceof StdioClientTransport ? connection.pid : null;
+    container =
+      declaration.type === 'docker' ? ((connection as ContainerTransport).containerName ?? null) : null;
     client = fresh;
     state = 'ready';
     failuresInARow = 0;
@@ -234,7 +266,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
       await ready();
       await this.tools();
     },
-    status: () => ({ name, type, state, tools: toolCount, lastError, restarts, pid }),
+    status: () => ({ name, type, state, tools: toolCount, lastError, restarts, pid, container }),
     async close() {
       closing = true;
       if (restartTimer) clearTimeout(restartTimer);

@@ -32,6 +32,7 @@ export interface McpServicesDeps {
   services(): ServicesConfig;
   secret(name: string): string | undefined;
   logger: Pick<Logger, 'info' | 'warn'>;
+  containers?: McpConnectionDeps['containers'];
   restart?: McpConnectionDeps['restart'];
 }
 
@@ -56,6 +57,7 @@ export function createMcpServices(deps: McpServicesDeps): McpServices {
       declaration,
       secret: deps.secret,
       logger: deps.logger,
+      ...(deps.containers ? { containers: deps.containers } : {}),
       ...(deps.restart ? { restart: deps.restart } : {}),
     });
     open.set(name, { declared, connection: created });
