@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -18,6 +19,7 @@ import { CleanRoomError } from '../../host/security/policies/admin-clean-room.ts
 import { assertStartableConfig, createHostServiceRegistry } from '../../host/config/service-grants.ts';
 import { openStore } from '../../host/store/store.ts';
 import { useTempDirs } from '../helpers/temp-dir.ts';
+import { startFakeProvider } from '../fakes/fake-provider.ts';
 
 const tempDir = useTempDirs();
 let root: string;
@@ -101,10 +103,50 @@ describe('doctor checks beyond start', () => {
     expect(r.ok).toBe(false);
     expect(r.detail).toMatch(/OR_KEY is not set, and openrouter\.ai refuses requests without a key/);
     expect(r.fix).toMatch(/OR_KEY=<key>/);
-    expect((await checkProvider(context(remote, { OR_KEY: 'sk-or-1234567890abcdef' }))).ok).toBe(true);
-    const own = await checkProvider(context('[provider]\nbase_url = "http://localhost:11434/v1"\n'));
-    expect(own.ok).toBe(true);
     expect((await checkProvider(context(''))).ok).toBe(false); // api.openai.com without OPENAI_API_KEY
+    const fake = await startFakeProvider();
+    try {
+      const own = await checkProvider(context(`[provider]\nbase_url = "${fake.openaiBaseUrl}"\n`));
+      expect(own).toMatchObject({ ok: true });
+      expect(own.detail).toMatch(/no key \(OPENAI_API_KEY is not set\), fine for a server of your own/);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('tests the key against the provider: accepted, refused with the fix, unreachable with the fix', async () => {
+    const fake = await startFakeProvider({ apiKey: 'sk-right-1234567890' });
+    try {
+      const conf = `[provider]\nbase_url = "${fake.openaiBaseUrl}"\napi_key_env = "P_KEY"\n`;
+      const accepted = await checkProvider(context(conf, { P_KEY: 'sk-right-1234567890' }));
+      expect(accepted).toMatchObject({ ok: true });
+      expect(accepted.detail).toMatch(/P_KEY is set; the provider accepted it \(GET \/models\)/);
+      const refused = await checkProvider(context(conf, { P_KEY: 'sk-wrong-1234567890' }));
+      expect(refused).toMatchObject({ ok: false });
+      expect(refused.detail).toMatch(/the provider refused it \(HTTP 401 on GET \/models\)/);
+      expect(refused.fix).toMatch(/check the key in P_KEY/);
+      const keyless = await checkProvider(context(conf));
+      expect(keyless.fix).toMatch(/this server wants a key: put P_KEY=<key>/);
+      // The test key travels only in its header, never into what doctor prints.
+      expect(JSON.stringify([accepted, refused, keyless])).not.toContain('sk-');
+    } finally {
+      await fake.close();
+    }
+    // A loopback port that was just free: nothing listens there.
+    const port = await new Promise<number>((resolve) => {
+      const server = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const closed = await checkProvider(
+      context(`[provider]\nbase_url = "http://127.0.0.1:${port}/v1"\napi_key_env = "P_KEY"\n`, {
+        P_KEY: 'k',
+      }),
+    );
+    expect(closed).toMatchObject({ ok: false });
+    expect(closed.detail).toMatch(/cannot be reached: .*ECONNREFUSED/);
+    expect(closed.fix).toMatch(/check \[provider\] base_url/);
   });
 
   it('fails on a .env other users can read, with the chmod that fixes it', async () => {

@@ -12,6 +12,9 @@ import {
 } from '../../config/service-grants.ts';
 import { openStore } from '../../store/store.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { upstreamApiBase, type ProviderConfig } from '../../gateway/config.ts';
+import { upstreamRequestHeaders } from '../../gateway/headers.ts';
 
 /** The checks `start` makes before it runs (the admin clean room), through the very same function. */
 export const checkStartable: Check = async (ctx) => {
@@ -50,21 +53,76 @@ export const checkProvider: Check = async (ctx) => {
   const key = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env }).get(name);
   const url = new URL(provider.base_url);
   const where = `${provider.kind} at ${provider.base_url}, model ${provider.model}`;
-  if (key) return { name: 'llm provider', ok: true, detail: `${where}; ${name} is set` };
   const ownServer = isOwnServer(url.hostname);
+  if (!key && !ownServer) {
+    return {
+      name: 'llm provider',
+      ok: false,
+      detail: `${where}; ${name} is not set, and ${url.host} refuses requests without a key`,
+      fix: `put ${name}=<key> in ${ctx.paths.envFile} (chmod 600) or export it; or set [provider] base_url to a server of your own`,
+    };
+  }
+  const keyNote = key ? `${name} is set` : `no key (${name} is not set), fine for a server of your own`;
+  const probe = await probeProvider(provider, key ?? '');
+  if (probe.kind === 'refused') {
+    return {
+      name: 'llm provider',
+      ok: false,
+      detail: `${where}; ${keyNote}, but the provider refused it (HTTP ${probe.status} on GET /models)`,
+      fix: key
+        ? `check the key in ${name} (a new one from the provider's dashboard), then run doctor again`
+        : `this server wants a key: put ${name}=<key> in ${ctx.paths.envFile} (chmod 600)`,
+    };
+  }
+  if (probe.kind === 'unreachable') {
+    return {
+      name: 'llm provider',
+      ok: false,
+      detail: `${where}; ${keyNote}, but ${url.host} cannot be reached: ${probe.reason}`,
+      fix: `check [provider] base_url in ${ctx.paths.configFile} and that the machine reaches ${url.host}`,
+    };
+  }
   return {
     name: 'llm provider',
-    ok: ownServer,
-    detail: ownServer
-      ? `${where}; no key (${name} is not set), fine for a server of your own`
-      : `${where}; ${name} is not set, and ${url.host} refuses requests without a key`,
-    ...(ownServer
-      ? {}
-      : {
-          fix: `put ${name}=<key> in ${ctx.paths.envFile} (chmod 600) or export it; or set [provider] base_url to a server of your own`,
-        }),
+    ok: true,
+    detail:
+      `${where}; ${keyNote}; ` +
+      (probe.kind === 'accepted'
+        ? 'the provider accepted it (GET /models)'
+        : `reachable, but it has no model list to test the key against (HTTP ${probe.status})`),
   };
 };
+
+type ProviderProbe =
+  | { kind: 'accepted' }
+  | { kind: 'refused'; status: number }
+  | { kind: 'unlisted'; status: number }
+  | { kind: 'unreachable'; reason: string };
+
+/** How long doctor waits for the provider's model list; a healthy provider answers in well under a second. */
+const PROVIDER_PROBE_TIMEOUT_MS = 10_000;
+
+/**
+ * One authenticated GET of the provider's model list, with the headers the gateway would add: the cheapest
+ * request that tells a working key from a refused one without spending anything.
+ */
+async function probeProvider(provider: ProviderConfig, apiKey: string): Promise<ProviderProbe> {
+  const headers = upstreamRequestHeaders({}, { kind: provider.kind, apiKey, anthropicAuth: 'x-api-key' });
+  try {
+    const res = await fetch(`${upstreamApiBase(provider)}/models`, {
+      headers,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(PROVIDER_PROBE_TIMEOUT_MS),
+    });
+    await res.body?.cancel();
+    if (res.ok) return { kind: 'accepted' };
+    if (res.status === 401 || res.status === 403) return { kind: 'refused', status: res.status };
+    return { kind: 'unlisted', status: res.status };
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    return { kind: 'unreachable', reason: errorMessage(cause ?? err) };
+  }
+}
 
 function isOwnServer(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '');
