@@ -47,10 +47,12 @@ export interface RunSessionDeps {
    */
   guards?: ReadonlyArray<(stop: (reason: string, options?: StopOptions) => void) => () => void>;
   stopGraceMs: number;
+  /** How often a request the host is still working on resets the container's idle timer (default 5 s). */
+  keepAliveMs?: number;
   logger: Logger;
 }
 
-const KEEP_ALIVE_MS = 5_000;
+const DEFAULT_KEEP_ALIVE_MS = 5_000;
 
 /**
  * While the host works on a request (waiting for the owner's approval, a Cop review), the container is
@@ -59,12 +61,13 @@ const KEEP_ALIVE_MS = 5_000;
 function keptAlive(
   handlers: RpcHandlers<HostMethods>,
   container: ContainerProcess,
+  keepAliveMs: number,
 ): RpcHandlers<HostMethods> {
   const wrapped: Record<string, (params: never, ctx: never) => Promise<unknown>> = {};
   for (const [method, handler] of Object.entries(handlers) as [string, (p: never, c: never) => unknown][]) {
     wrapped[method] = async (params, ctx) => {
       container.touch();
-      const timer = setInterval(() => container.touch(), KEEP_ALIVE_MS);
+      const timer = setInterval(() => container.touch(), keepAliveMs);
       try {
         return await handler(params, ctx);
       } finally {
@@ -121,6 +124,7 @@ export function createRunSession({
   frameBudget,
   guards = [],
   stopGraceMs,
+  keepAliveMs = DEFAULT_KEEP_ALIVE_MS,
   logger,
 }: RunSessionDeps): RunHandle {
   function stopContainer(reason: string, options: StopOptions = {}): void {
@@ -156,6 +160,7 @@ export function createRunSession({
           done = d;
         }, stopForCause),
         container,
+        keepAliveMs,
       ),
       () => {
         if (done) confirmDone(done);
