@@ -75,7 +75,7 @@ const COMMANDS: Record<string, Command> = {
     client: true,
   },
   status: {
-    usage: 'carapace status [--json]',
+    usage: 'carapace status [--json] [--timeout <seconds>]',
     summary: 'is the host running; runs, queue and outbox',
     load: async () => (await import('./commands/status-command.ts')).statusCommand,
     client: true,

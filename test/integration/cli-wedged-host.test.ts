@@ -31,19 +31,18 @@ describe('the CLI against a host that does not answer', () => {
     expect(ok.stdout).toBe('echo: are you there\n');
 
     host.kill('SIGSTOP');
-    for (const args of [['status'], ['send', '--group', 'main', '--timeout', '60', 'hello?']]) {
-      const started = Date.now();
+    // Each command's own bound, not the test's clock, ends the wait: the message names it.
+    for (const args of [
+      ['status', '--timeout', '1'],
+      ['send', '--group', 'main', '--timeout', '1', 'hello?'],
+    ]) {
       const r = await runCli(args, env);
-      const seconds = (Date.now() - started) / 1000;
       expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`host pid ${host.pid} is not answering`);
+      expect(r.stderr).toMatch(new RegExp(`host pid ${host.pid} is not answering \\(.* within 1 s\\)`));
       expect(r.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
-      // 10 s response timeout plus the CLI's own start from sources on a loaded machine; far below 60 s.
-      expect(seconds).toBeLessThan(40);
     }
-    // A shorter --timeout bounds the wait for a host that does not answer as well.
-    const short = await runCli(['send', '--group', 'main', '--timeout', '2', 'hello?'], env);
-    expect(short.code).toBe(1);
-    expect(short.stderr).toMatch(new RegExp(`host pid ${host.pid} is not answering \\(.* within 2 s\\)`));
+    expect((await runCli(['status', '--timeout', 'soon'], env)).stderr).toContain(
+      '--timeout must be a positive number of seconds',
+    );
   }, 120_000);
 });

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { hostStatus } from '../../channels/local/local-api.ts';
-import { createLocalClient } from '../../channels/local/local-client.ts';
 import { sendAndWait } from '../../channels/local/send-and-wait.ts';
 import { readAll, UsageError, type CliContext } from '../cli-context.ts';
 import { consoleAdminGroup } from '../admin-group.ts';
 import { sendUsage } from '../command-usage.ts';
+import { hostClientWithin, timeoutSeconds } from '../host-client.ts';
 
 /** A client of the running host: it loads no config and no host code, so it starts in a blink. */
 export async function sendCommand(ctx: CliContext, args: string[]): Promise<number> {
@@ -13,21 +13,13 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
     allowPositionals: true,
     options: { group: { type: 'string' }, timeout: { type: 'string', default: '600' } },
   });
-  const timeoutS = Number(values.timeout);
-  if (!Number.isFinite(timeoutS) || timeoutS <= 0)
-    throw new UsageError('--timeout must be a positive number of seconds');
+  const timeoutS = timeoutSeconds(values.timeout);
   // "-" alone reads the text from stdin: long messages and text with quotes need no shell escaping.
   const fromStdin = positionals.length === 1 && positionals[0] === '-';
   const text = (fromStdin ? await readAll(ctx.io.stdin) : positionals.join(' ')).trim();
   if (!text) throw new UsageError(`send needs the message text: ${sendUsage}`);
   // --timeout bounds the whole command, a host that holds its socket without answering included.
-  const bound = Math.min(timeoutS * 1000, 10_000);
-  const client = createLocalClient({
-    socketFile: ctx.paths.socketFile,
-    pidFile: ctx.paths.pidFile,
-    connectTimeoutMs: Math.min(bound, 3_000),
-    responseTimeoutMs: bound,
-  });
+  const client = hostClientWithin(ctx, Math.min(timeoutS * 1000, 10_000));
   const result = await sendAndWait({
     client,
     // Without --group: the admin group, by its flag, whatever its id.

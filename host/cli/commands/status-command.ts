@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { hostStatus, type HostStatus, type PrestartStatus } from '../../channels/local/local-api.ts';
-import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
+import { HostUnreachable } from '../../channels/local/local-client.ts';
+import { hostClientWithin, timeoutSeconds } from '../host-client.ts';
 import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import type { CliContext } from '../cli-context.ts';
 import fs from 'node:fs';
@@ -41,14 +42,14 @@ export function describeDatabase(d: NonNullable<HostStatus['database']>): string
 }
 
 export async function statusCommand(ctx: CliContext, args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: 'boolean', default: false }, timeout: { type: 'string', default: '10' } },
+  });
+  const client = hostClientWithin(ctx, timeoutSeconds(values.timeout) * 1000);
   let live: HostStatus | undefined;
   try {
-    live = hostStatus.parse(
-      await createLocalClient({ socketFile: ctx.paths.socketFile, pidFile: ctx.paths.pidFile }).getJson(
-        '/v1/status',
-      ),
-    );
+    live = hostStatus.parse(await client.getJson('/v1/status'));
   } catch (err) {
     if (!(err instanceof HostUnreachable)) throw err;
   }
