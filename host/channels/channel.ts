@@ -171,8 +171,6 @@ export interface Channel {
   readonly name: string;
   /** Longest text one platform message may carry; the host chunks replies to it at enqueue time. */
   readonly textLimit: number;
-  /** How the agent should format replies for this channel, as prose for its system prompt. */
-  readonly formattingRules: string;
   /** Starts receiving. Resolves once started (not necessarily connected); connection trouble goes to onStatus. */
   start(host: ChannelHost): Promise<void>;
   /** Stops receiving and sending; leaves no timer, socket or poller behind. */
@@ -228,7 +226,10 @@ export interface ChannelDefinition<C = unknown> {
   name: string;
   /** The `[channels.<name>]` section's schema; an absent section means "not configured". */
   configSchema: z.ZodType<C>;
-  textLimit: number;
+  /**
+   * How the agent should format replies on this channel, as prose for its system prompt (the registry
+   * hands it to each run). Written in the adapter's folder, beside the code that renders the replies.
+   */
   formattingRules: string;
   /** Validates a chat id for `groups add --channel <name> --chat <id>`, with an example for the error. */
   chatId: { pattern: RegExp; example: string };

@@ -67,7 +67,6 @@ function benchChannel(t: Timeline): Channel & { host?: ChannelHost } {
   const ch: Channel & { host?: ChannelHost } = {
     name: CHANNEL,
     textLimit: 4096,
-    formattingRules: 'plain text',
     async start(h) {
       ch.host = h;
       h.onStatus({ state: 'connected', since });

@@ -47,7 +47,6 @@ describeChannelConformance(
       ...inner,
       name: inner.name,
       textLimit: inner.textLimit,
-      formattingRules: inner.formattingRules,
       async start(host: ChannelHost) {
         await inner.start({
           ...host,

@@ -84,7 +84,6 @@ export function createSocketChannel(opts: {
   const channel: SocketChannel = {
     name,
     textLimit: 4096,
-    formattingRules: 'plain text',
     async start(h) {
       host = h;
       setStatus('connecting');

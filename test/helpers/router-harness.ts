@@ -35,7 +35,6 @@ export function createRecordingChannel(name = 'test'): RecordingChannel {
   const channel: RecordingChannel = {
     name,
     textLimit: 4096,
-    formattingRules: 'plain text',
     sent,
     failNext(n) {
       for (let i = 0; i < n; i += 1)

@@ -3,7 +3,6 @@ import type { HostEvents } from '../../router/host-events.ts';
 import type { GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';
-import { formattingRulesFor } from '../formatting-rules.ts';
 import { LOCAL_TEXT_LIMIT } from './local-definition.ts';
 import { LOCAL_CHANNEL } from './local-names.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
@@ -140,7 +139,6 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
   const channel: Channel = {
     name: LOCAL_CHANNEL,
     textLimit: LOCAL_TEXT_LIMIT,
-    formattingRules: formattingRulesFor(LOCAL_CHANNEL),
     async start(h: ChannelHost) {
       host = h;
       events.on('outbox-delivered', onDelivered);

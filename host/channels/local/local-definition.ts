@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { ChannelDefinition } from '../channel.ts';
-import { formattingRulesFor } from '../formatting-rules.ts';
 import { LOCAL_CHANNEL } from './local-names.ts';
 
 export const LOCAL_TEXT_LIMIT = 64_000;
@@ -12,8 +11,8 @@ export const LOCAL_TEXT_LIMIT = 64_000;
 export const localChannelDefinition: ChannelDefinition<Record<string, never>> = {
   name: LOCAL_CHANNEL,
   configSchema: z.object({}).strict(),
-  textLimit: LOCAL_TEXT_LIMIT,
-  formattingRules: formattingRulesFor(LOCAL_CHANNEL),
+  formattingRules:
+    'You are talking to the owner in a terminal. Use plain text or light Markdown; keep lines readable.',
   chatId: { pattern: /^[a-z0-9][a-z0-9_-]{0,63}$/, example: 'family' },
   setupHint: 'The local console is always there.',
   create() {

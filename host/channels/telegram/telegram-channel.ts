@@ -13,7 +13,6 @@ import type {
   SendOutcome,
 } from '../channel.ts';
 import { TELEGRAM_CHANNEL, WEBHOOK_SECRET_PATTERN, type TelegramConfig } from './telegram-config.ts';
-import { formattingRulesFor } from '../formatting-rules.ts';
 import { conversationId, decideInbound, parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { createPoller, type Poller, ALLOWED_UPDATES } from './telegram-poller.ts';
 import { privacyWarning } from './telegram-privacy.ts';
@@ -353,7 +352,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   return {
     name: TELEGRAM_CHANNEL,
     textLimit: TELEGRAM_TEXT_LIMIT,
-    formattingRules: formattingRulesFor(TELEGRAM_CHANNEL),
     identity,
 
     async start(h: ChannelHost) {

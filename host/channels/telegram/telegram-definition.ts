@@ -1,5 +1,4 @@
 import type { ChannelDefinition, ChannelDeps } from '../channel.ts';
-import { formattingRulesFor } from '../formatting-rules.ts';
 import { createTelegramChannel, TELEGRAM_TEXT_LIMIT } from './telegram-channel.ts';
 import { TELEGRAM_CHANNEL, telegramConfigSchema, type TelegramConfig } from './telegram-config.ts';
 import { telegramDoctor } from './telegram-doctor.ts';
@@ -15,8 +14,10 @@ const webhookSecretOf = (deps: ChannelDeps<TelegramConfig>) =>
 export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
   name: TELEGRAM_CHANNEL,
   configSchema: telegramConfigSchema,
-  textLimit: TELEGRAM_TEXT_LIMIT,
-  formattingRules: formattingRulesFor(TELEGRAM_CHANNEL),
+  // telegram-format.ts renders these into Telegram's HTML; anything else arrives as the literal characters.
+  formattingRules:
+    'Telegram: use short paragraphs; *bold*, _italic_, `code`, ```code blocks``` and [links](https://…) work; ' +
+    `avoid tables and headings. Messages over ${TELEGRAM_TEXT_LIMIT} characters are split.`,
   chatId: {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,
     example: '-1001234567890 (a forum topic: -1001234567890/42)',

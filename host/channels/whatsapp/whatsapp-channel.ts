@@ -2,7 +2,6 @@ import crypto from 'node:crypto';
 import type { WAMessage } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import { errorMessage } from '../../errors/error-message.ts';
-import { formattingRulesFor } from '../formatting-rules.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import {
   createConnectionController,
@@ -208,7 +207,6 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
   const channel: WhatsAppChannel = {
     name: WHATSAPP_CHANNEL,
     textLimit: deps.config.chunk_size,
-    formattingRules: formattingRulesFor(WHATSAPP_CHANNEL),
 
     async start(h: ChannelHost) {
       host = h;

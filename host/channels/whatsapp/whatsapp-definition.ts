@@ -3,7 +3,6 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { DEFAULT_CONNECTION_CONFIG } from '@whiskeysockets/baileys';
 import type { ChannelDefinition, ChannelDeps, ChatKind } from '../channel.ts';
-import { formattingRulesFor } from '../formatting-rules.ts';
 import { CREDS_FILE, openAuthStore } from './auth-store.ts';
 import { isGroupJid, selfIdentity } from './jids.ts';
 import { WHATSAPP_CHANNEL } from './inbound-message.ts';
@@ -19,8 +18,9 @@ const SETUP_HINT =
 export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
   name: WHATSAPP_CHANNEL,
   configSchema: whatsappConfigSchema,
-  textLimit: whatsappConfigSchema.parse({}).chunk_size,
-  formattingRules: formattingRulesFor(WHATSAPP_CHANNEL),
+  // whatsapp-markdown.ts turns the agent's Markdown into these; links, headings and tables have no form.
+  formattingRules:
+    'WhatsApp: use short paragraphs; *bold*, _italic_, ~strike~ and ```code``` work; no Markdown links, headings or tables.',
   chatId: {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,
     example: '120363012345678901@g.us',
