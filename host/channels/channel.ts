@@ -221,6 +221,26 @@ export interface ChatFacts<C> {
   dataDir: string;
 }
 
+/**
+ * What a channel's platform can do, each either `true` or why not. The conformance suite
+ * (test/conformance/channel-conformance.ts) runs the tests a capability needs and skips the rest with the
+ * reason in their name, so a lacking capability is a documented fact of the platform, not a missing test.
+ */
+export interface ChannelCapabilities {
+  /** People other than the owner write in the channel's groups (mention the bot, reply to it). */
+  members: true | string;
+  /** A message can carry someone else's words as a forward, with the platform naming their author. */
+  forwards: true | string;
+  /** A send can fail in transit and succeed when retried. */
+  transientSendFailures: true | string;
+  /** The platform can move a chat to a new id (Telegram's supergroup upgrade). */
+  chatMoves: true | string;
+  /** The channel holds a connection that can drop and come back. */
+  connectionDrops: true | string;
+  /** Sends share one connection, so a send that the server refuses by closing it cuts every chat off. */
+  sharedConnection: true | string;
+}
+
 /** One entry of the channel registry (host/channels/registry.ts). */
 export interface ChannelDefinition<C = unknown> {
   name: string;
@@ -231,6 +251,7 @@ export interface ChannelDefinition<C = unknown> {
    * hands it to each run). Written in the adapter's folder, beside the code that renders the replies.
    */
   formattingRules: string;
+  capabilities: ChannelCapabilities;
   /** Validates a chat id for `groups add --channel <name> --chat <id>`, with an example for the error. */
   chatId: { pattern: RegExp; example: string };
   /**

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { newClientMessageId } from '../../host/channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../../host/channels/local/local-channel.ts';
 import { createLocalClient } from '../../host/channels/local/local-client.ts';
+import { localChannelDefinition } from '../../host/channels/local/local-definition.ts';
 import { listenOnSocket } from '../../host/channels/local/socket-server.ts';
 import { describeChannelConformance } from './channel-conformance.ts';
 
@@ -55,16 +56,5 @@ describeChannelConformance(
       },
     };
   },
-  {
-    lacks: {
-      memberWrites: 'only the owner can open the console, so it has no members',
-      memberMentionsBot: 'only the owner can open the console, so it has no members',
-      memberRepliesTo: 'only the owner can open the console, so it has no members',
-      ownerForwards: 'the console has no forwarding: what is typed there is the owner’s own words',
-      failNextSend: 'delivery is the outbox row itself, so nothing can fail in transit',
-      moveChat: 'console chats are group ids, which never move',
-      dropConnection: 'the console is the host itself; there is no connection to lose',
-      dropsConnectionOn: 'the console is the host itself; there is no connection to lose',
-    },
-  },
+  { capabilities: localChannelDefinition.capabilities },
 );

@@ -58,5 +58,14 @@ describeChannelConformance(
       },
     };
   },
-  { lacks: { ownerForwards: 'the test platform has no forwarding' } },
+  {
+    capabilities: {
+      members: true,
+      forwards: 'the test platform has no forwarding',
+      transientSendFailures: true,
+      chatMoves: true,
+      connectionDrops: true,
+      sharedConnection: true,
+    },
+  },
 );

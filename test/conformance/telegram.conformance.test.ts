@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { createTelegramChannel } from '../../host/channels/telegram/telegram-channel.ts';
 import { TELEGRAM_CHANNEL, telegramConfigSchema } from '../../host/channels/telegram/telegram-config.ts';
+import { telegramChannelDefinition } from '../../host/channels/telegram/telegram-definition.ts';
 import { OFFSET_KEY } from '../../host/channels/telegram/telegram-poller.ts';
 import { startFakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { channelStateIn } from '../fakes/telegram-test-host.ts';
@@ -109,10 +110,7 @@ describeChannelConformance(
     };
   },
   {
-    lacks: {
-      dropsConnectionOn:
-        'each Bot API call is its own HTTP request: no send can take a connection the others share',
-    },
+    capabilities: telegramChannelDefinition.capabilities,
     timeoutMs: 10_000,
   },
 );

@@ -3,6 +3,7 @@ import pino from 'pino';
 import type { Channel, ChannelHost, InboundMessage } from '../../host/channels/channel.ts';
 import { createWhatsAppChannel } from '../../host/channels/whatsapp/whatsapp-channel.ts';
 import { whatsappConfigSchema } from '../../host/channels/whatsapp/whatsapp-config.ts';
+import { whatsappChannelDefinition } from '../../host/channels/whatsapp/whatsapp-definition.ts';
 import {
   connectionClosed,
   FAKE_SELF_JID,
@@ -142,7 +143,7 @@ describeChannelConformance(
     };
   },
   {
-    lacks: { moveChat: 'WhatsApp groups keep their id for life' },
+    capabilities: whatsappChannelDefinition.capabilities,
     timeoutMs: 15_000,
   },
 );

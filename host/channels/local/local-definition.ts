@@ -13,6 +13,14 @@ export const localChannelDefinition: ChannelDefinition<Record<string, never>> = 
   configSchema: z.object({}).strict(),
   formattingRules:
     'You are talking to the owner in a terminal. Use plain text or light Markdown; keep lines readable.',
+  capabilities: {
+    members: 'only the owner can open the console, so it has no members',
+    forwards: 'the console has no forwarding: what is typed there is the owner’s own words',
+    transientSendFailures: 'delivery is the outbox row itself, so nothing can fail in transit',
+    chatMoves: 'console chats are group ids, which never move',
+    connectionDrops: 'the console is the host itself; there is no connection to lose',
+    sharedConnection: 'the console is the host itself; there is no connection to lose',
+  },
   chatId: { pattern: /^[a-z0-9][a-z0-9_-]{0,63}$/, example: 'family' },
   setupHint: 'The local console is always there.',
   create() {

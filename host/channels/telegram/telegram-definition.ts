@@ -18,6 +18,15 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
   formattingRules:
     'Telegram: use short paragraphs; *bold*, _italic_, `code`, ```code blocks``` and [links](https://…) work; ' +
     `avoid tables and headings. Messages over ${TELEGRAM_TEXT_LIMIT} characters are split.`,
+  capabilities: {
+    members: true,
+    forwards: true,
+    transientSendFailures: true,
+    chatMoves: true,
+    connectionDrops: true,
+    sharedConnection:
+      'each Bot API call is its own HTTP request: no send can take a connection the others share',
+  },
   chatId: {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,
     example: '-1001234567890 (a forum topic: -1001234567890/42)',

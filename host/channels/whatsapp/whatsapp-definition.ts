@@ -21,6 +21,14 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
   // whatsapp-markdown.ts turns the agent's Markdown into these; links, headings and tables have no form.
   formattingRules:
     'WhatsApp: use short paragraphs; *bold*, _italic_, ~strike~ and ```code``` work; no Markdown links, headings or tables.',
+  capabilities: {
+    members: true,
+    forwards: true,
+    transientSendFailures: true,
+    chatMoves: 'WhatsApp groups keep their id for life',
+    connectionDrops: true,
+    sharedConnection: true,
+  },
   chatId: {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,
     example: '120363012345678901@g.us',
