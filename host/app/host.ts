@@ -119,11 +119,6 @@ function fileSize(file: string): number {
   }
 }
 
-/** For a runner that needs nothing from the host (tests, doubles). */
-export function staticRunner(runner: AgentRunner): HostDeps['createRunner'] {
-  return async () => ({ runner, close: async () => undefined });
-}
-
 /**
  * Wiring only: every subsystem gets its dependencies here and nowhere else. Each part that comes up pushes
  * its closer onto one stack; a failed start unwinds exactly what came up (connected channels included) and

@@ -9,7 +9,8 @@
 import net from 'node:net';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { startHost, staticRunner } from '../../host/app/host.ts';
+import { startHost } from '../../host/app/host.ts';
+import { staticRunner } from '../helpers/static-runner.ts';
 import { startProductionHost } from '../../host/app/production-host.ts';
 import { HostStartError } from '../../host/app/start-error.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';

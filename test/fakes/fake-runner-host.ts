@@ -8,7 +8,8 @@ import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
-import { staticRunner, startHost } from '../../host/app/host.ts';
+import { startHost } from '../../host/app/host.ts';
+import { staticRunner } from '../helpers/static-runner.ts';
 import { createEchoRunner } from './echo-runner.ts';
 import { createSocketChannel } from './socket-channel.ts';
 

@@ -13,7 +13,8 @@ import { createLocalClient } from '../../host/channels/local/local-client.ts';
 import { createConfigFileStore } from '../../host/config/config-file-store.ts';
 import { resolvePaths, type CarapacePaths } from '../../host/config/paths.ts';
 import { lastGoodFile, loadStartConfig } from '../../host/config/safe-start.ts';
-import { staticRunner, startHost, type RunningHost } from '../../host/app/host.ts';
+import { startHost, type RunningHost } from '../../host/app/host.ts';
+import { staticRunner } from '../helpers/static-runner.ts';
 import { createEchoRunner } from '../fakes/echo-runner.ts';
 
 let dir: string;

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
-import { staticRunner, startHost, type RunningHost } from '../../host/app/host.ts';
+import { startHost, type RunningHost } from '../../host/app/host.ts';
+import { staticRunner } from '../helpers/static-runner.ts';
 import { createEchoRunner } from '../fakes/echo-runner.ts';
 import { ROOT, runCli } from '../helpers/processes.ts';
 
