@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import type { Logger } from 'pino';
@@ -10,6 +9,7 @@ import { createTaskDelivery } from '../scheduler/task-delivery.ts';
 import { ensureAdminGroup } from '../admin/admin-group.ts';
 import { isOwnerMessage } from '../admin/owner-check.ts';
 import { createAdminChats } from '../admin/admin-chats.ts';
+import { createChannelNotices } from '../admin/channel-notices.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
@@ -38,6 +38,7 @@ import { createHostEvents } from '../router/host-events.ts';
 import { createIngest } from '../router/ingest.ts';
 import { recoverInterruptedRuns } from '../router/recover-runs.ts';
 import { createRunExecutor } from '../router/run-executor.ts';
+import { createTypingIndicator } from '../router/typing-indicator.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { acquireHostLock } from '../store/host-lock.ts';
 import { createRetentionRunner } from '../store/retention-runner.ts';
@@ -335,22 +336,12 @@ export async function startHost({
     closers.push('run queue', (reason) => activeQueue.close(reason));
     closers.push('approvals', () => approvals.close());
     closers.push('scheduler', () => scheduler.stop());
-    // A typing indicator while a group's run is active (best effort): on when a message triggers it, off
-    // once the queue says the group is idle. Read after the queue settled the change.
-    const typing = new Set<string>();
-    const syncTyping = (groupId: string) =>
-      setImmediate(() => {
-        const g = store.groups.get(groupId);
-        const busy = !!g && activeQueue.isBusy(groupId);
-        if (!g || busy === typing.has(groupId)) return;
-        if (busy) typing.add(groupId);
-        else typing.delete(groupId);
-        void channels
-          .get(g.channel)
-          ?.setTyping(g.chatId, busy)
-          .catch(() => undefined);
-      });
-    events.on('group-state', syncTyping);
+    const typing = createTypingIndicator({
+      groups: store.groups,
+      isBusy: (id) => activeQueue.isBusy(id),
+      channelFor: (name) => channels.get(name),
+    });
+    events.on('group-state', typing.sync);
     const ingest = createIngest({
       store,
       adminCommands: createAdminCommandHandler({
@@ -381,11 +372,12 @@ export async function startHost({
       },
       onTriggered: (groupId) => {
         activeQueue.notify(groupId);
-        syncTyping(groupId);
+        typing.sync(groupId);
       },
       logger: logger.child({ subsystem: 'ingest' }),
     });
 
+    const channelNotices = createChannelNotices({ notify: adminChats.notify, running: () => running });
     step = 'setting up the configured channels';
     const configured = registry.create((d) => {
       const dataDir = channelDataDir(paths, d.name);
@@ -407,28 +399,7 @@ export async function startHost({
           const before = statuses.get(ch.name)?.state;
           statuses.set(ch.name, status);
           log.info({ status }, 'channel status');
-          // A channel that works but warns (Telegram's privacy mode hiding the trigger word) tells the
-          // owner once: the outbox key is the warning itself, so a restart or a re-check repeats nothing.
-          if (status.state === 'connected' && status.reason) {
-            const digest = crypto.createHash('sha256').update(status.reason).digest('hex').slice(0, 16);
-            adminChats.notify(
-              `channel-note:${ch.name}:${digest}`,
-              `The ${ch.name} channel: ${status.reason}`,
-            );
-          }
-          // Losing a channel is news to the owner, told in the admin chats that still work.
-          if (
-            before !== status.state &&
-            (status.state === 'logged-out' || status.state === 'stopped') &&
-            running
-          ) {
-            const adminChat = ch.adminChatId();
-            adminChats.notify(
-              `channel-status:${ch.name}:${status.state}:${status.since}`,
-              `The ${ch.name} channel is ${status.state}${status.reason ? `: ${status.reason}` : ''}.`,
-              adminChat === undefined ? {} : { except: { channel: ch.name, chatId: adminChat } },
-            );
-          }
+          channelNotices.statusChanged(ch, before, status);
         },
         onChatSeen: (chat) => {
           // Remembered for registering: an admin chat is no candidate (it already is the admin conversation).
