@@ -26,10 +26,8 @@ import { createConfigHealth } from '../config/config-health.ts';
 import { createConfigReloader, type ConfigReloader } from '../config/config-reloader.ts';
 import { createConfigSource, type ConfigSource } from '../config/config-source.ts';
 import { watchConfigFile } from '../config/config-watch.ts';
-import { checkConfigText } from '../config/load-config.ts';
+import { createReloadCheck } from '../config/reload-check.ts';
 import { saveLastGood, type StartConfig } from '../config/safe-start.ts';
-import { CleanRoomError } from '../security/policies/admin-clean-room.ts';
-import { assertStartableConfig, createHostServiceRegistry } from '../config/service-grants.ts';
 import { adminGroupId } from '../admin/admin-group.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { AgentRunner } from '../router/agent-runner.ts';
@@ -446,23 +444,11 @@ export async function startHost({
       const reloader = createConfigReloader({
         store: files,
         source,
-        // Checked like a start: the schema, then the admin clean room start refuses to run without.
-        check: (text) => {
-          const checked = checkConfigText(paths.configFile, text, reload.exampleFile);
-          if (!checked.ok) return checked;
-          try {
-            const c = checked.config;
-            assertStartableConfig(
-              c,
-              createHostServiceRegistry(() => c),
-              adminGroupId(store.groups),
-            );
-          } catch (err) {
-            if (!(err instanceof CleanRoomError)) throw err;
-            return { ok: false, problems: [{ file: paths.configFile, key: 'groups', problem: err.message }] };
-          }
-          return checked;
-        },
+        check: createReloadCheck({
+          configFile: paths.configFile,
+          exampleFile: reload.exampleFile,
+          adminGroupId: () => adminGroupId(store.groups),
+        }),
         health: createConfigHealth({
           channels: () =>
             [...channels.values()].map((ch) => ({
