@@ -13,10 +13,10 @@ import { createChannelNotices } from '../admin/channel-notices.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
-import { createDeliveryOutcomes, firstWords } from '../channels/delivery-outcomes.ts';
-import type { HostStatus, PrestartStatus } from '../channels/local/local-api.ts';
+import { createDeliveryOutcomes } from '../channels/delivery-outcomes.ts';
+import type { PrestartStatus } from '../channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
-import { listenOnSocket, sendJson } from '../channels/local/socket-server.ts';
+import { listenOnSocket } from '../channels/local/socket-server.ts';
 import { createOutboxDispatcher } from '../channels/outbox-dispatcher.ts';
 import { channelDataDir, ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
 import { describeReload, type ReloadConfig } from '../config/config-reload.ts';
@@ -42,6 +42,8 @@ import { acquireHostLock } from '../store/host-lock.ts';
 import { createRetentionRunner } from '../store/retention-runner.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { createCloserStack } from './closer-stack.ts';
+import { createControlRoutes } from './control-api.ts';
+import { lateBound } from './late-bound.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import { HostStartError } from './start-error.ts';
 
@@ -109,15 +111,6 @@ export interface RunningHost {
   whenIdle(): Promise<void>;
 }
 
-/** 0 for a file that is not there (no WAL between checkpoints). */
-function fileSize(file: string): number {
-  try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
-  }
-}
-
 /**
  * Wiring only: every subsystem gets its dependencies here and nowhere else. Each part that comes up pushes
  * its closer onto one stack; a failed start unwinds exactly what came up (connected channels included) and
@@ -160,13 +153,16 @@ export async function startHost({
     const statuses = new Map<string, ChannelStatus>();
     // Set once every channel started: a channel's own shutdown on stop is not news to announce.
     let running = false;
-    // Bound late: the console's routes exist before the queue does (the socket is taken first).
-    const late: { queue?: GroupQueue; runtime?: RunnerRuntime; reloader?: ConfigReloader } = {};
+    // Bound late: the console's routes exist before the queue, the runtime and the reloader do (the socket
+    // is taken first).
+    const queue = lateBound<GroupQueue>();
+    const lateRuntime = lateBound<RunnerRuntime>();
+    const lateReloader = lateBound<ConfigReloader>();
     const local = createLocalChannel({
       groups: store.groups,
       outbox: store.outbox,
       events,
-      isBusy: (id) => late.queue?.isBusy(id) ?? false,
+      isBusy: (id) => queue.get()?.isBusy(id) ?? false,
       ownerName: os.userInfo().username,
       logger: logger.child({ channel: LOCAL_CHANNEL }),
     });
@@ -174,61 +170,21 @@ export async function startHost({
     step = 'opening the control socket';
     const server = await listenOnSocket(paths.socketFile, {
       ...local.routes,
-      'GET /v1/status': (_req, res) => {
-        const status: HostStatus = {
-          pid: process.pid,
-          startedAt,
-          assistant: live().assistant.name,
-          queue: late.queue?.snapshot() ?? { active: [], waiting: [], retrying: [] },
-          outboxPending: store.outbox.pendingCount(),
-          outboxDead: store.outbox.deadCount(),
-          outboxFailing: store.outbox.failing(5).map((o) => ({
-            id: o.id,
-            groupId: o.groupId,
-            channel: o.channel,
-            chatId: o.chatId,
-            begins: firstWords(o.text),
-            attempts: o.attempts,
-            connectionDrops: o.connectionDrops,
-            lastError: o.lastError,
-          })),
-          approvalsPending: store.approvals.listPending().length,
-          database: {
-            bytes: fileSize(paths.databaseFile),
-            walBytes: fileSize(`${paths.databaseFile}-wal`),
-            rows: store.retention.sizes(),
-          },
-          ...(late.runtime?.prestart ? { prestart: late.runtime.prestart.status() } : {}),
-          ...(late.runtime?.services ? { services: late.runtime.services.status() } : {}),
-          channels: [...channels.values()].map((ch) => ({
+      ...createControlRoutes({
+        store,
+        databaseFile: paths.databaseFile,
+        startedAt,
+        assistantName: () => live().assistant.name,
+        queue: queue.get,
+        runtime: lateRuntime.get,
+        reloader: lateReloader.get,
+        channels: () =>
+          [...channels.values()].map((ch) => ({
             name: ch.name,
-            ...(statuses.get(ch.name) ?? ch.status()),
+            status: statuses.get(ch.name) ?? ch.status(),
             adminChat: ch.adminChatId(),
           })),
-          groups: store.groups.list().map((g) => ({
-            id: g.id,
-            channel: g.channel,
-            admin: g.isAdmin,
-            cursor: g.agentCursor,
-            openTasks: store.tasks.openCount(g.id),
-          })),
-        };
-        sendJson(res, 200, status);
-      },
-      // The CLI changes groups in the database directly; this tells the host to drop what they made stale.
-      'POST /v1/groups/changed': (_req, res) => {
-        late.runtime?.prestart?.refresh();
-        sendJson(res, 200, { ok: true });
-      },
-      // `carapace config set` and `rollback` wrote the file and want to know what the host made of it.
-      'POST /v1/config/reload': async (_req, res) => {
-        if (!late.reloader) {
-          sendJson(res, 409, { error: 'this host does not reload its configuration; restart it' });
-          return;
-        }
-        const outcome = await late.reloader.reload('cli');
-        sendJson(res, 200, { kind: outcome.kind, ...describeReload(outcome) });
-      },
+      }),
     });
     closers.push('control socket', async () => {
       server.closeAllConnections();
@@ -283,7 +239,7 @@ export async function startHost({
       ...createTaskDelivery({
         groups: store.groups,
         messages: store.messages,
-        notify: (id) => late.queue?.notify(id),
+        notify: (id) => queue.get()?.notify(id),
       }),
       timezone: () => live().assistant.timezone,
       audit: store.audit,
@@ -302,14 +258,16 @@ export async function startHost({
       config: source,
       ...(reload
         ? {
-            reloadConfig: async () =>
-              late.reloader
-                ? describeReload(await late.reloader.reload('proposal'))
-                : { ok: false, detail: 'the host is still starting; the file is read again once it runs' },
+            reloadConfig: async () => {
+              const reloader = lateReloader.get();
+              return reloader
+                ? describeReload(await reloader.reload('proposal'))
+                : { ok: false, detail: 'the host is still starting; the file is read again once it runs' };
+            },
           }
         : {}),
     });
-    late.runtime = runtime;
+    lateRuntime.set(runtime);
     closers.push('agent runtime', () =>
       runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed')),
     );
@@ -330,7 +288,7 @@ export async function startHost({
       retryBaseMs: config.runs.retry_base_ms,
       logger: logger.child({ subsystem: 'queue' }),
     });
-    late.queue = activeQueue;
+    queue.set(activeQueue);
     closers.push('run queue', (reason) => activeQueue.close(reason));
     closers.push('approvals', () => approvals.close());
     closers.push('scheduler', () => scheduler.stop());
@@ -462,10 +420,10 @@ export async function startHost({
         saveLastGood: (applied) => saveLastGood(paths.configFile, applied),
         // A pre-started container made under the old config (its TZ, its mounts) is replaced now, not
         // discarded when its group's next run finds it stale.
-        onApplied: () => late.runtime?.prestart?.refresh(),
+        onApplied: () => lateRuntime.get()?.prestart?.refresh(),
         logger: logger.child({ subsystem: 'config' }),
       });
-      late.reloader = reloader;
+      lateReloader.set(reloader);
       const stopWatch = watchConfigFile({
         configFile: paths.configFile,
         ...(reload.watchDebounceMs === undefined ? {} : { debounceMs: reload.watchDebounceMs }),
