@@ -155,14 +155,14 @@ export async function startHost({
     let running = false;
     // Bound late: the console's routes exist before the queue, the runtime and the reloader do (the socket
     // is taken first).
-    const queue = lateBound<GroupQueue>();
+    const lateQueue = lateBound<GroupQueue>();
     const lateRuntime = lateBound<RunnerRuntime>();
     const lateReloader = lateBound<ConfigReloader>();
     const local = createLocalChannel({
       groups: store.groups,
       outbox: store.outbox,
       events,
-      isBusy: (id) => queue.get()?.isBusy(id) ?? false,
+      isBusy: (id) => lateQueue.get()?.isBusy(id) ?? false,
       ownerName: os.userInfo().username,
       logger: logger.child({ channel: LOCAL_CHANNEL }),
     });
@@ -175,7 +175,7 @@ export async function startHost({
         databaseFile: paths.databaseFile,
         startedAt,
         assistantName: () => live().assistant.name,
-        queue: queue.get,
+        queue: lateQueue.get,
         runtime: lateRuntime.get,
         reloader: lateReloader.get,
         channels: () =>
@@ -239,7 +239,7 @@ export async function startHost({
       ...createTaskDelivery({
         groups: store.groups,
         messages: store.messages,
-        notify: (id) => queue.get()?.notify(id),
+        notify: (id) => lateQueue.get()?.notify(id),
       }),
       timezone: () => live().assistant.timezone,
       audit: store.audit,
@@ -288,7 +288,7 @@ export async function startHost({
       retryBaseMs: config.runs.retry_base_ms,
       logger: logger.child({ subsystem: 'queue' }),
     });
-    queue.set(activeQueue);
+    lateQueue.set(activeQueue);
     closers.push('run queue', (reason) => activeQueue.close(reason));
     closers.push('approvals', () => approvals.close());
     closers.push('scheduler', () => scheduler.stop());
