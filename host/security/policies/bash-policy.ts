@@ -4,17 +4,10 @@ import type { AuditStore } from '../../store/audit-store.ts';
 import type { BashLedger } from './bash-ledger.ts';
 import type { Cop } from '../cop/cop.ts';
 import type { Finding } from '../secrets/index.ts';
-import { describeTaint, type TaintRegistry } from '../taint/taint.ts';
+import type { TaintRegistry } from '../taint/taint.ts';
+import { copThenOwner, createDecisionRecorder, type HumanApproval } from './reviewed-decision.ts';
 
-export interface HumanApproval {
-  /** Asks the owner in the admin chat; resolves true only on an explicit approve. */
-  ask(
-    identity: RunIdentity,
-    operation: string,
-    reason: string,
-    params: Record<string, unknown>,
-  ): Promise<boolean>;
-}
+export type { HumanApproval } from './reviewed-decision.ts';
 
 export interface BashPolicyDeps {
   /** The host's own classifier: the container's verdict is never taken on trust. */
@@ -35,21 +28,17 @@ export interface BashPolicyDeps {
  * because what it fetched is now in the agent's context. Every path ends in an audited, typed decision.
  */
 export function createBashPolicy(deps: BashPolicyDeps) {
-  const { classifier, taint, cop, human, audit } = deps;
+  const { classifier, taint, human, audit } = deps;
   return async function bashCheck(identity: RunIdentity, command: string): Promise<BashDecision> {
     const verdict = classifier.classify(command);
     const t = taint.get(identity.runId);
+    const record = createDecisionRecorder(audit, identity, 'bash', t, () => ({
+      command: command.slice(0, 2000),
+      class: verdict.class,
+      network: verdict.network,
+    }));
     const decide = (decision: 'allow' | 'deny', reason: string, approver?: string): BashDecision => {
-      audit.record({
-        runId: identity.runId,
-        groupId: identity.group.id,
-        operation: 'bash',
-        decision: decision === 'allow' ? 'allowed' : 'denied',
-        taint: describeTaint(t),
-        reason,
-        approver: approver ?? null,
-        details: { command: command.slice(0, 2000), class: verdict.class, network: verdict.network },
-      });
+      record(decision === 'allow' ? 'allowed' : 'denied', reason, approver);
       if (decision === 'allow' && verdict.network) taint.markCorrupted(identity.runId);
       if (decision === 'allow') deps.ledger?.grant(identity.runId, command);
       return { decision, reason };
@@ -65,21 +54,15 @@ export function createBashPolicy(deps: BashPolicyDeps) {
     if (!t.corruption) return decide('allow', `untainted run (${verdict.reason})`);
     if (t.secret && verdict.network)
       return askHuman('a run that read secrets and untrusted content wants the network');
-    const review = await cop.review({
-      kind: 'bash_command',
-      operation: 'bash',
-      params: { command },
-      taint: t,
-    });
-    audit.record({
-      runId: identity.runId,
-      groupId: identity.group.id,
-      operation: 'bash.cop',
-      decision: review.flagged ? 'flagged' : 'passed',
-      taint: describeTaint(t),
-      reason: review.reason.slice(0, 1000),
-    });
-    if (review.flagged) return askHuman(`the Cop flagged it: ${review.reason.slice(0, 300)}`);
+    const reviewed = await copThenOwner(
+      deps,
+      identity,
+      { kind: 'bash_command', operation: 'bash', params: { command }, taint: t },
+      { ownerParams: { command }, flagged: (reason) => `the Cop flagged it: ${reason}` },
+    );
+    if (reviewed.outcome === 'approved')
+      return decide('allow', `approved by the owner (${reviewed.why})`, 'owner');
+    if (reviewed.outcome === 'denied') return decide('deny', `not approved by the owner (${reviewed.why})`);
     return decide('allow', `the Cop passed it (${verdict.reason})`);
   };
 }

@@ -2,7 +2,8 @@ import type { RunIdentity, Verdict } from '../decisions.ts';
 import type { AuditStore } from '../../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from '../cop/cop.ts';
-import { describeTaint, type TaintRegistry } from '../taint/taint.ts';
+import type { TaintRegistry } from '../taint/taint.ts';
+import { copThenOwner } from './reviewed-decision.ts';
 
 export type MutationVerdict = Verdict;
 
@@ -21,30 +22,17 @@ export function createMutationReview(deps: {
     operation: string,
     params: Record<string, unknown>,
   ): Promise<MutationVerdict> {
-    const t = deps.taint.get(identity.runId);
-    const review = await deps.cop.review({ kind: 'host_mutation', operation, params, taint: t });
-    deps.audit.record({
-      runId: identity.runId,
-      groupId: identity.group.id,
-      operation: `${operation}.cop`,
-      decision: review.flagged ? 'flagged' : 'passed',
-      taint: describeTaint(t),
-      reason: review.reason.slice(0, 1000),
-    });
-    if (!review.flagged)
-      return { allowed: true, reason: `the Cop passed it: ${review.reason.slice(0, 300)}` };
-    const approved = await deps.human.ask(
+    const reviewed = await copThenOwner(
+      deps,
       identity,
-      operation,
-      `the Cop flagged it: ${review.reason.slice(0, 300)}`,
-      params,
+      { kind: 'host_mutation', operation, params, taint: deps.taint.get(identity.runId) },
+      { ownerParams: params, flagged: (reason) => `the Cop flagged it: ${reason}` },
     );
-    return approved
+    if (reviewed.outcome === 'passed')
+      return { allowed: true, reason: `the Cop passed it: ${reviewed.copReason.slice(0, 300)}` };
+    return reviewed.outcome === 'approved'
       ? { allowed: true, reason: 'approved by the owner after a Cop flag' }
-      : {
-          allowed: false,
-          reason: `not approved by the owner (the Cop flagged it: ${review.reason.slice(0, 300)})`,
-        };
+      : { allowed: false, reason: `not approved by the owner (${reviewed.why})` };
   };
 }
 
