@@ -4,7 +4,8 @@ import type { AuditStore } from '../../store/audit-store.ts';
 import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from '../cop/cop.ts';
 import type { Finding } from '../secrets/index.ts';
-import { describeTaint, type TaintRegistry } from '../taint/taint.ts';
+import type { TaintRegistry } from '../taint/taint.ts';
+import { copThenOwner, createDecisionRecorder } from './reviewed-decision.ts';
 import type { MutationVerdict } from './mutation-review.ts';
 
 /**
@@ -42,16 +43,10 @@ export function createMessagePolicy(deps: {
     to: string,
   ): Promise<MutationVerdict> {
     const t = deps.taint.get(identity.runId);
+    const record = createDecisionRecorder(deps.audit, identity, 'message.send', t);
     const key = deniedKey(identity.group.id, to, text);
     if (denied.has(key)) {
-      deps.audit.record({
-        runId: identity.runId,
-        groupId: identity.group.id,
-        operation: 'message.send',
-        decision: 'denied',
-        taint: describeTaint(t),
-        reason: 'the owner already denied this text; not asked again',
-      });
+      record('denied', 'the owner already denied this text; not asked again');
       deps.onDenied?.(identity.runId);
       return { allowed: false, reason: MESSAGE_DENIED_REASON };
     }
@@ -61,35 +56,24 @@ export function createMessagePolicy(deps: {
       why = `the message contains a secret (${findings.map((f) => f.rule).join(', ')})`;
     else if (t.corruption && t.secret)
       why = 'a run that read secrets and untrusted content wants to send a message';
+    let approved: boolean;
+    if (why) approved = await deps.human.ask(identity, 'message.send', why, { to, text });
     else if (t.corruption && to !== identity.group.id) {
-      const review = await deps.cop.review({
-        kind: 'tainted_write',
-        operation: 'message.send',
-        params: { to, text },
-        taint: t,
-      });
-      deps.audit.record({
-        runId: identity.runId,
-        groupId: identity.group.id,
-        operation: 'message.send.cop',
-        decision: review.flagged ? 'flagged' : 'passed',
-        taint: describeTaint(t),
-        reason: review.reason.slice(0, 1000),
-      });
-      if (review.flagged) why = `the Cop flagged a message to ${to}: ${review.reason.slice(0, 300)}`;
+      const reviewed = await copThenOwner(
+        deps,
+        identity,
+        { kind: 'tainted_write', operation: 'message.send', params: { to, text }, taint: t },
+        { ownerParams: { to, text }, flagged: (reason) => `the Cop flagged a message to ${to}: ${reason}` },
+      );
+      if (reviewed.outcome === 'passed') return { allowed: true, reason: 'nothing in it could leak' };
+      why = reviewed.why;
+      approved = reviewed.outcome === 'approved';
+    } else return { allowed: true, reason: 'nothing in it could leak' };
+    if (approved) {
+      record('allowed', `approved by the owner (${why})`, 'owner');
+      return { allowed: true, reason: why };
     }
-    if (!why) return { allowed: true, reason: 'nothing in it could leak' };
-    const approved = await deps.human.ask(identity, 'message.send', why, { to, text });
-    deps.audit.record({
-      runId: identity.runId,
-      groupId: identity.group.id,
-      operation: 'message.send',
-      decision: approved ? 'allowed' : 'denied',
-      taint: describeTaint(t),
-      reason: approved ? `approved by the owner (${why})` : `not approved by the owner (${why})`,
-      approver: approved ? 'owner' : null,
-    });
-    if (approved) return { allowed: true, reason: why };
+    record('denied', `not approved by the owner (${why})`);
     denied.add(key);
     deps.onDenied?.(identity.runId);
     return { allowed: false, reason: MESSAGE_DENIED_REASON };
