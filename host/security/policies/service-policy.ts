@@ -23,7 +23,8 @@ import type { HumanApproval } from './bash-policy.ts';
 import type { Cop } from '../cop/cop.ts';
 import type { MutationReview } from './mutation-review.ts';
 import type { Finding } from '../secrets/index.ts';
-import { describeTaint, type TaintRegistry } from '../taint/taint.ts';
+import type { TaintRegistry } from '../taint/taint.ts';
+import { createDecisionRecorder } from './reviewed-decision.ts';
 
 export interface ServicePolicyDeps {
   registry: ServiceRegistry;
@@ -79,17 +80,7 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
     const operation = tool === undefined ? `service.${service}` : `service.${service}.${tool}`;
     // What the audit rows show; for an MCP tool, the same as the owner's question once it is known.
     let details: Record<string, unknown> = tool === undefined ? { params } : { tool, arguments: params };
-    const record = (decision: string, reason: string, approver?: string) =>
-      audit.record({
-        runId: identity.runId,
-        groupId: identity.group.id,
-        operation,
-        decision,
-        taint: describeTaint(t),
-        reason,
-        approver: approver ?? null,
-        details,
-      });
+    const record = createDecisionRecorder(audit, identity, operation, t, () => details);
     const deny = (reason: string, kind: DomainErrorKind = 'denied') => {
       record('denied', reason);
       return new DomainError(kind, reason);
