@@ -13,6 +13,7 @@ import { describeDocker } from '../helpers/docker-available.ts';
 import {
   auditMark,
   auditSince,
+  unaskedSend,
   copReviews,
   resultsOf,
   runTools,
@@ -77,7 +78,9 @@ await describeDocker('e2e: an MCP server as a group’s notebook', () => {
     expect(result).toMatch(/^<<<UNTRUSTED TEXT from notebook\.search_nodes/);
     expect(result).toContain(fact);
 
-    const rows = auditSince(h, mark).map((r) => [r.operation, r.decision]);
+    const rows = auditSince(h, mark)
+      .filter((r) => !unaskedSend(r))
+      .map((r) => [r.operation, r.decision]);
     expect(rows).toEqual([
       ['service.notebook.create_entities.cop', 'passed'],
       ['service.notebook.create_entities', 'allowed'],

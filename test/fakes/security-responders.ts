@@ -142,6 +142,14 @@ export function auditMark(h: HostView): number {
 }
 
 /** Audit rows written after `mark`, oldest first. */
+/**
+ * Whether a row is an ordinary message send nobody had to review (allowed with no approver): every reply
+ * is a row, which tests about other decisions leave out.
+ */
+export function unaskedSend(r: AuditRow): boolean {
+  return r.operation === 'message.send' && r.decision === 'allowed' && r.approver === null;
+}
+
 export function auditSince(h: HostView, mark: number): AuditRow[] {
   return h.host.store.audit.tail(10_000).filter((row) => row.id > mark);
 }

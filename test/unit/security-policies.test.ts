@@ -323,6 +323,16 @@ describe('message and host-mutation reviews', () => {
     });
     expect(await review(identity(false), 'dinner is at eight', 'fam')).toMatchObject({ allowed: true });
     expect(human.asked).toEqual([]);
+    // Allowed without asking anybody is still a decision, and every decision is an audit row.
+    expect(store.audit.tail(1)[0]).toMatchObject({
+      runId: 9,
+      operation: 'message.send',
+      decision: 'allowed',
+      taint: 'corruption',
+      reason: 'nothing in it could leak',
+      approver: null,
+      details: JSON.stringify({ to: 'fam' }),
+    });
     expect(await review(identity(false), `the key is ${HELD}`, 'fam')).toMatchObject({ allowed: false });
     expect(human.asked[0]).toMatch(/contains a secret/);
   });

@@ -43,7 +43,7 @@ export function createMessagePolicy(deps: {
     to: string,
   ): Promise<MutationVerdict> {
     const t = deps.taint.get(identity.runId);
-    const record = createDecisionRecorder(deps.audit, identity, 'message.send', t);
+    const record = createDecisionRecorder(deps.audit, identity, 'message.send', t, () => ({ to }));
     const key = deniedKey(identity.group.id, to, text);
     if (denied.has(key)) {
       record('denied', 'the owner already denied this text; not asked again');
@@ -65,10 +65,17 @@ export function createMessagePolicy(deps: {
         { kind: 'tainted_write', operation: 'message.send', params: { to, text }, taint: t },
         { ownerParams: { to, text }, flagged: (reason) => `the Cop flagged a message to ${to}: ${reason}` },
       );
-      if (reviewed.outcome === 'passed') return { allowed: true, reason: 'nothing in it could leak' };
+      if (reviewed.outcome === 'passed') {
+        record('allowed', `the Cop passed it: ${reviewed.copReason.slice(0, 300)}`);
+        return { allowed: true, reason: 'nothing in it could leak' };
+      }
       why = reviewed.why;
       approved = reviewed.outcome === 'approved';
-    } else return { allowed: true, reason: 'nothing in it could leak' };
+    } else {
+      // Every decision is a row, the ordinary reply to the run's own chat included.
+      record('allowed', 'nothing in it could leak');
+      return { allowed: true, reason: 'nothing in it could leak' };
+    }
     if (approved) {
       record('allowed', `approved by the owner (${why})`, 'owner');
       return { allowed: true, reason: why };
