@@ -12,21 +12,20 @@ export function quotaFolders(
 ): QuotaFolder[] {
   const folders: QuotaFolder[] = [];
   for (const m of mounts) {
-    if (m.readOnly) continue;
-    if (m.containerPath === CONTAINER_GROUP_DIR)
-      folders.push({
-        label: 'group folder',
-        path: m.hostPath,
-        limitBytes: containers.group_quota_mb * MB,
-        setting: '[containers] group_quota_mb',
-      });
-    if (m.containerPath === CONTAINER_SESSION_DIR)
-      folders.push({
-        label: 'session folder',
-        path: m.hostPath,
-        limitBytes: containers.session_quota_mb * MB,
-        setting: '[containers] session_quota_mb',
-      });
+    const quota = m.readOnly ? undefined : QUOTAS.find((q) => q.containerPath === m.containerPath);
+    if (!quota) continue;
+    folders.push({
+      label: quota.label,
+      path: m.hostPath,
+      limitBytes: containers[quota.setting] * MB,
+      setting: `[containers] ${quota.setting}`,
+    });
   }
   return folders;
 }
+
+/** The writable folders that have a quota, and the setting that sizes each. */
+const QUOTAS = [
+  { containerPath: CONTAINER_GROUP_DIR, label: 'group folder', setting: 'group_quota_mb' },
+  { containerPath: CONTAINER_SESSION_DIR, label: 'session folder', setting: 'session_quota_mb' },
+] as const;
