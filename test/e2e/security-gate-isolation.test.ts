@@ -26,8 +26,13 @@ import { folderUsage } from '../../host/containers/mounts/disk-quota.ts';
 import { startE2eHost, type E2eHost, type E2eHostOptions } from './e2e-harness.ts';
 
 const tag = () => crypto.randomBytes(4).toString('hex');
-/** What DESIGN.md states a run can write past its quota before it is killed (see "Disk quotas"). */
-const DISK_QUOTA_OVERSHOOT_BOUND = 16 * 1024 * 1024;
+const sum = (sizes: number[]) => sizes.reduce((a, b) => a + b, 0);
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+/**
+ * What DESIGN.md states writers that make file after file can write before the host kills their run (see
+ * "Disk quotas"): a time bound (one inotify delivery, one lstat, one Docker kill), held here as a size.
+ */
+const FILE_AFTER_FILE_BOUND = 12 * 1024 * 1024;
 
 await describeDocker('e2e security: commands cannot reach the agent, whatever the gate says', () => {
   let h: E2eHost;
@@ -220,10 +225,23 @@ await describeDocker('e2e security: commands cannot reach the agent, whatever th
     const res = await h.send('delta', '@Andy fill the disk in parallel');
     expect(res.stdout).toContain('Sorry, I cannot answer right now.');
     expect(h.runs('delta').at(-1)?.exitReason ?? '').toMatch(/disk quota/);
-    const used = (await folderUsage(path.join(h.paths.groupsDir, 'delta'))).bytes;
+    const dir = path.join(h.paths.groupsDir, 'delta');
+    const sizeOf = (pattern: RegExp) =>
+      fs
+        .readdirSync(dir)
+        .filter((name) => pattern.test(name))
+        .map((name) => fs.statSync(path.join(dir, name)).size);
+    // The endless writers are bounded by RLIMIT_FSIZE whatever the load: no file past the quota.
+    const endless = sizeOf(/^yes-\d\.txt$/);
+    for (const size of endless) expect(size).toBeLessThanOrEqual(quota);
+    // The writers making file after file are bounded only by how soon the host kills the run.
+    const fileAfterFile = sum(sizeOf(/^w\d-\d+\.bin$/));
+    const used = (await folderUsage(dir)).bytes;
     process.stdout.write(
-      `parallel writers: the folder holds ${(used / 1024 / 1024).toFixed(1)} MB for a 5 MB quota; ${ownerToldOf('delta')}\n`,
+      `parallel writers: the folder holds ${mb(used)} MB for a 5 MB quota (endless writers ${mb(sum(endless))} MB, ` +
+        `file after file ${mb(fileAfterFile)} MB); ${ownerToldOf('delta')}\n`,
     );
-    expect(used).toBeLessThanOrEqual(quota + DISK_QUOTA_OVERSHOOT_BOUND);
+    expect(fileAfterFile).toBeLessThanOrEqual(FILE_AFTER_FILE_BOUND);
+    expect(used).toBeLessThanOrEqual(4 * quota + FILE_AFTER_FILE_BOUND + 1024 * 1024);
   }, 240_000);
 });
