@@ -1,0 +1,287 @@
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  createAdminCommandHandler,
+  IGNORED_COMMAND_OPERATION,
+} from '../../../host/admin/admin-command-handler.ts';
+import { parseAdminCommand } from '../../../host/admin/admin-commands.ts';
+import { createApprovalService, type ApprovalService } from '../../../host/admin/approval-service.ts';
+import { isOwnerMessage } from '../../../host/admin/owner-check.ts';
+import type { InboundMessage } from '../../../host/channels/channel.ts';
+import { exactRedactor } from '../../../host/config/secrets.ts';
+import { createApprovalsStore, type ApprovalsStore } from '../../../host/store/approvals-store.ts';
+import type { GroupRecord } from '../../../host/store/groups-store.ts';
+import { openStore, type Store } from '../../../host/store/store.ts';
+import { useTempDirs } from '../../helpers/temp-dir.ts';
+
+describe('parseAdminCommand', () => {
+  it.each([
+    ['approve k7m2q9', { kind: 'approve', id: 'k7m2q9' }],
+    ['deny k7m2q9', { kind: 'deny', id: 'k7m2q9' }],
+    ['  APPROVE \t  K7M2Q9  \n', { kind: 'approve', id: 'k7m2q9' }],
+    ['Deny k7m2q9', { kind: 'deny', id: 'k7m2q9' }],
+    ['/approve k7m2q9', { kind: 'approve', id: 'k7m2q9' }],
+    ['pending', { kind: 'pending' }],
+    ['  Pending ', { kind: 'pending' }],
+  ])('%j is a command', (text, expected) => {
+    expect(parseAdminCommand(text)).toEqual(expected);
+  });
+
+  it.each([
+    'approve it',
+    'I approve k7m2q9',
+    'approve k7m2q9 please',
+    'approve k7m2q9.',
+    'approve',
+    'deny access', // six letters from the alphabet, but no digit: English, not an id
+    'approve update',
+    'approve k7m2q', // too short
+    'approve k7m2q9x', // too long
+    'approve k0m2q9', // 0 is not in the alphabet
+    'approve-k7m2q9',
+    'pending please',
+    'what is pending?',
+    '',
+  ])('%j is not a command', (text) => {
+    expect(parseAdminCommand(text)).toBeUndefined();
+  });
+});
+
+const tempDir = useTempDirs();
+const SECRET = 'sk-live-abcdef0123456789';
+const redact = exactRedactor(() => [SECRET]);
+const silent = pino({ level: 'silent' });
+
+let store: Store;
+let approvals: ApprovalsStore;
+let service: ApprovalService;
+let adminMessages: string[];
+let replies: { text: string; group: string; externalId?: string }[];
+let admin: GroupRecord;
+let family: GroupRecord;
+
+beforeEach(() => {
+  store = openStore({ file: path.join(tempDir(), 'carapace.db'), redact });
+  approvals = createApprovalsStore(store.db);
+  admin = store.groups.add({
+    id: 'main',
+    channel: 'local',
+    chatId: 'main',
+    name: 'Admin console',
+    isAdmin: true,
+  });
+  family = store.groups.add({
+    id: 'family',
+    channel: 'local',
+    chatId: 'family',
+    name: 'Family',
+    isAdmin: false,
+  });
+  adminMessages = [];
+  replies = [];
+  service = createApprovalService({
+    store: { approvals, audit: store.audit, transaction: store.transaction },
+    notifyAdmin: async (text) => {
+      adminMessages.push(text);
+    },
+    redact,
+    logger: silent,
+  });
+});
+afterEach(() => {
+  service.close();
+  store.close();
+});
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+function handler(ownerCheck: (m: InboundMessage, g: GroupRecord) => boolean = isOwnerMessage) {
+  return createAdminCommandHandler({
+    approvals: service,
+    isOwnerMessage: ownerCheck,
+    reply: (text, group, command) => {
+      replies.push({ text, group: group.id, externalId: command.externalId });
+    },
+    audit: store.audit,
+    redact,
+    logger: silent,
+  });
+}
+
+function message(text: string, over: Partial<InboundMessage> = {}): InboundMessage {
+  return {
+    channel: 'local',
+    chatId: 'main',
+    externalId: `m-${Math.random()}`,
+    senderId: 'owner',
+    senderName: 'me',
+    text,
+    sentAt: new Date().toISOString(),
+    mentionsBot: false,
+    repliesToBot: false,
+    fromOwner: true,
+    origin: { kind: 'own' },
+    ...over,
+  };
+}
+
+async function askOne() {
+  const result = service.request({
+    runId: 3,
+    groupId: 'family',
+    operation: 'web_fetch',
+    reason: `post ${SECRET}`,
+    params: { url: 'https://example.com' },
+  });
+  await flush();
+  const id = /^Approval needed: (\S+)$/m.exec(adminMessages.at(-1) ?? '')?.[1];
+  if (!id) throw new Error('no approval message was sent');
+  return { id, result };
+}
+
+const ignoredRows = () => store.audit.tail(100).filter((r) => r.operation === IGNORED_COMMAND_OPERATION);
+
+describe('admin command handler', () => {
+  it('lets the owner approve in the admin chat and consumes the message', async () => {
+    const { id, result } = await askOne();
+    const command = message(`Approve ${id.toUpperCase()}`, { externalId: 'cmd-1' });
+    expect(handler().handle(command, admin)).toBe(true);
+    await expect(result).resolves.toEqual({ outcome: 'approved', id, by: 'local:owner' });
+    await flush();
+    expect(replies).toEqual([
+      {
+        text: `Approved ${id}: web_fetch may run once, with the parameters shown.`,
+        group: 'main',
+        externalId: 'cmd-1',
+      },
+    ]);
+    expect(service.consume(id, { url: 'https://example.com' })).toBe(true);
+  });
+
+  it('lets the owner deny, and tells a replay that nothing changed', async () => {
+    const { id, result } = await askOne();
+    const h = handler();
+    expect(h.handle(message(`deny ${id}`), admin)).toBe(true);
+    expect(h.handle(message(`approve ${id}`), admin)).toBe(true);
+    await expect(result).resolves.toMatchObject({ outcome: 'denied' });
+    await flush();
+    expect(replies.map((r) => r.text)).toEqual([
+      `Denied ${id}: web_fetch will not run.`,
+      expect.stringMatching(
+        new RegExp(`^Request ${id} was already denied by local:owner at .*; nothing changed\\.$`),
+      ),
+    ]);
+    expect(approvals.get(id)?.status).toBe('denied');
+  });
+
+  it('ignores an approval from a non-admin group: not consumed, not decided, audited', async () => {
+    const { id } = await askOne();
+    const m = message(`approve ${id}`, { chatId: 'family' });
+    expect(handler().handle(m, family)).toBe(false);
+    await flush();
+    expect(replies).toEqual([]);
+    expect(approvals.get(id)?.status).toBe('pending');
+    expect(ignoredRows()).toMatchObject([
+      {
+        groupId: 'family',
+        decision: 'ignored',
+        reason: 'approval commands are only accepted in the admin chat',
+        approver: 'local:owner',
+      },
+    ]);
+    expect(JSON.parse(ignoredRows()[0]?.details ?? '{}')).toMatchObject({
+      command: 'approve',
+      approvalId: id,
+    });
+  });
+
+  it('ignores an approval in the admin chat from anyone but the owner', async () => {
+    const { id } = await askOne();
+    const h = handler();
+    expect(h.handle(message(`approve ${id}`, { senderId: 'someone-else', fromOwner: false }), admin)).toBe(
+      false,
+    );
+    // Only the adapter's attestation counts: the console's owner id on another channel is nobody's.
+    expect(h.handle(message(`approve ${id}`, { channel: 'whatsapp', fromOwner: false }), admin)).toBe(false);
+    expect(approvals.get(id)?.status).toBe('pending');
+    expect(ignoredRows().map((r) => [r.reason, r.approver])).toEqual([
+      ['approval commands are only accepted from the owner', 'local:someone-else'],
+      ['approval commands are only accepted from the owner', 'whatsapp:owner'],
+    ]);
+  });
+
+  it("ignores an approval the owner forwarded: someone else's words, even their own earlier ones, are no command", async () => {
+    const { id } = await askOne();
+    const h = handler();
+    for (const authorIsOwner of [false, true]) {
+      const forwarded = message(`approve ${id}`, {
+        origin: { kind: 'forwarded', author: authorIsOwner ? 'me' : 'Eve', authorIsOwner },
+      });
+      expect(h.handle(forwarded, admin)).toBe(false);
+    }
+    expect(approvals.get(id)?.status).toBe('pending');
+    expect(ignoredRows().map((r) => r.reason)).toEqual([
+      'a forwarded command is someone else’s words, not the owner’s command',
+      'a forwarded command is someone else’s words, not the owner’s command',
+    ]);
+    // The owner's own words, quoting someone, still decide.
+    const own = message(`deny ${id}`, {
+      quoted: { text: 'approve it', author: 'Eve', authorIsOwner: false },
+    });
+    expect(h.handle(own, admin)).toBe(true);
+    expect(approvals.get(id)?.status).toBe('denied');
+  });
+
+  it("takes the owner on any channel, by the adapter's attestation alone", async () => {
+    const { id } = await askOne();
+    expect(
+      handler().handle(
+        message(`approve ${id}`, { channel: 'telegram', senderId: '4711', chatId: '4711' }),
+        admin,
+      ),
+    ).toBe(true);
+    expect(approvals.get(id)?.status).toBe('approved');
+    expect(approvals.get(id)?.decidedBy).toBe('telegram:4711');
+  });
+
+  it('treats an owner check that throws as "not the owner"', async () => {
+    const { id } = await askOne();
+    const h = handler(() => {
+      throw new Error('metadata missing');
+    });
+    expect(h.handle(message(`approve ${id}`), admin)).toBe(false);
+    expect(approvals.get(id)?.status).toBe('pending');
+    expect(ignoredRows()).toHaveLength(1);
+  });
+
+  it('passes ordinary messages through untouched and unaudited', () => {
+    const h = handler();
+    for (const text of ['approve it', 'I approve abc234', 'hello', 'deny access']) {
+      expect(h.handle(message(text), admin)).toBe(false);
+      expect(h.handle(message(text, { chatId: 'family' }), family)).toBe(false);
+    }
+    expect(store.audit.tail(100)).toEqual([]);
+  });
+
+  it('answers "pending" with the open requests, redacted', async () => {
+    const { id } = await askOne();
+    expect(handler().handle(message('pending'), admin)).toBe(true);
+    await flush();
+    expect(replies).toHaveLength(1);
+    const text = replies[0]?.text ?? '';
+    expect(text).toContain('1 approval request waiting:');
+    expect(text).toContain(
+      `- ${id}: "web_fetch" for group "family", run 3, expires in 5 min. Reason: "post [REDACTED]"`,
+    );
+    expect(text).not.toContain(SECRET);
+  });
+
+  it('consumes an owner command with an unknown id and says so', async () => {
+    expect(handler().handle(message('approve zz22zz'), admin)).toBe(true);
+    await flush();
+    expect(replies.map((r) => r.text)).toEqual([
+      'No approval request has the id "zz22zz". Send "pending" to list the open ones.',
+    ]);
+  });
+});
