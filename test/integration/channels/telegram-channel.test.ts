@@ -1,0 +1,430 @@
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTelegramChannel } from '../../../host/channels/telegram/telegram-channel.ts';
+import { telegramConfigSchema } from '../../../host/channels/telegram/telegram-config.ts';
+import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
+import { createRecordingHost, openStateFile } from '../../fakes/telegram-test-host.ts';
+import { useTempDirs } from '../../helpers/temp-dir.ts';
+
+const OWNER = 5550001;
+const STRANGER = 5550002;
+const GROUP = { id: -100200300, type: 'supergroup' as const, title: 'Family' };
+const FORUM = { id: -100900800, type: 'supergroup' as const, title: 'Projects', is_forum: true };
+
+const tempDir = useTempDirs('carapace-tg-');
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(
+  opts: { privacy?: boolean; fake?: FakeTelegram; dir?: string; config?: Record<string, unknown> } = {},
+) {
+  const fake = opts.fake ?? (await startFakeTelegram({ privacy: opts.privacy }));
+  if (!opts.fake) cleanups.push(() => fake.close());
+  const dir = opts.dir ?? tempDir();
+  const state = openStateFile(dir);
+  const recording = createRecordingHost();
+  const channel = createTelegramChannel({
+    config: telegramConfigSchema.parse({
+      owner_user_id: OWNER,
+      api_root: fake.apiRoot,
+      poll_timeout_s: 1,
+      ...opts.config,
+    }),
+    token: fake.token,
+    triggerWord: '@Andy',
+    state,
+    logger: pino({ level: 'silent' }),
+    watchdogGraceMs: 300,
+    retryBaseMs: 20,
+  });
+  await channel.start(recording.host);
+  const stop = async () => {
+    await channel.stop();
+    state.close();
+  };
+  cleanups.push(stop);
+  await fake.waitFor(() => channel.status().state === 'connected');
+  return { fake, channel, state, dir, stop, ...recording };
+}
+
+const mention = (text: string, handle: string) => [
+  { type: 'mention', offset: text.indexOf(handle), length: handle.length },
+];
+
+describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
+  it('normalises a group message that mentions the bot, and remembers the group title', async () => {
+    const t = await setup();
+    const text = `hello @${t.fake.username} how are you`;
+    t.fake.message({
+      chat: GROUP,
+      from: { id: 42, first_name: 'Ann' },
+      text,
+      entities: mention(text, `@${t.fake.username}`),
+    });
+    const m = await t.fake.waitFor(() => t.inbound[0]);
+    expect(m).toMatchObject({
+      channel: 'telegram',
+      chatId: String(GROUP.id),
+      senderId: '42',
+      senderName: 'Ann',
+      text,
+      mentionsBot: true,
+      repliesToBot: false,
+      fromOwner: false,
+    });
+    expect(t.chats.get(String(GROUP.id))).toBe('Family');
+  });
+
+  it('treats a forum topic as its own conversation and answers in that topic', async () => {
+    const t = await setup();
+    t.fake.message({
+      chat: FORUM,
+      from: { id: 42 },
+      text: 'in the topic',
+      thread: 77,
+      extra: {
+        reply_to_message: {
+          message_id: 77,
+          date: 1,
+          chat: FORUM,
+          forum_topic_created: { name: 'Garden', icon_color: 1 },
+        },
+      },
+    });
+    const m = await t.fake.waitFor(() => t.inbound[0]);
+    expect(m.chatId).toBe(`${FORUM.id}/77`);
+    expect(m.repliesToBot).toBe(false);
+    expect(t.chats.get(`${FORUM.id}/77`)).toBe('Projects › Garden');
+    const outcome = await t.channel.send({
+      chatId: m.chatId,
+      text: 'answer',
+      idempotencyKey: 'k1',
+      sendKey: 'k1',
+    });
+    expect(outcome.kind).toBe('delivered');
+    expect(t.fake.sent().at(-1)).toMatchObject({ chat_id: FORUM.id, message_thread_id: 77, text: 'answer' });
+  });
+
+  it('reads captions and media placeholders, replies to the bot, and ignores other bots and edits', async () => {
+    const t = await setup();
+    t.fake.message({ chat: GROUP, from: { id: 1, is_bot: true }, text: 'bot chatter' });
+    t.fake.push({
+      edited_message: {
+        message_id: 1,
+        date: 1,
+        edit_date: 2,
+        chat: GROUP,
+        from: { id: 42, is_bot: false, first_name: 'A' },
+        text: 'edited',
+      },
+    });
+    t.fake.message({
+      chat: GROUP,
+      from: { id: 42 },
+      caption: 'look',
+      extra: { photo: [{ file_id: 'f', file_unique_id: 'u', width: 1, height: 1 }] },
+    });
+    t.fake.message({
+      chat: GROUP,
+      from: { id: 42 },
+      extra: { document: { file_id: 'f', file_unique_id: 'u', file_name: 'report.pdf' } },
+    });
+    t.fake.message({
+      chat: GROUP,
+      from: { id: 42 },
+      text: 'thanks',
+      extra: {
+        reply_to_message: {
+          message_id: 9,
+          date: 1,
+          chat: GROUP,
+          from: { id: t.fake.botId, is_bot: true, first_name: 'B' },
+          text: 'hi',
+        },
+      },
+    });
+    await t.fake.waitFor(() => t.inbound.length >= 3);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(t.inbound.map((m) => [m.text, m.repliesToBot])).toEqual([
+      ['[photo] look', false],
+      ['[document: report.pdf]', false],
+      ['thanks', true],
+    ]);
+  });
+
+  it('refuses a stranger in private once, never hands it to the host, and tells anyone their id on /start', async () => {
+    const t = await setup();
+    const dm = { id: STRANGER, type: 'private' as const };
+    t.fake.message({ chat: dm, from: { id: STRANGER }, text: 'approve abc123' });
+    t.fake.message({ chat: dm, from: { id: STRANGER }, text: 'hello?' });
+    t.fake.message({ chat: dm, from: { id: STRANGER }, text: '/start' });
+    await t.fake.waitFor(() => t.fake.sent().length >= 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(t.inbound).toEqual([]);
+    const texts = t.fake.sent().map((s) => s.text);
+    expect(texts).toHaveLength(2);
+    expect(texts[0]).toMatch(/only talks to its owner/);
+    expect(texts[1]).toContain(`Your Telegram user id is ${STRANGER}`);
+    expect(t.channel.adminChatId()).toBe(String(OWNER));
+  });
+
+  it("attests the owner in their private chat only, which is the channel's admin chat from the start", async () => {
+    const t = await setup();
+    expect(t.channel.adminChatId()).toBe(String(OWNER));
+    t.fake.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text: 'pending' });
+    t.fake.message({ chat: GROUP, from: { id: OWNER }, text: 'pending' });
+    await t.fake.waitFor(() => t.inbound.length >= 2);
+    expect(t.inbound.map((m) => [m.chatId, m.fromOwner])).toEqual([
+      [String(OWNER), true],
+      [String(GROUP.id), false],
+    ]);
+    expect(t.channel.adminChatId()).toBe(String(OWNER));
+  });
+
+  it("sends approval buttons; the owner's press arrives as the owner's command, anyone else's as theirs", async () => {
+    const t = await setup();
+    await t.channel.send({
+      chatId: String(OWNER),
+      text: 'Approve web_fetch? id k3x9',
+      idempotencyKey: 'a1',
+      sendKey: 'a1',
+      actions: [
+        { label: 'Approve', command: 'approve k3x9' },
+        { label: 'Deny', command: 'deny k3x9' },
+      ],
+    });
+    const sent = t.fake.sent().at(-1);
+    expect(sent?.reply_markup).toEqual({
+      inline_keyboard: [
+        [
+          { text: 'Approve', callback_data: 'approve k3x9' },
+          { text: 'Deny', callback_data: 'deny k3x9' },
+        ],
+      ],
+    });
+    const message = {
+      message_id: sent?.message_id,
+      date: 1,
+      chat: { id: OWNER, type: 'private' },
+      text: 'Approve?',
+    };
+    t.fake.push({
+      callback_query: {
+        id: 'q1',
+        from: { id: STRANGER, is_bot: false, first_name: 'Eve' },
+        chat_instance: 'c',
+        data: 'approve k3x9',
+        message,
+      },
+    });
+    t.fake.push({
+      callback_query: {
+        id: 'q2',
+        from: { id: OWNER, is_bot: false, first_name: 'Own' },
+        chat_instance: 'c',
+        data: 'approve k3x9',
+        message,
+      },
+    });
+    await t.fake.waitFor(() => t.inbound.length >= 2);
+    expect(t.inbound.map((m) => [m.text, m.senderId, m.fromOwner, m.externalId])).toEqual([
+      ['approve k3x9', String(STRANGER), false, 'press:q1'],
+      ['approve k3x9', String(OWNER), true, 'press:q2'],
+    ]);
+    const answers = await t.fake.waitFor(() => {
+      const a = t.fake.calls.filter((c) => c.method === 'answerCallbackQuery');
+      return a.length >= 2 && a;
+    });
+    expect(answers.map((a) => a.params.callback_query_id)).toEqual(['q1', 'q2']);
+  });
+
+  it('falls back to plain text when Telegram cannot parse the entities', async () => {
+    const t = await setup();
+    t.fake.failNext('sendMessage', {
+      error_code: 400,
+      description: "Bad Request: can't parse entities: can't find end of the entity",
+    });
+    const outcome = await t.channel.send({
+      chatId: String(GROUP.id),
+      text: 'a *b and <c>',
+      idempotencyKey: 'k',
+      sendKey: 'k',
+    });
+    expect(outcome.kind).toBe('delivered');
+    expect(t.fake.sent().at(-1)).toEqual(expect.objectContaining({ text: 'a *b and <c>' }));
+    expect(t.fake.sent().at(-1)?.parse_mode).toBeUndefined();
+  });
+
+  it('escapes model text for HTML and returns the sent message id', async () => {
+    const t = await setup();
+    const outcome = await t.channel.send({
+      chatId: String(GROUP.id),
+      text: '**x** < y & `a<b>`',
+      idempotencyKey: 'k',
+      sendKey: 'k',
+    });
+    expect(outcome).toEqual({ kind: 'delivered', platformIds: [String(t.fake.sent().at(-1)?.message_id)] });
+    expect(t.fake.sent().at(-1)).toMatchObject({
+      parse_mode: 'HTML',
+      text: '<b>x</b> &lt; y &amp; <code>a&lt;b&gt;</code>',
+    });
+  });
+
+  it('waits out a short 429 in place, and hands a long one back to the outbox with its delay', async () => {
+    const t = await setup({ config: { max_retry_after_s: 2 } });
+    t.fake.failNext('sendMessage', {
+      error_code: 429,
+      description: 'Too Many Requests: retry after 1',
+      parameters: { retry_after: 1 },
+    });
+    const started = Date.now();
+    expect(
+      (await t.channel.send({ chatId: String(GROUP.id), text: 'one', idempotencyKey: 'k1', sendKey: 'k1' }))
+        .kind,
+    ).toBe('delivered');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    t.fake.failNext('sendMessage', {
+      error_code: 429,
+      description: 'Too Many Requests: retry after 60',
+      parameters: { retry_after: 60 },
+    });
+    expect(
+      await t.channel.send({ chatId: String(GROUP.id), text: 'two', idempotencyKey: 'k2', sendKey: 'k2' }),
+    ).toEqual({
+      kind: 'retry',
+      reason: expect.stringContaining('429'),
+      retryAfterMs: 60_000,
+    });
+  });
+
+  it('reports a migrated group as moved, from the error and from the migration message', async () => {
+    const t = await setup();
+    const old = -4001;
+    t.fake.migrate(old, -1004001);
+    await t.fake.waitFor(() => t.fake.offsets().some((o) => o >= 2));
+    // Told to the host at once, so the group follows before any send finds out.
+    expect(t.moves).toEqual([{ from: String(old), to: '-1004001' }]);
+    expect(
+      await t.channel.send({ chatId: String(old), text: 'hi', idempotencyKey: 'k', sendKey: 'k' }),
+    ).toMatchObject({
+      kind: 'moved',
+      newChatId: '-1004001',
+    });
+    const t2 = await setup();
+    t2.fake.migrate(-4002, -1004002);
+    // Before the migration message is read, the send error itself says where the group went.
+    expect(
+      await t2.channel.send({ chatId: '-4002', text: 'hi', idempotencyKey: 'k', sendKey: 'k' }),
+    ).toMatchObject({
+      kind: 'moved',
+      newChatId: '-1004002',
+    });
+  });
+
+  it('maps a blocked bot or a removed one to a permanent failure', async () => {
+    const t = await setup();
+    t.fake.failNext('sendMessage', {
+      error_code: 403,
+      description: 'Forbidden: bot was kicked from the supergroup chat',
+    });
+    expect(
+      await t.channel.send({ chatId: String(GROUP.id), text: 'x', idempotencyKey: 'k', sendKey: 'k' }),
+    ).toMatchObject({
+      kind: 'permanent',
+    });
+  });
+
+  it('keeps the update offset in SQLite: a restart neither loses nor replays updates', async () => {
+    const first = await setup();
+    first.fake.message({ chat: GROUP, from: { id: 42 }, text: 'one' });
+    await first.fake.waitFor(() => first.inbound.length === 1);
+    await first.stop();
+    first.fake.message({ chat: GROUP, from: { id: 42 }, text: 'two (sent while the host was down)' });
+    const second = await setup({ fake: first.fake, dir: first.dir });
+    await second.fake.waitFor(() => second.inbound.length === 1);
+    second.fake.message({ chat: GROUP, from: { id: 42 }, text: 'three' });
+    await second.fake.waitFor(() => second.inbound.length === 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(second.inbound.map((m) => m.text)).toEqual(['two (sent while the host was down)', 'three']);
+  });
+
+  it('backs off on 409 with its cause in the status, and never runs two pollers', async () => {
+    const t = await setup();
+    t.fake.failNext(
+      'getUpdates',
+      { error_code: 409, description: 'Conflict: terminated by other getUpdates request' },
+      2,
+    );
+    // Wake the current long poll so the next getUpdates meets the conflict.
+    t.fake.message({ chat: GROUP, from: { id: 42 }, text: 'wake' });
+    await t.fake.waitFor(() => t.statuses.some((s) => /another program is polling/.test(s.reason ?? '')));
+    t.fake.message({ chat: GROUP, from: { id: 42 }, text: 'after the conflict' });
+    await t.fake.waitFor(() => t.inbound.some((m) => m.text === 'after the conflict'));
+    expect(t.channel.status().state).toBe('connected');
+    await t.channel.start(t.host);
+    expect(t.fake.maxConcurrentPolls()).toBe(1);
+  });
+
+  it('restarts a stalled long poll (watchdog)', async () => {
+    const t = await setup();
+    t.fake.stallNextPoll();
+    // The current poll ends at its 1 s timeout; the next one stalls until the watchdog aborts it.
+    await new Promise((r) => setTimeout(r, 1_200));
+    t.fake.message({ chat: GROUP, from: { id: 42 }, text: 'after the stall' });
+    await t.fake.waitFor(() => t.inbound.some((m) => m.text === 'after the stall'), 8_000);
+    expect(t.statuses.some((s) => /stalled/.test(s.reason ?? ''))).toBe(true);
+  });
+
+  it('reports privacy mode with the BotFather fix in its status, for the host to tell the owner', async () => {
+    const fake = await startFakeTelegram({ privacy: true });
+    cleanups.push(() => fake.close());
+    const t = await setup({ fake });
+    const warning = t.channel.status().reason ?? '';
+    expect(warning).toMatch(/privacy mode is on/);
+    expect(warning).toContain('/setprivacy');
+    expect(warning).toContain('Disable');
+    expect(warning).toMatch(/remove the bot from each group and add it again/);
+    // The adapter only translates: telling the admin chats (once) is the host's (telegram-owner-chat.test.ts).
+    expect(t.fake.sent().filter((s) => /privacy mode/.test(s.text))).toEqual([]);
+  });
+
+  it('reports needs-login with the fix when the token is missing or rejected', async () => {
+    const fake = await startFakeTelegram();
+    cleanups.push(() => fake.close());
+    for (const [token, fix] of [
+      ['', /TELEGRAM_BOT_TOKEN is not set/],
+      ['999:wrong', /rejected the bot token.*@BotFather/],
+    ] as const) {
+      const state = openStateFile(tempDir());
+      const channel = createTelegramChannel({
+        config: telegramConfigSchema.parse({ owner_user_id: OWNER, api_root: fake.apiRoot }),
+        token,
+        triggerWord: '@Andy',
+        state,
+        logger: pino({ level: 'silent' }),
+        retryBaseMs: 20,
+      });
+      const { host } = createRecordingHost();
+      await channel.start(host);
+      expect(channel.status()).toMatchObject({ state: 'needs-login', reason: expect.stringMatching(fix) });
+      await channel.stop();
+      state.close();
+    }
+  });
+
+  it('renews typing while a run is active and stops at its end', async () => {
+    const t = await setup();
+    await t.channel.setTyping(`${FORUM.id}/77`, true);
+    await t.fake.waitFor(() => t.fake.calls.some((c) => c.method === 'sendChatAction'));
+    await t.channel.setTyping(`${FORUM.id}/77`, false);
+    const n = t.fake.calls.filter((c) => c.method === 'sendChatAction').length;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(t.fake.calls.filter((c) => c.method === 'sendChatAction')).toHaveLength(n);
+    expect(t.fake.calls.find((c) => c.method === 'sendChatAction')?.params).toMatchObject({
+      action: 'typing',
+      message_thread_id: 77,
+    });
+  });
+});
