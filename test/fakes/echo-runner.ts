@@ -5,9 +5,11 @@ import type { StoredMessage } from '../../host/store/messages-store.ts';
 /**
  * A runner double that answers every triggering message with "echo: <text>". Directives in the text
  * steer it: "[slow N]" waits N ms before answering, "[hang]" answers and then never finishes,
- * "[fail-once]" fails before answering on a first attempt. Test-only; never wired into `carapace start`.
+ * "[fail-once]" fails before answering on a first attempt, "[until-restart]" does not answer while `holding()`
+ * says so (a crash test's first host process: the run is still in flight when that host dies, however
+ * slow the machine). Test-only; never wired into `carapace start`.
  */
-export function createEchoRunner(): AgentRunner {
+export function createEchoRunner(opts: { holding?: () => boolean } = {}): AgentRunner {
   return {
     start(ctx, callbacks) {
       let stop!: (reason: string) => void;
@@ -16,10 +18,11 @@ export function createEchoRunner(): AgentRunner {
       let finishing = false;
       let wake: (() => void) | undefined;
 
-      const answer = async (messages: StoredMessage[]): Promise<'hang' | 'fail' | 'ok'> => {
+      const answer = async (messages: StoredMessage[]): Promise<'hang' | 'hold' | 'fail' | 'ok'> => {
         for (const m of messages.filter((m) => m.triggers)) {
           const slow = /\[slow (\d+)\]/.exec(m.text);
           if (slow) await sleep(Number(slow[1]));
+          if (m.text.includes('[until-restart]') && opts.holding?.()) return 'hold';
           if (m.text.includes('[fail-once]') && ctx.attempt === 1) return 'fail';
           // Each echo is that message's whole answer.
           await callbacks.reply(`echo: ${m.text}`, { final: true });
@@ -42,7 +45,8 @@ export function createEchoRunner(): AgentRunner {
           }
           const result = await answer(batch);
           if (result === 'fail') return { ok: false, reason: 'scripted failure' };
-          if (result === 'hang') return { ok: false, reason: `stopped: ${await stopped}` };
+          if (result === 'hang' || result === 'hold')
+            return { ok: false, reason: `stopped: ${await stopped}` };
         }
         finishing = true;
         return { ok: true, reason: 'completed' };

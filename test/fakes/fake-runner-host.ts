@@ -3,6 +3,7 @@
  * double and the socket channel. Run as `node --import tsx test/fakes/fake-runner-host.ts`; configured by
  * the same CARAPACE_* variables as the real host. It is not reachable from `carapace start`.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
@@ -16,17 +17,19 @@ import { createSocketChannel } from './socket-channel.ts';
 const paths = resolvePaths({ env: process.env, cwd: process.cwd() });
 const config = loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
 const logger = createLogger({ level: 'info', redact: (s) => s });
+const dieMarker = path.join(paths.dataDir, 'died-once');
 const host = await startHost({
   paths,
   config,
-  createRunner: staticRunner(createEchoRunner()),
+  // Before the socket channel's planned crash, "[until-restart]" runs stay in flight.
+  createRunner: staticRunner(createEchoRunner({ holding: () => !fs.existsSync(dieMarker) })),
   logger,
   redact: (s) => s,
   extraChannels: [
     createSocketChannel({
       socketFile: path.join(paths.dataDir, 'fake-channel.sock'),
       deliveriesFile: path.join(paths.dataDir, 'fake-deliveries.jsonl'),
-      dieMarker: path.join(paths.dataDir, 'died-once'),
+      dieMarker,
     }),
   ],
 });

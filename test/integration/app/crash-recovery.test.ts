@@ -58,7 +58,7 @@ describe('crash recovery', () => {
     await postToSocketChannel(fakeSocket, {
       chatId: 'c1',
       externalId: 'm3',
-      text: '@Andy [slow 1500] three',
+      text: '@Andy [until-restart] three',
     });
     // 4. A reply that kills the host while it is being delivered.
     await postToSocketChannel(fakeSocket, {
@@ -82,7 +82,7 @@ describe('crash recovery', () => {
         .sort();
       expect(texts).toEqual([
         'echo: @Andy [die-during-delivery] four',
-        'echo: @Andy [slow 1500] three',
+        'echo: @Andy [until-restart] three',
         'echo: @Andy one',
       ]);
       expect(new Set(deliveries().map((d) => d.key)).size).toBe(3);
@@ -100,7 +100,7 @@ describe('crash recovery', () => {
         const rows = check.db.prepare('SELECT text FROM outbox ORDER BY id').all() as { text: string }[];
         expect(rows.map((r) => r.text).sort()).toEqual([
           'echo: @Andy [die-during-delivery] four',
-          'echo: @Andy [slow 1500] three',
+          'echo: @Andy [until-restart] three',
           'echo: @Andy one',
           'echo: [hang] two',
         ]);
