@@ -12,3 +12,11 @@ export type { GatewayLogger } from './logger.ts';
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
 export type { UsageRecord, UsageStore } from './usage-store.ts';
 export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './usage-store-sqlite.ts';
+export {
+  createSpendReporter,
+  type SpendConfig,
+  type SpendQuery,
+  type SpendReport,
+  type SpendReporter,
+} from './spend-report.ts';
+export { formatSpendReport, formatUsd } from './spend-report-text.ts';

@@ -42,6 +42,20 @@ interface GroupDay {
   settlements: number;
 }
 
+/** A group's daily cap, and the setting it comes from: its own override, else the default. */
+export function groupCap(
+  config: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>,
+  groupId: string,
+): { usd: number; micros: number; setting: string } {
+  const own = Object.hasOwn(config.group_caps_usd, groupId);
+  const usd = own ? (config.group_caps_usd[groupId] ?? config.daily_cap_usd) : config.daily_cap_usd;
+  return {
+    usd,
+    micros: usdToMicros(usd),
+    setting: own ? `[gateway].group_caps_usd."${groupId}"` : '[gateway].daily_cap_usd',
+  };
+}
+
 /** The admission rule, alone so its arithmetic can be tested: strictly under the cap, counting reservations. */
 export function mayReserve(capMicros: number, settledMicros: number, reservedMicros: number): boolean {
   return settledMicros + reservedMicros < capMicros;
@@ -59,12 +73,7 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
   const groups = new Map<string, GroupDay>();
   const notified = new Set<string>();
 
-  const capFor = (groupId: string): number => {
-    const config = deps.config();
-    return Object.hasOwn(config.group_caps_usd, groupId)
-      ? (config.group_caps_usd[groupId] ?? config.daily_cap_usd)
-      : config.daily_cap_usd;
-  };
+  const capFor = (groupId: string): number => groupCap(deps.config(), groupId).usd;
 
   const groupDay = (groupId: string, day: string): GroupDay => {
     if (day !== currentDay) {
@@ -89,12 +98,8 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
     }
   };
 
-  const message = (groupId: string, capUsd: number): string => {
-    const setting = Object.hasOwn(deps.config().group_caps_usd, groupId)
-      ? `[gateway].group_caps_usd."${groupId}"`
-      : '[gateway].daily_cap_usd';
-    return `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;
-  };
+  const message = (groupId: string, capUsd: number): string =>
+    `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${groupCap(deps.config(), groupId).setting} or wait until tomorrow`;
 
   const notifyOnce = (groupId: string) => {
     if (notified.has(groupId)) return;

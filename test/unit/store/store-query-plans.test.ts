@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
 import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
 import { openStoreReadOnly } from '../../../host/store/read-only-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
@@ -63,6 +64,7 @@ beforeAll(() => {
   statements = collectPreparedSql(() => {
     const store = openStore({ file });
     createSqliteUsageStore(store.db);
+    createSpendReporter(store.db);
     store.channelState('local');
     store.close();
     openStoreReadOnly(file).close();

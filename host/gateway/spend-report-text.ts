@@ -1,0 +1,66 @@
+import type { SpendFigures, SpendReport } from './spend-report.ts';
+
+/** Micro-dollars as dollars with four decimals ("$0.0042"): readable, and a cent is never rounded away. */
+export function formatUsd(micros: number): string {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  const whole = Math.floor(abs / 1_000_000);
+  const frac = Math.round((abs % 1_000_000) / 100);
+  // 0.99995 and up rounds into the next dollar.
+  return frac === 10_000 ? `${sign}$${whole + 1}.0000` : `${sign}$${whole}.${String(frac).padStart(4, '0')}`;
+}
+
+const periodName = (days: number) => (days === 1 ? 'today' : `${days} days`);
+
+const tokens = (f: SpendFigures) =>
+  `${f.requests} req, ${f.promptTokens.toLocaleString('en')} in / ${f.completionTokens.toLocaleString('en')} out`;
+
+/**
+ * The report as plain text for a chat or a terminal: short lines, no table that a phone would wrap. Exact
+ * micro-dollars are in `--json`; this rounds to 1/100 of a cent.
+ */
+export function formatSpendReport(report: SpendReport): string {
+  const names = report.periods.map((p) => periodName(p.days));
+  const lines: string[] = [
+    `Spend up to ${report.today} (${report.periods.map((p, i) => `${names[i]}: ${formatUsd(report.totals[i]?.costMicros ?? 0)}`).join(', ')})`,
+  ];
+
+  if (report.groups.length > 0) lines.push('', 'Groups (today against the daily cap):');
+  for (const g of report.groups) {
+    const today = g.periods[0];
+    const pct = g.todayPercent === null ? 'cap 0: no spend allowed' : `${g.todayPercent} %`;
+    lines.push(
+      `- ${g.groupId}: ${formatUsd(today?.costMicros ?? 0)} of ${formatUsd(g.cap.micros)} (${pct}); ` +
+        g.periods
+          .slice(1)
+          .map((p, i) => `${names[i + 1]} ${formatUsd(p.costMicros)}`)
+          .join(', '),
+    );
+    for (const m of g.models) {
+      const longest = m.periods[m.periods.length - 1];
+      if (longest && longest.costMicros + longest.requests > 0)
+        lines.push(`    ${m.model}: ${formatUsd(longest.costMicros)} (${tokens(longest)})`);
+    }
+  }
+
+  if (report.models.length > 0)
+    lines.push('', `Models (${report.periods.map((p) => periodName(p.days)).join(' / ')}):`);
+  for (const m of report.models) {
+    lines.push(
+      `- ${m.model}: ${m.periods.map((p) => formatUsd(p.costMicros)).join(' / ')}` +
+        (m.priced ? '' : ' (no price: charged at the dearest known price)'),
+    );
+  }
+
+  if (report.topRuns.length > 0) lines.push('', `Most expensive runs (${names[names.length - 1] ?? ''}):`);
+  for (const r of report.topRuns) {
+    const when = r.startedAt ? r.startedAt.slice(0, 16).replace('T', ' ') : r.firstDay;
+    lines.push(
+      `- run ${r.runId} in ${r.groupId}, ${when}: ${formatUsd(r.costMicros)} (${r.models.join(', ')})`,
+    );
+  }
+
+  if (report.groups.length === 0 && report.models.length === 0)
+    lines.push('', 'Nothing spent in this period.');
+  return lines.join('\n');
+}
