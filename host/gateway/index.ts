@@ -14,6 +14,7 @@ export type { UsageRecord, UsageStore } from './usage-store.ts';
 export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './usage-store-sqlite.ts';
 export {
   createSpendReporter,
+  type DailySpend,
   type SpendConfig,
   type SpendQuery,
   type SpendReport,

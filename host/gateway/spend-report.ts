@@ -79,6 +79,11 @@ export interface RunSpend {
   completionTokens: number;
 }
 
+export interface DailySpend extends SpendFigures {
+  day: string;
+  groupId: string;
+}
+
 export interface SpendReport {
   today: string;
   /** Ascending: today, then 7 days, then 30 (each cut at `SpendQuery.days`). */
@@ -87,6 +92,8 @@ export interface SpendReport {
   totals: SpendFigures[];
   /** Groups with spend in the longest period or registered, by id. */
   groups: GroupSpend[];
+  /** Each day of the longest period with spend, per group (a chart's points): by day, then group. */
+  daily: DailySpend[];
   /** Models with spend in the longest period, dearest first over that period. */
   models: ModelSpend[];
   /**
@@ -192,6 +199,7 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
     const rows = byDay.all({ from: longest.from, to: today, group });
 
     const totals = periods.map(zero);
+    const daily = new Map<string, DailySpend>();
     const groups = new Map<string, { periods: SpendFigures[]; models: Map<string, SpendFigures[]> }>();
     const models = new Map<string, SpendFigures[]>();
     const groupEntry = (id: string) => {
@@ -207,6 +215,10 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
     for (const id of query.groups ?? []) if (group === null || id === group) groupEntry(id);
 
     for (const row of rows) {
+      const key = `${row.day}\u0000${row.group_id}`;
+      let day = daily.get(key);
+      if (!day) daily.set(key, (day = { day: row.day, groupId: row.group_id, ...zero() }));
+      add(day, row);
       const g = groupEntry(row.group_id);
       const gm = modelEntry(g.models, row.model);
       const m = modelEntry(models, row.model);
@@ -245,6 +257,9 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
             models: modelList(g.models),
           };
         }),
+      daily: [...daily.values()].sort(
+        (a, b) => a.day.localeCompare(b.day) || a.groupId.localeCompare(b.groupId),
+      ),
       models: modelList(models),
       topRuns:
         topRuns === 0

@@ -85,6 +85,13 @@ describe('spend report', () => {
     // Registered without spend: listed with its cap all the same.
     expect(report.groups.map((g) => g.groupId)).toEqual(['family', 'main', 'quiet']);
     expect(report.groups[2]?.periods.map((p) => p.costMicros)).toEqual([0, 0, 0]);
+    expect(report.daily.map((d) => [d.day, d.groupId, d.costMicros])).toEqual([
+      ['2026-03-11', 'family', 20_000],
+      ['2026-03-24', 'main', 1_000],
+      ['2026-03-25', 'main', 7],
+      ['2026-03-28', 'family', 50],
+      [TODAY, 'family', 1_500_001],
+    ]);
     expect(report.models.map((m) => [m.model, m.periods.map((p) => p.costMicros)])).toEqual([
       ['gpt-4.1-mini', [1_500_001, 1_500_051, 1_520_051]],
       ['claude-sonnet-4-5', [0, 7, 1_007]],
