@@ -8,6 +8,8 @@ import type { ApprovalService } from './approval-service.ts';
 
 export interface AdminCommandHandlerDeps {
   approvals: Pick<ApprovalService, 'decide' | 'pending'>;
+  /** The spend report as text (`usage`, `usage <group>`); absent: the command says it is not available. */
+  usage?(groupId: string | undefined): string;
   /**
    * Whether the sender is the owner, from channel metadata the host trusts (never from message text).
    * Channel-agnostic: `isOwnerMessage` (the adapter's `fromOwner`). A throw counts as "not the owner".
@@ -22,6 +24,10 @@ export interface AdminCommandHandlerDeps {
   redact: (s: string) => string;
   logger: Logger;
 }
+
+/** How a refusal names the command: approvals are the ones that matter, the rest are admin commands. */
+const commandsLike = (command: AdminCommand) =>
+  command.kind === 'usage' ? 'admin commands' : 'approval commands';
 
 /** What the audit says an ignored approval attempt tried; the operation column is this constant. */
 export const IGNORED_COMMAND_OPERATION = 'admin.command';
@@ -40,6 +46,7 @@ export function createAdminCommandHandler({
   redact,
   logger,
   onDecided,
+  usage,
 }: AdminCommandHandlerDeps) {
   const send = (text: string, group: GroupRecord, m: InboundMessage) => {
     void Promise.resolve()
@@ -91,13 +98,13 @@ export function createAdminCommandHandler({
      */
     auditStray(m: InboundMessage): void {
       const command = parseAdminCommand(m.text);
-      if (command) ignore(m, undefined, command, 'approval commands are only accepted from the owner');
+      if (command) ignore(m, undefined, command, `${commandsLike(command)} are only accepted from the owner`);
     },
     handle(m: InboundMessage, group: GroupRecord): boolean {
       const command = parseAdminCommand(m.text);
       if (!command) return false;
       if (!group.isAdmin)
-        return ignore(m, group, command, 'approval commands are only accepted in the admin chat');
+        return ignore(m, group, command, `${commandsLike(command)} are only accepted in the admin chat`);
       if (!ownerSent(m, group))
         return ignore(
           m,
@@ -105,12 +112,14 @@ export function createAdminCommandHandler({
           command,
           m.fromOwner && m.origin.kind !== 'own'
             ? 'a forwarded command is someone else’s words, not the owner’s command'
-            : 'approval commands are only accepted from the owner',
+            : `${commandsLike(command)} are only accepted from the owner`,
         );
       // From here the message is the owner's command: it never reaches the agent, even if deciding fails.
       try {
         if (command.kind === 'pending') {
           send(formatPendingList(approvals.pending(), redact), group, m);
+        } else if (command.kind === 'usage') {
+          send(usage ? usage(command.groupId) : 'Spend is not recorded by this host.', group, m);
         } else {
           const decision = approvals.decide(command.id, command.kind, `${m.channel}:${m.senderId}`);
           send(decision.message, group, m);

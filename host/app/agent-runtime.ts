@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
-import { createLiveDayFormatter } from '../gateway/day.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from './host.ts';
@@ -18,7 +17,8 @@ import type { GroupRecord } from '../store/groups-store.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
-import { sendNotices, slowProviderNotices, spendCapNotices } from '../router/run-notices.ts';
+import { sendNotices, slowProviderNotices } from '../router/run-notices.ts';
+import { createSpendNotices } from '../router/spend-notices.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/run/data-folder-label.ts';
@@ -166,6 +166,11 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     await stopBundler();
   }
 
+  const spendNotices = createSpendNotices({
+    group: (id) => store.groups.get(id),
+    enqueue: deps.enqueueNotice,
+    notifyOwner: deps.notifyOwner,
+  });
   const gateway = createGateway({
     config: () => deps.live().gateway,
     provider: config.provider,
@@ -175,15 +180,9 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
-    onSpendCapReached: (groupId, message) => {
-      const g = store.groups.get(groupId);
-      if (!g) return;
-      // Keyed by the owner's calendar day, the day the cap resets on: one line and one notice per group and day.
-      sendNotices(spendCapNotices(g, localDay(Date.now()), message), {
-        enqueue: deps.enqueueNotice,
-        notifyOwner: deps.notifyOwner,
-      });
-    },
+    // Keyed by the day the gateway counted on, the one the cap resets on: once per group and day each.
+    onSpendCapReached: spendNotices.capReached,
+    onSpendWarning: spendNotices.warning,
     upstreamEvents: {
       authRejected: (owner, status) =>
         deps.finalFailures.final(
@@ -206,7 +205,6 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
       },
     },
   });
-  const localDay = createLiveDayFormatter(() => deps.live().assistant.timezone);
 
   closers.push('LLM gateway', () => gateway.close());
   const bridge = await defaultBridgeAddress(docker);

@@ -10,6 +10,7 @@ import { ensureAdminGroup } from '../admin/admin-group.ts';
 import { isOwnerMessage } from '../admin/owner-check.ts';
 import { createAdminChats } from '../admin/admin-chats.ts';
 import { createChannelNotices } from '../admin/channel-notices.ts';
+import { createSpendView } from '../admin/spend-view.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
@@ -46,6 +47,8 @@ import { createControlRoutes } from './control-api.ts';
 import { lateBound } from './late-bound.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import { HostStartError } from './start-error.ts';
+import { createSpendReporter } from '../gateway/spend-report.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 export interface RunnerRuntime {
   runner: AgentRunner;
@@ -103,6 +106,8 @@ export interface HostDeps {
   extraChannels?: Channel[];
   /** Secret lookup by variable name, for the channels' tokens. */
   secret?(name: string): string | undefined;
+  /** The host's clock (tests pass a fake one): the daily summary's time. */
+  clock?: Clock;
 }
 
 export interface RunningHost {
@@ -125,6 +130,7 @@ export async function startHost({
   extraChannels = [],
   secret = () => undefined,
   reload,
+  clock = systemClock,
 }: HostDeps): Promise<RunningHost> {
   const source = createConfigSource(reload?.start.applied ?? { config, text: '', hash: '' }, (err) =>
     logger.error({ err }, 'a subsystem failed to take a changed config'),
@@ -298,10 +304,18 @@ export async function startHost({
       channelFor: (name) => channels.get(name),
     });
     events.on('group-state', typing.sync);
+    const spend = createSpendView({
+      reporter: createSpendReporter(store.db),
+      groupIds: () => store.groups.list().map((g) => g.id),
+      gateway: () => live().gateway,
+      timezone: () => live().assistant.timezone,
+      now: clock.now,
+    });
     const ingest = createIngest({
       store,
       adminCommands: createAdminCommandHandler({
         approvals,
+        usage: (groupId) => spend.text(groupId === undefined ? {} : { groupId }),
         isOwnerMessage: isOwnerMessage,
         // The answer goes back to the admin chat the command came from, whichever channel that is.
         reply: (text, group, m) =>

@@ -123,6 +123,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'show the newest audit rows',
     load: async () => (await import('./commands/audit-command.ts')).auditCommand,
   },
+  usage: {
+    usage: 'carapace usage [--group <id>] [--days N] [--json]',
+    summary: 'LLM spend today, in 7 and 30 days, per group and model against the caps; the dearest runs',
+    load: async () => (await import('./commands/usage-command.ts')).usageCommand,
+  },
   image: {
     usage: 'carapace image build [--online | --offline] [--force]',
     summary: 'build the agent image (start does it too when it is missing or stale)',

@@ -29,8 +29,13 @@ export interface GatewayDeps {
   logger: GatewayLogger;
   /** The most output tokens one call may ask for (`[runs].max_output_tokens`); larger asks are clamped. */
   maxOutputTokens: number;
-  /** Called once per group and day when the group's spend reaches its cap, with what to tell the owner. */
-  onSpendCapReached: (groupId: string, message: string) => void;
+  /**
+   * Called once per group and day when the group's spend reaches its cap, with what to tell the owner and
+   * the day (in the assistant's zone) it counts on.
+   */
+  onSpendCapReached: (groupId: string, message: string, day: string) => void;
+  /** Called once per group and day when its spend reaches SPEND_WARNING_PERCENT (80) of the cap. */
+  onSpendWarning?: (groupId: string, message: string, day: string) => void;
   /** What the host must hear about a run's provider calls (see UpstreamEvents); optional for tests. */
   upstreamEvents?: UpstreamEvents;
   /** Waits between retries; injectable so tests can see the delays without waiting them out. */
@@ -97,8 +102,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
     config: deps.config,
     usageStore: deps.usageStore,
     onSpendCapReached: deps.onSpendCapReached,
+    ...(deps.onSpendWarning ? { onSpendWarning: deps.onSpendWarning } : {}),
     onNotifyError: (error, groupId) =>
-      logger.error({ groupId, err: errorMessage(error) }, 'gateway: onSpendCapReached failed'),
+      logger.error({ groupId, err: errorMessage(error) }, 'gateway: a spend notice failed'),
   });
   const handler = createRequestHandler({
     config: deps.config,

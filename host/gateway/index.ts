@@ -20,4 +20,5 @@ export {
   type SpendReport,
   type SpendReporter,
 } from './spend-report.ts';
-export { formatSpendReport, formatUsd } from './spend-report-text.ts';
+export { formatSpendReport } from './spend-report-text.ts';
+export { formatUsd } from './pricing.ts';

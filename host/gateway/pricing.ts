@@ -27,6 +27,16 @@ export function usdToMicros(usd: number): number {
   return Math.round(usd * 1_000_000);
 }
 
+/** Micro-dollars as dollars with four decimals ("$0.0042"): readable, and a cent is never rounded away. */
+export function formatUsd(micros: number): string {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  const whole = Math.floor(abs / 1_000_000);
+  const frac = Math.round((abs % 1_000_000) / 100);
+  // 0.99995 and up rounds into the next dollar.
+  return frac === 10_000 ? `${sign}$${whole + 1}.0000` : `${sign}$${whole}.${String(frac).padStart(4, '0')}`;
+}
+
 /**
  * The most a request can cost before it is sent: every prompt byte counted as a token (a byte-level
  * tokenizer never makes a token of less than one byte) plus the full output bound, at the dearest price

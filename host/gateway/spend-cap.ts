@@ -1,5 +1,5 @@
 import type { GatewayConfig } from './config.ts';
-import { usdToMicros } from './pricing.ts';
+import { formatUsd, usdToMicros } from './pricing.ts';
 import type { UsageStore } from './usage-store.ts';
 
 /** Money set aside for one request in flight; settled with its real cost once the provider answered. */
@@ -31,7 +31,12 @@ export interface SpendCapDeps {
   config: () => Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
   usageStore: Pick<UsageStore, 'spentTodayMicros'>;
   /** Once per group and day; `message` names the cap and the setting that raises it. */
-  onSpendCapReached: (groupId: string, message: string) => void;
+  onSpendCapReached: (groupId: string, message: string, day: string) => void;
+  /**
+   * Once per group and day, when a settled request brings the group's spend to SPEND_WARNING_PERCENT of its
+   * cap without reaching it (a request that reaches the cap tells only the cap).
+   */
+  onSpendWarning?: (groupId: string, message: string, day: string) => void;
   onNotifyError: (error: unknown, groupId: string) => void;
 }
 
@@ -56,6 +61,15 @@ export function groupCap(
   };
 }
 
+/** The share of a daily cap at which the owner is warned, in percent. */
+export const SPEND_WARNING_PERCENT = 80;
+
+/** Which notice a group's settled spend calls for: none, the warning, or the cap's. */
+export function spendLevel(spentMicros: number, capMicros: number): 'under' | 'warning' | 'cap' {
+  if (spentMicros >= capMicros) return 'cap';
+  return spentMicros * 100 >= capMicros * SPEND_WARNING_PERCENT ? 'warning' : 'under';
+}
+
 /** The admission rule, alone so its arithmetic can be tested: strictly under the cap, counting reservations. */
 export function mayReserve(capMicros: number, settledMicros: number, reservedMicros: number): boolean {
   return settledMicros + reservedMicros < capMicros;
@@ -65,12 +79,13 @@ export function mayReserve(capMicros: number, settledMicros: number, reservedMic
  * Settled spend is read from the usage store at each request; reservations are kept in memory (the
  * gateway is the only one forwarding this data folder's requests). The check and the reservation happen
  * in one synchronous step after the read, and a read that a settlement overtook is repeated, so parallel
- * requests cannot both slip under the cap on a stale figure. "Notified" is remembered in memory only, so
- * a host restart may notify once more.
+ * requests cannot both slip under the cap on a stale figure. "Notified" is remembered in memory, for today:
+ * the host's notices carry an outbox key per group and day, which keeps them once a day across restarts.
  */
 export function createSpendCap(deps: SpendCapDeps): SpendCap {
   let currentDay = '';
   const groups = new Map<string, GroupDay>();
+  // `<level>:<group>` for today; the notices' outbox keys make them once per day across restarts too.
   const notified = new Set<string>();
 
   const capFor = (groupId: string): number => groupCap(deps.config(), groupId).usd;
@@ -101,15 +116,27 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
   const message = (groupId: string, capUsd: number): string =>
     `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${groupCap(deps.config(), groupId).setting} or wait until tomorrow`;
 
-  const notifyOnce = (groupId: string) => {
-    if (notified.has(groupId)) return;
-    notified.add(groupId);
+  const once = (level: 'warning' | 'cap', groupId: string, tell: () => void) => {
+    if (notified.has(`${level}:${groupId}`)) return;
+    notified.add(`${level}:${groupId}`);
     try {
-      deps.onSpendCapReached(groupId, message(groupId, capFor(groupId)));
+      tell();
     } catch (error) {
       deps.onNotifyError(error, groupId);
     }
   };
+  const notifyOnce = (groupId: string, day: string) =>
+    once('cap', groupId, () => deps.onSpendCapReached(groupId, message(groupId, capFor(groupId)), day));
+  const warnOnce = (groupId: string, day: string, spentMicros: number) =>
+    once('warning', groupId, () => {
+      const cap = groupCap(deps.config(), groupId);
+      deps.onSpendWarning?.(
+        groupId,
+        `group ${groupId} has spent ${formatUsd(spentMicros)} of its daily spend cap of ${formatUsd(cap.micros)} today ` +
+          `(${Math.floor((spentMicros * 100) / cap.micros)} %); at the cap it gets no answers until tomorrow (${cap.setting})`,
+        day,
+      );
+    });
 
   return {
     async reserve(groupId, day, micros) {
@@ -118,7 +145,7 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
       const capUsd = capFor(groupId);
       const capMicros = usdToMicros(capUsd);
       if (!mayReserve(capMicros, spent, state.reserved)) {
-        notifyOnce(groupId);
+        notifyOnce(groupId, day);
         return { ok: false, capUsd, spentMicros: spent, reservedMicros: state.reserved };
       }
       state.reserved += micros;
@@ -137,7 +164,9 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
               if (cost > 0 && day === currentDay) {
                 const after = await deps.usageStore.spentTodayMicros(groupId, day);
                 // Tell the group as soon as this request crossed the cap, not only at its next request.
-                if (after >= capMicros) notifyOnce(groupId);
+                const level = spendLevel(after, capMicros);
+                if (level === 'cap') notifyOnce(groupId, day);
+                else if (level === 'warning') warnOnce(groupId, day, after);
               }
             } finally {
               state.reserved -= micros;

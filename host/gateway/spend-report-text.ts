@@ -1,14 +1,5 @@
+import { formatUsd } from './pricing.ts';
 import type { SpendFigures, SpendReport } from './spend-report.ts';
-
-/** Micro-dollars as dollars with four decimals ("$0.0042"): readable, and a cent is never rounded away. */
-export function formatUsd(micros: number): string {
-  const sign = micros < 0 ? '-' : '';
-  const abs = Math.abs(micros);
-  const whole = Math.floor(abs / 1_000_000);
-  const frac = Math.round((abs % 1_000_000) / 100);
-  // 0.99995 and up rounds into the next dollar.
-  return frac === 10_000 ? `${sign}$${whole + 1}.0000` : `${sign}$${whole}.${String(frac).padStart(4, '0')}`;
-}
 
 const periodName = (days: number) => (days === 1 ? 'today' : `${days} days`);
 

@@ -46,7 +46,7 @@ export interface GiveUpNotice {
 
 /** The run gave up before it said anything: the messages up to `givenThrough` stay unanswered. */
 export function giveUpNotices({ group, givenThrough, kind, reason }: GiveUpNotice): RunNotices {
-  // The cap told the group and the owner once for the day (spendCapNotices); a second line would only repeat it.
+  // The cap told the group and the owner once for the day (spend-notices.ts); a second line would only repeat it.
   if (kind === 'capped') return { group: [] };
   const own: Record<Exclude<FailureKind, 'capped'>, { admin: string; others: string }> = {
     retryable: {
@@ -139,32 +139,4 @@ export function slowProviderNotices(
   // The owner hears of a slow provider only if the run then gives up (its notice names the setting to
   // change); a provider that answers late is the group's wait, not the owner's business.
   return { group: items };
-}
-
-/**
- * A group reached its daily spend cap: one line to the group and, for any other group than the admin group,
- * one notice to the owner naming the setting; both keyed by group and day, so told once however many runs the
- * cap refuses.
- */
-export function spendCapNotices(group: GroupRecord, day: string, capMessage: string): RunNotices {
-  const items: NewOutboxItem[] = [
-    {
-      idempotencyKey: `spend-cap:${group.id}:${day}`,
-      groupId: group.id,
-      channel: group.channel,
-      chatId: group.chatId,
-      runId: null,
-      text: group.isAdmin
-        ? `This group reached its daily LLM spending cap: ${capMessage}.`
-        : 'This group reached its daily spending limit; I will answer again tomorrow.',
-    },
-  ];
-  if (group.isAdmin) return { group: items };
-  return {
-    group: items,
-    owner: {
-      key: `spend-cap-owner:${group.id}:${day}`,
-      text: `Group ${group.id} gets no answers until tomorrow: ${capMessage}.`,
-    },
-  };
 }

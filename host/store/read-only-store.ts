@@ -1,9 +1,10 @@
 import Database from 'better-sqlite3';
+import { createGroupsStore } from './groups-store.ts';
 import { createOutboxStore } from './outbox-store.ts';
 import { createRunsStore } from './runs-store.ts';
 
 /**
- * The database as `carapace status` reads it: opened read-only, without migrating it or setting its journal
+ * The database as `carapace status` and `usage` read it: opened read-only, without migrating it or setting its journal
  * mode, so reading it needs no write access and takes no write lock while a host runs. A database no host
  * has migrated to this version yet lacks tables: creating a store then throws "no such table".
  */
@@ -14,6 +15,7 @@ export function openStoreReadOnly(file: string, now: () => Date = () => new Date
     db.pragma('busy_timeout = 5000');
     return {
       db,
+      groups: createGroupsStore(db, now),
       runs: createRunsStore(db, now),
       outbox: createOutboxStore(db, now),
       close: () => db.close(),

@@ -6,7 +6,8 @@ import {
   addDays,
   type SpendConfig,
 } from '../../host/gateway/spend-report.ts';
-import { formatSpendReport, formatUsd } from '../../host/gateway/spend-report-text.ts';
+import { formatUsd } from '../../host/gateway/pricing.ts';
+import { formatSpendReport } from '../../host/gateway/spend-report-text.ts';
 import { createSqliteUsageStore, type SqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.ts';

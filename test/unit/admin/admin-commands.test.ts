@@ -24,6 +24,10 @@ describe('parseAdminCommand', () => {
     ['/approve k7m2q9', { kind: 'approve', id: 'k7m2q9' }],
     ['pending', { kind: 'pending' }],
     ['  Pending ', { kind: 'pending' }],
+    ['usage', { kind: 'usage' }],
+    ['/Usage', { kind: 'usage' }],
+    ['usage family', { kind: 'usage', groupId: 'family' }],
+    [' USAGE  Family_2 ', { kind: 'usage', groupId: 'family_2' }],
   ])('%j is a command', (text, expected) => {
     expect(parseAdminCommand(text)).toEqual(expected);
   });
@@ -42,6 +46,9 @@ describe('parseAdminCommand', () => {
     'approve-k7m2q9',
     'pending please',
     'what is pending?',
+    'usage please tell me',
+    'usage?',
+    'what is our usage',
     '',
   ])('%j is not a command', (text) => {
     expect(parseAdminCommand(text)).toBeUndefined();
@@ -282,6 +289,52 @@ describe('admin command handler', () => {
     await flush();
     expect(replies.map((r) => r.text)).toEqual([
       'No approval request has the id "zz22zz". Send "pending" to list the open ones.',
+    ]);
+  });
+
+  it('answers "usage" in the admin chat with the spend report, for one group when named', async () => {
+    const asked: (string | undefined)[] = [];
+    const h = createAdminCommandHandler({
+      approvals: service,
+      isOwnerMessage,
+      usage: (groupId) => {
+        asked.push(groupId);
+        return `report for ${groupId ?? 'all'}`;
+      },
+      reply: (text, group) => void replies.push({ text, group: group.id }),
+      audit: store.audit,
+      redact,
+      logger: silent,
+    });
+    expect(h.handle(message('usage'), admin)).toBe(true);
+    expect(h.handle(message('usage family'), admin)).toBe(true);
+    await flush();
+    expect(asked).toEqual([undefined, 'family']);
+    expect(replies).toEqual([
+      { text: 'report for all', group: 'main' },
+      { text: 'report for family', group: 'main' },
+    ]);
+  });
+
+  it('leaves "usage" in another group as an ordinary message, audited as an admin command attempt', async () => {
+    let reports = 0;
+    const h = createAdminCommandHandler({
+      approvals: service,
+      isOwnerMessage,
+      usage: () => String(++reports),
+      reply: (text, group) => void replies.push({ text, group: group.id }),
+      audit: store.audit,
+      redact,
+      logger: silent,
+    });
+    expect(h.handle(message('usage', { chatId: 'family' }), family)).toBe(false);
+    expect(h.handle(message('usage', { fromOwner: false, senderId: 'guest' }), admin)).toBe(false);
+    await flush();
+    expect(reports).toBe(0);
+    expect(replies).toEqual([]);
+    expect(store.audit.tail(10).map((r) => r.reason)).toEqual([
+      'admin commands are only accepted in the admin chat',
+      'admin commands are only accepted from the owner',
     ]);
   });
 });

@@ -1,0 +1,156 @@
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createAdminChats } from '../../host/admin/admin-chats.ts';
+import { createSpendCap, spendLevel, type SpendCap } from '../../host/gateway/spend-cap.ts';
+import { createSqliteUsageStore, type SqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
+import { createSpendNotices } from '../../host/router/spend-notices.ts';
+import { openStore, type Store } from '../../host/store/store.ts';
+import { makeTempDir, removeTempDir } from '../helpers/temp-dir.ts';
+
+const DAY = '2026-03-31';
+const NEXT_DAY = '2026-04-01';
+
+let dir: string;
+let store: Store;
+let usage: SqliteUsageStore;
+
+beforeEach(() => {
+  dir = makeTempDir();
+  store = openStore({ file: path.join(dir, 'carapace.db') });
+  usage = createSqliteUsageStore(store.db);
+  store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'Admin', isAdmin: true });
+  store.groups.add({ id: 'family', channel: 'local', chatId: 'family', name: 'Family', isAdmin: false });
+});
+afterEach(() => {
+  store.close();
+  removeTempDir(dir);
+});
+
+/**
+ * The gateway's spend cap wired as the host wires it: its callbacks become notices, stored in the real outbox
+ * through the admin chats. A new call is a host (re)start over the same database.
+ */
+function startHost(capUsd = 1): SpendCap {
+  const adminChats = createAdminChats({
+    groups: store.groups,
+    channels: () => [],
+    notifyChannels: () => undefined,
+    enqueue: (item) => store.outbox.addAll([item]),
+  });
+  const notices = createSpendNotices({
+    group: (id) => store.groups.get(id),
+    enqueue: (item) => store.outbox.addAll([item]),
+    notifyOwner: (key, text) => adminChats.notify(key, text),
+  });
+  return createSpendCap({
+    config: () => ({ daily_cap_usd: capUsd, group_caps_usd: {} }),
+    usageStore: usage,
+    onSpendCapReached: notices.capReached,
+    onSpendWarning: notices.warning,
+    onNotifyError: (error) => {
+      throw error;
+    },
+  });
+}
+
+/** One request of `micros` through the cap, settled at its full cost. */
+async function spend(cap: SpendCap, micros: number, day = DAY, groupId = 'family'): Promise<boolean> {
+  const r = await cap.reserve(groupId, day, micros);
+  if (!r.ok) return false;
+  await r.reservation.settle(() => {
+    usage.recordUsage({
+      runId: '1',
+      groupId,
+      day,
+      model: 'm',
+      promptTokens: 1,
+      completionTokens: 1,
+      costMicros: micros,
+    });
+    return micros;
+  });
+  return true;
+}
+
+/** What the chats hold: [chat, text] in the order stored. */
+function sent(): [string, string][] {
+  return store.db
+    .prepare<[], { chat_id: string; text: string }>('SELECT chat_id, text FROM outbox ORDER BY id')
+    .all()
+    .map((r) => [r.chat_id, r.text]);
+}
+
+describe('spend notices', () => {
+  it('names the level a settled spend calls for: under, the 80 % warning, the cap', () => {
+    expect(spendLevel(799_999, 1_000_000)).toBe('under');
+    expect(spendLevel(800_000, 1_000_000)).toBe('warning');
+    expect(spendLevel(999_999, 1_000_000)).toBe('warning');
+    expect(spendLevel(1_000_000, 1_000_000)).toBe('cap');
+    expect(spendLevel(0, 0)).toBe('cap');
+  });
+
+  it('warns the owner once at 80 %, then tells the owner and the group once at the cap', async () => {
+    const cap = startHost();
+    await spend(cap, 700_000);
+    expect(sent()).toEqual([]);
+    await spend(cap, 100_000); // 80 %
+    await spend(cap, 100_000); // 90 %: warned already
+    expect(sent()).toEqual([
+      [
+        'main',
+        'Spend: group family has spent $0.8000 of its daily spend cap of $1.0000 today (80 %); ' +
+          'at the cap it gets no answers until tomorrow ([gateway].daily_cap_usd).',
+      ],
+    ]);
+    await spend(cap, 100_000); // 100 %
+    expect(await spend(cap, 1)).toBe(false); // refused: no second cap notice
+    expect(sent().slice(1)).toEqual([
+      ['family', 'This group reached its daily spending limit; I will answer again tomorrow.'],
+      [
+        'main',
+        'Group family gets no answers until tomorrow: daily spend cap of $1.00 reached for group family; ' +
+          'raise [gateway].daily_cap_usd or wait until tomorrow.',
+      ],
+    ]);
+  });
+
+  it('tells only the cap when one request goes from under 80 % past the cap', async () => {
+    const cap = startHost();
+    await spend(cap, 500_000);
+    await spend(cap, 600_000);
+    expect(sent()).toEqual([
+      ['family', expect.stringMatching(/^This group reached its daily spending limit/)],
+      ['main', expect.stringMatching(/^Group family gets no answers until tomorrow/)],
+    ]);
+  });
+
+  it('sends each notice once per day across a host restart on the same day, and again the next day', async () => {
+    await spend(startHost(), 850_000);
+    expect(sent()).toHaveLength(1);
+    // Restarted the same day: the new gateway remembers nothing, the outbox's keys do.
+    const restarted = startHost();
+    await spend(restarted, 10_000);
+    expect(sent()).toHaveLength(1);
+    await spend(restarted, 200_000);
+    expect(await spend(startHost(), 1)).toBe(false);
+    expect(sent()).toHaveLength(3);
+
+    const nextDay = startHost();
+    await spend(nextDay, 900_000, NEXT_DAY);
+    expect(sent()).toHaveLength(4);
+    expect(sent()[3]?.[1]).toMatch(/^Spend: group family has spent \$0\.9000/);
+  });
+
+  it('warns about the admin group in the admin chat, and says the cap there with its setting', async () => {
+    const cap = startHost();
+    await spend(cap, 800_000, DAY, 'main');
+    await spend(cap, 200_000, DAY, 'main');
+    expect(sent()).toEqual([
+      ['main', expect.stringMatching(/^Spend: group main has spent \$0\.8000/)],
+      [
+        'main',
+        expect.stringMatching(/^This group reached its daily LLM spending cap: daily spend cap of \$1\.00/),
+      ],
+    ]);
+  });
+});
