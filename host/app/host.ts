@@ -11,6 +11,7 @@ import { isOwnerMessage } from '../admin/owner-check.ts';
 import { createAdminChats } from '../admin/admin-chats.ts';
 import { createChannelNotices } from '../admin/channel-notices.ts';
 import { createSpendView } from '../admin/spend-view.ts';
+import { createDailySummary } from '../admin/daily-summary.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
@@ -409,6 +410,20 @@ export async function startHost({
     });
     retention.start();
     closers.push('retention', () => retention.stop());
+    const dailySummary = createDailySummary({
+      clock,
+      settings: () => ({ at: live().admin.daily_summary, timezone: live().assistant.timezone }),
+      summary: () => spend.text({ days: 1 }),
+      notify: (key, text) => adminChats.notify(key, text),
+      onError: (err) => logger.error({ err }, 'the daily summary failed'),
+    });
+    dailySummary.start();
+    // A new time or time zone moves the next summary.
+    const unsubscribeSummary = source.subscribe(() => dailySummary.rearm());
+    closers.push('daily summary', () => {
+      unsubscribeSummary();
+      dailySummary.stop();
+    });
     dispatcher.kick();
     if (reload) {
       step = 'watching the config file';

@@ -9,6 +9,7 @@ export const LIVE_KEYS: readonly (readonly string[])[] = [
   ['assistant', 'name'],
   ['assistant', 'timezone'],
   ['admin', 'notify'],
+  ['admin', 'daily_summary'],
   ['groups', '*', 'trigger'],
   ['groups', '*', 'allowed_senders'],
   ['groups', '*', 'services'],

@@ -127,6 +127,11 @@ export const adminConfigSchema = z
   .object({
     /** Channel names whose admin chat gets notices; default: every linked admin chat. */
     notify: z.array(z.string().min(1)).optional(),
+    /** "HH:MM" (24 h) in [assistant].timezone: the day's spend goes to the admin chats then. Unset: no summary. */
+    daily_summary: z
+      .string()
+      .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a time of day as "HH:MM", such as "21:00"')
+      .optional(),
   })
   .strict();
 
