@@ -20,12 +20,13 @@ export function formatSpendReport(report: SpendReport): string {
   for (const g of report.groups) {
     const today = g.periods[0];
     const pct = g.todayPercent === null ? 'cap 0: no spend allowed' : `${g.todayPercent} %`;
+    const longer = g.periods
+      .slice(1)
+      .map((p, i) => `${names[i + 1]} ${formatUsd(p.costMicros)}`)
+      .join(', ');
     lines.push(
-      `- ${g.groupId}: ${formatUsd(today?.costMicros ?? 0)} of ${formatUsd(g.cap.micros)} (${pct}); ` +
-        g.periods
-          .slice(1)
-          .map((p, i) => `${names[i + 1]} ${formatUsd(p.costMicros)}`)
-          .join(', '),
+      `- ${g.groupId}: ${formatUsd(today?.costMicros ?? 0)} of ${formatUsd(g.cap.micros)} (${pct})` +
+        (longer ? `; ${longer}` : ''),
     );
     for (const m of g.models) {
       const longest = m.periods[m.periods.length - 1];
