@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createAdminChats } from '../../host/admin/admin-chats.ts';
-import { createSpendCap, spendLevel, type SpendCap } from '../../host/gateway/spend-cap.ts';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
-import { createSpendNotices } from '../../host/router/spend-notices.ts';
-import { openStore, type Store } from '../../host/store/store.ts';
-import { makeTempDir, removeTempDir } from '../helpers/temp-dir.ts';
+import { createAdminChats } from '../../../host/admin/admin-chats.ts';
+import { createSpendCap, spendLevel, type SpendCap } from '../../../host/gateway/spend-cap.ts';
+import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createSpendNotices } from '../../../host/router/spend-notices.ts';
+import { openStore, type Store } from '../../../host/store/store.ts';
+import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 const DAY = '2026-03-31';
 const NEXT_DAY = '2026-04-01';

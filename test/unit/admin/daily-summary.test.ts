@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createDailySummary, nextSummaryAt } from '../../host/admin/daily-summary.ts';
-import { fakeClock } from '../helpers/fake-clock.ts';
+import { createDailySummary, nextSummaryAt } from '../../../host/admin/daily-summary.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 
 const BERLIN = 'Europe/Berlin';
 /** 2026-03-27 12:00 in Berlin (UTC+1); Berlin moves to UTC+2 on Sunday 2026-03-29. */

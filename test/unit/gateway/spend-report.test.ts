@@ -5,12 +5,12 @@ import {
   spendPeriods,
   addDays,
   type SpendConfig,
-} from '../../host/gateway/spend-report.ts';
-import { formatUsd } from '../../host/gateway/pricing.ts';
-import { formatSpendReport } from '../../host/gateway/spend-report-text.ts';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
-import { openStore, type Store } from '../../host/store/store.ts';
-import { makeTempDir, removeTempDir } from '../helpers/temp-dir.ts';
+} from '../../../host/gateway/spend-report.ts';
+import { formatUsd } from '../../../host/gateway/pricing.ts';
+import { formatSpendReport } from '../../../host/gateway/spend-report-text.ts';
+import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { openStore, type Store } from '../../../host/store/store.ts';
+import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 const TODAY = '2026-03-31';
 const CONFIG: SpendConfig = {
