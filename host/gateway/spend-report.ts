@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { GatewayConfig } from './config.ts';
 import { isPriced } from './price-table.ts';
 import { groupCap } from './spend-cap.ts';
+import type { TotalsRow } from './usage-store-sqlite.ts';
 
 /**
  * What the owner has spent, read from the gateway's own records (`gateway_usage` per run, and the daily
@@ -120,14 +121,8 @@ export function spendPeriods(today: string, days: number): SpendPeriod[] {
   return lengths.map((n) => ({ days: n, from: addDays(today, 1 - n), to: today }));
 }
 
-interface DayRow {
+interface DayRow extends TotalsRow {
   day: string;
-  group_id: string;
-  model: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cost_micros: number;
 }
 
 interface RunRow {

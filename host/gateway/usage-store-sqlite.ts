@@ -24,7 +24,8 @@ export interface SqliteUsageStore extends UsageStore {
   totalsForRun(runId: string): UsageTotals[];
 }
 
-interface TotalsRow {
+/** A totals row as SQLite returns it (snake case). */
+export interface TotalsRow {
   group_id: string;
   model: string;
   requests: number;

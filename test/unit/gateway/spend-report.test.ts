@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   createSpendReporter,
@@ -8,9 +7,9 @@ import {
 } from '../../../host/gateway/spend-report.ts';
 import { formatUsd } from '../../../host/gateway/pricing.ts';
 import { formatSpendReport } from '../../../host/gateway/spend-report-text.ts';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
-import { openStore, type Store } from '../../../host/store/store.ts';
-import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
+import type { SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import type { Store } from '../../../host/store/store.ts';
+import { openSpendDb, type SpendDb } from '../../helpers/spend-db.ts';
 
 const TODAY = '2026-03-31';
 const CONFIG: SpendConfig = {
@@ -19,21 +18,15 @@ const CONFIG: SpendConfig = {
   prices: { 'local-free': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
 };
 
-let dir: string;
+let db: SpendDb;
 let store: Store;
 let usage: SqliteUsageStore;
 
 beforeEach(() => {
-  dir = makeTempDir();
-  store = openStore({ file: path.join(dir, 'carapace.db') });
-  usage = createSqliteUsageStore(store.db);
-  for (const id of ['main', 'family', 'quiet'])
-    store.groups.add({ id, channel: 'local', chatId: id, name: id, isAdmin: id === 'main' });
+  db = openSpendDb(['main', 'family', 'quiet']);
+  ({ store, usage } = db);
 });
-afterEach(() => {
-  store.close();
-  removeTempDir(dir);
-});
+afterEach(() => db.close());
 
 function spend(runId: string, groupId: string, day: string, model: string, costMicros: number, tokens = 10) {
   usage.recordUsage({

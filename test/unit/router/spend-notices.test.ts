@@ -1,30 +1,23 @@
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createAdminChats } from '../../../host/admin/admin-chats.ts';
 import { createSpendCap, spendLevel, type SpendCap } from '../../../host/gateway/spend-cap.ts';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import type { SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
 import { createSpendNotices } from '../../../host/router/spend-notices.ts';
-import { openStore, type Store } from '../../../host/store/store.ts';
-import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
+import type { Store } from '../../../host/store/store.ts';
+import { openSpendDb, type SpendDb } from '../../helpers/spend-db.ts';
 
 const DAY = '2026-03-31';
 const NEXT_DAY = '2026-04-01';
 
-let dir: string;
+let db: SpendDb;
 let store: Store;
 let usage: SqliteUsageStore;
 
 beforeEach(() => {
-  dir = makeTempDir();
-  store = openStore({ file: path.join(dir, 'carapace.db') });
-  usage = createSqliteUsageStore(store.db);
-  store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'Admin', isAdmin: true });
-  store.groups.add({ id: 'family', channel: 'local', chatId: 'family', name: 'Family', isAdmin: false });
+  db = openSpendDb(['main', 'family']);
+  ({ store, usage } = db);
 });
-afterEach(() => {
-  store.close();
-  removeTempDir(dir);
-});
+afterEach(() => db.close());
 
 /**
  * The gateway's spend cap wired as the host wires it: its callbacks become notices, stored in the real outbox
