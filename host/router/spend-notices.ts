@@ -10,11 +10,19 @@ import { sendNotices, type NoticeSinks, type RunNotices } from './run-notices.ts
  */
 
 /**
- * A group reached its daily spend cap: one line to the group and, for any other group than the admin group,
- * one notice to the owner naming the setting; both keyed by group and day, so told once however many runs the
- * cap refuses.
+ * A group reached its daily spend cap: one neutral line to the group and one notice to the owner naming the
+ * setting, both keyed by group and day, so told once however many runs the cap refuses. The admin group is
+ * the owner's: it reads the notice itself, in every admin chat.
  */
 export function spendCapNotices(group: GroupRecord, day: string, capMessage: string): RunNotices {
+  if (group.isAdmin)
+    return {
+      group: [],
+      owner: {
+        key: `spend-cap:${group.id}:${day}`,
+        text: `The admin group reached its daily LLM spending cap: ${capMessage}.`,
+      },
+    };
   const items: NewOutboxItem[] = [
     {
       idempotencyKey: `spend-cap:${group.id}:${day}`,
@@ -22,12 +30,9 @@ export function spendCapNotices(group: GroupRecord, day: string, capMessage: str
       channel: group.channel,
       chatId: group.chatId,
       runId: null,
-      text: group.isAdmin
-        ? `This group reached its daily LLM spending cap: ${capMessage}.`
-        : 'This group reached its daily spending limit; I will answer again tomorrow.',
+      text: 'This group reached its daily spending limit; I will answer again tomorrow.',
     },
   ];
-  if (group.isAdmin) return { group: items };
   return {
     group: items,
     owner: {

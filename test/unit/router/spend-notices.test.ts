@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createAdminChats } from '../../../host/admin/admin-chats.ts';
+import type { Channel } from '../../../host/channels/channel.ts';
 import { createSpendCap, spendLevel, type SpendCap } from '../../../host/gateway/spend-cap.ts';
 import type { SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
 import { createSpendNotices } from '../../../host/router/spend-notices.ts';
@@ -23,10 +24,10 @@ afterEach(() => db.close());
  * The gateway's spend cap wired as the host wires it: its callbacks become notices, stored in the real outbox
  * through the admin chats. A new call is a host (re)start over the same database.
  */
-function startHost(capUsd = 1): SpendCap {
+function startHost(capUsd = 1, channels: Channel[] = []): SpendCap {
   const adminChats = createAdminChats({
     groups: store.groups,
-    channels: () => [],
+    channels: () => channels,
     notifyChannels: () => undefined,
     enqueue: (item) => store.outbox.addAll([item]),
   });
@@ -134,16 +135,20 @@ describe('spend notices', () => {
     expect(sent()[3]?.[1]).toMatch(/^Spend: group family has spent \$0\.9000/);
   });
 
-  it('warns about the admin group in the admin chat, and says the cap there with its setting', async () => {
-    const cap = startHost();
+  it('tells about the admin group in every admin chat: the warning, then the cap with its setting', async () => {
+    const telegram = { name: 'telegram', adminChatId: () => '42' } as unknown as Channel;
+    const cap = startHost(1, [telegram]);
     await spend(cap, 800_000, DAY, 'main');
     await spend(cap, 200_000, DAY, 'main');
+    const warning = expect.stringMatching(/^Spend: group main has spent \$0\.8000/);
+    const capped = expect.stringMatching(
+      /^The admin group reached its daily LLM spending cap: daily spend cap of \$1\.00 reached for group main; raise/,
+    );
     expect(sent()).toEqual([
-      ['main', expect.stringMatching(/^Spend: group main has spent \$0\.8000/)],
-      [
-        'main',
-        expect.stringMatching(/^This group reached its daily LLM spending cap: daily spend cap of \$1\.00/),
-      ],
+      ['main', warning],
+      ['42', warning],
+      ['main', capped],
+      ['42', capped],
     ]);
   });
 });
