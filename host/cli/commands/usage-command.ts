@@ -39,7 +39,7 @@ export async function usageCommand(ctx: CliContext, args: string[]): Promise<num
     const query = { days, ...(values.group === undefined ? {} : { groupId: values.group }) };
     if (values.group !== undefined && !store.groups.get(values.group))
       ctx.err(`note: no group "${values.group}" is registered; showing what the records hold for it`);
-    if (values.json) ctx.out(JSON.stringify(view.report(query), null, 2));
+    if (values.json) ctx.out(JSON.stringify(view.report(query)));
     else ctx.out(view.text(query));
   } finally {
     store.close();
