@@ -16,8 +16,18 @@ export function formatSpendReport(report: SpendReport): string {
     `Spend up to ${report.today} (${report.periods.map((p, i) => `${names[i]}: ${formatUsd(report.totals[i]?.costMicros ?? 0)}`).join(', ')})`,
   ];
 
-  if (report.groups.length > 0) lines.push('', 'Groups (today against the daily cap):');
-  for (const g of report.groups) {
+  // Groups that spent nothing in the whole period share one line: an owner with many groups reads the
+  // ones that cost something.
+  const last = report.periods.length - 1;
+  const spent = (g: (typeof report.groups)[number]) => {
+    const figures = g.periods[last];
+    return !!figures && figures.costMicros + figures.requests > 0;
+  };
+  const spending = report.groups.filter(spent);
+  const idle = report.groups.filter((g) => !spent(g)).map((g) => g.groupId);
+
+  if (spending.length > 0) lines.push('', 'Groups (today against the daily cap):');
+  for (const g of spending) {
     const today = g.periods[0];
     const pct = g.todayPercent === null ? 'cap 0: no spend allowed' : `${g.todayPercent} %`;
     const longer = g.periods
@@ -35,6 +45,7 @@ export function formatSpendReport(report: SpendReport): string {
     }
   }
 
+  if (spending.length > 0 && idle.length > 0) lines.push(`- nothing spent: ${idle.join(', ')}`);
   if (report.models.length > 0)
     lines.push('', `Models (${report.periods.map((p) => periodName(p.days)).join(' / ')}):`);
   for (const m of report.models) {
@@ -52,7 +63,6 @@ export function formatSpendReport(report: SpendReport): string {
     );
   }
 
-  if (report.groups.length === 0 && report.models.length === 0)
-    lines.push('', 'Nothing spent in this period.');
+  if (spending.length === 0 && report.models.length === 0) lines.push('', 'Nothing spent in this period.');
   return lines.join('\n');
 }

@@ -80,7 +80,7 @@ it('sends the day’s spend to the admin chat at the set time, and only once tha
         'Groups (today against the daily cap):',
         '- family: $1.2346 of $2.0000 (61 %)',
         '    gpt-4.1-mini: $1.2346 (1 req, 1,000 in / 100 out)',
-        '- main: $0.0000 of $5.0000 (0 %)',
+        '- nothing spent: main',
         '',
         'Models (today):',
         '- gpt-4.1-mini: $1.2346',

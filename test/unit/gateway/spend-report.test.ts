@@ -180,6 +180,21 @@ describe('spend report', () => {
       '- run 1 in family, 2026-03-31: $1.6000 (gpt-4.1-mini)',
     ]);
   });
+  it('puts the groups that spent nothing in the period on one line, and says when nobody spent anything', () => {
+    const report = createSpendReporter(store.db);
+    const groups = ['family', 'main', 'quiet'];
+    expect(formatSpendReport(report({ today: TODAY, groups }, CONFIG))).toBe(
+      'Spend up to 2026-03-31 (today: $0.0000, 7 days: $0.0000, 30 days: $0.0000)\n\nNothing spent in this period.',
+    );
+    spend('1', 'quiet', addDays(TODAY, -29), 'gpt-4.1-mini', 100);
+    const lines = formatSpendReport(report({ today: TODAY, groups }, CONFIG)).split('\n');
+    expect(lines.slice(2, 6)).toEqual([
+      'Groups (today against the daily cap):',
+      '- quiet: $0.0000 of $5.0000 (0 %); 7 days $0.0000, 30 days $0.0001',
+      '    gpt-4.1-mini: $0.0001 (1 req, 10 in / 10 out)',
+      '- nothing spent: family, main',
+    ]);
+  });
 });
 
 describe('spend periods and money', () => {
