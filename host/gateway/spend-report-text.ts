@@ -57,7 +57,8 @@ export function formatSpendReport(report: SpendReport): string {
 
   if (report.topRuns.length > 0) lines.push('', `Most expensive runs (${names[names.length - 1] ?? ''}):`);
   for (const r of report.topRuns) {
-    const when = r.startedAt ? r.startedAt.slice(0, 16).replace('T', ' ') : r.firstDay;
+    // The run's start is stored in UTC; a run no longer stored is named by its first day of spend.
+    const when = r.startedAt ? `${r.startedAt.slice(0, 16).replace('T', ' ')} UTC` : r.firstDay;
     lines.push(
       `- run ${r.runId} in ${r.groupId}, ${when}: ${formatUsd(r.costMicros)} (${r.models.join(', ')})`,
     );
