@@ -146,6 +146,22 @@ function reachAndProtectionEffects(before: HostConfig, after: HostConfig): Confi
         verdict: 'ask',
       });
   }
+  for (const [id, group] of Object.entries(after.groups)) {
+    for (const name of added(before.groups[id]?.credentials ?? [], group.credentials ?? [])) {
+      const c = after.credentials[name];
+      const what =
+        c === undefined
+          ? ''
+          : c.kind === 'git'
+            ? ` (clone, fetch and push ${c.remote ?? ''} through the host)`
+            : ` (${(c.allow ?? []).join('; ')} on ${c.base_url ?? ''})`;
+      effects.push({
+        key: `groups.${id}.credentials`,
+        effect: `lets group ${id} use the ${name} credential${what}`,
+        verdict: 'ask',
+      });
+    }
+  }
   for (const [id, group] of Object.entries(before.groups)) {
     if (group.contains_secrets && !after.groups[id]?.contains_secrets)
       effects.push({

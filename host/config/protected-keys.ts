@@ -12,6 +12,7 @@ export const PROTECTED_KEYS: readonly { pattern: ConfigPath; why: string }[] = [
   { pattern: ['provider', 'api_key_env'], why: 'which secret is used as the provider key' },
   { pattern: ['security'], why: 'the security policy itself' },
   { pattern: ['services'], why: 'service trust declarations' },
+  { pattern: ['credentials'], why: 'where a secret is sent and what a container may do with it' },
   { pattern: ['containers'], why: 'how agent containers are isolated' },
   { pattern: ['groups', '*', 'extra_mounts'], why: 'host folders a container can see' },
   { pattern: ['channels', '*', 'owner_user_id'], why: 'who the owner is' },

@@ -7,6 +7,7 @@ import { extraMountRequestSchema } from '../containers/mounts/mount-validation.t
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
 import { schedulerConfigSchema } from '../scheduler/scheduler-config.ts';
 import { copConfigSchema } from '../security/cop/cop.ts';
+import { credentialsConfigSchema } from '../services/credentials/credential-config.ts';
 import { servicesConfigSchema } from '../services/service-trust.ts';
 import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
 
@@ -119,6 +120,20 @@ export const groupConfigSchema = z
     trigger: z.enum(['mention', 'always', 'owner']).default('mention'),
     /** When set, only these sender ids can trigger; everyone else's messages stay context. */
     allowed_senders: z.array(z.string().min(1)).optional(),
+    /** `[credentials.<name>]` the group's runs may use through the host (never see). */
+    credentials: z.array(z.string()).max(32).optional(),
+    /** The git identity the group's commits carry (not secret: set in the container). */
+    git_name: z
+      .string()
+      .regex(
+        /^[^\n\r<>\0]{1,128}$/,
+        'must be a name of at most 128 characters without "<", ">" or line breaks',
+      )
+      .optional(),
+    git_email: z
+      .string()
+      .regex(/^[^\s<>@]{1,64}@[^\s<>@]{1,190}$/, 'must be an e-mail address such as "bot@example.com"')
+      .optional(),
   })
   .strict();
 
@@ -153,6 +168,7 @@ export const hostConfigSchema = z
     containers: containersConfigSchema.prefault({}),
     security: securityConfigSchema.prefault({}),
     services: servicesConfigSchema,
+    credentials: credentialsConfigSchema,
     web_fetch: webFetchConfigSchema.prefault({}),
     scheduler: schedulerConfigSchema.prefault({}),
     groups: z.record(groupIdSchema, groupConfigSchema).default({}),

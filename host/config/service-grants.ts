@@ -1,4 +1,5 @@
 import type { HostConfig } from './schema.ts';
+import { credentialConfigProblems } from './credential-grants.ts';
 import { mcpServerNames } from '../services/mcp/mcp-services.ts';
 import { createServiceRegistry, type ServiceRegistry } from '../services/service-registry.ts';
 import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';
@@ -61,7 +62,8 @@ export function serviceConfigProblems(
 }
 
 /**
- * The checks of the config that `start` refuses to run without, beyond its schema: `carapace doctor`
+ * The checks of the config that `start` refuses to run without, beyond its schema (services, credentials
+ * and the admin clean room): `carapace doctor`
  * runs this same function, so it cannot pass a config that start refuses. `adminGroupId` is the group the
  * store flags admin (admin-group.ts `adminGroupId`), never an id assumed here.
  */
@@ -76,6 +78,9 @@ export function assertStartableConfig(
     servicesConfig: config.services,
     adminGroupId,
   });
-  const problems = serviceConfigProblems(config, registry, adminGroupId);
+  const problems = [
+    ...serviceConfigProblems(config, registry, adminGroupId),
+    ...credentialConfigProblems(config, adminGroupId),
+  ];
   if (problems.length > 0) throw new CleanRoomError(`refusing to start: ${problems.join('; ')}`);
 }
