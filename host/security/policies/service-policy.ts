@@ -13,7 +13,6 @@ import { MCP_DEFAULTS, toolOverride } from '../../services/mcp/mcp-config.ts';
 import type { ServiceRegistry } from '../../services/service-registry.ts';
 import {
   effectiveTrust,
-  forbiddenProperties,
   toolTrust,
   type ServicesConfig,
   type ServiceTrust,
@@ -25,6 +24,7 @@ import type { MutationReview } from './mutation-review.ts';
 import type { Finding } from '../secrets/index.ts';
 import type { TaintRegistry } from '../taint/taint.ts';
 import { createDecisionRecorder } from './reviewed-decision.ts';
+import { gateByMatrix } from './service-matrix.ts';
 
 export interface ServicePolicyDeps {
   registry: ServiceRegistry;
@@ -59,15 +59,12 @@ interface Target {
 }
 
 /**
- * Gates every host service call by the DESIGN write matrix. A write: forbidden → deny; dangerous_writes →
- * human; corruption + secret + public_sink → human; corruption + public_sink → Cop (a flag goes to a
- * human); else allow. A read is not gated by the matrix. Either way a secret in the parameters goes to a
- * human whatever the taint, and a call that runs code on the host is reviewed by the Cop (through the
- * mutation review) when nothing stricter already decided it. The run is tainted by what the service
- * reads before the call, so a failed call still counts as read. Built-in services count as writes.
+ * Gates every host service call by the DESIGN write matrix (service-matrix.ts, shared with credentials):
+ * finds what is called (a built-in service or one tool of an MCP server), checks the group may call it and
+ * the arguments, and calls it once the matrix let it. Built-in services count as writes.
  */
 export function createServicePolicy(deps: ServicePolicyDeps) {
-  const { registry, taint, cop, human, audit } = deps;
+  const { registry, taint, audit } = deps;
   const validArguments = createArgumentValidator();
 
   return async function callService(
@@ -141,48 +138,28 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
           }),
       };
     }
-    const { trust, kind } = target;
-    const forbidden = forbiddenProperties(trust);
-    if (forbidden.length > 0)
-      throw deny(
-        `${operation.slice('service.'.length)} is forbidden by its declaration (${forbidden.join(', ')})`,
-      );
-
-    const needsHuman = async (why: string) => {
-      if (!(await human.ask(identity, operation, why, target.details))) {
-        throw deny(`not approved by the owner (${why})`);
-      }
-      record('allowed', `approved by the owner (${why})`, 'owner');
-    };
-    const name = operation.slice('service.'.length);
-    const write = kind === 'write';
-    const findings = await deps.scanSecrets(JSON.stringify(params) ?? '');
-    if (findings.length > 0) await needsHuman(`the parameters contain a secret (${findings[0]?.rule})`);
-    else if (write && trust.dangerous_writes === true) await needsHuman(`${name} makes dangerous writes`);
-    else if (write && t.corruption && t.secret && trust.public_sink === true) {
-      await needsHuman('a run that read secrets and untrusted content wants to send data out');
-    } else if (write && t.corruption && trust.public_sink === true) {
-      const review = await cop.review({
-        kind: 'tainted_write',
+    await gateByMatrix(
+      deps,
+      identity,
+      t,
+      {
         operation,
-        params: target.reviewed,
-        taint: t,
-      });
-      record(review.flagged ? 'flagged' : 'passed', `Cop: ${review.reason.slice(0, 500)}`);
-      if (review.flagged) await needsHuman(`the Cop flagged it: ${review.reason.slice(0, 300)}`);
-    } else if (target.hostMutating) {
-      if (!deps.reviewMutation) throw deny(`${name} runs code on the host and nothing can review it`);
-      const verdict = await deps.reviewMutation(identity, operation, target.details);
-      if (!verdict.allowed) throw deny(verdict.reason);
-      record('allowed', `runs code on the host: ${verdict.reason}`);
-    } else record('allowed', write ? 'no taint that this service could leak' : 'a read');
-
-    if (trust.public_source === true) taint.markCorrupted(identity.runId);
-    if (trust.secret_data === true) taint.markSecret(identity.runId);
+        name: operation.slice('service.'.length),
+        trust: target.trust,
+        kind: target.kind,
+        hostMutating: target.hostMutating,
+        details: target.details,
+        reviewed: target.reviewed,
+        scanned: JSON.stringify(params) ?? '',
+        secretFound: 'the parameters contain a secret',
+      },
+      record,
+      deny,
+    );
     try {
       return await target.call(deps.signalFor(identity.runId));
     } catch (error) {
-      const failure = serviceFailure(name, error);
+      const failure = serviceFailure(operation.slice('service.'.length), error);
       record('failed', failure.message.slice(0, 1000));
       throw failure;
     }
