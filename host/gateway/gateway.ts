@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
@@ -6,7 +6,13 @@ import { validateBindAddresses } from './bind-address.ts';
 import { allowedModels, upstreamApiBase, type GatewayConfig, type ProviderConfig } from './config.ts';
 import { createLiveDayFormatter } from './day.ts';
 import { createRequestHandler, type UpstreamEvents } from './handler.ts';
-import { createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
+import {
+  CREDENTIAL_ROUTE_PREFIX,
+  createCredentialRoute,
+  type CredentialRouteDeps,
+} from './credential-route.ts';
+import { gatewayKeyFrom } from './headers.ts';
+import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
 import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';
@@ -42,6 +48,16 @@ export interface GatewayDeps {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Upstream HTTP dispatcher; by default the gateway owns an undici Agent and closes it. */
   dispatcher?: Dispatcher;
+  /** The credential routes (`/credentials/<name>/…`); without them, those paths are unknown routes. */
+  credentials?: Omit<CredentialRouteDeps, 'dispatcher' | 'logger'>;
+}
+
+/** A run's keys: the LLM key stays in the agent; the credential key may go to its commands. */
+export interface RunKeys {
+  key: string;
+  credentialKey: string;
+  /** Idempotent: both keys die together, with the run. */
+  revoke(): void;
 }
 
 export interface ListeningInfo {
@@ -52,9 +68,11 @@ export interface ListeningInfo {
 export interface Gateway {
   /** Binds every address on one port (`port`, else `[gateway].port`, 0 = pick one). Wildcards are refused. */
   listen(addresses: readonly string[], port?: number): Promise<ListeningInfo>;
-  issueKey(owner: KeyOwner): IssuedKey;
+  issueKey(owner: KeyOwner): RunKeys;
   /** The OpenAI-style base URL a container should use when it reaches the gateway at `address`. */
   baseUrlFor(address: string): string;
+  /** Where a container reaches the credential routes at `address` (`…/credentials`). */
+  credentialsUrlFor(address: string): string;
   readonly port: number | undefined;
   close(): Promise<void>;
 }
@@ -96,6 +114,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const ownsDispatcher = deps.dispatcher === undefined;
   const dispatcher = deps.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
   const keys = createKeyRegistry();
+  const credentialKeys = createKeyRegistry(undefined, CREDENTIAL_KEY_PREFIX);
   const logger = deps.logger;
   const startConfig = deps.config();
   const spendCap = createSpendCap({
@@ -138,6 +157,37 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   });
 
+  const credentialRoute = deps.credentials
+    ? createCredentialRoute({ ...deps.credentials, dispatcher, logger })
+    : undefined;
+  // Credential routes take only credential keys, and LLM routes only LLM keys: a command holding the one
+  // can never call the provider.
+  const route = (req: IncomingMessage, res: ServerResponse) => {
+    if (credentialRoute === undefined || !(req.url ?? '').startsWith(CREDENTIAL_ROUTE_PREFIX)) {
+      handler(req, res);
+      return;
+    }
+    const owner = credentialKeys.verify(gatewayKeyFrom(req.headers));
+    if (owner === undefined) {
+      logger.warn(
+        { remote: req.socket.remoteAddress },
+        'gateway: credential request with an invalid or ended run key',
+      );
+      req.resume();
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: { message: 'invalid or expired run key: the run this key belonged to has ended' },
+        }),
+      );
+      return;
+    }
+    void credentialRoute(req, res, owner).catch((error: unknown) => {
+      logger.error({ err: errorMessage(error) }, 'gateway: credential route failed');
+      res.destroy();
+    });
+  };
+
   const servers: Server[] = [];
   let boundPort: number | undefined;
   let state: 'idle' | 'listening' | 'closed' = 'idle';
@@ -150,7 +200,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       let chosen = port ?? startConfig.port;
       try {
         for (const address of checked) {
-          const server = createServer({ noDelay: true }, handler);
+          const server = createServer({ noDelay: true }, route);
           servers.push(server);
           chosen = await listenOn(server, address, chosen);
         }
@@ -165,12 +215,26 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return { port: chosen, addresses: checked };
     },
     issueKey(owner) {
-      return keys.issue(owner);
+      const llm = keys.issue(owner);
+      const credential = credentialKeys.issue(owner);
+      return {
+        key: llm.key,
+        credentialKey: credential.key,
+        revoke: () => {
+          llm.revoke();
+          credential.revoke();
+        },
+      };
     },
     baseUrlFor(address) {
       if (boundPort === undefined)
         throw new Error('gateway.baseUrlFor needs a listening gateway: call listen() first');
       return `http://${hostForUrl(address)}:${boundPort}/v1`;
+    },
+    credentialsUrlFor(address) {
+      if (boundPort === undefined)
+        throw new Error('gateway.credentialsUrlFor needs a listening gateway: call listen() first');
+      return `http://${hostForUrl(address)}:${boundPort}/credentials`;
     },
     get port() {
       return boundPort;

@@ -1,5 +1,12 @@
 export type { UpstreamEvents } from './handler.ts';
-export { createGateway, type Gateway, type GatewayDeps, type ListeningInfo } from './gateway.ts';
+export {
+  createGateway,
+  type Gateway,
+  type GatewayDeps,
+  type ListeningInfo,
+  type RunKeys,
+} from './gateway.ts';
+export type { CredentialRequestRecord, CredentialRouteDeps, CredentialUse } from './credential-route.ts';
 export {
   gatewayConfigSchema,
   providerConfigSchema,

@@ -6,7 +6,7 @@ export interface KeyOwner {
 }
 
 export interface IssuedKey {
-  /** `gw-` + 256 random bits, base64url. Goes to the agent in run.start; never logged. */
+  /** `gw-` (`cr-` for credential routes) + 256 random bits, base64url. Goes to the agent in run.start; never logged. */
   readonly key: string;
   /** Idempotent. Requests already in flight finish; new ones get 401. */
   revoke(): void;
@@ -20,6 +20,8 @@ export interface KeyRegistry {
 }
 
 const KEY_PREFIX = 'gw-';
+/** Keys of the credential routes: good for nothing else, so they may be given to the run's commands. */
+export const CREDENTIAL_KEY_PREFIX = 'cr-';
 const KEY_BYTES = 32;
 
 function digest(value: string): Buffer {
@@ -31,12 +33,15 @@ function digest(value: string): Buffer {
  * every live digest using timingSafeEqual and no early exit, so neither the key's length nor how many
  * leading bytes matched shows in the timing.
  */
-export function createKeyRegistry(random: (size: number) => Buffer = randomBytes): KeyRegistry {
+export function createKeyRegistry(
+  random: (size: number) => Buffer = randomBytes,
+  prefix: string = KEY_PREFIX,
+): KeyRegistry {
   const live = new Map<symbol, { digest: Buffer; owner: KeyOwner }>();
 
   return {
     issue(owner) {
-      const key = KEY_PREFIX + random(KEY_BYTES).toString('base64url');
+      const key = prefix + random(KEY_BYTES).toString('base64url');
       const handle = Symbol(owner.runId);
       live.set(handle, { digest: digest(key), owner: { runId: owner.runId, groupId: owner.groupId } });
       return {

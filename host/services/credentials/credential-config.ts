@@ -120,7 +120,14 @@ export const credentialSchema = z
     allow: z.array(z.string().max(1024)).max(64).optional(),
     /** git: refs a push to needs the owner; default: the remote's default branch (asked from the remote). */
     protected_refs: z
-      .array(z.string().regex(/^refs\/[A-Za-z0-9._/*-]{1,250}$/, 'must be a ref such as "refs/heads/main"'))
+      .array(
+        z
+          .string()
+          .regex(
+            /^refs\/[A-Za-z0-9._/-]{1,250}\*?$/,
+            'must be a ref such as "refs/heads/main", or a prefix ending in * such as "refs/heads/release/*"',
+          ),
+      )
       .max(64)
       .optional(),
     /** Request bodies are read whole to be scanned for secrets; larger ones are refused. */
