@@ -12,7 +12,7 @@ import {
   type CredentialRouteDeps,
 } from './credential-route.ts';
 import { gatewayKeyFrom } from './headers.ts';
-import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type IssuedKey, type KeyOwner } from './key-registry.ts';
+import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-registry.ts';
 import type { GatewayLogger } from './logger.ts';
 import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';

@@ -57,7 +57,7 @@ async function call(key: string, method: string, path: string, body?: string) {
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
-function rawGet(key: string, path: string): Promise<{ status: number }> {
+function rawGet(key: string, path: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
@@ -68,7 +68,7 @@ function rawGet(key: string, path: string): Promise<{ status: number }> {
       },
       (res) => {
         res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: '' }));
       },
     );
     req.on('error', reject);
