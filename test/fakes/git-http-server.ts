@@ -52,6 +52,8 @@ export async function startGitHttpServer(projectRoot: string, expectedAuth: stri
         },
         stdio: ['pipe', 'pipe', 'ignore'],
       });
+      // http-backend may answer (an error) without reading all of its input.
+      cgi.stdin.on('error', () => undefined);
       cgi.stdin.end(body);
       let head = Buffer.alloc(0);
       let headersDone = false;
