@@ -189,6 +189,23 @@ export const serviceToolSchema = z.strictObject({
 });
 export type ServiceTool = z.infer<typeof serviceToolSchema>;
 
+/**
+ * What the run's commands get from the host on top of their usual environment (DESIGN.md, "Credentials"):
+ * the credential routes' URL and the run's credential key (good for this run's credentials only, dead when
+ * the run ends), the group's git identity, and git settings (`url.<route>.insteadOf <remote>`, the key as a
+ * header for the route only). Never the gateway key and never a credential's value: those stay on the host.
+ */
+export const commandSetupSchema = z.strictObject({
+  env: z.record(
+    z.string().check(z.regex(/^(CARAPACE_[A-Z0-9_]{1,60}|GIT_(AUTHOR|COMMITTER)_(NAME|EMAIL))$/)),
+    boundedText(4096),
+  ),
+  gitConfig: z
+    .array(z.strictObject({ key: nonEmptyText(1024), value: boundedText(4096) }))
+    .check(z.maxLength(64)),
+});
+export type CommandSetup = z.infer<typeof commandSetupSchema>;
+
 export const runStartParamsSchema = z.strictObject({
   runId: positiveInt,
   group: z.strictObject({
@@ -213,6 +230,7 @@ export const runStartParamsSchema = z.strictObject({
   gatewayKey: nonEmptyText(256),
   /** The tools of the group's MCP services; the agent calls them with `service.call` and `tool`. */
   serviceTools: z.optional(z.array(serviceToolSchema).check(z.maxLength(LIMITS.serviceTools))),
+  commandSetup: z.optional(commandSetupSchema),
 });
 export type RunStartParams = z.infer<typeof runStartParamsSchema>;
 

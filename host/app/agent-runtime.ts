@@ -4,7 +4,8 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
-import { createGateway, PROVIDER_DEFAULTS } from '../gateway/index.ts';
+import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';
+import { credentialCommandSetup } from '../services/credentials/command-setup.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from './host.ts';
@@ -75,6 +76,11 @@ export interface AgentRuntimeDeps {
   checkRegistration(channel: string, chatId: string): void;
   /** Image build progress, for the person waiting at the terminal. */
   onProgress(line: string): void;
+  /** The credential routes' decisions and the values behind `value_env` (the gateway serves the routes). */
+  credentials?: {
+    policy: Pick<CredentialRouteDeps, 'gate' | 'record' | 'signalFor'>;
+    secret(envName: string): string | undefined;
+  };
   logger: Logger;
 }
 
@@ -176,6 +182,17 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
     usageStore: createSqliteUsageStore(store.db),
+    // Read at each request: a reloaded grant or allowlist applies to the next one.
+    ...(deps.credentials
+      ? {
+          credentials: {
+            ...deps.credentials.policy,
+            credentials: () => deps.live().credentials,
+            grantedTo: (groupId: string) => deps.live().groups[groupId]?.credentials ?? [],
+            secret: deps.credentials.secret,
+          },
+        }
+      : {}),
     clock: { now: () => Date.now() },
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
@@ -268,6 +285,8 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     },
     networks,
     gateway,
+    commandSetup: (group, routesUrl, credentialKey) =>
+      credentialCommandSetup(deps.live().credentials, deps.live().groups[group.id], routesUrl, credentialKey),
     groupById: (id) => store.groups.get(id),
     planMounts: (group) =>
       planGroupMounts({

@@ -45,6 +45,8 @@ export async function startProductionHost(
       if (key.endsWith('_env') && typeof value === 'string') secrets.get(value);
     }
   }
+  // Credentials' values too: one that ever shows up in a message, a log line or a request is caught.
+  for (const credential of Object.values(config.credentials)) secrets.get(credential.value_env);
   const scanner = createSecretScanner({ heldSecrets: secrets.held() });
   const logger = createLogger({
     level: opts.logLevel ?? config.logging.level,

@@ -19,6 +19,7 @@ import { createConfigProposals } from '../config/config-proposals.ts';
 import { configReferenceProblems } from '../config/config-references.ts';
 import { redactFindings } from '../security/secrets/redact-findings.ts';
 import { createServicePolicy } from '../security/policies/service-policy.ts';
+import { createCredentialPolicy } from '../security/policies/credential-policy.ts';
 import { assertStartableConfig, createHostServiceRegistry, serviceGrants } from '../config/service-grants.ts';
 import { createBashLedger } from '../security/policies/bash-ledger.ts';
 import { createBashPolicy } from '../security/policies/bash-policy.ts';
@@ -219,6 +220,26 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
             audit: store.audit,
             reload: reloadConfig,
           }),
+        },
+        credentials: {
+          policy: {
+            ...createCredentialPolicy({
+              taint,
+              cop,
+              human,
+              scanSecrets: (text) => opts.scanner.scan(text),
+              audit: store.audit,
+              identityOf: (owner) => {
+                const run = store.runs.get(Number(owner.runId));
+                const group = store.groups.get(owner.groupId);
+                return run && group && run.groupId === group.id
+                  ? { runId: run.id, group, secretMounts: [] }
+                  : undefined;
+              },
+            }),
+            signalFor: (owner) => runSignals.signal(Number(owner.runId)),
+          },
+          secret: (name) => opts.secrets.get(name),
         },
         formattingFor: (channel) => channels.formattingRules(channel),
         serviceToolsFor: (group) => toolsFor(grantedTo(group)),

@@ -187,6 +187,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
             commandEnv: commandEnvironment(settings.processEnv, {
               timezone: params.timezone,
               home: settings.commandHome,
+              setup: params.commandSetup,
             }),
             bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
             ripgrep: deps.ripgrep,

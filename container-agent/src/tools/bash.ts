@@ -3,7 +3,7 @@ import type { BashClassifierSource } from '../bash-gate/fail-closed-classifier.t
 import { decideBash } from '../bash-gate/decide-bash.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
-import { LIMITS } from '../protocol.ts';
+import { LIMITS, type CommandSetup } from '../protocol.ts';
 import type { CommandRunner } from '../executor/command-runner.ts';
 import type { BashRunResult } from './bash-runner.ts';
 import { defineTool, type AgentTool } from './tool.ts';
@@ -115,7 +115,7 @@ export function formatBashResult(result: BashRunResult): string {
  */
 export function commandEnvironment(
   processEnv: NodeJS.ProcessEnv,
-  extra: { timezone: string; home: string },
+  extra: { timezone: string; home: string; setup?: CommandSetup | undefined },
 ): NodeJS.ProcessEnv {
   const pass = [
     'PATH',
@@ -136,10 +136,15 @@ export function commandEnvironment(
   env.HOME = extra.home;
   env.TZ = extra.timezone;
   env.TERM = 'dumb';
+  // What the host gives this run's commands: its credential routes and git's way to them (protocol.ts).
+  Object.assign(env, extra.setup?.env);
   // Commands run under another uid than the one that owns the group folder (DESIGN.md, "Bash gate"); git
   // would refuse its repositories as of "dubious ownership". Both uids are the same run's.
-  env.GIT_CONFIG_COUNT = '1';
-  env.GIT_CONFIG_KEY_0 = 'safe.directory';
-  env.GIT_CONFIG_VALUE_0 = '*';
+  const gitConfig = [{ key: 'safe.directory', value: '*' }, ...(extra.setup?.gitConfig ?? [])];
+  env.GIT_CONFIG_COUNT = String(gitConfig.length);
+  gitConfig.forEach(({ key, value }, i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
   return env;
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import type { RunStartParams } from '../../../container-agent/src/protocol.ts';
+import type { CommandSetup, RunStartParams } from '../../../container-agent/src/protocol.ts';
 import type { ProtocolProblem } from '../../../container-agent/src/rpc/peer.ts';
 import type { RunDone } from '../../ipc/host-handlers.ts';
 import type { RunIdentity } from '../../security/decisions.ts';
@@ -34,7 +34,7 @@ export interface RunNetworks {
   gateway: { networkName: string; hostAddress: string } | { unavailable: string };
 }
 
-type StartParams = Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey'>;
+type StartParams = Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey' | 'commandSetup'>;
 
 export interface DockerAgentRunnerDeps {
   docker: Docker;
@@ -49,9 +49,23 @@ export interface DockerAgentRunnerDeps {
   prestart: PrestartBudget;
   networks: RunNetworks;
   gateway: {
-    issueKey(owner: { runId: string; groupId: string }): { key: string; revoke(): void };
+    issueKey(owner: { runId: string; groupId: string }): {
+      key: string;
+      credentialKey: string;
+      revoke(): void;
+    };
     baseUrlFor(address: string): string;
+    credentialsUrlFor(address: string): string;
   };
+  /**
+   * What the run's commands get to use the group's credentials through the host (the routes' URL at the
+   * address the container reaches the host on, the run's credential key); read at each run.
+   */
+  commandSetup?(
+    group: RunContext['group'],
+    routesUrl: string,
+    credentialKey: string,
+  ): CommandSetup | undefined;
   planMounts(group: RunContext['group']): GroupMountPlan;
   /** A group as stored now; undefined once it was removed. */
   groupById(groupId: string): RunContext['group'] | undefined;
@@ -158,6 +172,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
   function containerFor(group: RunContext['group']): {
     spec: Omit<ContainerSpec, 'runId'>;
     secretMounts: string[];
+    hostAddress: string;
   } {
     let specNetwork: ContainerSpec['network'];
     let hostAddress: string;
@@ -201,7 +216,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       hostInstanceId: deps.hostInstanceId,
       ...(user ? { user } : {}),
     };
-    return { spec, secretMounts: plan.secretMounts };
+    return { spec, secretMounts: plan.secretMounts, hostAddress };
   }
 
   const pool = createPrestartPool<RunContext['group']>({
@@ -229,8 +244,13 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     retiring.add(gone);
   };
 
+  function commandSetupFor(group: RunContext['group'], hostAddress: string, credentialKey: string) {
+    const setup = deps.commandSetup?.(group, deps.gateway.credentialsUrlFor(hostAddress), credentialKey);
+    return setup === undefined ? {} : { commandSetup: setup };
+  }
+
   async function launch(ctx: RunContext, callbacks: RunCallbacks) {
-    const { spec, secretMounts } = containerFor(ctx.group);
+    const { spec, secretMounts, hostAddress } = containerFor(ctx.group);
     const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts };
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const startParams = Promise.resolve(deps.startParams(ctx));
@@ -253,6 +273,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
           },
           messages: fitStartMessages(ctx.messages).map(toChatMessage),
           gatewayKey: key.key,
+          ...commandSetupFor(ctx.group, hostAddress, key.credentialKey),
         },
         handlers: (onDone, stopRun) => deps.handlersFor(identity, callbacks, onDone, stopRun),
         guards: [

@@ -102,6 +102,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
         return key;
       },
       baseUrlFor: (address) => gateway.baseUrlFor(address),
+      credentialsUrlFor: (address) => gateway.credentialsUrlFor(address),
     },
     planMounts: planFor,
     groupById: (id) => (removedGroups.has(id) ? undefined : group(id)),

@@ -6,8 +6,8 @@
  */
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startRecordingApi, type RecordingApi } from '../fakes/recording-api.ts';
-import { startCredentialGateway, type Asked, type CredentialGateway } from '../helpers/credential-gateway.ts';
+import { startRecordingApi, type RecordingApi } from '../../fakes/recording-api.ts';
+import { startCredentialGateway, type Asked, type CredentialGateway } from '../../helpers/credential-gateway.ts';
 
 const VALUE = 'notes-api-value-7f3a9c2e51d84b06';
 const OTHER_HELD = 'sk-live-host-held-provider-key-0123456789';

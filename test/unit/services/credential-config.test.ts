@@ -19,6 +19,8 @@ import {
 } from '../../../host/services/credentials/credential-allowlist.ts';
 import { credentialHeader, credentialSchema } from '../../../host/services/credentials/credential-config.ts';
 import { credentialTrust } from '../../../host/services/credentials/credential-trust.ts';
+import { credentialCommandSetup } from '../../../host/services/credentials/command-setup.ts';
+import { commandEnvironment } from '../../../container-agent/src/tools/bash.ts';
 
 const exampleText = fs.readFileSync(
   path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/config.example.toml'),
@@ -219,5 +221,48 @@ describe('credentials at start and in config proposals', () => {
     expect(appliesAtRestart('groups.family.credentials')).toBe(false);
     expect(appliesAtRestart('credentials.notes.allow')).toBe(false);
     expect(appliesAtRestart('groups.family.git_email')).toBe(false);
+  });
+});
+
+describe("what a run's commands get", () => {
+  const config = hostConfigSchema.parse(
+    parseToml(
+      `${FILE}credentials = ["recipes", "notes"]\ngit_name = "Family bot"\ngit_email = "bot@example.com"\n`,
+    ),
+  );
+
+  it('routes the git remote through the host, sends the run key to the routes only, and sets the identity', () => {
+    const setup = credentialCommandSetup(
+      config.credentials,
+      config.groups.family,
+      'http://10.0.0.1:7/credentials',
+      'cr-k',
+    );
+    expect(setup?.gitConfig).toEqual([
+      {
+        key: 'url.http://10.0.0.1:7/credentials/recipes.insteadOf',
+        value: 'https://github.com/alice/recipes.git',
+      },
+      { key: 'http.http://10.0.0.1:7/credentials/.extraHeader', value: 'Authorization: Bearer cr-k' },
+    ]);
+    expect(setup?.env).toMatchObject({
+      CARAPACE_CREDENTIALS_URL: 'http://10.0.0.1:7/credentials',
+      CARAPACE_CREDENTIAL_KEY: 'cr-k',
+      GIT_AUTHOR_NAME: 'Family bot',
+      GIT_COMMITTER_EMAIL: 'bot@example.com',
+    });
+    const env = commandEnvironment({}, { timezone: 'UTC', home: '/home/agent', ...(setup ? { setup } : {}) });
+    expect(env).toMatchObject({
+      GIT_CONFIG_COUNT: '3',
+      GIT_CONFIG_KEY_0: 'safe.directory',
+      GIT_CONFIG_KEY_1: 'url.http://10.0.0.1:7/credentials/recipes.insteadOf',
+      CARAPACE_CREDENTIAL_KEY: 'cr-k',
+    });
+  });
+
+  it('gives a group without credentials or identity nothing', () => {
+    expect(
+      credentialCommandSetup(config.credentials, undefined, 'http://h/credentials', 'cr-k'),
+    ).toBeUndefined();
   });
 });
