@@ -6,6 +6,7 @@ import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';
 import { credentialCommandSetup } from '../services/credentials/command-setup.ts';
+import { createCredentialStatusBook } from '../services/credentials/credential-status.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from './host.ts';
@@ -177,6 +178,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     enqueue: deps.enqueueNotice,
     notifyOwner: deps.notifyOwner,
   });
+  const credentialBook = createCredentialStatusBook();
   const gateway = createGateway({
     config: () => deps.live().gateway,
     provider: config.provider,
@@ -187,6 +189,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
       ? {
           credentials: {
             ...deps.credentials.policy,
+            record: (owner, row) => {
+              // What status shows: the upstream's last answer (0: not reached), not the host's own refusals.
+              if (row.refused === undefined) credentialBook.note(row.credential, row.status);
+              else if (row.status === 502) credentialBook.note(row.credential, 0);
+              deps.credentials?.policy.record(owner, row);
+            },
             credentials: () => deps.live().credentials,
             grantedTo: (groupId: string) => deps.live().groups[groupId]?.credentials ?? [],
             secret: deps.credentials.secret,
@@ -354,6 +362,14 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
   for (const group of recentlyActiveGroups(store, config.runs.prestart.idle_ms)) runner.warm(group);
   return {
     runner,
+    credentials: {
+      status: () =>
+        credentialBook.status(
+          deps.live().credentials,
+          deps.live().groups,
+          (name) => deps.credentials?.secret(name) !== undefined,
+        ),
+    },
     prestart: {
       status: () => {
         const { budget, containers } = runner.prestartStatus();

@@ -7,6 +7,7 @@ import { describeReload } from '../config/config-reload.ts';
 import type { ConfigReloader } from '../config/config-reloader.ts';
 import type { GroupQueue } from '../router/group-queue.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
+import type { CredentialStatus } from '../services/credentials/credential-status.ts';
 import type { Store } from '../store/store.ts';
 
 export interface ControlApiDeps {
@@ -19,6 +20,7 @@ export interface ControlApiDeps {
   runtime():
     | {
         services?: { status(): McpServerStatus[] };
+        credentials?: { status(): CredentialStatus[] };
         prestart?: { status(): PrestartStatus; refresh(): void };
       }
     | undefined;
@@ -66,6 +68,7 @@ export function createControlRoutes(deps: ControlApiDeps): Record<string, RouteH
         },
         ...(runtime?.prestart ? { prestart: runtime.prestart.status() } : {}),
         ...(runtime?.services ? { services: runtime.services.status() } : {}),
+        ...(runtime?.credentials ? { credentials: runtime.credentials.status() } : {}),
         channels: deps.channels().map((ch) => ({ name: ch.name, ...ch.status, adminChat: ch.adminChat })),
         groups: store.groups.list().map((g) => ({
           id: g.id,

@@ -47,6 +47,7 @@ import { createCloserStack } from './closer-stack.ts';
 import { createControlRoutes } from './control-api.ts';
 import { lateBound } from './late-bound.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
+import type { CredentialStatus } from '../services/credentials/credential-status.ts';
 import { HostStartError } from './start-error.ts';
 import { createSpendReporter } from '../gateway/spend-report.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
@@ -56,6 +57,8 @@ export interface RunnerRuntime {
   close(): Promise<void>;
   /** The MCP servers declared in `[services]`, for `status`. */
   services?: { status(): McpServerStatus[] };
+  /** The credentials declared in `[credentials]` and their last answers, for `status`. */
+  credentials?: { status(): CredentialStatus[] };
   /** Pre-started containers, when the runtime keeps them. */
   prestart?: {
     status(): PrestartStatus;

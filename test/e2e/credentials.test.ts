@@ -183,6 +183,23 @@ await describeDocker('e2e: credentials through the host', () => {
         .every((r) => r.decision === 'forwarded'),
     ).toBe(true);
     expect(JSON.stringify(auditSince(h, mark))).not.toContain(TOKEN);
+
+    // status and doctor say whether each credential works, never what it is.
+    const status = await h.cli(['status']);
+    expect(status.stdout).toMatch(
+      /credential recipes \(git http:\/\/127\.0\.0\.1:\d+\/recipes\.git\): value set, groups: family, last request at \S+ answered HTTP 200/,
+    );
+    expect(status.stdout).toMatch(
+      /credential notes \(http http:\/\/127\.0\.0\.1:\d+\/api\): value set, groups: family, not used since start/,
+    );
+    const doctor = await h.cli(['doctor']);
+    expect(doctor.stdout).toMatch(
+      /recipes \(git\): http:\/\/127\.0\.0\.1:\d+\/recipes\.git answered HTTP 200/,
+    );
+    for (const out of [status.stdout, status.stderr, doctor.stdout, doctor.stderr]) {
+      expect(out).not.toContain(TOKEN);
+      expect(out).not.toContain(API_VALUE);
+    }
   }, 180_000);
 
   it('refuses another remote, an unlisted path or method, and any request once the run has ended', async () => {

@@ -139,6 +139,19 @@ export const hostStatus = z.object({
       }),
     ),
   ),
+  /** The credentials declared in `[credentials]` (credential-status.ts CredentialStatus): never a value. */
+  credentials: z.optional(
+    z.array(
+      z.object({
+        name: z.string(),
+        kind: z.enum(['http', 'git']),
+        upstream: z.string(),
+        value: z.enum(['set', 'missing']),
+        groups: z.array(z.string()),
+        last: z.nullable(z.object({ at: z.string(), status: z.int() })),
+      }),
+    ),
+  ),
   groups: z.array(
     z.object({
       id: z.string(),

@@ -17,7 +17,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
-import { checkMcpServers } from './doctor-service-checks.ts';
+import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
 
 export const checkNode: Check = async () => {
@@ -124,6 +124,7 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
     checkEnvFile,
     checkServiceNames,
     checkMcpServers,
+    checkCredentials,
     checkGroupSettings,
     checkAllowlist,
     checkAllowlistSymlinks,

@@ -3,6 +3,7 @@ import Docker from 'dockerode';
 import { createMcpServerContainers } from '../../containers/run/mcp-server-container.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { probeCredential } from '../../services/credentials/credential-status.ts';
 import { createMcpServices, mcpServerNames } from '../../services/mcp/mcp-services.ts';
 import type { Check } from './doctor-check.ts';
 
@@ -67,4 +68,35 @@ export const checkMcpServers: Check = async (ctx) => {
   } finally {
     await mcp.close();
   }
+};
+
+/**
+ * Asks each credential's upstream with its value (a git remote's refs, an http API's base URL), as a run
+ * would: a missing value, an upstream that refuses it or cannot be reached fails its group's requests, so
+ * doctor names it. The value is never shown.
+ */
+export const checkCredentials: Check = async (ctx) => {
+  const config = ctx.config();
+  const names = Object.keys(config.credentials);
+  if (names.length === 0) return { name: 'credentials', ok: true, detail: 'none declared in [credentials]' };
+  const secrets = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env });
+  const lines = await Promise.all(
+    names.map(async (name) => {
+      const c = config.credentials[name];
+      if (c === undefined) return { ok: false, text: name };
+      const probe = await probeCredential(c, secrets.get(c.value_env));
+      return { ok: probe.ok, text: `${name} (${c.kind}): ${probe.text}` };
+    }),
+  );
+  const failed = lines.filter((l) => !l.ok);
+  return {
+    name: 'credentials',
+    ok: failed.length === 0,
+    detail: lines.map((l) => l.text).join('; '),
+    ...(failed.length
+      ? {
+          fix: `set each value_env in ${ctx.paths.envFile} and check the base_url or remote of those [credentials.<name>] in ${ctx.paths.configFile}`,
+        }
+      : {}),
+  };
 };

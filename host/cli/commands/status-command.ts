@@ -105,6 +105,17 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
           (s.lastError ? `, last error: ${s.lastError}` : ''),
       );
     }
+    for (const c of h.credentials ?? []) {
+      ctx.out(
+        `credential ${c.name} (${c.kind} ${c.upstream}): value ${c.value}` +
+          `, groups: ${c.groups.join(', ') || 'none'}` +
+          (c.last === null
+            ? ', not used since start'
+            : c.last.status === 0
+              ? `, last request at ${c.last.at} could not reach it`
+              : `, last request at ${c.last.at} answered HTTP ${c.last.status}`),
+      );
+    }
     if (h.database) ctx.out(describeDatabase(h.database));
     ctx.out(describeGroups(h.groups));
   }

@@ -9,7 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startGitHttpServer, type GitHttpServer } from '../../fakes/git-http-server.ts';
-import { startCredentialGateway, type Asked, type CredentialGateway } from '../../helpers/credential-gateway.ts';
+import {
+  startCredentialGateway,
+  type Asked,
+  type CredentialGateway,
+} from '../../helpers/credential-gateway.ts';
 
 const TOKEN = 'github_pat_recipes_0123456789abcdefABCDEF';
 const HELD = 'sk-live-host-held-provider-key-0123456789';

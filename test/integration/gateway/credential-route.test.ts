@@ -6,8 +6,14 @@
  */
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { credentialSchema } from '../../../host/services/credentials/credential-config.ts';
+import { probeCredential } from '../../../host/services/credentials/credential-status.ts';
 import { startRecordingApi, type RecordingApi } from '../../fakes/recording-api.ts';
-import { startCredentialGateway, type Asked, type CredentialGateway } from '../../helpers/credential-gateway.ts';
+import {
+  startCredentialGateway,
+  type Asked,
+  type CredentialGateway,
+} from '../../helpers/credential-gateway.ts';
 
 const VALUE = 'notes-api-value-7f3a9c2e51d84b06';
 const OTHER_HELD = 'sk-live-host-held-provider-key-0123456789';
@@ -202,5 +208,28 @@ describe('the http credential route', () => {
     let bytes = 0;
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
     expect(bytes).toBe(8 * 1024 * 1024);
+  });
+});
+
+describe("doctor's probe of a credential", () => {
+  it('says whether the upstream answers with the value, and never shows the value', async () => {
+    api = await startRecordingApi(`Bearer ${VALUE}`);
+    const c = credentialSchema.parse({
+      kind: 'http',
+      value_env: 'K',
+      base_url: `${api.url}/api`,
+      allow: ['GET /**'],
+    });
+    expect(await probeCredential(c, VALUE)).toEqual({ ok: true, text: `${api.url}/api answered HTTP 200` });
+    expect(await probeCredential(c, 'wrong-value-123')).toEqual({
+      ok: false,
+      text: `${api.url}/api refused the value (HTTP 401)`,
+    });
+    expect(await probeCredential(c, undefined)).toEqual({ ok: false, text: 'no value (K is not set)' });
+    const gone = credentialSchema.parse({ ...c, base_url: 'http://127.0.0.1:9/api' });
+    const probe = await probeCredential(gone, VALUE);
+    expect(probe.ok).toBe(false);
+    expect(probe.text).toContain('unreachable');
+    expect(probe.text).not.toContain(VALUE);
   });
 });
