@@ -35,6 +35,11 @@ const BENCHES: Bench[] = [
   },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
   { title: 'MCP service call, host overhead', module: './bench-mcp-call.ts', fn: 'benchMcpCall' },
+  {
+    title: 'credential route vs direct',
+    module: './bench-credential-route.ts',
+    fn: 'benchCredentialRoute',
+  },
   { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
   { title: 'cold reply latency vs bare docker run', module: './bench-cold-reply.ts', fn: 'benchColdReply' },
