@@ -168,6 +168,13 @@ await describeDocker('e2e: credentials through the host', () => {
     expect(gitServer.requests.length).toBeGreaterThan(2);
     expect(gitServer.requests.every((r) => r.authorized)).toBe(true);
 
+    // The model is told what it can use, by name and remote, never by value.
+    const prompt = JSON.stringify(h.requestsOf('family')[0]?.body);
+    expect(prompt).toContain(
+      `Credentials the host adds for you (you never see their values): recipes (git ${remote})`,
+    );
+    expect(prompt).not.toContain(TOKEN);
+
     expect(searched).toBeDefined();
     expect(searched?.markerInMemory).toBe(true);
     for (const env of searched?.envs ?? []) expect(env).not.toContain(TOKEN);

@@ -16,6 +16,8 @@ export interface SystemPromptInput {
   workspaceRoot: string;
   /** Contents of the group's AGENT.md, or null when there is none. */
   memory: string | null;
+  /** The group's credentials as the host describes them (`name (git <remote>)`, `name (http <rules>)`). */
+  credentials?: string | undefined;
 }
 
 export function buildSystemPrompt(input: SystemPromptInput): string {
@@ -68,6 +70,12 @@ export function buildSystemPrompt(input: SystemPromptInput): string {
       "- bash runs in a sandbox. Commands that reach the network or run programs that are not known to be harmless need the host's permission; a blocked command is blocked on purpose: do not retry it in another form, say what you could not do.",
       `- Task schedules: cron expressions are evaluated in ${time.zone}; a one-off time is an ISO 8601 date-time with its UTC offset (e.g. ${time.local.replace(' ', 'T')}${time.offset}).`,
       '- Prefer few, purposeful tool calls; read before you edit.',
+      ...(input.credentials
+        ? [
+            `- Credentials the host adds for you (you never see their values): ${input.credentials}. ` +
+              'git works with those remotes as written; an http one is at "$CARAPACE_CREDENTIALS_URL/<name>/<path>" with the header "Authorization: Bearer $CARAPACE_CREDENTIAL_KEY" in bash.',
+          ]
+        : []),
     ].join('\n'),
   );
 

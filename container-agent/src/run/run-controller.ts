@@ -146,6 +146,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
       now: deps.now(),
       workspaceRoot: root,
       memory: await readMemory(workspace),
+      credentials: params.commandSetup?.env.CARAPACE_CREDENTIALS,
     });
     return {
       params,
