@@ -7,6 +7,12 @@ import { probeCredential } from '../../services/credentials/credential-status.ts
 import { createMcpServices, mcpServerNames } from '../../services/mcp/mcp-services.ts';
 import type { Check } from './doctor-check.ts';
 
+/** One check over several parts (servers, credentials): each part's line, and `fix` when any failed. */
+function oneLinePerPart(name: string, lines: { ok: boolean; text: string }[], fix: string) {
+  const failed = lines.some((l) => !l.ok);
+  return { name, ok: !failed, detail: lines.map((l) => l.text).join('; '), ...(failed ? { fix } : {}) };
+}
+
 /** How long doctor waits for one MCP server to start and list its tools. */
 const DOCTOR_TIMEOUT_MS = 20_000;
 
@@ -54,17 +60,11 @@ export const checkMcpServers: Check = async (ctx) => {
         }
       }),
     );
-    const failed = lines.filter((l) => !l.ok);
-    return {
-      name: 'MCP servers',
-      ok: failed.length === 0,
-      detail: lines.map((l) => l.text).join('; '),
-      ...(failed.length
-        ? {
-            fix: `check the command, image, url and variables of those [services.<name>] in ${ctx.paths.configFile}`,
-          }
-        : {}),
-    };
+    return oneLinePerPart(
+      'MCP servers',
+      lines,
+      `check the command, image, url and variables of those [services.<name>] in ${ctx.paths.configFile}`,
+    );
   } finally {
     await mcp.close();
   }
@@ -88,15 +88,9 @@ export const checkCredentials: Check = async (ctx) => {
       return { ok: probe.ok, text: `${name} (${c.kind}): ${probe.text}` };
     }),
   );
-  const failed = lines.filter((l) => !l.ok);
-  return {
-    name: 'credentials',
-    ok: failed.length === 0,
-    detail: lines.map((l) => l.text).join('; '),
-    ...(failed.length
-      ? {
-          fix: `set each value_env in ${ctx.paths.envFile} and check the base_url or remote of those [credentials.<name>] in ${ctx.paths.configFile}`,
-        }
-      : {}),
-  };
+  return oneLinePerPart(
+    'credentials',
+    lines,
+    `set each value_env in ${ctx.paths.envFile} and check the base_url or remote of those [credentials.<name>] in ${ctx.paths.configFile}`,
+  );
 };
