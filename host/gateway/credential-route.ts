@@ -94,6 +94,10 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'accept-encoding',
   'forwarded',
   'x-real-ip',
+  // Some APIs take the method from these headers: the allowlist judged the request line's method.
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
 ]);
 const DROPPED_RESPONSE_HEADERS = new Set([
   'connection',

@@ -54,10 +54,16 @@ async function setUp(
   });
 }
 
-async function call(key: string, method: string, path: string, body?: string) {
+async function call(
+  key: string,
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {},
+) {
   const res = await fetch(`${h.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     ...(body === undefined ? {} : { body }),
   });
   return { status: res.status, headers: res.headers, text: await res.text() };
@@ -88,10 +94,14 @@ describe('the http credential route', () => {
   it('adds the secret to an allowed request and hands the answer back, with one audit row per request', async () => {
     await setUp();
     const { runId, keys } = h.startRun();
-    const res = await call(keys.credentialKey, 'GET', '/notes/notes/42?fields=title');
+    const res = await call(keys.credentialKey, 'GET', '/notes/notes/42?fields=title', undefined, {
+      'x-http-method-override': 'DELETE',
+    });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.text)).toEqual({ ok: true, method: 'GET', url: '/api/notes/42?fields=title' });
     expect(api.requests[0]?.headers.authorization).toBe(`Bearer ${VALUE}`);
+    // A method override would let a GET through the allowlist as a DELETE.
+    expect(api.requests[0]?.headers['x-http-method-override']).toBeUndefined();
     // The run key never reaches the upstream.
     expect(JSON.stringify(api.requests)).not.toContain(keys.credentialKey);
     const rows = requestRows(h);
