@@ -15,6 +15,7 @@ import {
 } from '../services/credentials/credential-allowlist.ts';
 import {
   CREDENTIAL_DEFAULT_MAX_REQUEST_BYTES,
+  CREDENTIAL_NAME_PATTERN,
   READ_METHODS,
   credentialHeader,
   credentialUpstream,
@@ -174,7 +175,16 @@ function clientResponseHeaders(
 /** The body as text for the secret scanner; a gzip body (git sends some) is opened, within the same bound. */
 function bodyText(body: Buffer, encoding: string | undefined, limit: number): Buffer {
   if (encoding === undefined || encoding === 'identity') return body;
-  if (encoding === 'gzip') return gunzipSync(body, { maxOutputLength: limit });
+  if (encoding === 'gzip') {
+    try {
+      return gunzipSync(body, { maxOutputLength: limit });
+    } catch (error) {
+      throw new Refusal(
+        413,
+        `the gzip body could not be opened within ${limit} bytes: ${errorMessage(error)}`,
+      );
+    }
+  }
   throw new Refusal(415, `a request body encoded as ${encoding} cannot be scanned; send it uncompressed`);
 }
 
@@ -197,7 +207,12 @@ export function createCredentialRoute(deps: CredentialRouteDeps) {
     const name = slash === -1 ? rest : rest.slice(0, slash);
     const path = slash === -1 ? '/' : rest.slice(slash);
     const method = req.method ?? 'GET';
-    const row = { credential: name, method, path: path + query };
+    // The container wrote these: an audit row names only a well-formed credential and a bounded path.
+    const row = {
+      credential: CREDENTIAL_NAME_PATTERN.test(name) ? name : '(not a credential name)',
+      method: method.slice(0, 16),
+      path: (path + query).slice(0, 2000),
+    };
     const refuse = (status: number, message: string) => {
       req.resume();
       const bytes = sendRefusal(res, status, message);
