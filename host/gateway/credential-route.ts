@@ -321,7 +321,8 @@ export function createCredentialRoute(deps: CredentialRouteDeps) {
     const remote = credential.remote ?? '';
     if (endpoint !== 'receive') {
       const body = endpoint === 'upload' ? await readBody() : undefined;
-      // Negotiation names objects by id: nothing of the run's data leaves in a fetch.
+      // Negotiation names objects by id and is not scanned (hex ids would only make noise); whatever else a
+      // container puts in it goes to the one remote, which refuses what is not git's protocol.
       return {
         body,
         use: {
