@@ -170,6 +170,35 @@ describe('git through the host', () => {
     expect(serverRef('refs/heads/main')).toBe(before);
   });
 
+  it("finds a secret added to a long file, which git sends as a delta against the remote's copy", async () => {
+    await setUp();
+    const seed = path.join(dir, 'seed');
+    const long = Array.from({ length: 400 }, (_, i) => `step ${i}: stir the batter for a while longer`).join(
+      '\n',
+    );
+    fs.writeFileSync(path.join(seed, 'long.md'), `${long}\n`);
+    expect((await git(seed, ['add', '.'])).status).toBe(0);
+    expect((await git(seed, ['commit', '-qm', 'a long recipe'])).status).toBe(0);
+    expect((await git(seed, ['push', '-q', path.join(dir, 'srv', 'recipes.git'), 'main'])).status).toBe(0);
+    const { keys } = h.startRun();
+    const work = await cloneAndCommit(
+      keys.credentialKey,
+      'long.md',
+      `${long}\nstep 400: the key is ${HELD}\n`,
+    );
+    const pushed = await git(
+      work,
+      ['push', '-q', 'origin', 'HEAD:refs/heads/longer'],
+      clientEnv(keys.credentialKey),
+    );
+    expect(pushed.status).not.toBe(0);
+    expect(h.asked.map((a) => a.reason)).toEqual([
+      expect.stringMatching(/^the pushed commits contain a secret/),
+    ]);
+    // The pack held the file as a delta, not whole: the scanner read what the delta inserts.
+    expect(serverRef('refs/heads/longer')).toBe('');
+  });
+
   it('pushes to a protected ref once the owner approves, and protects the refs the config names', async () => {
     await setUp({ owner: () => true, credential: { protected_refs: ['refs/heads/release/*'] } });
     const { keys } = h.startRun();
