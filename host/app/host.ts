@@ -47,7 +47,7 @@ import { createCloserStack } from './closer-stack.ts';
 import { createControlRoutes } from './control-api.ts';
 import { lateBound } from './late-bound.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
-import type { CredentialStatus } from '../services/credentials/credential-status.ts';
+import type { CredentialStatus } from '../services/credential/credential-status.ts';
 import { HostStartError } from './start-error.ts';
 import { createSpendReporter } from '../gateway/spend-report.ts';
 import { systemClock, type Clock } from '../time/clock.ts';

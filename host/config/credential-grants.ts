@@ -1,5 +1,5 @@
 import type { HostConfig } from './schema.ts';
-import { credentialTrust } from '../services/credentials/credential-trust.ts';
+import { credentialTrust } from '../services/credential/credential-trust.ts';
 
 /**
  * What `[credentials]` and the groups' `credentials` lists must not say, beyond the schema: a group given

@@ -7,7 +7,7 @@ import { extraMountRequestSchema } from '../containers/mounts/mount-validation.t
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
 import { schedulerConfigSchema } from '../scheduler/scheduler-config.ts';
 import { copConfigSchema } from '../security/cop/cop.ts';
-import { credentialsConfigSchema } from '../services/credentials/credential-config.ts';
+import { credentialsConfigSchema } from '../services/credential/credential-config.ts';
 import { servicesConfigSchema } from '../services/service-trust.ts';
 import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
 

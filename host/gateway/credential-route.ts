@@ -8,11 +8,7 @@ import type { GatewayLogger } from './logger.ts';
 import { readBodyLimited } from './request-body.ts';
 import { DomainError } from '../errors/domain-error.ts';
 import { errorMessage } from '../errors/error-message.ts';
-import {
-  isAllowed,
-  parseAllowRules,
-  unsafePathReason,
-} from '../services/credentials/credential-allowlist.ts';
+import { isAllowed, parseAllowRules, unsafePathReason } from '../services/credential/credential-allowlist.ts';
 import {
   CREDENTIAL_DEFAULT_MAX_REQUEST_BYTES,
   CREDENTIAL_NAME_PATTERN,
@@ -21,14 +17,10 @@ import {
   credentialUpstream,
   type CredentialConfig,
   type CredentialsConfig,
-} from '../services/credentials/credential-config.ts';
-import { credentialTrust } from '../services/credentials/credential-trust.ts';
-import { advertisedDefaultBranch, isDeletion, parsePush } from '../services/credentials/git-push.ts';
-import {
-  createRedactingStream,
-  redactionsFor,
-  redactText,
-} from '../services/credentials/redacting-stream.ts';
+} from '../services/credential/credential-config.ts';
+import { credentialTrust } from '../services/credential/credential-trust.ts';
+import { advertisedDefaultBranch, isDeletion, parsePush } from '../services/credential/git-push.ts';
+import { createRedactingStream, redactionsFor, redactText } from '../services/credential/redacting-stream.ts';
 import type { ServiceTrust } from '../services/service-trust.ts';
 
 /** Where credential routes start on the gateway: `/credentials/<name>/<path>`. */

@@ -16,10 +16,10 @@ import {
   isAllowed,
   parseAllowRules,
   unsafePathReason,
-} from '../../../host/services/credentials/credential-allowlist.ts';
-import { credentialHeader, credentialSchema } from '../../../host/services/credentials/credential-config.ts';
-import { credentialTrust } from '../../../host/services/credentials/credential-trust.ts';
-import { credentialCommandSetup } from '../../../host/services/credentials/command-setup.ts';
+} from '../../../host/services/credential/credential-allowlist.ts';
+import { credentialHeader, credentialSchema } from '../../../host/services/credential/credential-config.ts';
+import { credentialTrust } from '../../../host/services/credential/credential-trust.ts';
+import { credentialCommandSetup } from '../../../host/services/credential/command-setup.ts';
 import { commandEnvironment } from '../../../container-agent/src/tools/bash.ts';
 
 const exampleText = fs.readFileSync(
