@@ -275,6 +275,32 @@ describe('config proposals', () => {
     expect(asked).toHaveLength(1);
   });
 
+  it('lets the agent give a group an existing credential only through the owner, told what it allows, and never change one', async () => {
+    const text = `${FILE}\n[credentials.recipes]\nkind = "git"\nvalue_env = "RECIPES_TOKEN"\nremote = "https://github.com/alice/recipes.git"\n`;
+    fs.writeFileSync(configFile, text);
+    const proposeOn = (changes: ConfigProposal['changes']) =>
+      proposals().propose(identity(), { baseHash: hashText(text), changes, reason: 'the family asked' });
+    ownerAnswer = () => false;
+    const granted = await proposeOn([{ key: 'groups.family.credentials', value: ['recipes'] }]);
+    expect(granted.status).toBe('denied');
+    expect(asked[0]?.reason).toContain(
+      'lets group family use the recipes credential (clone, fetch and push https://github.com/alice/recipes.git through the host)',
+    );
+    for (const changes of [
+      [{ key: 'credentials.recipes.value_env', value: 'E2E_PROVIDER_KEY' }],
+      [{ key: 'credentials.recipes.remote', value: 'https://github.com/mallory/x.git' }],
+      [{ key: 'credentials.recipes.dangerous_writes', value: false }],
+    ]) {
+      const changed = await proposeOn(changes);
+      expect(changed.status, JSON.stringify(changes)).toBe('refused');
+      expect(changed.detail).toMatch(/^Only the owner can change these/);
+    }
+    const unknown = await proposeOn([{ key: 'groups.family.credentials', value: ['recipe'] }]);
+    expect(unknown.detail).toContain('groups.family.credentials: there is no credential "recipe"');
+    expect(asked).toHaveLength(1);
+    expect(fs.readFileSync(configFile, 'utf8')).toBe(text);
+  });
+
   it('hands the reload failure back as it is: the change was written, the running host did not take it', async () => {
     const result = await proposals(async () => ({
       ok: false,
