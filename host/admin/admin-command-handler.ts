@@ -17,6 +17,11 @@ export interface AdminCommandHandlerDeps {
   isOwnerMessage(m: InboundMessage, group: GroupRecord): boolean;
   /** Answers in the admin chat the command came from; `command` gives an idempotency key (its externalId). */
   reply(text: string, group: GroupRecord, command: InboundMessage): void | Promise<void>;
+  /**
+   * A one-time sign-in link to the web console for the owner who asked (`web login`); undefined when the
+   * console is off.
+   */
+  webLogin?(issuedTo: string): { url: string; expiresAt: string } | undefined;
   /** A decision was taken (approve or deny): the other admin chats are told what happened. */
   onDecided?(text: string, command: InboundMessage): void;
   audit: Pick<AuditStore, 'record'>;
@@ -47,6 +52,7 @@ export function createAdminCommandHandler({
   logger,
   onDecided,
   usage,
+  webLogin,
 }: AdminCommandHandlerDeps) {
   const send = (text: string, group: GroupRecord, m: InboundMessage) => {
     void Promise.resolve()
@@ -120,6 +126,15 @@ export function createAdminCommandHandler({
           send(formatPendingList(approvals.pending(), redact), group, m);
         } else if (command.kind === 'usage') {
           send(usage ? usage(command.groupId) : 'Spend is not recorded by this host.', group, m);
+        } else if (command.kind === 'web-login') {
+          const link = webLogin?.(`${m.channel}:${m.senderId}`);
+          send(
+            link
+              ? `Web console sign-in (works once, until ${link.expiresAt}): ${link.url}`
+              : 'The web console is off: set [web] listen = "127.0.0.1:8750" in config.toml and restart.',
+            group,
+            m,
+          );
         } else {
           const decision = approvals.decide(command.id, command.kind, `${m.channel}:${m.senderId}`);
           send(decision.message, group, m);

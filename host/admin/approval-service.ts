@@ -86,6 +86,8 @@ export interface ApprovalServiceDeps {
   clock?: Clock;
   timeoutMs?: number;
   displayLimits?: DisplayLimits;
+  /** A request was made, decided, expired or executed (the web console's live view follows this). */
+  onChange?(approvalId: string): void;
   logger: Logger;
 }
 
@@ -138,6 +140,7 @@ export function createApprovalService({
   clock = systemClock,
   timeoutMs: rawTimeout = 300_000,
   displayLimits = DEFAULT_DISPLAY_LIMITS,
+  onChange,
   logger,
 }: ApprovalServiceDeps) {
   const timeoutMs = timeoutSchema.parse(rawTimeout);
@@ -147,6 +150,15 @@ export function createApprovalService({
   // Ids issued by this instance and not yet finished with; consume() refuses every other id.
   const issued = new Set<string>();
   let closed = false;
+
+  // A listener's failure is its own: it never changes a decision.
+  const announce = (id: string) => {
+    try {
+      onChange?.(id);
+    } catch (err) {
+      logger.error({ err, approvalId: id }, 'an approval change listener failed');
+    }
+  };
 
   const auditDecision = (row: ApprovalRecord, decision: string, reason: string, approver?: string) =>
     audit.record({
@@ -160,6 +172,7 @@ export function createApprovalService({
     });
 
   const settle = (id: string, result: ApprovalResult) => {
+    announce(id);
     const waiter = waiters.get(id);
     if (result.outcome !== 'approved') issued.delete(id);
     if (!waiter) return;
@@ -264,6 +277,7 @@ export function createApprovalService({
       const { id } = row;
       issued.add(id);
       logger.info({ approvalId: id, groupId, runId, operation }, 'approval requested');
+      announce(id);
 
       const result = new Promise<ApprovalResult>((resolve) => {
         const onAbort = () => expire(id, 'run-ended');
@@ -314,8 +328,16 @@ export function createApprovalService({
       return result;
     },
 
-    /** The owner's answer. Unknown, expired and already decided ids change nothing and say why. */
-    decide(rawId: string, decision: 'approve' | 'deny', rawBy: string): DecideResult {
+    /**
+     * The owner's answer. Unknown, expired and already decided ids change nothing and say why. `where` names
+     * the place the owner answered in for the audit (the admin chat, the web console).
+     */
+    decide(
+      rawId: string,
+      decision: 'approve' | 'deny',
+      rawBy: string,
+      where = 'the admin chat',
+    ): DecideResult {
       const by = bySchema.parse(rawBy);
       const id = normalizeApprovalId(rawId);
       const row = id === undefined ? undefined : approvals.get(id);
@@ -337,9 +359,7 @@ export function createApprovalService({
         auditDecision(
           row,
           decision === 'approve' ? APPROVAL_AUDIT.granted : APPROVAL_AUDIT.denied,
-          decision === 'approve'
-            ? 'approved by the owner in the admin chat'
-            : 'denied by the owner in the admin chat',
+          `${decision === 'approve' ? 'approved' : 'denied'} by the owner in ${where}`,
           by,
         );
         return true;
@@ -383,7 +403,28 @@ export function createApprovalService({
       });
       if (!ok) return refuse('already executed');
       issued.delete(id);
+      announce(id);
       return true;
+    },
+
+    /**
+     * The text the admin chat was shown for a request (the same formatting, limits and redaction), for the
+     * web console; undefined for an unknown id or parameters that could never be shown.
+     */
+    describe(rawId: string): string | undefined {
+      const id = normalizeApprovalId(rawId);
+      const row = id === undefined ? undefined : approvals.get(id);
+      if (!row) return undefined;
+      try {
+        return formatApprovalRequest(
+          { ...row, timeoutMs: row.expiresAt - row.createdAt },
+          redact,
+          displayLimits,
+        );
+      } catch (err) {
+        if (err instanceof ParamsNotShowableError) return undefined;
+        throw err;
+      }
     },
 
     /** Open requests, oldest first. A request past its deadline is expired here rather than listed. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { ChannelStatus } from '../channels/channel.ts';
 import { firstWords } from '../channels/delivery-outcomes.ts';
-import type { HostStatus, PrestartStatus } from '../channels/local/local-api.ts';
+import type { HostStatus, PrestartStatus, WebLoginLink } from '../channels/local/local-api.ts';
 import { sendJson, type RouteHandler } from '../channels/local/socket-server.ts';
 import { describeReload } from '../config/config-reload.ts';
 import type { ConfigReloader } from '../config/config-reloader.ts';
@@ -26,6 +26,8 @@ export interface ControlApiDeps {
     | undefined;
   reloader(): Pick<ConfigReloader, 'reload'> | undefined;
   channels(): { name: string; status: ChannelStatus; adminChat: string | undefined }[];
+  /** The web console, when `[web] listen` is set and it runs. */
+  web(): { loginLink(issuedTo: string): WebLoginLink } | undefined;
 }
 
 /** 0 for a file that is not there (no WAL between checkpoints). */
@@ -37,48 +39,63 @@ function fileSize(file: string): number {
   }
 }
 
+/** What `carapace status` and the web console's Health page show: the live host, read now. */
+export function readHostStatus(deps: Omit<ControlApiDeps, 'reloader' | 'web'>): HostStatus {
+  const { store } = deps;
+  const runtime = deps.runtime();
+  return {
+    pid: process.pid,
+    startedAt: deps.startedAt,
+    assistant: deps.assistantName(),
+    queue: deps.queue()?.snapshot() ?? { active: [], waiting: [], retrying: [] },
+    outboxPending: store.outbox.pendingCount(),
+    outboxDead: store.outbox.deadCount(),
+    outboxFailing: store.outbox.failing(5).map((o) => ({
+      id: o.id,
+      groupId: o.groupId,
+      channel: o.channel,
+      chatId: o.chatId,
+      begins: firstWords(o.text),
+      attempts: o.attempts,
+      connectionDrops: o.connectionDrops,
+      lastError: o.lastError,
+    })),
+    approvalsPending: store.approvals.listPending().length,
+    database: {
+      bytes: fileSize(deps.databaseFile),
+      walBytes: fileSize(`${deps.databaseFile}-wal`),
+      rows: store.retention.sizes(),
+    },
+    ...(runtime?.prestart ? { prestart: runtime.prestart.status() } : {}),
+    ...(runtime?.services ? { services: runtime.services.status() } : {}),
+    ...(runtime?.credentials ? { credentials: runtime.credentials.status() } : {}),
+    channels: deps.channels().map((ch) => ({ name: ch.name, ...ch.status, adminChat: ch.adminChat })),
+    groups: store.groups.list().map((g) => ({
+      id: g.id,
+      channel: g.channel,
+      admin: g.isAdmin,
+      cursor: g.agentCursor,
+      openTasks: store.tasks.openCount(g.id),
+    })),
+  };
+}
+
 /** The console socket's host routes besides the console channel's own: status, groups changed, reload. */
 export function createControlRoutes(deps: ControlApiDeps): Record<string, RouteHandler> {
-  const { store } = deps;
   return {
     'GET /v1/status': (_req, res) => {
-      const runtime = deps.runtime();
-      const status: HostStatus = {
-        pid: process.pid,
-        startedAt: deps.startedAt,
-        assistant: deps.assistantName(),
-        queue: deps.queue()?.snapshot() ?? { active: [], waiting: [], retrying: [] },
-        outboxPending: store.outbox.pendingCount(),
-        outboxDead: store.outbox.deadCount(),
-        outboxFailing: store.outbox.failing(5).map((o) => ({
-          id: o.id,
-          groupId: o.groupId,
-          channel: o.channel,
-          chatId: o.chatId,
-          begins: firstWords(o.text),
-          attempts: o.attempts,
-          connectionDrops: o.connectionDrops,
-          lastError: o.lastError,
-        })),
-        approvalsPending: store.approvals.listPending().length,
-        database: {
-          bytes: fileSize(deps.databaseFile),
-          walBytes: fileSize(`${deps.databaseFile}-wal`),
-          rows: store.retention.sizes(),
-        },
-        ...(runtime?.prestart ? { prestart: runtime.prestart.status() } : {}),
-        ...(runtime?.services ? { services: runtime.services.status() } : {}),
-        ...(runtime?.credentials ? { credentials: runtime.credentials.status() } : {}),
-        channels: deps.channels().map((ch) => ({ name: ch.name, ...ch.status, adminChat: ch.adminChat })),
-        groups: store.groups.list().map((g) => ({
-          id: g.id,
-          channel: g.channel,
-          admin: g.isAdmin,
-          cursor: g.agentCursor,
-          openTasks: store.tasks.openCount(g.id),
-        })),
-      };
-      sendJson(res, 200, status);
+      sendJson(res, 200, readHostStatus(deps));
+    },
+    // `carapace web login`: a one-time link to the web console (the socket's file permissions are the proof).
+    'POST /v1/web/login': (_req, res) => {
+      const web = deps.web();
+      if (!web) {
+        sendJson(res, 409, {
+          error: 'the web console is off: set [web] listen = "127.0.0.1:8750" in config.toml and restart',
+        });
+        return;
+      }
+      sendJson(res, 200, web.loginLink('cli'));
     },
     // The CLI changes groups in the database directly; this tells the host to drop what they made stale.
     'POST /v1/groups/changed': (_req, res) => {

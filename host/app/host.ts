@@ -44,13 +44,15 @@ import { acquireHostLock } from '../store/host-lock.ts';
 import { createRetentionRunner } from '../store/retention-runner.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { createCloserStack } from './closer-stack.ts';
-import { createControlRoutes } from './control-api.ts';
+import { createControlRoutes, readHostStatus, type ControlApiDeps } from './control-api.ts';
 import { lateBound } from './late-bound.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import type { CredentialStatus } from '../services/credential/credential-status.ts';
 import { HostStartError } from './start-error.ts';
 import { createSpendReporter } from '../gateway/spend-report.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import { createWebAuth } from '../web/web-auth.ts';
+import { startWebConsole, type WebConsole } from '../web/web-server.ts';
 
 export interface RunnerRuntime {
   runner: AgentRunner;
@@ -168,6 +170,7 @@ export async function startHost({
     const lateQueue = lateBound<GroupQueue>();
     const lateRuntime = lateBound<RunnerRuntime>();
     const lateReloader = lateBound<ConfigReloader>();
+    const lateWeb = lateBound<WebConsole>();
     const local = createLocalChannel({
       groups: store.groups,
       outbox: store.outbox,
@@ -177,24 +180,26 @@ export async function startHost({
       logger: logger.child({ channel: LOCAL_CHANNEL }),
     });
     const startedAt = new Date().toISOString();
+    const controlDeps: ControlApiDeps = {
+      store,
+      databaseFile: paths.databaseFile,
+      startedAt,
+      assistantName: () => live().assistant.name,
+      queue: lateQueue.get,
+      runtime: lateRuntime.get,
+      reloader: lateReloader.get,
+      web: lateWeb.get,
+      channels: () =>
+        [...channels.values()].map((ch) => ({
+          name: ch.name,
+          status: statuses.get(ch.name) ?? ch.status(),
+          adminChat: ch.adminChatId(),
+        })),
+    };
     step = 'opening the control socket';
     const server = await listenOnSocket(paths.socketFile, {
       ...local.routes,
-      ...createControlRoutes({
-        store,
-        databaseFile: paths.databaseFile,
-        startedAt,
-        assistantName: () => live().assistant.name,
-        queue: lateQueue.get,
-        runtime: lateRuntime.get,
-        reloader: lateReloader.get,
-        channels: () =>
-          [...channels.values()].map((ch) => ({
-            name: ch.name,
-            status: statuses.get(ch.name) ?? ch.status(),
-            adminChat: ch.adminChatId(),
-          })),
-      }),
+      ...createControlRoutes(controlDeps),
     });
     closers.push('control socket', async () => {
       server.closeAllConnections();
@@ -240,6 +245,7 @@ export async function startHost({
       notifyAdmin: async (text, { approvalId }) =>
         adminChats.notify(`approval:${approvalId}`, text, { actions: approvalActions(approvalId) }),
       notifyExpired: (text, { approvalId }) => adminChats.notify(`approval-expired:${approvalId}`, text),
+      onChange: (approvalId) => events.emit('approval-changed', approvalId),
     });
     // Requests of runs that died with the previous host can never be executed: close them first.
     approvals.expireOrphans();
@@ -302,12 +308,6 @@ export async function startHost({
     closers.push('run queue', (reason) => activeQueue.close(reason));
     closers.push('approvals', () => approvals.close());
     closers.push('scheduler', () => scheduler.stop());
-    const typing = createTypingIndicator({
-      groups: store.groups,
-      isBusy: (id) => activeQueue.isBusy(id),
-      channelFor: (name) => channels.get(name),
-    });
-    events.on('group-state', typing.sync);
     const spend = createSpendView({
       reporter: createSpendReporter(store.db),
       groupIds: () => store.groups.list().map((g) => g.id),
@@ -315,6 +315,40 @@ export async function startHost({
       timezone: () => live().assistant.timezone,
       now: clock.now,
     });
+    const webListen = config.web.listen;
+    if (webListen !== undefined) {
+      step = `starting the web console on ${webListen}`;
+      const web = await startWebConsole(
+        { ...config.web, listen: webListen },
+        {
+          auth: createWebAuth({
+            sessions: store.webSessions,
+            audit: store.audit,
+            clock,
+            linkTtlMs: config.web.login_link_ttl_ms,
+            sessionTtlMs: config.web.session_ttl_ms,
+          }),
+          approvals,
+          store,
+          events,
+          queue: () => activeQueue.snapshot(),
+          status: () => readHostStatus(controlDeps),
+          config: live,
+          spend: () => spend.report(),
+          notifyOwner: (key, text) => adminChats.notify(key, text),
+          logger: logger.child({ subsystem: 'web' }),
+        },
+      );
+      lateWeb.set(web);
+      closers.push('web console', () => web.close());
+      logger.info({ url: web.baseUrl }, 'web console listening');
+    }
+    const typing = createTypingIndicator({
+      groups: store.groups,
+      isBusy: (id) => activeQueue.isBusy(id),
+      channelFor: (name) => channels.get(name),
+    });
+    events.on('group-state', typing.sync);
     const ingest = createIngest({
       store,
       adminCommands: createAdminCommandHandler({
@@ -335,6 +369,7 @@ export async function startHost({
           adminChats.notify(`decided:${adminCommandReplyKey(m)}`, `Decided in ${m.channel}: ${text}`, {
             except: { channel: m.channel, chatId: m.chatId },
           }),
+        webLogin: (issuedTo) => lateWeb.get()?.loginLink(issuedTo),
         audit: store.audit,
         redact,
         logger: logger.child({ subsystem: 'admin' }),

@@ -26,3 +26,5 @@ carapace config rollback [n]`;
 export const stopUsage = 'carapace stop [--timeout <seconds>]';
 
 export const startUsage = 'carapace start [--no-console | --detach]';
+
+export const webUsage = 'carapace web login';

@@ -8,6 +8,7 @@ import {
   serviceUsage,
   startUsage,
   stopUsage,
+  webUsage,
   whatsappUsage,
 } from './command-usage.ts';
 
@@ -78,6 +79,12 @@ const COMMANDS: Record<string, Command> = {
     usage: 'carapace status [--json] [--timeout <seconds>]',
     summary: 'is the host running; runs, queue and outbox',
     load: async () => (await import('./commands/status-command.ts')).statusCommand,
+    client: true,
+  },
+  web: {
+    usage: webUsage,
+    summary: 'print a one-time sign-in link to the web console ([web] listen)',
+    load: async () => (await import('./commands/web-command.ts')).webCommand,
     client: true,
   },
   config: {

@@ -10,6 +10,7 @@ import { copConfigSchema } from '../security/cop/cop.ts';
 import { credentialsConfigSchema } from '../services/credential/credential-config.ts';
 import { servicesConfigSchema } from '../services/service-trust.ts';
 import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
+import { webConfigSchema } from './web-config.ts';
 
 /**
  * The host configuration (`<config dir>/config.toml`). Every section is optional and every key has a
@@ -176,6 +177,7 @@ export const hostConfigSchema = z
     outbox: outboxConfigSchema.prefault({}),
     retention: retentionConfigSchema.prefault({}),
     logging: loggingConfigSchema.prefault({}),
+    web: webConfigSchema.prefault({}),
   })
   .strict();
 

@@ -5,6 +5,8 @@ export interface HostEventMap {
   /** A group's cursor or run state changed. */
   'group-state': [groupId: string];
   'outbox-delivered': [item: OutboxItem];
+  /** An approval request was made, decided, expired or executed. */
+  'approval-changed': [approvalId: string];
 }
 
 export type HostEvents = EventEmitter<HostEventMap>;

@@ -2,6 +2,7 @@ import { createApprovalsStore } from './approvals-store.ts';
 import { createAuditStore } from './audit-store.ts';
 import { createChannelStateStore } from './channel-state-store.ts';
 import { createChatsSeenStore } from './chats-seen-store.ts';
+import { createConsoleReads } from './console-reads.ts';
 import { createGroupsStore } from './groups-store.ts';
 import { createMessagesStore } from './messages-store.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
@@ -10,6 +11,7 @@ import { createOutboxStore } from './outbox-store.ts';
 import { createRetentionStore } from './retention-store.ts';
 import { createRunsStore } from './runs-store.ts';
 import { createTasksStore } from './tasks-store.ts';
+import { createWebSessionsStore } from './web-sessions-store.ts';
 
 export interface StoreOptions {
   file: string;
@@ -42,6 +44,10 @@ export function openStore({
     approvals: createApprovalsStore(db),
     tasks: createTasksStore(db, now),
     chatsSeen: createChatsSeenStore(db, now),
+    /** The web console's login links and sessions. */
+    webSessions: createWebSessionsStore(db),
+    /** The web console's own reads (filtered audit, decided approvals, a run's timeline). */
+    consoleReads: createConsoleReads(db),
     /** Pruning of old history, step by step (retention-runner.ts drives it). */
     retention: createRetentionStore(db, now),
     /** The durable key/value state of one channel. */

@@ -166,6 +166,7 @@ export function buildFolderGraph(
 export const SUBSYSTEM_LAYERS: readonly (readonly string[])[] = [
   ['cli'],
   ['app'],
+  ['web'],
   ['config'],
   ['containers'],
   ['ipc'],

@@ -168,3 +168,7 @@ export type HostStatus = z.infer<typeof hostStatus>;
 export function newClientMessageId(): string {
   return crypto.randomBytes(12).toString('base64url');
 }
+
+/** `POST /v1/web/login`: a one-time sign-in link to the web console. */
+export const webLoginLink = z.object({ url: z.string(), expiresAt: z.string() });
+export type WebLoginLink = z.infer<typeof webLoginLink>;

@@ -5,10 +5,12 @@ import {
   configReloadResult,
   consoleEvent,
   postMessageResult,
+  webLoginLink,
   type ConfigReloadResult,
   type ConsoleEvent,
   type PostMessageBody,
   type PostMessageResult,
+  type WebLoginLink,
 } from './local-api.ts';
 
 export class HostUnreachable extends Error {}
@@ -172,6 +174,10 @@ export function createLocalClient(options: LocalClientOptions | string) {
     /** Asks the running host to read config.toml again and apply it (`carapace config set`, rollback). */
     reloadConfig(): Promise<ConfigReloadResult> {
       return call(configReloadResult, 'POST', '/v1/config/reload');
+    },
+    /** A one-time sign-in link to the web console (`carapace web login`). */
+    webLogin(): Promise<WebLoginLink> {
+      return call(webLoginLink, 'POST', '/v1/web/login');
     },
     getJson(path: string): Promise<unknown> {
       return request('GET', path).then(({ status, json }) => {

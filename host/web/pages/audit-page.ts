@@ -1,0 +1,34 @@
+import type { AuditFilter } from '../../store/console-reads.ts';
+import type { AuditRow } from '../../store/audit-store.ts';
+import { h, table, type Html } from '../html.ts';
+
+const field = (name: string, label: string, value: string | undefined, type = 'text') =>
+  h`<label>${label} <input name="${name}" type="${type}" value="${value ?? ''}"></label>`;
+
+/** The filter form and one page of rows, newest first, with a link to the next page. */
+export function auditPage(f: AuditFilter, rows: AuditRow[]): Html {
+  const last = rows.at(-1);
+  const next = new URLSearchParams();
+  for (const [k, v] of [
+    ['group', f.groupId],
+    ['kind', f.kind],
+    ['decision', f.decision],
+    ['since', f.since],
+    ['until', f.until],
+  ] as const)
+    if (v !== undefined) next.set(k, v);
+  if (last) next.set('before', String(last.id));
+  return h`<form method="get" action="/audit" class="filters">
+${field('group', 'Group', f.groupId)}${field('kind', 'Kind', f.kind)}${field('decision', 'Decision', f.decision)}
+${field('since', 'Since', f.since)}${field('until', 'Until', f.until)}
+<button type="submit">Filter</button></form>
+<p class="muted">${rows.length} row(s)${f.beforeId === undefined ? '' : ` older than #${f.beforeId}`}. Times are UTC (ISO 8601, e.g. 2026-11-27T08:00).</p>
+${table(
+  ['#', 'When', 'Group', 'Run', 'Operation', 'Decision', 'Reason', 'By'],
+  rows.map(
+    (r) =>
+      h`<tr><td>${r.id}</td><td>${r.at.replace('T', ' ').slice(0, 19)}</td><td>${r.groupId ?? ''}</td><td>${r.runId ?? ''}</td><td>${r.operation}</td><td>${r.decision}</td><td class="wrap">${r.reason ?? ''}</td><td>${r.approver ?? ''}</td></tr>`,
+  ),
+)}
+${rows.length === f.limit && last ? h`<p><a href="/audit?${next.toString()}" id="older">Older rows</a></p>` : ''}`;
+}

@@ -1,0 +1,28 @@
+import type { HostConfig } from '../../config/schema.ts';
+import type { SeenChat } from '../../store/chats-seen-store.ts';
+import type { GroupRecord } from '../../store/groups-store.ts';
+import { h, table, type Html } from '../html.ts';
+
+/** Registered groups with the settings that decide what they may do, then the chats waiting to be registered. */
+export function groupsPage(groups: GroupRecord[], config: HostConfig, seen: SeenChat[]): Html {
+  return h`${table(
+    ['Group', 'Channel', 'Chat', 'Trigger', 'Services', 'Network', 'Taint', 'Admin'],
+    groups.map((g) => {
+      const c = config.groups[g.id];
+      const taint = [g.taint.corruption ? 'untrusted' : '', g.taint.secret ? 'secret' : ''].filter(Boolean);
+      return h`<tr><td>${g.id}</td><td>${g.channel}</td><td class="wrap">${g.chatId}</td><td>${g.isAdmin ? 'always' : (c?.trigger ?? 'mention')}</td><td>${c?.services ? c.services.join(', ') || 'none' : 'default'}</td><td>${g.networkMode}</td><td>${taint.join(', ') || 'clean'}</td><td>${g.isAdmin ? 'yes' : ''}</td></tr>`;
+    }),
+  )}
+<h2>Chats that wrote but are not registered</h2>
+${
+  seen.length === 0
+    ? h`<p class="muted">None.</p>`
+    : table(
+        ['Channel', 'Chat', 'Title', 'Last seen', 'Register with'],
+        seen.map(
+          (s) =>
+            h`<tr><td>${s.channel}</td><td class="wrap">${s.chatId}</td><td>${s.title}</td><td>${s.lastSeenAt}</td><td><code>carapace groups add &lt;id&gt; --channel ${s.channel} --chat ${s.chatId}</code></td></tr>`,
+        ),
+      )
+}`;
+}

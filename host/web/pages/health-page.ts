@@ -1,0 +1,58 @@
+import type { HostStatus } from '../../channels/local/local-api.ts';
+import { h, table, type Html } from '../html.ts';
+
+const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
+
+/** The same facts as `carapace status`: channels, pre-started containers, services, outbox, database. */
+export function healthPage(s: HostStatus): Html {
+  return h`<p>Host pid ${s.pid}, assistant <strong>${s.assistant}</strong>, running since ${s.startedAt}.</p>
+<h2>Channels</h2>
+${table(
+  ['Channel', 'State', 'Since', 'Reason', 'Admin chat'],
+  s.channels.map(
+    (c) =>
+      h`<tr><td>${c.name}</td><td class="status">${c.state}</td><td>${c.since}</td><td class="wrap">${c.reason ?? ''}</td><td>${c.adminChat ? 'linked' : 'not linked'}</td></tr>`,
+  ),
+)}
+<h2>Containers</h2>
+${
+  s.prestart
+    ? h`<p>Pre-started: ${s.prestart.containers.length} of ${s.prestart.count} (${s.prestart.containers.map((c) => c.groupId).join(', ') || 'none now'}).</p>`
+    : h`<p class="muted">This host runs no containers (no provider or no Docker).</p>`
+}
+<p>Active runs: ${s.queue.active.length}; waiting: ${s.queue.waiting.length}; retrying: ${s.queue.retrying.length}.</p>
+${
+  s.services && s.services.length > 0
+    ? h`<h2>Services</h2>${table(
+        ['Service', 'Type', 'State', 'Tools', 'Restarts', 'Last error'],
+        s.services.map(
+          (v) =>
+            h`<tr><td>${v.name}</td><td>${v.type}</td><td class="status">${v.state}</td><td>${v.tools ?? ''}</td><td>${v.restarts}</td><td class="wrap">${v.lastError ?? ''}</td></tr>`,
+        ),
+      )}`
+    : ''
+}
+<h2>Delivery and approvals</h2>
+<p>Outbox: ${s.outboxPending} pending, ${s.outboxDead} dead-lettered. Approvals waiting: ${s.approvalsPending}.</p>
+${
+  s.outboxFailing.length > 0
+    ? table(
+        ['Piece', 'Group', 'Begins', 'Attempts', 'Last error'],
+        s.outboxFailing.map(
+          (o) =>
+            h`<tr><td>${o.id}</td><td>${o.groupId ?? ''}</td><td class="wrap">${o.begins}</td><td>${o.attempts}</td><td class="wrap">${o.lastError ?? ''}</td></tr>`,
+        ),
+      )
+    : ''
+}
+${
+  s.database
+    ? h`<h2>Database</h2><p>${mb(s.database.bytes)} (WAL ${mb(s.database.walBytes)}); rows: ${Object.entries(
+        s.database.rows,
+      )
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}.</p>`
+    : ''
+}
+<p class="muted">Docker, image and config checks: <code>carapace doctor</code> on the host.</p>`;
+}

@@ -1,0 +1,295 @@
+import { Hono, type Context } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { streamSSE } from 'hono/streaming';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { ApprovalService } from '../admin/approval-service.ts';
+import type { HostStatus } from '../channels/local/local-api.ts';
+import type { HostConfig } from '../config/schema.ts';
+import type { SpendReport } from '../gateway/spend-report.ts';
+import type { HostEvents } from '../router/host-events.ts';
+import type { Store } from '../store/store.ts';
+import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
+import { h, layout, type Html } from './html.ts';
+import { approvalsList, approvalsPage } from './pages/approvals-page.ts';
+import { auditPage } from './pages/audit-page.ts';
+import { groupsPage } from './pages/groups-page.ts';
+import { healthPage } from './pages/health-page.ts';
+import { loginPage, loginRefusedPage } from './pages/login-page.ts';
+import { runsList, runsPage, runTimelinePage, type QueueView } from './pages/runs-page.ts';
+import { sessionsPage } from './pages/sessions-page.ts';
+import { spendPage } from './pages/spend-page.ts';
+import type { Authenticated, WebAuth } from './web-auth.ts';
+
+export const SESSION_COOKIE = 'carapace_session';
+
+/**
+ * Nothing but this host's own files; no inline script or style, no frames, forms only to this host. A page
+ * that somehow carried injected markup still could not run it or send anything elsewhere.
+ */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+export interface WebConsoleDeps {
+  auth: WebAuth;
+  approvals: Pick<ApprovalService, 'decide' | 'describe' | 'pending'>;
+  store: Pick<Store, 'consoleReads' | 'runs' | 'groups' | 'chatsSeen' | 'approvals'>;
+  events: Pick<HostEvents, 'on' | 'off'>;
+  queue(): QueueView;
+  status(): HostStatus;
+  config(): HostConfig;
+  spend(): SpendReport;
+  /** Tells the admin chats (a decision taken here is confirmed there). */
+  notifyOwner(key: string, text: string): void;
+  /** `host:port` values a request's Host (and a POST's Origin) may name: a rebound DNS name gets nothing. */
+  allowedHosts: ReadonlySet<string>;
+  /** Mark the cookie Secure (the console is reached over https through a proxy). */
+  secureCookie: boolean;
+  logger: Logger;
+  /** A comment line on open event streams, so proxies keep them (default 25 s). */
+  heartbeatMs?: number;
+}
+
+type Env = { Variables: { auth: Authenticated } };
+
+const AUDIT_PAGE_ROWS = 1000;
+const DECIDED_SHOWN = 50;
+const RECENT_RUNS = 50;
+
+const optionalText = z
+  .string()
+  .max(200)
+  .transform((s) => s.trim() || undefined)
+  .optional();
+const instant = z
+  .string()
+  .max(40)
+  .transform((s) => s.trim() || undefined)
+  .refine((s) => s === undefined || /^\d{4}-\d{2}-\d{2}([T ][\d:.]+Z?)?$/.test(s), {
+    message: 'a time must look like 2026-11-27 or 2026-11-27T08:00',
+  })
+  .transform((s) => s?.replace(' ', 'T'))
+  .optional();
+const auditQuery = z.object({
+  group: optionalText,
+  kind: optionalText,
+  decision: optionalText,
+  since: instant,
+  until: instant,
+  before: z.coerce.number().int().positive().optional().catch(undefined),
+});
+const approvalAction = z.object({ id: z.string().min(1).max(40), action: z.enum(['approve', 'deny']) });
+
+/** The console as a Hono app: every route but the sign-in and the assets needs a live session. */
+export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
+  const { auth, store } = deps;
+  const app = new Hono<Env>();
+  const render = (
+    c: Context<Env>,
+    title: string,
+    body: Html,
+    status: 200 | 400 | 401 | 403 | 404 | 409 = 200,
+  ) => {
+    const csrf = c.get('auth')?.csrf;
+    return c.html(layout({ title, path: c.req.path, body, ...(csrf ? { csrf } : {}) }), status);
+  };
+
+  app.onError((err, c) => {
+    deps.logger.error({ err, path: c.req.path }, 'web console request failed');
+    return c.text('The console could not answer this request; the host log has the reason.', 500);
+  });
+
+  app.use(async (c, next) => {
+    // Fail closed on a Host we do not serve: a DNS name rebound to 127.0.0.1 reaches nothing.
+    const host = c.req.header('host') ?? '';
+    if (!deps.allowedHosts.has(host.toLowerCase())) return c.text('Unknown host name.', 421);
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      const origin = c.req.header('origin');
+      if (origin !== undefined && !deps.allowedHosts.has(hostOf(origin)))
+        return c.text('Cross-site request refused.', 403);
+    }
+    await next();
+    c.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    c.header('X-Content-Type-Options', 'nosniff');
+    // A login link's token must not leave in a Referer header.
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('X-Frame-Options', 'DENY');
+    c.header('Cache-Control', 'no-store');
+  });
+
+  app.get('/assets/console.css', (c) =>
+    c.body(CONSOLE_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }),
+  );
+  app.get('/assets/console.js', (c) =>
+    c.body(CONSOLE_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }),
+  );
+
+  app.get('/login', (c) => render(c, 'Sign in', loginPage(c.req.query('token'))));
+  app.post('/login', async (c) => {
+    const form = await c.req.parseBody();
+    const token = typeof form.token === 'string' ? form.token : undefined;
+    const signed = auth.signIn(token, c.req.header('user-agent') ?? '');
+    if (!signed) return render(c, 'Sign in', loginRefusedPage(), 403);
+    setCookie(c, SESSION_COOKIE, signed.cookieToken, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+      secure: deps.secureCookie,
+      expires: new Date(signed.session.expiresAt),
+    });
+    return c.redirect('/approvals', 303);
+  });
+
+  // Every route below: a live session, and for a state change its CSRF token.
+  app.use(async (c, next) => {
+    const session = auth.authenticate(getCookie(c, SESSION_COOKIE));
+    if (!session) return render(c, 'Sign in', loginPage(undefined), 401);
+    c.set('auth', session);
+    if (c.req.method === 'POST') {
+      const header = c.req.header('x-csrf-token');
+      const form = header === undefined ? await c.req.parseBody() : {};
+      if (!auth.csrfMatches(session, header ?? form._csrf))
+        return render(
+          c,
+          'Refused',
+          h`<p id="csrf-refused">This form is stale or came from another site: nothing changed. Reload the page and try again.</p>`,
+          403,
+        );
+    }
+    await next();
+  });
+
+  app.get('/', (c) => c.redirect('/approvals', 303));
+
+  const pendingViews = () =>
+    deps.approvals.pending().map((p) => ({
+      id: p.id,
+      groupId: p.groupId,
+      text: deps.approvals.describe(p.id),
+      expiresAt: Date.now() + p.expiresInMs,
+    }));
+  const approvalsFragment = (csrf: string) =>
+    approvalsList(pendingViews(), store.consoleReads.decidedApprovals(DECIDED_SHOWN), csrf);
+
+  app.get('/approvals', (c) => {
+    const decided = c.req.query('decided');
+    const row = decided === undefined ? undefined : store.approvals.get(decided);
+    const notice = row ? `Request ${row.id} is ${row.status} (by ${row.decidedBy ?? 'nobody'}).` : undefined;
+    return render(c, 'Approvals', approvalsPage(approvalsFragment(c.get('auth').csrf), notice));
+  });
+  app.get('/approvals/list', (c) => c.html(approvalsFragment(c.get('auth').csrf)));
+  app.post('/approvals/:id/:action', (c) => {
+    const parsed = approvalAction.safeParse(c.req.param());
+    if (!parsed.success) return render(c, 'Approvals', h`<p>Unknown action.</p>`, 404);
+    const { id, action } = parsed.data;
+    const who = c.get('auth').session;
+    // The same service, rules and audit as "approve <id>" in the admin chat; the decider is this session.
+    const result = deps.approvals.decide(id, action, `web:${who.id}`, 'the web console');
+    if (!result.ok)
+      return render(c, 'Approvals', h`<p class="notice" id="notice">${result.message}</p>`, 409);
+    deps.notifyOwner(`decided:web:${id}`, `Decided in the web console: ${result.message}`);
+    return c.redirect(`/approvals?decided=${encodeURIComponent(id)}`, 303);
+  });
+
+  const runsFragment = () => runsList(deps.queue(), store.runs.recent(RECENT_RUNS));
+  app.get('/runs', (c) => render(c, 'Runs', runsPage(runsFragment())));
+  app.get('/runs/list', (c) => c.html(runsFragment()));
+  app.get('/runs/:id{[0-9]+}', (c) => {
+    const id = Number(c.req.param('id'));
+    const run = store.runs.get(id);
+    if (!run) return render(c, 'Run', h`<p>No run has the id ${id}.</p>`, 404);
+    return render(c, `Run ${id}`, runTimelinePage(run, store.consoleReads.runTimeline(id)));
+  });
+
+  app.get('/audit', (c) => {
+    const q = auditQuery.safeParse(c.req.query());
+    if (!q.success)
+      return render(
+        c,
+        'Audit',
+        h`<p class="notice">${q.error.issues.map((i) => i.message).join('; ')}</p>`,
+        400,
+      );
+    const f = {
+      limit: AUDIT_PAGE_ROWS,
+      ...(q.data.group ? { groupId: q.data.group } : {}),
+      ...(q.data.kind ? { kind: q.data.kind } : {}),
+      ...(q.data.decision ? { decision: q.data.decision } : {}),
+      ...(q.data.since ? { since: q.data.since } : {}),
+      ...(q.data.until ? { until: q.data.until } : {}),
+      ...(q.data.before ? { beforeId: q.data.before } : {}),
+    };
+    return render(c, 'Audit', auditPage(f, store.consoleReads.auditPage(f)));
+  });
+
+  app.get('/spend', (c) => render(c, 'Spend', spendPage(deps.spend())));
+  app.get('/groups', (c) =>
+    render(c, 'Groups and chats', groupsPage(store.groups.list(), deps.config(), store.chatsSeen.list())),
+  );
+  app.get('/health', (c) => render(c, 'Health', healthPage(deps.status())));
+
+  app.get('/sessions', (c) => {
+    const a = c.get('auth');
+    return render(c, 'Sessions', sessionsPage(auth.list(), a.session.id, a.csrf));
+  });
+  app.post('/sessions/:id/revoke', (c) => {
+    const a = c.get('auth');
+    auth.revoke(c.req.param('id').slice(0, 40), `web:${a.session.id}`);
+    return c.redirect('/sessions', 303);
+  });
+  app.post('/logout', (c) => {
+    const a = c.get('auth');
+    auth.revoke(a.session.id, `web:${a.session.id}`);
+    deleteCookie(c, SESSION_COOKIE, { path: '/' });
+    return c.redirect('/login', 303);
+  });
+
+  app.get('/events', (c) => {
+    const cookie = getCookie(c, SESSION_COOKIE);
+    return streamSSE(c, async (stream) => {
+      // Bursts (a run's group-state events) collapse into one message per kind per turn of the event loop.
+      const due = new Set<string>();
+      let flushing = false;
+      const flush = () => {
+        flushing = false;
+        // Every message re-checks the session: a revoked or expired one gets no more news.
+        if (!auth.authenticate(cookie)) {
+          void stream.writeSSE({ event: 'bye', data: 'signed out' }).then(() => stream.abort());
+          return;
+        }
+        for (const event of due) void stream.writeSSE({ event, data: String(Date.now()) });
+        due.clear();
+      };
+      const push = (event: string) => {
+        due.add(event);
+        if (!flushing) {
+          flushing = true;
+          setImmediate(flush);
+        }
+      };
+      const onApproval = () => push('approvals');
+      const onGroup = () => push('runs');
+      deps.events.on('approval-changed', onApproval);
+      deps.events.on('group-state', onGroup);
+      const beat = setInterval(() => void stream.write(': keep-alive\n\n'), deps.heartbeatMs ?? 25_000);
+      beat.unref();
+      await new Promise<void>((resolve) => stream.onAbort(resolve));
+      clearInterval(beat);
+      deps.events.off('approval-changed', onApproval);
+      deps.events.off('group-state', onGroup);
+    });
+  });
+
+  app.notFound((c) => render(c, 'Not found', h`<p>Nothing here.</p>`, 404));
+  return app;
+}
+
+/** `host:port` of an Origin header ("http://127.0.0.1:8750"); empty for anything unparsable (refused). */
+function hostOf(origin: string): string {
+  try {
+    return new URL(origin).host.toLowerCase();
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,135 @@
+import crypto from 'node:crypto';
+import type { AuditStore } from '../store/audit-store.ts';
+import type { WebSessionRecord, WebSessionsStore } from '../store/web-sessions-store.ts';
+import type { Clock } from '../time/clock.ts';
+
+export interface WebAuthDeps {
+  sessions: WebSessionsStore;
+  audit: Pick<AuditStore, 'record'>;
+  clock: Pick<Clock, 'now'>;
+  linkTtlMs: number;
+  sessionTtlMs: number;
+}
+
+export interface SignedIn {
+  session: WebSessionRecord;
+  /** The cookie's value: the session's secret, never stored (only its hash is). */
+  cookieToken: string;
+}
+
+/** The session whose cookie came with a request, with the CSRF token its pages carry. */
+export interface Authenticated {
+  session: WebSessionRecord;
+  csrf: string;
+}
+
+/** The audit's operation for sign-ins, link issues and revocations. */
+export const WEB_AUDIT_OPERATION = 'web.session';
+
+const secret = () => crypto.randomBytes(32).toString('base64url');
+const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+// Bounded before hashing: a cookie or form field is attacker input, and a token is 43 characters.
+const plausible = (s: string | undefined): s is string =>
+  s !== undefined && s.length >= 20 && s.length <= 100 && /^[A-Za-z0-9_-]+$/.test(s);
+
+/**
+ * Who may use the web console. A one-time link (a random secret; stored as its SHA-256; usable once, until it
+ * expires) is exchanged for a session, whose secret lives only in an HttpOnly cookie. Every state change
+ * carries a CSRF token derived from that secret (HMAC), so a page of another site cannot forge one even if a
+ * browser sent the cookie along. Every check returns "no" on anything unexpected.
+ */
+export function createWebAuth({ sessions, audit, clock, linkTtlMs, sessionTtlMs }: WebAuthDeps) {
+  const csrfOf = (cookieToken: string) =>
+    crypto.createHmac('sha256', cookieToken).update('carapace-web-csrf').digest('base64url');
+
+  return {
+    /** A new one-time login token for whoever asked (`cli`, `local:owner`). */
+    issueLink(issuedTo: string): { token: string; expiresAt: number } {
+      const token = secret();
+      const at = clock.now();
+      sessions.addLink(sha256(token), at, at + linkTtlMs, issuedTo);
+      audit.record({
+        operation: WEB_AUDIT_OPERATION,
+        decision: 'link-issued',
+        approver: issuedTo,
+        reason: `a one-time login link, valid for ${Math.round(linkTtlMs / 60_000)} minutes`,
+      });
+      return { token, expiresAt: at + linkTtlMs };
+    },
+
+    /** Uses the link (once); undefined for an unknown, used or expired one. */
+    signIn(linkToken: string | undefined, userAgent: string): SignedIn | undefined {
+      if (!plausible(linkToken)) return undefined;
+      const at = clock.now();
+      const issuedTo = sessions.useLink(sha256(linkToken), at);
+      if (issuedTo === undefined) {
+        audit.record({
+          operation: WEB_AUDIT_OPERATION,
+          decision: 'sign-in-refused',
+          reason: 'a login link that is unknown, already used or expired',
+        });
+        return undefined;
+      }
+      const cookieToken = secret();
+      const id = crypto.randomBytes(6).toString('hex');
+      const ua = userAgent.slice(0, 200);
+      sessions.addSession({
+        id,
+        tokenHash: sha256(cookieToken),
+        at,
+        expiresAt: at + sessionTtlMs,
+        issuedTo,
+        userAgent: ua,
+      });
+      audit.record({
+        operation: WEB_AUDIT_OPERATION,
+        decision: 'signed-in',
+        approver: issuedTo,
+        details: { session: id, userAgent: ua },
+      });
+      return {
+        cookieToken,
+        session: {
+          id,
+          createdAt: at,
+          expiresAt: at + sessionTtlMs,
+          lastSeenAt: at,
+          revokedAt: null,
+          issuedTo,
+          userAgent: ua,
+        },
+      };
+    },
+
+    /** The live session of this cookie, or undefined (none, unknown, revoked or expired). */
+    authenticate(cookieToken: string | undefined): Authenticated | undefined {
+      if (!plausible(cookieToken)) return undefined;
+      const session = sessions.touch(sha256(cookieToken), clock.now());
+      return session && { session, csrf: csrfOf(cookieToken) };
+    },
+
+    /** Whether `presented` is this session's CSRF token (constant time). */
+    csrfMatches(auth: Authenticated, presented: unknown): boolean {
+      if (typeof presented !== 'string' || presented.length !== auth.csrf.length) return false;
+      return crypto.timingSafeEqual(Buffer.from(presented), Buffer.from(auth.csrf));
+    },
+
+    list(): WebSessionRecord[] {
+      return sessions.list(clock.now());
+    },
+
+    revoke(id: string, by: string): boolean {
+      const ok = sessions.revoke(id, clock.now());
+      if (ok)
+        audit.record({
+          operation: WEB_AUDIT_OPERATION,
+          decision: 'revoked',
+          approver: by,
+          details: { session: id },
+        });
+      return ok;
+    },
+  };
+}
+
+export type WebAuth = ReturnType<typeof createWebAuth>;
