@@ -23,3 +23,5 @@ CREATE TABLE web_sessions (
 
 -- A run's timeline on the console reads its audit rows by run.
 CREATE INDEX audit_by_run ON audit (run_id, id);
+-- …and the replies it sent.
+CREATE INDEX outbox_by_run ON outbox (run_id, id);

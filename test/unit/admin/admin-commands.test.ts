@@ -28,6 +28,8 @@ describe('parseAdminCommand', () => {
     ['/Usage', { kind: 'usage' }],
     ['usage family', { kind: 'usage', groupId: 'family' }],
     [' USAGE  Family_2 ', { kind: 'usage', groupId: 'family_2' }],
+    ['web login', { kind: 'web-login' }],
+    [' /Web_Login ', { kind: 'web-login' }],
   ])('%j is a command', (text, expected) => {
     expect(parseAdminCommand(text)).toEqual(expected);
   });
@@ -49,6 +51,7 @@ describe('parseAdminCommand', () => {
     'usage please tell me',
     'usage?',
     'what is our usage',
+    'web login please',
     '',
   ])('%j is not a command', (text) => {
     expect(parseAdminCommand(text)).toBeUndefined();
@@ -103,8 +106,12 @@ afterEach(() => {
 
 const flush = () => new Promise((r) => setImmediate(r));
 
-function handler(ownerCheck: (m: InboundMessage, g: GroupRecord) => boolean = isOwnerMessage) {
+function handler(
+  ownerCheck: (m: InboundMessage, g: GroupRecord) => boolean = isOwnerMessage,
+  webLogin?: (issuedTo: string) => { url: string; expiresAt: string } | undefined,
+) {
   return createAdminCommandHandler({
+    ...(webLogin ? { webLogin } : {}),
     approvals: service,
     isOwnerMessage: ownerCheck,
     reply: (text, group, command) => {
@@ -150,6 +157,32 @@ async function askOne() {
 const ignoredRows = () => store.audit.tail(100).filter((r) => r.operation === IGNORED_COMMAND_OPERATION);
 
 describe('admin command handler', () => {
+  it('gives the owner a web console sign-in link in the admin chat, and nobody else one', async () => {
+    const issued: string[] = [];
+    const h = handler(isOwnerMessage, (to) => {
+      issued.push(to);
+      return { url: 'http://127.0.0.1:8750/login?token=t0ken', expiresAt: '2026-11-27T09:00:00.000Z' };
+    });
+    expect(h.handle(message('web login'), admin)).toBe(true);
+    expect(h.handle(message('web login', { chatId: 'family' }), family)).toBe(false);
+    expect(h.handle(message('web login', { senderId: 'guest', fromOwner: false }), admin)).toBe(false);
+    await flush();
+    expect(issued).toEqual(['local:owner']);
+    expect(replies.map((r) => r.text)).toEqual([
+      'Web console sign-in (works once, until 2026-11-27T09:00:00.000Z): http://127.0.0.1:8750/login?token=t0ken',
+    ]);
+    expect(ignoredRows().map((r) => JSON.parse(r.details ?? '{}').command)).toEqual([
+      'web-login',
+      'web-login',
+    ]);
+  });
+
+  it('tells the owner how to turn the web console on when it is off', async () => {
+    expect(handler(isOwnerMessage, () => undefined).handle(message('web login'), admin)).toBe(true);
+    await flush();
+    expect(replies[0]?.text).toMatch(/web console is off: set \[web\] listen/);
+  });
+
   it('lets the owner approve in the admin chat and consumes the message', async () => {
     const { id, result } = await askOne();
     const command = message(`Approve ${id.toUpperCase()}`, { externalId: 'cmd-1' });

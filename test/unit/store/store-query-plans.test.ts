@@ -41,6 +41,24 @@ const ALLOWED: AllowedScan[] = [
     reason: 'the platform ids of one piece: as many as the platform split it into',
   },
   {
+    sql: 'FROM audit WHERE (@groupId IS NULL OR group_id = @groupId)',
+    reason:
+      "the web console's audit page: a walk down the primary key that stops after a page of matching rows; " +
+      'a filter that matches rarely reads further back, which is what the owner asked for',
+  },
+  {
+    sql: "FROM approvals WHERE status != 'pending' ORDER BY rowid DESC LIMIT ?",
+    reason: 'the decided approvals on the console: a walk down the rowid that stops after `limit` rows',
+  },
+  {
+    sql: 'FROM audit WHERE run_id = ? ORDER BY id LIMIT 2000',
+    reason: "one run's timeline on the console: that run's rows, through audit_by_run, at most 2000",
+  },
+  {
+    sql: 'FROM outbox WHERE run_id = ? ORDER BY id LIMIT 500',
+    reason: "one run's replies on the console, through outbox_by_run, at most 500",
+  },
+  {
     sql: 'FROM gateway_usage WHERE day = ?',
     reason: "one day's usage for `status`: bounded by a day's runs; older days are rolled up by retention",
   },

@@ -1,0 +1,294 @@
+import path from 'node:path';
+import { EventEmitter } from 'node:events';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createApprovalService, type ApprovalResult } from '../../../host/admin/approval-service.ts';
+import { hostConfigSchema } from '../../../host/config/schema.ts';
+import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
+import type { HostEventMap } from '../../../host/router/host-events.ts';
+import { openStore, type Store } from '../../../host/store/store.ts';
+import { createWebApp, CONTENT_SECURITY_POLICY, SESSION_COOKIE } from '../../../host/web/web-app.ts';
+import { createWebAuth, type WebAuth } from '../../../host/web/web-auth.ts';
+import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
+
+const HOST = '127.0.0.1:8750';
+const silent = pino({ level: 'silent' });
+
+interface Harness {
+  dir: string;
+  store: Store;
+  auth: WebAuth;
+  app: ReturnType<typeof createWebApp>;
+  now: { t: number };
+  told: string[];
+  ask(): Promise<{ id: string; result: Promise<ApprovalResult> }>;
+  close(): void;
+}
+
+function harness(): Harness {
+  const dir = makeTempDir();
+  const store = openStore({ file: path.join(dir, 'carapace.db') });
+  store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'main', isAdmin: true });
+  store.groups.add({ id: 'alpha', channel: 'local', chatId: 'alpha', name: 'alpha', isAdmin: false });
+  const now = { t: Date.parse('2026-11-27T08:00:00Z') };
+  const events = new EventEmitter<HostEventMap>();
+  const shown: string[] = [];
+  const approvals = createApprovalService({
+    store,
+    redact: (s) => s,
+    logger: silent,
+    notifyAdmin: async (text) => {
+      shown.push(text);
+    },
+    onChange: (id) => events.emit('approval-changed', id),
+  });
+  const auth = createWebAuth({
+    sessions: store.webSessions,
+    audit: store.audit,
+    clock: { now: () => now.t },
+    linkTtlMs: 600_000,
+    sessionTtlMs: 86_400_000,
+  });
+  const told: string[] = [];
+  const config = hostConfigSchema.parse({});
+  const spend = createSpendReporter(store.db);
+  const app = createWebApp({
+    auth,
+    approvals,
+    store,
+    events,
+    queue: () => ({ active: [], waiting: [], retrying: [] }),
+    status: () => {
+      throw new Error('not asked in these tests');
+    },
+    config: () => config,
+    spend: () => spend({ today: '2026-11-27', groups: ['main', 'alpha'] }, config.gateway),
+    notifyOwner: (_key, text) => told.push(text),
+    allowedHosts: new Set([HOST]),
+    secureCookie: false,
+    logger: silent,
+  });
+  return {
+    dir,
+    store,
+    auth,
+    app,
+    now,
+    told,
+    async ask() {
+      const before = shown.length;
+      const result = approvals.request({
+        runId: 7,
+        groupId: 'alpha',
+        operation: 'bash',
+        reason: 'the agent wants to run it',
+        params: { command: 'touch /workspace/group/x' },
+      });
+      await new Promise((r) => setImmediate(r));
+      const text = shown[before] ?? '';
+      const id = /Approval needed: (\S+)/.exec(text)?.[1] ?? '';
+      return { id, result };
+    },
+    close() {
+      approvals.close();
+      store.close();
+      removeTempDir(dir);
+    },
+  };
+}
+
+let t: Harness;
+beforeEach(() => {
+  t = harness();
+});
+afterEach(() => t.close());
+
+const req = (
+  p: string,
+  init: {
+    method?: string;
+    cookie?: string;
+    form?: Record<string, string>;
+    headers?: Record<string, string>;
+  } = {},
+) =>
+  t.app.request(`http://${HOST}${p}`, {
+    method: init.method ?? (init.form ? 'POST' : 'GET'),
+    headers: {
+      host: HOST,
+      ...(init.cookie ? { cookie: `${SESSION_COOKIE}=${init.cookie}` } : {}),
+      ...(init.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      ...init.headers,
+    },
+    ...(init.form ? { body: new URLSearchParams(init.form).toString() } : {}),
+  });
+
+/** Signs in through the login form; returns the cookie value and the CSRF token of its pages. */
+async function signIn(): Promise<{ cookie: string; csrf: string }> {
+  const { token } = t.auth.issueLink('cli');
+  const res = await req('/login', { form: { token } });
+  expect(res.status).toBe(303);
+  const cookie = /carapace_session=([^;]+)/.exec(res.headers.get('set-cookie') ?? '')?.[1] ?? '';
+  const page = await (await req('/approvals', { cookie })).text();
+  const csrf = /<meta name="csrf" content="([^"]+)"/.exec(page)?.[1] ?? '';
+  return { cookie, csrf };
+}
+
+describe('web console sign-in', () => {
+  it('exchanges a one-time link for an HttpOnly, SameSite=Strict session cookie, and the link works only once', async () => {
+    const { token } = t.auth.issueLink('cli');
+    const form = await req(`/login?token=${token}`);
+    // Opening the link only shows a button: a preview fetch does not spend it.
+    expect(await form.text()).toContain('Sign in to this console');
+    const first = await req('/login', { form: { token } });
+    expect(first.status).toBe(303);
+    const cookie = first.headers.get('set-cookie') ?? '';
+    expect(cookie).toMatch(/^carapace_session=[A-Za-z0-9_-]{43};/);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Strict');
+    const second = await req('/login', { form: { token } });
+    expect(second.status).toBe(403);
+    expect(second.headers.get('set-cookie')).toBeNull();
+    expect(await second.text()).toContain('unknown, already used or expired');
+  });
+
+  it('refuses a link after it expired', async () => {
+    const { token } = t.auth.issueLink('cli');
+    t.now.t += 600_001;
+    expect((await req('/login', { form: { token } })).status).toBe(403);
+  });
+
+  it('stores only hashes of links and session secrets', async () => {
+    const { token } = t.auth.issueLink('cli');
+    const { cookie } = await signIn();
+    const dump = JSON.stringify([
+      t.store.db.prepare('SELECT * FROM web_login_links').all(),
+      t.store.db.prepare('SELECT * FROM web_sessions').all(),
+    ]);
+    expect(dump).not.toContain(token);
+    expect(dump).not.toContain(cookie);
+  });
+
+  it('answers a request without the cookie, or with an unknown one, with the sign-in page and nothing else', async () => {
+    await t.ask();
+    for (const cookie of [undefined, 'x'.repeat(43)]) {
+      const res = await req('/approvals', cookie ? { cookie } : {});
+      expect(res.status).toBe(401);
+      const body = await res.text();
+      expect(body).toContain('You are not signed in');
+      expect(body).not.toContain('Approval needed');
+    }
+    expect((await req('/events')).status).toBe(401);
+  });
+
+  it('a revoked session is signed out at once', async () => {
+    const { cookie, csrf } = await signIn();
+    const [session] = t.auth.list();
+    const revoked = await req(`/sessions/${session?.id}/revoke`, { cookie, form: { _csrf: csrf } });
+    expect(revoked.status).toBe(303);
+    expect((await req('/approvals', { cookie })).status).toBe(401);
+    expect(t.auth.list()).toEqual([]);
+  });
+
+  it('refuses a Host it does not serve (DNS rebinding) and a POST from another origin', async () => {
+    const { cookie, csrf } = await signIn();
+    const rebound = await t.app.request(`http://evil.example:8750/approvals`, {
+      headers: { host: 'evil.example:8750', cookie: `${SESSION_COOKIE}=${cookie}` },
+    });
+    expect(rebound.status).toBe(421);
+    const cross = await req('/logout', {
+      cookie,
+      form: { _csrf: csrf },
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(cross.status).toBe(403);
+    expect((await req('/approvals', { cookie })).status).toBe(200);
+  });
+
+  it('sends a strict Content-Security-Policy and no-referrer on every page', async () => {
+    for (const res of [await req('/login'), await req('/assets/console.js')]) {
+      expect(res.headers.get('content-security-policy')).toBe(CONTENT_SECURITY_POLICY);
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+    expect(CONTENT_SECURITY_POLICY).toContain("script-src 'self'");
+    expect(CONTENT_SECURITY_POLICY).not.toContain('unsafe-inline');
+  });
+});
+
+describe('web console approvals', () => {
+  it('shows a pending request with the full text the admin chat was shown', async () => {
+    const { id } = await t.ask();
+    const { cookie } = await signIn();
+    const page = await (await req('/approvals', { cookie })).text();
+    expect(page).toContain(`Approval needed: ${id}`);
+    expect(page).toContain('touch /workspace/group/x');
+    expect(page).toContain(`action="/approvals/${id}/approve"`);
+  });
+
+  it('refuses a POST without the CSRF token, or with another session’s, and the request stays pending', async () => {
+    const { id } = await t.ask();
+    const { cookie } = await signIn();
+    const other = await signIn();
+    for (const form of [{}, { _csrf: other.csrf }, { _csrf: 'x' }] as Record<string, string>[]) {
+      const res = await req(`/approvals/${id}/approve`, { cookie, form });
+      expect(res.status).toBe(403);
+    }
+    expect(t.store.approvals.get(id)?.status).toBe('pending');
+  });
+
+  it('decides through the approval service: the run gets the answer, the audit names the console, the admin chats are told', async () => {
+    const { id, result } = await t.ask();
+    const { cookie, csrf } = await signIn();
+    const session = t.auth.list()[0]?.id;
+    const res = await req(`/approvals/${id}/approve`, { cookie, form: { _csrf: csrf } });
+    expect(res.status).toBe(303);
+    expect(await result).toEqual({ outcome: 'approved', id, by: `web:${session}` });
+    const granted = t.store.audit.tail(20).find((r) => r.decision === 'approval-granted');
+    expect(granted).toMatchObject({
+      approver: `web:${session}`,
+      reason: 'approved by the owner in the web console',
+    });
+    expect(t.told).toEqual([
+      `Decided in the web console: Approved ${id}: bash may run once, with the parameters shown.`,
+    ]);
+    // Decided once: a second press changes nothing and says why.
+    const again = await req(`/approvals/${id}/deny`, { cookie, form: { _csrf: csrf } });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('already approved');
+    const page = await (await req(`/approvals?decided=${id}`, { cookie })).text();
+    expect(page).toContain(`Request ${id} is approved`);
+  });
+});
+
+describe('web console pages', () => {
+  it('renders a page of 1,000 audit rows, newest first, and filters by group and kind', async () => {
+    for (let i = 0; i < 1100; i++)
+      t.store.audit.record({
+        groupId: i % 2 ? 'alpha' : 'main',
+        operation: i % 3 ? 'bash' : 'bash.cop',
+        decision: 'allowed',
+      });
+    const { cookie } = await signIn();
+    const page = await (await req('/audit', { cookie })).text();
+    expect(page.match(/<tr><td>\d+<\/td>/g)?.length).toBe(1000);
+    expect(page).toContain('id="older"');
+    const filtered = await (await req('/audit?group=alpha&kind=bash.cop', { cookie })).text();
+    const rows = filtered.match(/<tr><td>\d+<\/td>.*?<\/tr>/g) ?? [];
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect(r).toContain('<td>alpha</td><td></td><td>bash.cop</td>');
+    expect((await req('/audit?since=yesterday', { cookie })).status).toBe(400);
+  });
+
+  it('shows the spend of a run from the gateway’s records', async () => {
+    t.store.db
+      .prepare(
+        `INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
+         VALUES ('12', 'alpha', '2026-11-27', 'gpt-test', 2, 100, 20, 4321)`,
+      )
+      .run();
+    const { cookie } = await signIn();
+    const page = await (await req('/spend', { cookie })).text();
+    expect(page).toContain('$0.0043');
+    expect(page).toMatch(/data-run="12"/);
+  });
+});
