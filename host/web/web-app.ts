@@ -112,8 +112,9 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     await next();
     c.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     c.header('X-Content-Type-Options', 'nosniff');
-    // A login link's token must not leave in a Referer header.
-    c.header('Referrer-Policy', 'no-referrer');
+    // A login link's token must not leave in a Referer header. Not `no-referrer`: with it Chromium sends
+    // `Origin: null` on this host's own forms, and the check above would refuse them.
+    c.header('Referrer-Policy', 'same-origin');
     c.header('X-Frame-Options', 'DENY');
     c.header('Cache-Control', 'no-store');
   });
@@ -125,6 +126,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     c.body(CONSOLE_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }),
   );
 
+  app.get('/favicon.ico', (c) => c.body(null, 204));
   app.get('/login', (c) => render(c, 'Sign in', loginPage(c.req.query('token'))));
   app.post('/login', async (c) => {
     const form = await c.req.parseBody();

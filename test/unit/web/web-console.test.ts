@@ -205,10 +205,10 @@ describe('web console sign-in', () => {
     expect((await req('/approvals', { cookie })).status).toBe(200);
   });
 
-  it('sends a strict Content-Security-Policy and no-referrer on every page', async () => {
+  it('sends a strict Content-Security-Policy and a same-origin referrer policy on every page', async () => {
     for (const res of [await req('/login'), await req('/assets/console.js')]) {
       expect(res.headers.get('content-security-policy')).toBe(CONTENT_SECURITY_POLICY);
-      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(res.headers.get('referrer-policy')).toBe('same-origin');
     }
     expect(CONTENT_SECURITY_POLICY).toContain("script-src 'self'");
     expect(CONTENT_SECURITY_POLICY).not.toContain('unsafe-inline');
