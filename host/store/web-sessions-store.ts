@@ -49,7 +49,9 @@ export function createWebSessionsStore(db: Db) {
   const live = db.prepare<[string, number], SessionRow>(
     'SELECT * FROM web_sessions WHERE token_hash = ? AND revoked_at IS NULL AND expires_at > ?',
   );
-  const seen = db.prepare('UPDATE web_sessions SET last_seen_at = ? WHERE id = ?');
+  // Noted at most once a minute: a page on live updates asks on every event, and a write each time would
+  // cost the host more than the listing is worth.
+  const seen = db.prepare('UPDATE web_sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?');
   const list = db.prepare<[number], SessionRow>(
     'SELECT * FROM web_sessions WHERE revoked_at IS NULL AND expires_at > ? ORDER BY created_at DESC',
   );
@@ -80,12 +82,15 @@ export function createWebSessionsStore(db: Db) {
     }): void {
       insertSession.run(s);
     },
-    /** The live session holding this token (not revoked, not expired), its last use noted. */
+    /** The live session holding this token (not revoked, not expired), its last use noted (to the minute). */
     touch(tokenHash: string, at: number): WebSessionRecord | undefined {
       const row = live.get(tokenHash, at);
       if (!row) return undefined;
-      seen.run(at, row.id);
-      return toRecord({ ...row, last_seen_at: at });
+      if (row.last_seen_at < at - 60_000) {
+        seen.run(at, row.id, at - 60_000);
+        row.last_seen_at = at;
+      }
+      return toRecord(row);
     },
     list(at: number): WebSessionRecord[] {
       return list.all(at).map(toRecord);

@@ -56,6 +56,7 @@ type Env = { Variables: { auth: Authenticated } };
 const AUDIT_PAGE_ROWS = 1000;
 const DECIDED_SHOWN = 50;
 const RECENT_RUNS = 50;
+const COALESCE_MS = 100;
 
 const optionalText = z
   .string()
@@ -250,7 +251,8 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
   app.get('/events', (c) => {
     const cookie = getCookie(c, SESSION_COOKIE);
     return streamSSE(c, async (stream) => {
-      // Bursts (a run's group-state events) collapse into one message per kind per turn of the event loop.
+      // Bursts (a run's several group-state events) collapse into one message per kind per 100 ms, so an
+      // open page adds one fetch per burst, not one per event, to the host's work.
       const due = new Set<string>();
       let flushing = false;
       const flush = () => {
@@ -267,7 +269,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
         due.add(event);
         if (!flushing) {
           flushing = true;
-          setImmediate(flush);
+          setTimeout(flush, COALESCE_MS).unref();
         }
       };
       const onApproval = () => push('approvals');

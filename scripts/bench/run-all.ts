@@ -25,6 +25,11 @@ const BENCHES: Bench[] = [
     module: './bench-history.ts',
     fn: 'benchHistory',
   },
+  {
+    title: 'web console: reply p50 with a live page open vs none; 1,000 audit rows server-side',
+    module: './bench-web-console.ts',
+    fn: 'benchWebConsole',
+  },
   { title: 'bash gate classification', module: './bench-bash-gate.ts', fn: 'benchBashGate' },
   { title: 'security.bash_check round trip', module: './bench-bash-check.ts', fn: 'benchBashCheck' },
   { title: 'bash.ran report on a local command', module: './bench-bash-report.ts', fn: 'benchBashReport' },
