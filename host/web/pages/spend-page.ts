@@ -1,8 +1,30 @@
 import { formatUsd } from '../../gateway/pricing.ts';
-import type { SpendReport } from '../../gateway/spend-report.ts';
+import { addDays, type GroupSpend, type SpendReport } from '../../gateway/spend-report.ts';
 import { h, table, type Html } from '../html.ts';
 
 const periodName = (days: number) => (days === 1 ? 'Today' : `${days} days`);
+
+const CHART_W = 4;
+const CHART_H = 28;
+
+/**
+ * One group's days of the longest period as bars, scaled to its daily cap (or its dearest day, when that is
+ * more), with the cap as a line: SVG attributes, no style, so the CSP lets it through.
+ */
+function dayChart(r: SpendReport, g: GroupSpend): Html {
+  const days = r.periods.at(-1)?.days ?? 1;
+  const first = addDays(r.today, 1 - days);
+  const spent = new Map(r.daily.filter((d) => d.groupId === g.groupId).map((d) => [d.day, d.costMicros]));
+  const top = Math.max(g.cap.micros, ...spent.values(), 1);
+  const capY = CHART_H - Math.round((g.cap.micros / top) * CHART_H);
+  const bars = Array.from({ length: days }, (_, i) => {
+    const day = addDays(first, i);
+    const micros = spent.get(day) ?? 0;
+    const height = micros === 0 ? 0 : Math.max(1, Math.round((micros / top) * CHART_H));
+    return h`<rect x="${i * CHART_W}" y="${CHART_H - height}" width="${CHART_W - 1}" height="${height}" fill="#3b82f6"><title>${day}: ${formatUsd(micros)}</title></rect>`;
+  });
+  return h`<svg class="chart" width="${days * CHART_W}" height="${CHART_H}" viewBox="0 0 ${days * CHART_W} ${CHART_H}" role="img" aria-label="${g.groupId}: spend per day, last ${days} days">${bars}${g.cap.micros > 0 ? h`<line x1="0" x2="${days * CHART_W}" y1="${capY}" y2="${capY}" stroke="#a32020" stroke-dasharray="2 2"><title>daily cap ${formatUsd(g.cap.micros)}</title></line>` : ''}</svg>`;
+}
 
 /** The spend report (`carapace usage`'s): per group against its cap, per model, the dearest runs. */
 export function spendPage(r: SpendReport): Html {
@@ -13,12 +35,12 @@ export function spendPage(r: SpendReport): Html {
   )}.</p>
 <h2>Per group, against its daily cap</h2>
 ${table(
-  ['Group', 'Today of cap', ...heads, 'Daily cap'],
+  ['Group', 'Today of cap', ...heads, 'Daily cap', `Per day (${r.periods.at(-1)?.days ?? 1} days)`],
   r.groups.map((g) => {
     const pct = Math.min(100, g.todayPercent ?? 0);
     return h`<tr data-group="${g.groupId}"><td>${g.groupId}</td><td><meter min="0" max="100" value="${pct}"></meter> ${g.todayPercent === null ? 'no cap' : `${g.todayPercent} %`}</td>${g.periods.map(
       (p) => h`<td class="cost">${formatUsd(p.costMicros)}</td>`,
-    )}<td>${formatUsd(g.cap.micros)} <span class="muted">(${g.cap.setting})</span></td></tr>`;
+    )}<td>${formatUsd(g.cap.micros)} <span class="muted">(${g.cap.setting})</span></td><td>${dayChart(r, g)}</td></tr>`;
   }),
 )}
 <h2>Per model</h2>

@@ -279,7 +279,7 @@ describe('web console pages', () => {
     expect((await req('/audit?since=yesterday', { cookie })).status).toBe(400);
   });
 
-  it('shows the spend of a run from the gateway’s records', async () => {
+  it('shows the spend of a run from the gateway’s records, and per day against the cap', async () => {
     t.store.db
       .prepare(
         `INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
@@ -290,5 +290,8 @@ describe('web console pages', () => {
     const page = await (await req('/spend', { cookie })).text();
     expect(page).toContain('$0.0043');
     expect(page).toMatch(/data-run="12"/);
+    // The per-day chart has the day's bar, and the cap's line.
+    expect(page).toContain('<title>2026-11-27: $0.0043</title>');
+    expect(page).toContain('<title>daily cap $5.0000</title>');
   });
 });
