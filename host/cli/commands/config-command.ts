@@ -3,12 +3,17 @@ import { parse as parseToml } from 'smol-toml';
 import { formatProblem } from '../../config/config-error.ts';
 import { diffConfigs, formatDiff } from '../../config/config-diff.ts';
 import {
+  configHistory,
+  describeHistoryKeys,
+  lastConfigChange,
+  planRollback,
+} from '../../config/config-history.ts';
+import {
   createConfigFileStore,
   StaleConfigError,
   type ConfigFileStore,
 } from '../../config/config-file-store.ts';
 import { checkConfigPatch } from '../../config/config-patch.ts';
-import { hostConfigSchema } from '../../config/schema.ts';
 import { formatConfigPath, parseConfigPath, tomlValue } from '../../config/toml-edit.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { configUsage } from '../command-usage.ts';
@@ -23,13 +28,6 @@ function parseValue(text: string): unknown {
       `${text} is not a TOML value; strings need double quotes, e.g. carapace config set assistant.name '"Max"'`,
     );
   }
-}
-
-/** The effective config of a file's text (defaults applied), or its raw parse when it is not valid. */
-function effective(text: string): unknown {
-  const raw = parseToml(text);
-  const parsed = hostConfigSchema.safeParse(raw);
-  return parsed.success ? parsed.data : raw;
 }
 
 function get(ctx: CliContext, args: string[]): number {
@@ -112,39 +110,21 @@ async function set(ctx: CliContext, store: ConfigFileStore, args: string[]): Pro
 }
 
 function diff(ctx: CliContext, store: ConfigFileStore): number {
-  const [last] = store.history();
+  const last = lastConfigChange(store);
   if (!last) {
     ctx.err('no backup yet: config.history is filled when carapace config set or rollback replaces the file');
     return 0;
   }
   ctx.out(`${store.configFile} against the version replaced at ${last.replacedAt}:`);
-  ctx.out(formatDiff(diffConfigs(effective(store.backupText(last)), effective(store.read().text))));
+  ctx.out(formatDiff(last.changes));
   return 0;
 }
 
 /** Each backup with the keys the change that replaced it made, `n  when  keys`, newest first. */
 function history(ctx: CliContext, store: ConfigFileStore): number {
-  const entries = store.history();
+  const entries = configHistory(store);
   if (entries.length === 0) ctx.err('no backup yet');
-  // What replaced a backup is the next newer backup, or the file itself for the newest; found by hash.
-  const current = store.read();
-  const texts = new Map<string, () => string>([[current.hash, () => current.text]]);
-  for (const b of entries) texts.set(b.hash, () => store.backupText(b));
-  entries.forEach((b, i) => {
-    const next = texts.get(b.replacedBy);
-    const keys = next
-      ? diffConfigs(effective(store.backupText(b)), effective(next())).map((c) => c.key)
-      : undefined;
-    const what =
-      keys === undefined
-        ? 'replaced by a version no longer kept'
-        : keys.length === 0
-          ? 'no change to the effective configuration'
-          : keys.length > 4
-            ? `${keys.slice(0, 4).join(', ')} and ${keys.length - 4} more`
-            : keys.join(', ');
-    ctx.out(`${i + 1}\t${b.replacedAt}\t${what}`);
-  });
+  for (const e of entries) ctx.out(`${e.n}\t${e.replacedAt}\t${describeHistoryKeys(e.keys)}`);
   if (entries.length > 0)
     ctx.out('(carapace config rollback <n> puts version n back; config diff shows the last change)');
   return 0;
@@ -152,20 +132,15 @@ function history(ctx: CliContext, store: ConfigFileStore): number {
 
 async function rollback(ctx: CliContext, store: ConfigFileStore, args: string[]): Promise<number> {
   const n = Number(args[0] ?? '1');
-  const entries = store.history();
   if (!Number.isInteger(n) || n < 1 || args.length > 1) throw new UsageError(`usage: ${configUsage}`);
-  const backup = entries[n - 1];
-  if (!backup)
-    throw new UsageError(`there are ${entries.length} backups; carapace config history lists them`);
-  const text = store.backupText(backup);
-  const parsed = hostConfigSchema.safeParse(parseToml(text));
-  if (!parsed.success) {
-    ctx.err(`backup ${n} is not a valid configuration for this version of carapace; not restored`);
+  const plan = planRollback(store, n);
+  if (!plan.ok) {
+    if (plan.why === 'no-such-backup') throw new UsageError(plan.message);
+    ctx.err(plan.message);
     return 2;
   }
-  const current = store.read();
-  ctx.out(formatDiff(diffConfigs(effective(current.text), parsed.data)));
-  return write(ctx, store, text, current.hash);
+  ctx.out(formatDiff(plan.changes));
+  return write(ctx, store, plan.text, plan.baseHash);
 }
 
 export async function configCommand(ctx: CliContext, args: string[]): Promise<number> {
