@@ -335,6 +335,19 @@ export async function startHost({
           status: () => readHostStatus(controlDeps),
           config: live,
           spend: () => spend.report(),
+          ...(reload
+            ? {
+                configFile: {
+                  store: createConfigFileStore({ configFile: paths.configFile }),
+                  reload: async () => {
+                    const reloader = lateReloader.get();
+                    return reloader
+                      ? describeReload(await reloader.reload('web'))
+                      : { ok: false, detail: 'the host is still starting; it reads the file once it runs' };
+                  },
+                },
+              }
+            : {}),
           notifyOwner: (key, text) => adminChats.notify(key, text),
           logger: logger.child({ subsystem: 'web' }),
         },

@@ -6,7 +6,7 @@ import type { CheckedConfigText } from './load-config.ts';
 import { restartKeys } from './reload-scope.ts';
 
 /** Who asked for the reload: a change of the file seen by the watcher, the CLI, or an approved proposal. */
-export type ReloadTrigger = 'file' | 'cli' | 'proposal';
+export type ReloadTrigger = 'file' | 'cli' | 'proposal' | 'web';
 
 export type ReloadOutcome =
   | { kind: 'unchanged'; hash: string }
@@ -53,6 +53,7 @@ const BY: Record<ReloadTrigger, string> = {
   file: 'an edit of config.toml',
   cli: 'carapace config',
   proposal: 'an approved proposal',
+  web: 'the web console',
 };
 
 /**

@@ -18,6 +18,7 @@ export const NAV = [
   ['/audit', 'Audit'],
   ['/groups', 'Groups'],
   ['/health', 'Health'],
+  ['/config', 'Config'],
   ['/sessions', 'Sessions'],
 ] as const;
 

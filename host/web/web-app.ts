@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ApprovalService } from '../admin/approval-service.ts';
 import type { HostStatus } from '../channels/local/local-api.ts';
+import { StaleConfigError, type ConfigFileStore } from '../config/config-file-store.ts';
+import { configHistory, lastConfigChange, planRollback } from '../config/config-history.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { SpendReport } from '../gateway/spend-report.ts';
 import type { HostEvents } from '../router/host-events.ts';
@@ -13,6 +15,7 @@ import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
 import { h, layout, type Html } from './html.ts';
 import { approvalsList, approvalsPage } from './pages/approvals-page.ts';
 import { auditPage } from './pages/audit-page.ts';
+import { configOffPage, configPage } from './pages/config-page.ts';
 import { groupsPage } from './pages/groups-page.ts';
 import { healthPage } from './pages/health-page.ts';
 import { loginPage, loginRefusedPage } from './pages/login-page.ts';
@@ -34,12 +37,20 @@ export const CONTENT_SECURITY_POLICY =
 export interface WebConsoleDeps {
   auth: WebAuth;
   approvals: Pick<ApprovalService, 'decide' | 'describe' | 'pending'>;
-  store: Pick<Store, 'consoleReads' | 'runs' | 'groups' | 'chatsSeen' | 'approvals'>;
+  store: Pick<Store, 'consoleReads' | 'runs' | 'groups' | 'chatsSeen' | 'approvals' | 'audit'>;
   events: Pick<HostEvents, 'on' | 'off'>;
   queue(): QueueView;
   status(): HostStatus;
   config(): HostConfig;
   spend(): SpendReport;
+  /**
+   * config.toml and the running host's reload, when the host runs on the file (absent: the Config page
+   * says so). A rollback here is `carapace config rollback`'s: the same plan, write and reload.
+   */
+  configFile?: {
+    store: ConfigFileStore;
+    reload(): Promise<{ ok: boolean; detail: string }>;
+  };
   /** Tells the admin chats (a decision taken here is confirmed there). */
   notifyOwner(key: string, text: string): void;
   /** `host:port` values a request's Host (and a POST's Origin) may name: a rebound DNS name gets nothing. */
@@ -231,6 +242,48 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     render(c, 'Groups and chats', groupsPage(store.groups.list(), deps.config(), store.chatsSeen.list())),
   );
   app.get('/health', (c) => render(c, 'Health', healthPage(deps.status())));
+
+  const showConfig = (c: Context<Env>, files: NonNullable<WebConsoleDeps['configFile']>, notice?: string) =>
+    render(
+      c,
+      'Config',
+      configPage(
+        {
+          file: files.store.configFile,
+          last: lastConfigChange(files.store),
+          history: configHistory(files.store),
+          ...(notice === undefined ? {} : { notice }),
+        },
+        c.get('auth').csrf,
+      ),
+    );
+  app.get('/config', (c) =>
+    deps.configFile ? showConfig(c, deps.configFile) : render(c, 'Config', configOffPage()),
+  );
+  app.post('/config/rollback/:n{[0-9]+}', async (c) => {
+    const files = deps.configFile;
+    if (!files) return render(c, 'Config', configOffPage(), 409);
+    const n = Number(c.req.param('n'));
+    const plan = planRollback(files.store, n);
+    if (!plan.ok) return render(c, 'Config', h`<p class="notice" id="notice">${plan.message}</p>`, 409);
+    try {
+      files.store.write(plan.text, plan.baseHash);
+    } catch (err) {
+      if (err instanceof StaleConfigError)
+        return render(c, 'Config', h`<p class="notice" id="notice">${err.message}</p>`, 409);
+      throw err;
+    }
+    const who = `web:${c.get('auth').session.id}`;
+    store.audit.record({
+      operation: 'config.rollback',
+      decision: 'applied',
+      approver: who,
+      reason: `backup ${n} put back from the web console`,
+      details: { backup: n, baseHash: plan.baseHash, changes: plan.changes.map((ch) => ch.key) },
+    });
+    const outcome = await files.reload();
+    return showConfig(c, files, `Put back version ${n}. ${outcome.detail}`);
+  });
 
   app.get('/sessions', (c) => {
     const a = c.get('auth');

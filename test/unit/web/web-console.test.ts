@@ -1,8 +1,10 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { EventEmitter } from 'node:events';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApprovalService, type ApprovalResult } from '../../../host/admin/approval-service.ts';
+import { createConfigFileStore } from '../../../host/config/config-file-store.ts';
 import { hostConfigSchema } from '../../../host/config/schema.ts';
 import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
 import type { HostEventMap } from '../../../host/router/host-events.ts';
@@ -21,6 +23,8 @@ interface Harness {
   app: ReturnType<typeof createWebApp>;
   now: { t: number };
   told: string[];
+  configFile: string;
+  reloads: number;
   ask(): Promise<{ id: string; result: Promise<ApprovalResult> }>;
   close(): void;
 }
@@ -51,6 +55,10 @@ function harness(): Harness {
   });
   const told: string[] = [];
   const config = hostConfigSchema.parse({});
+  const configFile = path.join(dir, 'config.toml');
+  fs.writeFileSync(configFile, '[assistant]\nname = "Andy"\n');
+  const files = createConfigFileStore({ configFile });
+  let reloads = 0;
   const spend = createSpendReporter(store.db);
   const app = createWebApp({
     auth,
@@ -64,6 +72,13 @@ function harness(): Harness {
     config: () => config,
     spend: () => spend({ today: '2026-11-27', groups: ['main', 'alpha'] }, config.gateway),
     notifyOwner: (_key, text) => told.push(text),
+    configFile: {
+      store: files,
+      reload: async () => {
+        reloads += 1;
+        return { ok: true, detail: 'applied to the running host, no restart needed' };
+      },
+    },
     allowedHosts: new Set([HOST]),
     secureCookie: false,
     logger: silent,
@@ -75,6 +90,10 @@ function harness(): Harness {
     app,
     now,
     told,
+    configFile,
+    get reloads() {
+      return reloads;
+    },
     async ask() {
       const before = shown.length;
       const result = approvals.request({
@@ -293,5 +312,30 @@ describe('web console pages', () => {
     // The per-day chart has the day's bar, and the cap's line.
     expect(page).toContain('<title>2026-11-27: $0.0043</title>');
     expect(page).toContain('<title>daily cap $5.0000</title>');
+  });
+
+  it('puts a config version back as carapace config rollback does, only with the CSRF token, and the host reloads', async () => {
+    const files = createConfigFileStore({ configFile: t.configFile });
+    const v1 = files.read();
+    files.write('[assistant]\nname = "Max"\n', v1.hash);
+    const { cookie, csrf } = await signIn();
+    const page = await (await req('/config', { cookie })).text();
+    expect(page).toContain('assistant.name: &quot;Andy&quot; → &quot;Max&quot;');
+    expect(page).toContain('action="/config/rollback/1"');
+
+    expect((await req('/config/rollback/1', { cookie, form: {} })).status).toBe(403);
+    expect(fs.readFileSync(t.configFile, 'utf8')).toContain('"Max"');
+    expect(t.reloads).toBe(0);
+
+    const done = await req('/config/rollback/1', { cookie, form: { _csrf: csrf } });
+    expect(done.status).toBe(200);
+    expect(await done.text()).toContain('Put back version 1. applied to the running host');
+    expect(fs.readFileSync(t.configFile, 'utf8')).toBe(v1.text);
+    expect(t.reloads).toBe(1);
+    expect(t.store.audit.tail(5).find((r) => r.operation === 'config.rollback')).toMatchObject({
+      decision: 'applied',
+      approver: expect.stringMatching(/^web:/),
+    });
+    expect((await req('/config/rollback/9', { cookie, form: { _csrf: csrf } })).status).toBe(409);
   });
 });
