@@ -1,27 +1,13 @@
 import { parseArgs } from 'node:util';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
-import { LOCAL_CHANNEL } from '../../channels/local/local-names.ts';
-import { adminChatRefusal } from '../../channels/registry.ts';
 import { cliChannelRegistry } from './channel-registry.ts';
 import { ensureAdminGroup } from '../../admin/admin-group.ts';
+import { registerGroup, RegistrationRefused } from '../../admin/register-group.ts';
 import { ensureDataDirs } from '../../config/paths.ts';
-import { GroupExistsError, type NewGroup } from '../../store/groups-store.ts';
-import { openStore, type Store } from '../../store/store.ts';
+import { openStore } from '../../store/store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { groupsUsage } from '../command-usage.ts';
 import { untaintGroup } from './groups-untaint.ts';
-
-/** A duplicate or malformed id is the user's input to fix, not a crash: report it as bad usage. */
-function addGroupOrExplain(store: Store, g: NewGroup) {
-  try {
-    return store.groups.add(g);
-  } catch (err) {
-    if (err instanceof GroupExistsError || /is not valid/.test((err as Error).message)) {
-      throw new UsageError((err as Error).message);
-    }
-    throw err;
-  }
-}
 
 /**
  * A running host holds the group's pre-started container, which no run may take any more: it stops it at once
@@ -80,47 +66,28 @@ export async function groupsCommand(ctx: CliContext, args: string[]): Promise<nu
           throw new UsageError(
             'groups add needs a group id, e.g. carapace groups add family --channel local',
           );
-        const channel = values.channel;
         const registry = cliChannelRegistry(ctx);
-        if (!channel) {
+        if (!values.channel) {
           throw new UsageError(
             `--channel is needed: one of ${registry.names().join(', ')}, e.g. --channel local`,
           );
         }
         try {
-          registry.checkRegistration(channel);
-        } catch (err) {
-          throw new UsageError((err as Error).message);
-        }
-        if (channel !== LOCAL_CHANNEL && !values.chat) {
-          throw new UsageError(
-            `--chat is needed for ${channel} groups: the chat id the bot sees the group under (carapace chats lists them)`,
+          const g = registerGroup(
+            { store, registry },
+            {
+              id,
+              channel: values.channel,
+              ...(values.chat === undefined ? {} : { chatId: values.chat }),
+              ...(values.name === undefined ? {} : { name: values.name }),
+              ...(values.network === undefined ? {} : { network: values.network }),
+            },
           );
-        }
-        // A local group's chat is the group itself; its id is checked by the store.
-        const chatId = channel === LOCAL_CHANNEL ? id : (values.chat as string);
-        try {
-          if (channel !== LOCAL_CHANNEL) registry.checkRegistration(channel, chatId);
+          ctx.out(`added group ${g.id} (${g.channel}:${g.chatId}, network ${g.networkMode})`);
         } catch (err) {
-          throw new UsageError((err as Error).message);
+          if (err instanceof RegistrationRefused) throw new UsageError(err.message);
+          throw err;
         }
-        // The admin group's own chat (the console's `main`) is the admin conversation on any channel.
-        if (store.groups.findByChat(channel, chatId)?.isAdmin) {
-          throw new UsageError(adminChatRefusal(channel, chatId));
-        }
-        const network = values.network;
-        if (network !== undefined && network !== 'full' && network !== 'gateway') {
-          throw new UsageError('--network must be "full" or "gateway"');
-        }
-        const g = addGroupOrExplain(store, {
-          id,
-          channel,
-          chatId,
-          name: values.name ?? id,
-          isAdmin: false,
-          ...(network ? { networkMode: network } : {}),
-        });
-        ctx.out(`added group ${g.id} (${g.channel}:${g.chatId}, network ${g.networkMode})`);
         return 0;
       }
       case 'list': {
