@@ -51,6 +51,7 @@ import type { CredentialStatus } from '../services/credential/credential-status.
 import { HostStartError } from './start-error.ts';
 import { createSpendReporter } from '../gateway/spend-report.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import { registerGroup } from '../admin/register-group.ts';
 import { createWebAuth } from '../web/web-auth.ts';
 import { startWebConsole, type WebConsole } from '../web/web-server.ts';
 
@@ -335,6 +336,12 @@ export async function startHost({
           status: () => readHostStatus(controlDeps),
           config: live,
           spend: () => spend.report(),
+          registerGroup: (r) => {
+            const g = registerGroup({ store, registry }, r);
+            // As `groups/changed` after the CLI's: a pre-started container may no longer serve.
+            lateRuntime.get()?.prestart?.refresh();
+            return g;
+          },
           ...(reload
             ? {
                 configFile: {

@@ -4,6 +4,8 @@ import { streamSSE } from 'hono/streaming';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ApprovalService } from '../admin/approval-service.ts';
+import { RegistrationRefused, type GroupRegistration } from '../admin/register-group.ts';
+import type { GroupRecord } from '../store/groups-store.ts';
 import type { HostStatus } from '../channels/local/local-api.ts';
 import { StaleConfigError, type ConfigFileStore } from '../config/config-file-store.ts';
 import { configHistory, lastConfigChange, planRollback } from '../config/config-history.ts';
@@ -51,6 +53,8 @@ export interface WebConsoleDeps {
     store: ConfigFileStore;
     reload(): Promise<{ ok: boolean; detail: string }>;
   };
+  /** `carapace groups add`'s registration, then the running host told (`registerGroup` plus a refresh). */
+  registerGroup(r: GroupRegistration): GroupRecord;
   /** Tells the admin chats (a decision taken here is confirmed there). */
   notifyOwner(key: string, text: string): void;
   /** `host:port` values a request's Host (and a POST's Origin) may name: a rebound DNS name gets nothing. */
@@ -90,6 +94,11 @@ const auditQuery = z.object({
   since: instant,
   until: instant,
   before: z.coerce.number().int().positive().optional().catch(undefined),
+});
+const registerForm = z.object({
+  id: z.string().trim().min(1).max(64),
+  channel: z.string().min(1).max(40),
+  chat: z.string().min(1).max(200),
 });
 const approvalAction = z.object({ id: z.string().min(1).max(40), action: z.enum(['approve', 'deny']) });
 
@@ -238,9 +247,40 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
   });
 
   app.get('/spend', (c) => render(c, 'Spend', spendPage(deps.spend())));
-  app.get('/groups', (c) =>
-    render(c, 'Groups and chats', groupsPage(store.groups.list(), deps.config(), store.chatsSeen.list())),
-  );
+  const showGroups = (c: Context<Env>, notice?: string, status: 200 | 400 = 200) =>
+    render(
+      c,
+      'Groups and chats',
+      groupsPage(
+        store.groups.list(),
+        deps.config(),
+        store.chatsSeen.list().filter((s) => !store.groups.findByChat(s.channel, s.chatId)),
+        c.get('auth').csrf,
+        notice,
+      ),
+      status,
+    );
+  app.get('/groups', (c) => showGroups(c));
+  app.post('/groups/register', async (c) => {
+    const form = registerForm.safeParse(await c.req.parseBody());
+    if (!form.success) return showGroups(c, 'A group needs an id, a channel and a chat.', 400);
+    const who = `web:${c.get('auth').session.id}`;
+    try {
+      const g = deps.registerGroup({ id: form.data.id, channel: form.data.channel, chatId: form.data.chat });
+      store.audit.record({
+        groupId: g.id,
+        operation: 'groups.add',
+        decision: 'applied',
+        approver: who,
+        reason: 'registered from the web console',
+        details: { channel: g.channel, chatId: g.chatId },
+      });
+      return showGroups(c, `Registered ${g.id} (${g.channel}:${g.chatId}, network ${g.networkMode}).`);
+    } catch (err) {
+      if (err instanceof RegistrationRefused) return showGroups(c, `Not registered: ${err.message}`, 400);
+      throw err;
+    }
+  });
   app.get('/health', (c) => render(c, 'Health', healthPage(deps.status())));
 
   const showConfig = (c: Context<Env>, files: NonNullable<WebConsoleDeps['configFile']>, notice?: string) =>

@@ -3,9 +3,20 @@ import type { SeenChat } from '../../store/chats-seen-store.ts';
 import type { GroupRecord } from '../../store/groups-store.ts';
 import { h, table, type Html } from '../html.ts';
 
+/** A register form for a chat that wrote: the owner names the group; the host checks as groups add does. */
+function registerForm(s: SeenChat, csrf: string): Html {
+  return h`<form method="post" action="/groups/register" class="inline register"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="channel" value="${s.channel}"><input type="hidden" name="chat" value="${s.chatId}"><input name="id" required maxlength="64" placeholder="group id" aria-label="group id for ${s.title}"> <button type="submit">Register</button></form>`;
+}
+
 /** Registered groups with the settings that decide what they may do, then the chats waiting to be registered. */
-export function groupsPage(groups: GroupRecord[], config: HostConfig, seen: SeenChat[]): Html {
-  return h`${table(
+export function groupsPage(
+  groups: GroupRecord[],
+  config: HostConfig,
+  seen: SeenChat[],
+  csrf: string,
+  notice?: string,
+): Html {
+  return h`${notice ? h`<p class="notice" id="notice">${notice}</p>` : ''}${table(
     ['Group', 'Channel', 'Chat', 'Trigger', 'Services', 'Network', 'Taint', 'Admin'],
     groups.map((g) => {
       const c = config.groups[g.id];
@@ -18,10 +29,10 @@ ${
   seen.length === 0
     ? h`<p class="muted">None.</p>`
     : table(
-        ['Channel', 'Chat', 'Title', 'Last seen', 'Register with'],
+        ['Channel', 'Chat', 'Title', 'Last seen', 'Register'],
         seen.map(
           (s) =>
-            h`<tr><td>${s.channel}</td><td class="wrap">${s.chatId}</td><td>${s.title}</td><td>${s.lastSeenAt}</td><td><code>carapace groups add &lt;id&gt; --channel ${s.channel} --chat ${s.chatId}</code></td></tr>`,
+            h`<tr><td>${s.channel}</td><td class="wrap">${s.chatId}</td><td>${s.title}</td><td>${s.lastSeenAt}</td><td>${registerForm(s, csrf)}</td></tr>`,
         ),
       )
 }`;

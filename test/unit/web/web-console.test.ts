@@ -4,6 +4,9 @@ import { EventEmitter } from 'node:events';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApprovalService, type ApprovalResult } from '../../../host/admin/approval-service.ts';
+import { registerGroup } from '../../../host/admin/register-group.ts';
+import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../../host/channels/channel-definitions.ts';
+import { createChannelRegistry } from '../../../host/channels/registry.ts';
 import { createConfigFileStore } from '../../../host/config/config-file-store.ts';
 import { hostConfigSchema } from '../../../host/config/schema.ts';
 import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
@@ -72,6 +75,19 @@ function harness(): Harness {
     config: () => config,
     spend: () => spend({ today: '2026-11-27', groups: ['main', 'alpha'] }, config.gateway),
     notifyOwner: (_key, text) => told.push(text),
+    registerGroup: (r) =>
+      registerGroup(
+        {
+          store,
+          registry: createChannelRegistry({
+            definitions: CHANNEL_DEFINITIONS,
+            config: () => config.channels,
+            alwaysOn: ALWAYS_ON_CHANNELS,
+            dataDirOf: (name) => path.join(dir, name),
+          }),
+        },
+        r,
+      ),
     configFile: {
       store: files,
       reload: async () => {
@@ -337,5 +353,38 @@ describe('web console pages', () => {
       approver: expect.stringMatching(/^web:/),
     });
     expect((await req('/config/rollback/9', { cookie, form: { _csrf: csrf } })).status).toBe(409);
+  });
+
+  it('registers a chat that wrote with groups add’s checks, and refuses one of a channel that is not configured', async () => {
+    t.store.chatsSeen.seen('local', 'beta', 'Beta chat');
+    t.store.chatsSeen.seen('telegram', '-1001234567890', 'Family');
+    const { cookie, csrf } = await signIn();
+    const page = await (await req('/groups', { cookie })).text();
+    expect(page).toContain('value="-1001234567890"');
+
+    const refused = await req('/groups/register', {
+      cookie,
+      form: { _csrf: csrf, id: 'family', channel: 'telegram', chat: '-1001234567890' },
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('Not registered: the telegram channel is not configured');
+    expect(t.store.groups.get('family')).toBeUndefined();
+
+    const added = await req('/groups/register', {
+      cookie,
+      form: { _csrf: csrf, id: 'beta', channel: 'local', chat: 'beta' },
+    });
+    expect(added.status).toBe(200);
+    const after = await added.text();
+    expect(after).toContain('Registered beta (local:beta, network gateway).');
+    expect(after).not.toContain('value="beta"');
+    expect(t.store.groups.get('beta')).toMatchObject({ channel: 'local', isAdmin: false });
+    expect(t.store.audit.tail(5).find((r) => r.operation === 'groups.add')).toMatchObject({
+      groupId: 'beta',
+      approver: expect.stringMatching(/^web:/),
+    });
+    expect(
+      (await req('/groups/register', { cookie, form: { id: 'gamma', channel: 'local', chat: 'g' } })).status,
+    ).toBe(403);
   });
 });
