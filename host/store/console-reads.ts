@@ -24,6 +24,14 @@ export interface RunCost {
   costMicros: number;
 }
 
+export interface RunMessage {
+  id: number;
+  senderName: string;
+  text: string;
+  triggers: boolean;
+  receivedAt: string;
+}
+
 export interface RunReply {
   id: number;
   text: string;
@@ -60,6 +68,14 @@ export function createConsoleReads(db: Db) {
   const runReplies = db.prepare<[number], RunReply>(
     `SELECT id, text, status, created_at AS createdAt FROM outbox WHERE run_id = ? ORDER BY id LIMIT 500`,
   );
+  // The newest messages the run was given (its context ends at `given_through`), walking the group's index.
+  const runMessages = db.prepare<
+    [string, number, number],
+    Omit<RunMessage, 'triggers'> & { triggers: number }
+  >(
+    `SELECT id, sender_name AS senderName, text, triggers, received_at AS receivedAt FROM messages
+     WHERE group_id = ? AND id <= ? ORDER BY id DESC LIMIT ?`,
+  );
   const runCost = db.prepare<[string], RunCost>(
     `SELECT model, SUM(requests) AS requests, SUM(prompt_tokens) AS promptTokens,
             SUM(completion_tokens) AS completionTokens, SUM(cost_micros) AS costMicros
@@ -84,8 +100,19 @@ export function createConsoleReads(db: Db) {
     decidedApprovals(limit: number): ApprovalRecord[] {
       return decided.all(limit) as unknown as ApprovalRecord[];
     },
-    runTimeline(runId: number): { audit: AuditRow[]; replies: RunReply[]; cost: RunCost[] } {
-      return { audit: runAudit.all(runId), replies: runReplies.all(runId), cost: runCost.all(String(runId)) };
+    runTimeline(
+      run: { id: number; groupId: string; givenThrough: number },
+      messages = 20,
+    ): { messages: RunMessage[]; audit: AuditRow[]; replies: RunReply[]; cost: RunCost[] } {
+      return {
+        messages: runMessages
+          .all(run.groupId, run.givenThrough, messages)
+          .reverse()
+          .map((m) => ({ ...m, triggers: m.triggers === 1 })),
+        audit: runAudit.all(run.id),
+        replies: runReplies.all(run.id),
+        cost: runCost.all(String(run.id)),
+      };
     },
   };
 }

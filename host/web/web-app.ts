@@ -222,7 +222,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     const id = Number(c.req.param('id'));
     const run = store.runs.get(id);
     if (!run) return render(c, 'Run', h`<p>No run has the id ${id}.</p>`, 404);
-    return render(c, `Run ${id}`, runTimelinePage(run, store.consoleReads.runTimeline(id)));
+    return render(c, `Run ${id}`, runTimelinePage(run, store.consoleReads.runTimeline(run)));
   });
 
   app.get('/audit', (c) => {

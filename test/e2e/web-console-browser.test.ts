@@ -131,6 +131,11 @@ await suite(
       if (process.env.CARAPACE_UPDATE_DOCS_SCREENSHOT === '1')
         await phone.screenshot({ path: DOCS_SCREENSHOT, fullPage: false });
       await shot(owner, 'approvals-desktop-pending');
+      // The Runs page, open while the run waits for the owner, shows it active; it is followed below.
+      const runs = await owner.context().newPage();
+      await runs.goto(`${base}/runs`);
+      await runs.waitForSelector('body[data-live-ready="true"]');
+      expect(await runs.textContent('.active-run')).toMatch(/^alpha: run \d+$/);
 
       await Promise.all([
         owner.waitForURL(`${base}/approvals?decided=${id}`),
@@ -142,6 +147,9 @@ await suite(
       expect(res.code, res.stderr).toBe(0);
       expect(resultsOf(res.stdout)).toEqual(['exit code 0']);
       expect(fs.existsSync(path.join(h.paths.groupsDir, 'alpha', file))).toBe(true);
+      // The run ended: the open Runs page shows it, live.
+      await runs.locator('#runs').filter({ hasText: 'Nothing runs now.' }).waitFor();
+      await shot(runs, 'runs');
       const decisions = h.host.store.audit
         .tail(200)
         .filter((r) => r.operation === 'bash' && JSON.parse(r.details ?? '{}').approvalId === id)

@@ -1,5 +1,5 @@
 import type { AuditRow } from '../../store/audit-store.ts';
-import type { RunCost, RunReply } from '../../store/console-reads.ts';
+import type { RunCost, RunMessage, RunReply } from '../../store/console-reads.ts';
 import type { RunRecord } from '../../store/runs-store.ts';
 import { formatUsd } from '../../gateway/pricing.ts';
 import { h, table, type Html } from '../html.ts';
@@ -47,9 +47,15 @@ type Entry = { at: string; kind: string; text: string; detail: string };
 /** One run: its replies, the decisions taken in it with their reasons (in order), and what it cost. */
 export function runTimelinePage(
   run: RunRecord,
-  t: { audit: AuditRow[]; replies: RunReply[]; cost: RunCost[] },
+  t: { messages: RunMessage[]; audit: AuditRow[]; replies: RunReply[]; cost: RunCost[] },
 ): Html {
   const entries: Entry[] = [
+    ...t.messages.map((m) => ({
+      at: m.receivedAt,
+      kind: m.triggers ? 'message (triggered)' : 'message',
+      text: `${m.senderName}: ${m.text}`,
+      detail: '',
+    })),
     ...t.audit.map((a) => ({
       at: a.at,
       kind: `${a.operation} ${a.decision}`,

@@ -387,4 +387,33 @@ describe('web console pages', () => {
       (await req('/groups/register', { cookie, form: { id: 'gamma', channel: 'local', chat: 'g' } })).status,
     ).toBe(403);
   });
+
+  it('shows a run’s timeline: the messages it was given, its decisions with their reasons, its replies', async () => {
+    const mid = t.store.messages.insert({
+      groupId: 'alpha',
+      channel: 'local',
+      chatId: 'alpha',
+      externalId: 'm1',
+      senderId: 'u1',
+      senderName: 'Ann',
+      text: '@Andy what is <b>up</b>?',
+      sentAt: new Date().toISOString(),
+      triggers: true,
+    });
+    const run = t.store.runs.start('alpha', 1, mid ?? 0);
+    t.store.audit.record({
+      runId: run.id,
+      groupId: 'alpha',
+      operation: 'bash',
+      decision: 'denied',
+      reason: 'not approved by the owner',
+    });
+    const { cookie } = await signIn();
+    const page = await (await req(`/runs/${run.id}`, { cookie })).text();
+    expect(page).toContain('message (triggered)');
+    expect(page).toContain('Ann: @Andy what is &lt;b&gt;up&lt;/b&gt;?');
+    expect(page).toContain('bash denied');
+    expect(page).toContain('not approved by the owner');
+    expect((await req('/runs/999', { cookie })).status).toBe(404);
+  });
 });
