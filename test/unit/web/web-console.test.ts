@@ -28,6 +28,7 @@ interface Harness {
   told: string[];
   configFile: string;
   reloads: number;
+  events: EventEmitter<HostEventMap>;
   ask(): Promise<{ id: string; result: Promise<ApprovalResult> }>;
   close(): void;
 }
@@ -107,6 +108,7 @@ function harness(): Harness {
     now,
     told,
     configFile,
+    events,
     get reloads() {
       return reloads;
     },
@@ -415,5 +417,31 @@ describe('web console pages', () => {
     expect(page).toContain('bash denied');
     expect(page).toContain('not approved by the owner');
     expect((await req('/runs/999', { cookie })).status).toBe(404);
+  });
+
+  it('streams live updates to a signed-in page, and ends the stream once its session is revoked', async () => {
+    const { cookie } = await signIn();
+    const res = await req('/events', { cookie });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    const until = async (needle: string) => {
+      while (!seen.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before "${needle}"; it sent: ${seen}`);
+        seen += value;
+      }
+    };
+    // The stream subscribes when its body is first read; the event is sent until it arrives.
+    const tick = setInterval(() => t.events.emit('approval-changed', 'abc234'), 20);
+    try {
+      await until('event: approvals');
+      t.auth.revoke(t.auth.list()[0]?.id ?? '', 'test');
+      await until('event: bye');
+    } finally {
+      clearInterval(tick);
+    }
+    const { done } = await reader.read();
+    expect(done).toBe(true);
   });
 });
