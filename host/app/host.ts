@@ -115,6 +115,8 @@ export interface HostDeps {
   secret?(name: string): string | undefined;
   /** The host's clock (tests pass a fake one): the daily summary's time. */
   clock?: Clock;
+  /** `carapace doctor`'s checks (the CLI injects them; nothing here imports it), for the web console. */
+  doctor?(): Promise<{ name: string; ok: boolean; detail: string; fix?: string }[]>;
 }
 
 export interface RunningHost {
@@ -138,6 +140,7 @@ export async function startHost({
   secret = () => undefined,
   reload,
   clock = systemClock,
+  doctor,
 }: HostDeps): Promise<RunningHost> {
   const source = createConfigSource(reload?.start.applied ?? { config, text: '', hash: '' }, (err) =>
     logger.error({ err }, 'a subsystem failed to take a changed config'),
@@ -336,6 +339,7 @@ export async function startHost({
           status: () => readHostStatus(controlDeps),
           config: live,
           spend: () => spend.report(),
+          ...(doctor ? { doctor } : {}),
           registerGroup: (r) => {
             const g = registerGroup({ store, registry }, r);
             // As `groups/changed` after the CLI's: a pre-started container may no longer serve.

@@ -4,7 +4,7 @@ import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { loadSecrets } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
-import { startHost, type ConfigFileReload, type RunningHost } from './host.ts';
+import { startHost, type ConfigFileReload, type HostDeps, type RunningHost } from './host.ts';
 import { createSecretScanner, type SecretScanner } from '../security/secrets/index.ts';
 import { PROJECT_ROOT } from '../config/project-files.ts';
 import { productionRunnerFactory } from './production-runner.ts';
@@ -23,6 +23,8 @@ export interface ProductionHostOptions {
   onProgress(line: string): void;
   /** Channels built by the caller (tests wrap a real adapter at its platform seam). */
   extraChannels?: Channel[];
+  /** `carapace doctor`'s checks, for the web console's Health page (given by `carapace start`). */
+  doctor?: HostDeps['doctor'];
   /** The project the admin group sees read-only (default: this checkout, as `carapace start` uses). */
   adminProject?: string;
 }
@@ -62,6 +64,7 @@ export async function startProductionHost(
     secret: (name) => secrets.get(name),
     ...(opts.extraChannels ? { extraChannels: opts.extraChannels } : {}),
     ...(opts.reload ? { reload: opts.reload } : {}),
+    ...(opts.doctor ? { doctor: opts.doctor } : {}),
     createRunner: productionRunnerFactory({
       config,
       paths,

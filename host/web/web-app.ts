@@ -19,7 +19,7 @@ import { approvalsList, approvalsPage } from './pages/approvals-page.ts';
 import { auditPage } from './pages/audit-page.ts';
 import { configOffPage, configPage } from './pages/config-page.ts';
 import { groupsPage } from './pages/groups-page.ts';
-import { healthPage } from './pages/health-page.ts';
+import { healthPage, type DoctorResult } from './pages/health-page.ts';
 import { loginPage, loginRefusedPage } from './pages/login-page.ts';
 import { runsList, runsPage, runTimelinePage, type QueueView } from './pages/runs-page.ts';
 import { sessionsPage } from './pages/sessions-page.ts';
@@ -53,6 +53,8 @@ export interface WebConsoleDeps {
     store: ConfigFileStore;
     reload(): Promise<{ ok: boolean; detail: string }>;
   };
+  /** `carapace doctor`'s checks, run when the Health page asks (absent: the host was not started by the CLI). */
+  doctor?(): Promise<DoctorResult[]>;
   /** `carapace groups add`'s registration, then the running host told (`registerGroup` plus a refresh). */
   registerGroup(r: GroupRegistration): GroupRecord;
   /** Tells the admin chats (a decision taken here is confirmed there). */
@@ -281,7 +283,11 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       throw err;
     }
   });
-  app.get('/health', (c) => render(c, 'Health', healthPage(deps.status())));
+  app.get('/health', async (c) => {
+    // The doctor starts MCP servers and asks Docker: only when asked for, never on every view.
+    const checks = c.req.query('doctor') === '1' && deps.doctor ? await deps.doctor() : undefined;
+    return render(c, 'Health', healthPage(deps.status(), checks, deps.doctor !== undefined));
+  });
 
   const showConfig = (c: Context<Env>, files: NonNullable<WebConsoleDeps['configFile']>, notice?: string) =>
     render(

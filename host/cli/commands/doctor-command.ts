@@ -114,8 +114,9 @@ export async function runChecks(ctx: CliContext, checks: Check[]): Promise<Check
   return results;
 }
 
-export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []): Promise<number> {
-  const results = await runChecks(ctx, [
+/** Every check `carapace doctor` runs, in order (the web console's Health page runs the same). */
+export function doctorChecks(): Check[] {
+  return [
     checkNode,
     checkConfig,
     checkDataDir,
@@ -135,8 +136,11 @@ export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []):
     checkChannels,
     checkChannelSetups,
     checkDeliveries,
-    ...extraChecks,
-  ]);
+  ];
+}
+
+export async function doctorCommand(ctx: CliContext, extraChecks: Check[] = []): Promise<number> {
+  const results = await runChecks(ctx, [...doctorChecks(), ...extraChecks]);
   for (const r of results) {
     ctx.out(`${r.ok ? 'ok  ' : 'FAIL'}  ${r.name}: ${r.detail}`);
     if (!r.ok && r.fix) ctx.out(`      fix: ${r.fix}`);

@@ -46,6 +46,11 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
     env: ctx.io.env,
     ...(toJournal ? {} : { logDestination: pino.destination({ dest: logFile, mkdir: true, sync: false }) }),
     onProgress: (line) => ctx.err(`[agent image] ${line}`),
+    // The web console's Health page runs `carapace doctor`'s checks on request.
+    doctor: async () => {
+      const { doctorChecks, runChecks } = await import('./doctor-command.ts');
+      return runChecks(ctx, doctorChecks());
+    },
   });
   let stopping: Promise<void> | undefined;
   const stop = (reason: string) => (stopping ??= host.stop(reason));

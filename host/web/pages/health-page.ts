@@ -3,8 +3,30 @@ import { h, table, type Html } from '../html.ts';
 
 const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 
-/** The same facts as `carapace status`: channels, pre-started containers, services, outbox, database. */
-export function healthPage(s: HostStatus): Html {
+/** One of `carapace doctor`'s answers (its `CheckResult`). */
+export interface DoctorResult {
+  name: string;
+  ok: boolean;
+  detail: string;
+  fix?: string;
+}
+
+function doctorPart(checks: DoctorResult[] | undefined, available: boolean): Html {
+  if (!available)
+    return h`<p class="muted">Run <code>carapace doctor</code> on the host for Docker, image and config checks.</p>`;
+  if (!checks)
+    return h`<p><a href="/health?doctor=1" id="run-doctor">Run the doctor's checks</a> (Docker, the agent image, config, channels; takes a few seconds).</p>`;
+  return table(
+    ['Check', 'Result', 'Detail', 'Fix'],
+    checks.map(
+      (r) =>
+        h`<tr data-check="${r.name}"><td>${r.name}</td><td class="status">${r.ok ? 'ok' : 'FAIL'}</td><td class="wrap">${r.detail}</td><td class="wrap">${r.fix ?? ''}</td></tr>`,
+    ),
+  );
+}
+
+/** `carapace status`'s facts (channels, pre-started containers, services, outbox, database) and the doctor's checks. */
+export function healthPage(s: HostStatus, checks: DoctorResult[] | undefined, doctor: boolean): Html {
   return h`<p>Host pid ${s.pid}, assistant <strong>${s.assistant}</strong>, running since ${s.startedAt}.</p>
 <h2>Channels</h2>
 ${table(
@@ -54,5 +76,6 @@ ${
         .join(', ')}.</p>`
     : ''
 }
-<p class="muted">Docker, image and config checks: <code>carapace doctor</code> on the host.</p>`;
+<h2>Doctor</h2>
+${doctorPart(checks, doctor)}`;
 }

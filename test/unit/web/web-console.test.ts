@@ -9,6 +9,7 @@ import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../../../host/channels/
 import { createChannelRegistry } from '../../../host/channels/registry.ts';
 import { createConfigFileStore } from '../../../host/config/config-file-store.ts';
 import { hostConfigSchema } from '../../../host/config/schema.ts';
+import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
 import type { HostEventMap } from '../../../host/router/host-events.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
@@ -70,9 +71,23 @@ function harness(): Harness {
     store,
     events,
     queue: () => ({ active: [], waiting: [], retrying: [] }),
-    status: () => {
-      throw new Error('not asked in these tests');
-    },
+    status: () =>
+      hostStatus.parse({
+        pid: 1,
+        startedAt: '2026-11-27T08:00:00.000Z',
+        assistant: 'Andy',
+        queue: { active: [], waiting: [], retrying: [] },
+        outboxPending: 0,
+        approvalsPending: 0,
+        groups: [],
+        channels: [
+          { name: 'local', state: 'connected', since: '2026-11-27T08:00:00.000Z', adminChat: 'main' },
+        ],
+      }),
+    doctor: async () => [
+      { name: 'docker', ok: true, detail: 'Docker 27 answers' },
+      { name: 'agent image', ok: false, detail: 'not built yet', fix: 'carapace image build' },
+    ],
     config: () => config,
     spend: () => spend({ today: '2026-11-27', groups: ['main', 'alpha'] }, config.gateway),
     notifyOwner: (_key, text) => told.push(text),
@@ -443,5 +458,18 @@ describe('web console pages', () => {
     }
     const { done } = await reader.read();
     expect(done).toBe(true);
+  });
+
+  it('shows the host’s health, and the doctor’s checks only when asked for', async () => {
+    const { cookie } = await signIn();
+    const page = await (await req('/health', { cookie })).text();
+    expect(page).toContain('<td>local</td><td class="status">connected</td>');
+    expect(page).toContain('id="run-doctor"');
+    expect(page).not.toContain('data-check=');
+    const checked = await (await req('/health?doctor=1', { cookie })).text();
+    expect(checked).toContain(
+      '<tr data-check="agent image"><td>agent image</td><td class="status">FAIL</td>',
+    );
+    expect(checked).toContain('carapace image build');
   });
 });
