@@ -171,7 +171,8 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     const session = auth.authenticate(getCookie(c, SESSION_COOKIE));
     if (!session) return render(c, 'Sign in', loginPage(undefined), 401);
     c.set('auth', session);
-    if (c.req.method === 'POST') {
+    // Anything but a read needs the token, whatever its method: a route added later is covered too.
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       const header = c.req.header('x-csrf-token');
       const form = header === undefined ? await c.req.parseBody() : {};
       if (!auth.csrfMatches(session, header ?? form._csrf))
