@@ -170,6 +170,15 @@ await suite(
       expect(await phone.locator(`.pending[data-approval="${id}"]`).count()).toBe(0);
       expect(await phone.evaluate('window.notReloaded')).toBe(true);
       await shot(phone, 'approvals-phone-decided');
+      // Every other page fits a phone too: wide tables scroll inside their own box, not the page.
+      for (const page of ['/runs', '/spend', '/audit', '/groups', '/health', '/config', '/sessions']) {
+        await phone.goto(`${base}${page}`);
+        const fit = await phone.evaluate<{ scroll: number; view: number }>(
+          '({ scroll: document.documentElement.scrollWidth, view: window.innerWidth })',
+        );
+        expect(fit.scroll, page).toBeLessThanOrEqual(fit.view);
+        await shot(phone, `phone${page.replace('/', '-')}`);
+      }
 
       // A POST without the CSRF token is refused, with the session cookie and all.
       const forged = await owner.request.post(`${base}/approvals/${id}/deny`, { form: { nothing: '1' } });
