@@ -354,9 +354,9 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       // Bursts (a run's several group-state events) collapse into one message per kind per 100 ms, so an
       // open page adds one fetch per burst, not one per event, to the host's work.
       const due = new Set<string>();
-      let flushing = false;
+      let timer: NodeJS.Timeout | undefined;
       const flush = () => {
-        flushing = false;
+        timer = undefined;
         // Every message re-checks the session: a revoked or expired one gets no more news.
         if (!auth.authenticate(cookie)) {
           void stream.writeSSE({ event: 'bye', data: 'signed out' }).then(() => stream.abort());
@@ -367,10 +367,13 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       };
       const push = (event: string) => {
         due.add(event);
-        if (!flushing) {
-          flushing = true;
-          setTimeout(flush, COALESCE_MS).unref();
-        }
+        timer ??= setTimeout(() => {
+          try {
+            flush();
+          } catch (err) {
+            deps.logger.error({ err }, 'a live update could not be sent');
+          }
+        }, COALESCE_MS).unref();
       };
       const onApproval = () => push('approvals');
       const onGroup = () => push('runs');
@@ -379,6 +382,8 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       const beat = setInterval(() => void stream.write(': keep-alive\n\n'), deps.heartbeatMs ?? 25_000);
       beat.unref();
       await new Promise<void>((resolve) => stream.onAbort(resolve));
+      // Nothing of a closed stream may run later (on a stopping host, after the database closed).
+      clearTimeout(timer);
       clearInterval(beat);
       deps.events.off('approval-changed', onApproval);
       deps.events.off('group-state', onGroup);
