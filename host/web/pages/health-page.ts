@@ -54,6 +54,17 @@ ${
       )}`
     : ''
 }
+${
+  s.credentials && s.credentials.length > 0
+    ? h`<h2>Credentials</h2>${table(
+        ['Credential', 'Kind', 'Upstream', 'Value', 'Groups', 'Last use'],
+        s.credentials.map(
+          (c) =>
+            h`<tr><td>${c.name}</td><td>${c.kind}</td><td class="wrap">${c.upstream}</td><td class="status">${c.value}</td><td>${c.groups.join(', ')}</td><td>${c.last ? `${c.last.at} (${c.last.status})` : ''}</td></tr>`,
+        ),
+      )}`
+    : ''
+}
 <h2>Delivery and approvals</h2>
 <p>Outbox: ${s.outboxPending} pending, ${s.outboxDead} dead-lettered. Approvals waiting: ${s.approvalsPending}.</p>
 ${

@@ -80,6 +80,16 @@ function harness(): Harness {
         outboxPending: 0,
         approvalsPending: 0,
         groups: [],
+        credentials: [
+          {
+            name: 'github',
+            kind: 'git',
+            upstream: 'https://github.com',
+            value: 'set',
+            groups: ['alpha'],
+            last: null,
+          },
+        ],
         channels: [
           { name: 'local', state: 'connected', since: '2026-11-27T08:00:00.000Z', adminChat: 'main' },
         ],
@@ -465,6 +475,7 @@ describe('web console pages', () => {
     const page = await (await req('/health', { cookie })).text();
     expect(page).toContain('<td>local</td><td class="status">connected</td>');
     expect(page).toContain('id="run-doctor"');
+    expect(page).toContain('<td>github</td><td>git</td>');
     expect(page).not.toContain('data-check=');
     const checked = await (await req('/health?doctor=1', { cookie })).text();
     expect(checked).toContain(
