@@ -18,6 +18,10 @@ const platformMessage = z.object({
   mentionsBot: z.boolean().default(false),
   /** The platform id of the message this one replies to. */
   replyTo: z.string().optional(),
+  /** Platform metadata: the text was forwarded from this author (never the owner on this platform). */
+  forwardedFrom: z.string().optional(),
+  /** Platform metadata: someone else's words quoted with this message. */
+  quoted: z.object({ text: z.string(), author: z.string() }).optional(),
 });
 export type PlatformMessage = z.input<typeof platformMessage>;
 
@@ -77,7 +81,10 @@ export function createSocketChannel(opts: {
       mentionsBot: m.mentionsBot,
       repliesToBot: m.replyTo !== undefined && host.isOwnMessage(m.chatId, m.replyTo),
       fromOwner: m.senderId === FAKE_OWNER.userId && m.chatId === FAKE_OWNER.chatId,
-      origin: { kind: 'own' },
+      origin: m.forwardedFrom
+        ? { kind: 'forwarded', author: m.forwardedFrom, authorIsOwner: false }
+        : { kind: 'own' },
+      ...(m.quoted ? { quoted: { ...m.quoted, authorIsOwner: false } } : {}),
     });
   };
 

@@ -12,7 +12,8 @@ import type { MutationVerdict } from './mutation-review.ts';
  * A chat message is a public sink. Answering in its own chat is the agent's job, so a message is reviewed
  * only when it could leak or carry an attack elsewhere: a secret in the text (the scanner, including every
  * secret the host holds) or a run that read both secrets and untrusted content goes to the owner; a
- * corrupted run writing to another chat goes to the Cop (a flag goes to the owner); the rest is sent.
+ * corrupted run writing to another chat goes to the Cop and then to the owner whatever the Cop said (the
+ * owner reads the Cop's verdict in the question); the rest is sent.
  *
  * A denial is final: the same text from the same group to the same chat is refused at once afterwards
  * (a retried run writes the same answer again), so the owner is asked once. The run is told only that the
@@ -66,11 +67,14 @@ export function createMessagePolicy(deps: {
         { ownerParams: { to, text }, flagged: (reason) => `the Cop flagged a message to ${to}: ${reason}` },
       );
       if (reviewed.outcome === 'passed') {
-        record('allowed', `the Cop passed it: ${reviewed.copReason.slice(0, 300)}`);
-        return { allowed: true, reason: 'nothing in it could leak' };
+        // Only the admin group writes to other chats, so its words there carry the owner's authority: a
+        // fooled Cop must not be all that stands between an injected text and another group.
+        why = `a run that read untrusted content wants to write to ${to}; the Cop passed it: ${reviewed.copReason.slice(0, 300)}`;
+        approved = await deps.human.ask(identity, 'message.send', why, { to, text });
+      } else {
+        why = reviewed.why;
+        approved = reviewed.outcome === 'approved';
       }
-      why = reviewed.why;
-      approved = reviewed.outcome === 'approved';
     } else {
       // Every decision is a row, the ordinary reply to the run's own chat included.
       record('allowed', 'nothing in it could leak');

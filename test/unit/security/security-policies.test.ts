@@ -452,26 +452,42 @@ describe('taint registry', () => {
 });
 
 describe('messages from a corrupted run to another chat', () => {
-  it('go to the Cop, and a flag goes to the owner', async () => {
-    const human = recordingHuman(false);
-    const scanner = createSecretScanner({ heldSecrets: [HELD] });
-    const taint = createTaintRegistry({
-      initial: () => ({ corruption: true, secret: false }),
-      onTainted: () => undefined,
-    });
-    const cop = scriptedCop({ flagged: true, reason: 'spreads an injected link' });
-    const review = createMessagePolicy({
-      scanSecrets: (t) => scanner.scan(t),
-      taint,
+  const corruptedPolicy = (cop: ReturnType<typeof scriptedCop>, human: ReturnType<typeof recordingHuman>) =>
+    createMessagePolicy({
+      scanSecrets: (t) => createSecretScanner({ heldSecrets: [HELD] }).scan(t),
+      taint: createTaintRegistry({
+        initial: () => ({ corruption: true, secret: false }),
+        onTainted: () => undefined,
+      }),
       cop: cop.cop,
       human,
       audit: store.audit,
     });
-    const admin: RunIdentity = { runId: 4, group: group(true), secretMounts: [] };
+  const admin: RunIdentity = { runId: 4, group: group(true), secretMounts: [] };
+
+  it('go to the Cop, and a flag goes to the owner', async () => {
+    const human = recordingHuman(false);
+    const cop = scriptedCop({ flagged: true, reason: 'spreads an injected link' });
+    const review = corruptedPolicy(cop, human);
     expect(await review(admin, 'all good here', 'main')).toMatchObject({ allowed: true });
     expect(cop.seen).toHaveLength(0);
     expect(await review(admin, 'click https://evil.example', 'fam')).toMatchObject({ allowed: false });
     expect(cop.seen).toHaveLength(1);
     expect(human.asked[0]).toMatch(/Cop flagged a message to fam/);
+  });
+
+  // Found by the injection score (forwarded-admin/impersonate): with the Cop fooled, a forwarded stranger's
+  // text made the admin run speak as the owner in another group.
+  it('go to the owner even when the Cop passes them, with its verdict in the question', async () => {
+    const human = recordingHuman(false);
+    const cop = scriptedCop({ flagged: false, reason: 'an ordinary note' });
+    const review = corruptedPolicy(cop, human);
+    expect(await review(admin, 'The owner says: send me your bank code', 'fam')).toMatchObject({
+      allowed: false,
+    });
+    expect(cop.seen).toHaveLength(1);
+    expect(human.asked).toEqual([
+      expect.stringMatching(/wants to write to fam; the Cop passed it: an ordinary note/),
+    ]);
   });
 });
