@@ -309,6 +309,9 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         allowlistResult: loadMountAllowlist(paths.configDir),
         assistantName: deps.live().assistant.name,
         walkCache,
+        foldersOthersWrite: Object.entries(deps.live().groups)
+          .filter(([id]) => id !== group.id)
+          .flatMap(([, g]) => g.extra_mounts.filter((m) => m.read_write).map((m) => m.host_path)),
       }),
     startParams: async (ctx: RunContext) => ({
       ...(deps.serviceToolsFor ? { serviceTools: await deps.serviceToolsFor(ctx.group) } : {}),

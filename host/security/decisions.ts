@@ -16,6 +16,11 @@ export interface RunIdentity {
    * inside one secret-taints the run (host/security/secret-reads.ts).
    */
   secretMounts: readonly string[];
+  /**
+   * Container paths of the run's mounts whose folders another group mounts read-write: what that group's
+   * runs wrote there is untrusted, so reading inside one corrupts the run (host/security/secret-reads.ts).
+   */
+  sharedMounts?: readonly string[];
 }
 
 /** Whether a reviewed action may go ahead, and why (shown to the agent and audited). */

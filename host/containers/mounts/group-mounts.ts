@@ -1,11 +1,12 @@
 import { GROUP_ID_PATTERN } from '../../../container-agent/src/protocol.ts';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { renderAgentMdTemplate } from './agent-md-template.ts';
 import type { MountAllowlistResult } from './mount-allowlist.ts';
 import { mergeBlockedPatterns } from './mount-patterns.ts';
-import { isWithin, overlaps } from './mount-paths.ts';
+import { expandHome, isWithin, overlaps } from './mount-paths.ts';
 import type { HiddenPath, ShadowSources } from './mount-shadows.ts';
 import { ensureShadowSources, planShadows } from './mount-shadows.ts';
 import { resolveProtectedPath, validateExtraMount } from './mount-validation.ts';
@@ -62,6 +63,12 @@ export interface GroupMountPlan {
    * mounts is secret-tainted (host/security/secret-reads.ts).
    */
   secretMounts: string[];
+  /**
+   * Container paths of the mounts (extra or project) whose folders overlap one another group mounts
+   * read-write (`foldersOthersWrite`): a run that reads inside one is corrupted, since what another group's
+   * runs wrote there is their words (host/security/secret-reads.ts).
+   */
+  sharedMounts: string[];
 }
 
 export interface PlanGroupMountsInput {
@@ -75,6 +82,8 @@ export interface PlanGroupMountsInput {
   homeDir?: string;
   /** Kept by a long-lived caller so that unchanged directories of the mounted trees are not read again. */
   walkCache?: ShadowWalkCache;
+  /** Host folders other groups ask to mount read-write, as configured (`~` allowed; missing ones skipped). */
+  foldersOthersWrite?: readonly string[];
 }
 
 /**
@@ -89,6 +98,17 @@ function ensureOwnDir(realDataDir: string, kind: 'groups' | 'sessions', id: stri
     throw new Error(`${dir} must be a real directory, not a symlink; move it away and retry`);
   }
   return dir;
+}
+
+/** A configured folder as the mounts see it (home expanded, symlinks resolved); none when it is missing. */
+function realFolder(configured: string, homeDir: string | undefined): string[] {
+  const expanded = expandHome(configured, homeDir ?? os.homedir());
+  if (!expanded.ok) return [];
+  try {
+    return [fs.realpathSync.native(expanded.path)];
+  } catch {
+    return [];
+  }
 }
 
 /** Writes AGENT.md only when absent; `wx` also refuses to follow a symlink planted under that name. */
@@ -229,5 +249,11 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
     mounts.push(mount, ...shadows);
   }
 
-  return { groupId: group.id, isAdmin: group.isAdmin, mounts, rejected, notes, secretMounts };
+  const othersWrite = (input.foldersOthersWrite ?? []).flatMap((p) => realFolder(p, input.homeDir));
+  const sharedMounts = mounts
+    .filter(
+      (m) => (m.kind === 'extra' || m.kind === 'project') && othersWrite.some((o) => overlaps(o, m.hostPath)),
+    )
+    .map((m) => m.containerPath);
+  return { groupId: group.id, isAdmin: group.isAdmin, mounts, rejected, notes, secretMounts, sharedMounts };
 }

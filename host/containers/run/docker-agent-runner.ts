@@ -173,6 +173,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     spec: Omit<ContainerSpec, 'runId'>;
     secretMounts: string[];
     hostAddress: string;
+    sharedMounts: string[];
   } {
     let specNetwork: ContainerSpec['network'];
     let hostAddress: string;
@@ -216,7 +217,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       hostInstanceId: deps.hostInstanceId,
       ...(user ? { user } : {}),
     };
-    return { spec, secretMounts: plan.secretMounts, hostAddress };
+    return { spec, secretMounts: plan.secretMounts, sharedMounts: plan.sharedMounts, hostAddress };
   }
 
   const pool = createPrestartPool<RunContext['group']>({
@@ -250,8 +251,8 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
   }
 
   async function launch(ctx: RunContext, callbacks: RunCallbacks) {
-    const { spec, secretMounts, hostAddress } = containerFor(ctx.group);
-    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts };
+    const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
+    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts, sharedMounts };
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);

@@ -5,6 +5,10 @@ import type { AuditStore } from '../../store/audit-store.ts';
 import { describeTaint, type TaintRegistry } from './taint.ts';
 
 /**
+ * Reading a mount that held secrets counts as reading secret data; reading a mount whose folder another
+ * group mounts read-write counts as reading untrusted content (that group's runs may have written anything
+ * there, and its runs are corrupted from their start). Both are judged the same way, below.
+ *
  * Reading a mount that held secrets counts as reading secret data. The secret files themselves are hidden
  * (empty binds), but the files next to them may hold secrets under other names. The mount plan says which
  * mounts held such files (dependency folders excluded, see mount-shadows.ts); this decides which reads
@@ -80,40 +84,55 @@ function quote(text: string): string {
 }
 
 export interface SecretReadsDeps {
-  taint: Pick<TaintRegistry, 'get' | 'markSecret'>;
+  taint: Pick<TaintRegistry, 'get' | 'markSecret' | 'markCorrupted'>;
   audit: AuditStore;
 }
 
-/** Marks runs that read inside a secret mount as secret-tainted, with an audit row when the taint grows. */
+type Kind = 'secret' | 'corruption';
+
+/**
+ * Marks runs that read inside a secret mount as secret-tainted, and inside a shared mount as corrupted,
+ * with an audit row when the taint grows.
+ */
 export function createSecretReads({ taint, audit }: SecretReadsDeps) {
-  const mark = (identity: RunIdentity, operation: string, reason: string, details: unknown) => {
-    if (taint.get(identity.runId).secret) return;
-    taint.markSecret(identity.runId);
+  const mark = (identity: RunIdentity, kind: Kind, operation: string, reason: string, details: unknown) => {
+    if (taint.get(identity.runId)[kind]) return;
+    if (kind === 'secret') taint.markSecret(identity.runId);
+    else taint.markCorrupted(identity.runId);
     audit.record({
       runId: identity.runId,
       groupId: identity.group.id,
       operation,
       decision: 'tainted',
       taint: describeTaint(taint.get(identity.runId)),
-      reason: `secret taint: ${reason}`.slice(0, 1000),
+      reason: `${kind === 'secret' ? 'secret' : 'corruption'} taint: ${reason}`.slice(0, 1000),
       details,
     });
   };
+  const lists = (identity: RunIdentity) =>
+    [
+      { kind: 'secret', mounts: identity.secretMounts, held: 'held secret files' },
+      { kind: 'corruption', mounts: identity.sharedMounts ?? [], held: 'another group mounts read-write' },
+    ] as const;
   return {
     fileRead(identity: RunIdentity, report: FileReadReport): void {
-      const mount = secretMountOf(identity.secretMounts, report.path);
-      if (mount === undefined) return;
-      mark(identity, 'file.read', `${report.tool} read ${report.path} in ${mount}, which held secret files`, {
-        path: report.path.slice(0, 2000),
-        tool: report.tool,
-      });
+      for (const { kind, mounts, held } of lists(identity)) {
+        const mount = secretMountOf(mounts, report.path);
+        if (mount === undefined) continue;
+        mark(identity, kind, 'file.read', `${report.tool} read ${report.path} in ${mount}, which ${held}`, {
+          path: report.path.slice(0, 2000),
+          tool: report.tool,
+        });
+      }
     },
     commandRan(identity: RunIdentity, command: string, verdict: GateVerdict): void {
-      const why = commandReadsSecretMount(identity.secretMounts, command, verdict);
-      if (why === undefined) return;
-      mark(identity, 'bash.read', `${why}; ${identity.secretMounts.join(', ')} held secret files`, {
-        command: command.slice(0, 2000),
-      });
+      for (const { kind, mounts, held } of lists(identity)) {
+        const why = commandReadsSecretMount(mounts, command, verdict);
+        if (why === undefined) continue;
+        mark(identity, kind, 'bash.read', `${why}; ${mounts.join(', ')} ${held}`, {
+          command: command.slice(0, 2000),
+        });
+      }
     },
   };
 }

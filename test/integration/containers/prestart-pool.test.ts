@@ -81,7 +81,15 @@ function planFor(g: GroupRecord): GroupMountPlan {
   const extra = extraMounts.get(g.id);
   if (extra)
     mounts.push({ kind: 'extra', hostPath: extra, containerPath: '/workspace/extra/x', readOnly: true });
-  return { groupId: g.id, isAdmin: false, mounts, rejected: [], notes: [], secretMounts: [] };
+  return {
+    groupId: g.id,
+    isAdmin: false,
+    mounts,
+    rejected: [],
+    notes: [],
+    secretMounts: [],
+    sharedMounts: [],
+  };
 }
 
 async function startRunner(budget: { count: number; memoryMb?: number }): Promise<DockerAgentRunner> {

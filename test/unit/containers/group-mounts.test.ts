@@ -68,6 +68,29 @@ function plan(
 }
 
 describe('planGroupMounts', () => {
+  it('names the mounts whose folders another group mounts read-write, whichever of them lies inside the other', () => {
+    const extraMounts = [
+      { host_path: '~/shared/docs', container_path: 'docs' },
+      { host_path: '~/shared/notes', container_path: 'notes' },
+    ];
+    const p = plan(
+      { id: 'main', isAdmin: true, extraMounts },
+      // Another group writes inside docs; a folder that does not exist changes nothing.
+      { foldersOthersWrite: ['~/shared/docs/drafts-of-team', path.join(tmp, 'missing')] },
+    );
+    expect(p.sharedMounts).toEqual([]);
+    fs.mkdirSync(path.join(root, 'docs', 'drafts-of-team'));
+    const shared = plan(
+      { id: 'main', isAdmin: true, extraMounts },
+      { foldersOthersWrite: ['~/shared/docs/drafts-of-team'] },
+    );
+    expect(shared.sharedMounts).toEqual(['/workspace/extra/docs']);
+    // A group that writes the whole shared root reaches the project too when the project lies inside it.
+    expect(plan({ id: 'main', isAdmin: true }, { foldersOthersWrite: [tmp] }).sharedMounts).toEqual([
+      '/workspace/project',
+    ]);
+  });
+
   it('gives a plain group its own folder and session, read-write, and nothing else', () => {
     const p = plan({ id: 'family', isAdmin: false });
     expect(p.mounts).toEqual([

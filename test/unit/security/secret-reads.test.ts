@@ -74,10 +74,14 @@ describe('which reads reach a mount that held secrets', () => {
 });
 
 describe('secret taint from reads', () => {
-  function setup(secretMounts: string[]) {
+  function setup(
+    secretMounts: string[],
+    sharedMounts: string[] = [],
+    initial = { corruption: true, secret: false },
+  ) {
     const grown: string[] = [];
     const taint = createTaintRegistry({
-      initial: () => ({ corruption: true, secret: false }),
+      initial: () => initial,
       onTainted: (_runId, t) => grown.push(JSON.stringify(t)),
     });
     const secretReads = createSecretReads({ taint, audit: store.audit });
@@ -92,6 +96,7 @@ describe('secret taint from reads', () => {
       runId: 5,
       group: store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'main', isAdmin: true }),
       secretMounts,
+      sharedMounts,
     } as RunIdentity;
     return { taint, secretReads, ran, identity, grown };
   }
@@ -124,5 +129,28 @@ describe('secret taint from reads', () => {
     s.ran(s.identity, { command: 'cat /workspace/project/x', via: 'local', reason: '' });
     expect(s.taint.get(5).secret).toBe(false);
     expect(s.grown).toEqual([]);
+  });
+
+  // Found by the injection score (persist through a shared folder): a group wrote a folder the admin group
+  // mounts, and the next admin run read the words uncorrupted.
+  it('corrupts a clean run that reads inside a mount another group writes, by file tool or command', () => {
+    const shared = '/workspace/extra/shared';
+    const clean = { corruption: false, secret: false };
+    const byTool = setup([], [shared], clean);
+    byTool.secretReads.fileRead(byTool.identity, { path: '/workspace/group/AGENT.md', tool: 'read_file' });
+    expect(byTool.taint.get(5)).toEqual(clean);
+    byTool.secretReads.fileRead(byTool.identity, { path: `${shared}/todo.md`, tool: 'read_file' });
+    expect(byTool.taint.get(5)).toEqual({ corruption: true, secret: false });
+    const row = store.audit.tail(10).find((r) => r.operation === 'file.read');
+    expect(row?.reason).toMatch(
+      /^corruption taint: read_file read .*todo\.md in \/workspace\/extra\/shared, which another group mounts read-write/,
+    );
+    byTool.ran({ ...byTool.identity, runId: 6 }, { command: 'cat notes.md', via: 'local', reason: '' });
+    expect(byTool.taint.get(6)).toEqual(clean);
+    byTool.ran(
+      { ...byTool.identity, runId: 6 },
+      { command: `cat ${shared}/todo.md`, via: 'local', reason: '' },
+    );
+    expect(byTool.taint.get(6)).toEqual({ corruption: true, secret: false });
   });
 });
