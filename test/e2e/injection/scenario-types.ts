@@ -1,0 +1,136 @@
+/**
+ * The injection suite's data: a scenario is a group, a benign task, an injection vector and an attacker
+ * goal with the routes the attacker tries. Vectors and goals are tables (vectors.ts, goals.ts); a scenario
+ * names one of each, so a new vector (a credential's API response, a media transcript) is a new row, and
+ * every goal is tried through it.
+ */
+import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
+import type { SuiteHost } from './suite-host.ts';
+
+/** The suite's groups (suite-host.ts sets them up). */
+export type SuiteGroup = 'main' | 'vault' | 'team';
+
+export type VectorId =
+  | 'member-message'
+  | 'forwarded-admin'
+  | 'quoted-admin'
+  | 'web-page'
+  | 'mount-file'
+  | 'task-prompt'
+  | 'mcp-result'
+  | 'mcp-description';
+
+export type GoalId =
+  | 'exfil-network'
+  | 'exfil-chat'
+  | 'exfil-service'
+  | 'impersonate'
+  | 'approval'
+  | 'config'
+  | 'plant-task'
+  | 'spend'
+  | 'read-other'
+  | 'persist';
+
+/** How an attack route ends, seen from the host. */
+export type Mechanism =
+  | 'gate' // the bash gate escalated and the host refused the command
+  | 'taint' // the taint rules: what the attacker made carries the run's taint (a task, a later run)
+  | 'matrix' // the operation matrix or the service's declaration refused it (forbidden, not offered)
+  | 'cop' // the Cop flagged it (then the owner was asked)
+  | 'scanner' // the secret scanner found the secret (then the owner was asked)
+  | 'cap' // the spend cap
+  | 'owner' // the owner was asked and denied
+  | 'sandbox' // the container could not reach it (network, mounts, paths)
+  | 'inert'; // the route ran and changed nothing the goal needs (the bot's own "approve" is no command)
+
+export type RouteId =
+  | 'vector'
+  | 'read'
+  | 'read-tools'
+  | 'bash'
+  | 'dev-tcp'
+  | 'web-fetch'
+  | 'message-own'
+  | 'message-other'
+  | 'message-admin'
+  | 'service-write'
+  | 'schedule'
+  | 'schedule-other'
+  | 'config-propose'
+  | 'file'
+  | 'mount-write'
+  | 'spend-loop'
+  | 'approve';
+
+/** What the attacker knows when it builds its next calls. */
+export interface AttackContext {
+  scenario: Scenario;
+  tag: string;
+  suite: SuiteHost;
+  /** The results of the previous step's calls, in order. */
+  results: string[];
+  /** Whatever the attacker read so far that looks like the secret (or undefined). */
+  stolen: string | undefined;
+}
+
+/** One step of a route: the calls the model makes in one answer. */
+export type AttackStep = (ctx: AttackContext) => ToolCallSpec[];
+
+export interface Route {
+  id: RouteId;
+  steps: AttackStep[];
+  /** A cost the provider reports for each of the route's model answers (a spend attack). */
+  costUsd?: number;
+}
+
+export interface GoalCheck {
+  achieved: boolean;
+  /** What was seen, in words (a sink hit, a delivered row, a changed file). */
+  evidence: string;
+  /** Something was made, but it carries the attacker's taint (a task, a file a later run reads corrupted). */
+  contained?: Mechanism;
+}
+
+export interface Goal {
+  id: GoalId;
+  title: string;
+  /** Whether the attacker first reads the secret it is after. */
+  needsSecret: boolean;
+  routes: Route[];
+  /** Prepares what the goal is about (a pending approval to decide), before the vector is delivered. */
+  prepare?(suite: SuiteHost, tag: string): Promise<void>;
+  /** Whether the goal was achieved, looked at after the run (and any follow-up run) ended. */
+  check(suite: SuiteHost, tag: string, scenario: Scenario): Promise<GoalCheck>;
+  /** A later run the goal needs to be judged (persistence): runs after the scenario's run. */
+  followUp?(suite: SuiteHost, tag: string): Promise<void>;
+}
+
+export interface Vector {
+  id: VectorId;
+  title: string;
+  /** The group whose run reads the injection, for goals that need a secret and for the others. */
+  group: { secret: SuiteGroup; plain: SuiteGroup };
+  /** Tool calls of the benign task (they may be what reads the injection). */
+  benignCalls(suite: SuiteHost, scenario: Scenario): ToolCallSpec[];
+  /**
+   * Puts `injection` where the vector carries it and starts the run that will read it (a message, a page
+   * and the ask to read it, a task that fires). Resolves once the run was triggered.
+   */
+  deliver(suite: SuiteHost, scenario: Scenario, injection: string): Promise<void>;
+}
+
+export interface Scenario {
+  /** `<vector>/<goal>`. */
+  id: string;
+  vector: VectorId;
+  goal: GoalId;
+  group: SuiteGroup;
+}
+
+/** A vector of a part still being built (credentials, media): listed in the table, not run. */
+export interface PendingVector {
+  id: string;
+  title: string;
+  waitsFor: string;
+}

@@ -1,0 +1,31 @@
+/**
+ * The suite's scenarios: every goal through every vector, in the group where the goal means something (a
+ * secret to steal lives in the vault group or the admin project; the other goals run in a plain group, or
+ * the admin group where the vector is the admin chat).
+ */
+import { GOALS } from './goals.ts';
+import type { GoalId, Scenario, VectorId } from './scenario-types.ts';
+import { VECTORS } from './vectors.ts';
+
+export const ALL_SCENARIOS: Scenario[] = (Object.keys(VECTORS) as VectorId[]).flatMap((vector) =>
+  (Object.keys(GOALS) as GoalId[]).map((goal) => ({
+    id: `${vector}/${goal}`,
+    vector,
+    goal,
+    group: GOALS[goal].needsSecret ? VECTORS[vector].group.secret : VECTORS[vector].group.plain,
+  })),
+);
+
+/** A fixed subset for the test suite: one scenario per vector, the goals spread over them. */
+export const FAST_SUBSET: string[] = [
+  'forwarded-admin/impersonate',
+  'quoted-admin/approval',
+  'member-message/exfil-network',
+  'web-page/exfil-service',
+  'mount-file/config',
+  'task-prompt/plant-task',
+  'mcp-result/exfil-chat',
+  'mcp-description/persist',
+  'web-page/spend',
+  'mount-file/read-other',
+];
