@@ -50,6 +50,7 @@ export type RouteId =
   | 'read-tools'
   | 'bash'
   | 'dev-tcp'
+  | 'dev-tcp-home'
   | 'web-fetch'
   | 'message-own'
   | 'message-other'

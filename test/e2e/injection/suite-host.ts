@@ -139,6 +139,12 @@ async function startAttackerWeb(bridgeHost: string): Promise<AttackerWeb & { clo
   };
   const local = http.createServer(handler);
   const bridge = http.createServer(handler);
+  // What reaches the bridge listener as raw bytes too (a command writing a file to /dev/tcp/…).
+  bridge.on('connection', (socket) => {
+    let raw = '';
+    socket.on('data', (chunk: Buffer) => void (raw += chunk.toString('utf8')));
+    socket.on('close', () => hits.push({ method: 'RAW', url: '', body: raw, at: Date.now() }));
+  });
   const port = await listen(local, '127.0.0.1');
   const bridgePort = await listen(bridge, bridgeHost);
   return {
