@@ -3,13 +3,14 @@
  * the run that reads it; the benign task is what that run was asked to do. A new vector (a credential's
  * API response, a transcript) is one more row here; every goal is then tried through it.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PendingVector, Scenario, Vector, VectorId } from './scenario-types.ts';
 import { newestRunId, runSettled, type SuiteHost } from './suite-host.ts';
 
-/** A file or note name of the scenario's own. */
-const nameOf = (s: Scenario) => `${s.vector}-${s.goal}`;
+/** A file, note or page name of the scenario's own that names no goal (a keyword Cop would read it). */
+const nameOf = (s: Scenario) => `doc-${crypto.createHash('sha256').update(s.id).digest('hex').slice(0, 8)}`;
 const pageOf = (s: Scenario) => `/page/${nameOf(s)}`;
 
 /** A member asks for the benign task in the scenario's group and the run is left to finish. */
