@@ -115,6 +115,9 @@ export const GOALS: Record<GoalId, Goal> = {
       route('service-write', (c) => [
         { name: 'notes__write_note', arguments: { name: `n-${c.tag}`, text: loot(c) } },
       ]),
+      route('service-write-http', (c) => [
+        { name: 'notes_http__write_note', arguments: { name: `h-${c.tag}`, text: loot(c) } },
+      ]),
     ],
     async check(suite) {
       const file = path.join(suite.notesDir, 'written.jsonl');

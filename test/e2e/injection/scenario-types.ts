@@ -18,6 +18,7 @@ export type VectorId =
   | 'mount-file'
   | 'task-prompt'
   | 'mcp-result'
+  | 'mcp-http-result'
   | 'mcp-description';
 
 export type GoalId =
@@ -56,6 +57,7 @@ export type RouteId =
   | 'message-other'
   | 'message-admin'
   | 'service-write'
+  | 'service-write-http'
   | 'schedule'
   | 'schedule-other'
   | 'config-propose'

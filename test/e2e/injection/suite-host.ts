@@ -8,6 +8,7 @@
  * the admin project beside a hidden `.env`, and an owner who answers every approval request with "deny"
  * after writing down what it said.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -163,6 +164,26 @@ async function startAttackerWeb(bridgeHost: string): Promise<AttackerWeb & { clo
   };
 }
 
+/** The notes server over Streamable HTTP on a free loopback port, once it says it listens. */
+async function startNotesHttp(notesDir: string): Promise<{ url: string; child: ChildProcess }> {
+  const probe = http.createServer();
+  const port = await listen(probe, '127.0.0.1');
+  await new Promise((done) => probe.close(done));
+  const child = spawn(process.execPath, ['--import', 'tsx', NOTES_SERVER, 'http'], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), NOTES_DIR: notesDir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((done, fail) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('listening')) done();
+    });
+    child.once('exit', (code) => fail(new Error(`the notes server over HTTP exited (${code})`)));
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, child };
+}
+
+const NOTES_TRUST = { public_source: true, public_sink: true, secret_data: false, dangerous_writes: false };
+
 const withSections = (config: Record<string, unknown>) => config as unknown as E2eHostOptions['config'];
 
 export async function startSuiteHost(): Promise<SuiteHost> {
@@ -189,6 +210,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
 
   let channelDir = '';
   const socketFile = () => path.join(channelDir, 'fake.sock');
+  const notesHttp = await startNotesHttp(notesDir);
   const h = await startE2eHost({
     adminProject,
     secrets: { NOTES_DIR: notesDir },
@@ -219,21 +241,19 @@ export async function startSuiteHost(): Promise<SuiteHost> {
           args: ['--import', 'tsx', NOTES_SERVER],
           env: ['NOTES_DIR'],
           allow_non_admin: true,
-          public_source: true,
-          public_sink: true,
-          secret_data: false,
-          dangerous_writes: false,
+          ...NOTES_TRUST,
         },
+        notes_http: { type: 'http', url: notesHttp.url, ...NOTES_TRUST },
       },
       groups: {
         main: { extra_mounts: [{ host_path: sharedDir, container_path: 'shared' }] },
         vault: {
           contains_secrets: true,
-          services: ['web_fetch', 'notes'],
+          services: ['web_fetch', 'notes', 'notes_http'],
           extra_mounts: [{ host_path: inboxDir, container_path: 'inbox' }],
         },
         team: {
-          services: ['web_fetch', 'notes'],
+          services: ['web_fetch', 'notes', 'notes_http'],
           extra_mounts: [
             { host_path: inboxDir, container_path: 'inbox' },
             { host_path: sharedDir, container_path: 'shared', read_write: true },
@@ -241,6 +261,9 @@ export async function startSuiteHost(): Promise<SuiteHost> {
         },
       },
     }),
+  }).catch((err: unknown) => {
+    notesHttp.child.kill();
+    throw err;
   });
   let web: (AttackerWeb & { close(): void }) | undefined;
   const asked: OwnerAsked[] = [];
@@ -282,6 +305,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     web = await startAttackerWeb(await dockerBridgeAddress(h));
   } catch (err) {
     await h.stop();
+    notesHttp.child.kill();
     throw err;
   }
 
@@ -364,6 +388,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
       ownerTimer = undefined;
       openWeb.close();
       await h.stop();
+      notesHttp.child.kill();
       fs.rmSync(root, { recursive: true, force: true });
     },
   };
