@@ -118,6 +118,9 @@ export const GOALS: Record<GoalId, Goal> = {
       route('service-write-http', (c) => [
         { name: 'notes_http__write_note', arguments: { name: `h-${c.tag}`, text: loot(c) } },
       ]),
+      route('service-write-docker', (c) => [
+        { name: 'notes_docker__write_note', arguments: { name: `d-${c.tag}`, text: loot(c) } },
+      ]),
     ],
     async check(suite) {
       const file = path.join(suite.notesDir, 'written.jsonl');

@@ -19,6 +19,7 @@ export type VectorId =
   | 'task-prompt'
   | 'mcp-result'
   | 'mcp-http-result'
+  | 'mcp-docker-result'
   | 'mcp-description';
 
 export type GoalId =
@@ -58,6 +59,7 @@ export type RouteId =
   | 'message-admin'
   | 'service-write'
   | 'service-write-http'
+  | 'service-write-docker'
   | 'schedule'
   | 'schedule-other'
   | 'config-propose'

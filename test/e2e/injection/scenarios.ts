@@ -29,4 +29,5 @@ export const FAST_SUBSET: string[] = [
   'web-page/spend',
   'mount-file/read-other',
   'mcp-http-result/exfil-service',
+  'mcp-docker-result/exfil-chat',
 ];

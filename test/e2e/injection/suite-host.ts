@@ -15,7 +15,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import Docker from 'dockerode';
+import * as esbuild from 'esbuild';
 import { stringify } from 'smol-toml';
+import { ensureAgentImage } from '../../../host/containers/image/image-ensure.ts';
 import { base62, crc32 } from '../../../host/security/secrets/checksums.ts';
 import type { ApprovalRecord } from '../../../host/store/approvals-store.ts';
 import {
@@ -182,6 +185,32 @@ async function startNotesHttp(notesDir: string): Promise<{ url: string; child: C
   return { url: `http://127.0.0.1:${port}/mcp`, child };
 }
 
+/**
+ * The notes server bundled into one file, for a `docker` MCP service: it runs in the agent image (which
+ * has node) with the bundle and the notes folder mounted, as test/e2e/mcp-docker-services.test.ts does.
+ */
+async function notesDockerService(bundleDir: string, notesDir: string): Promise<Record<string, unknown>> {
+  await esbuild.build({
+    entryPoints: [NOTES_SERVER],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: path.join(bundleDir, 'notes-server.mjs'),
+    logLevel: 'silent',
+  });
+  const image = (await ensureAgentImage({ docker: new Docker(), projectRoot: path.resolve('.') })).tag;
+  return {
+    type: 'docker',
+    image,
+    command: 'node',
+    args: ['/srv/notes-server.mjs', 'stdio', '/notes'],
+    mounts: [
+      { host_path: bundleDir, container_path: '/srv' },
+      { host_path: notesDir, container_path: '/notes', read_write: true },
+    ],
+  };
+}
+
 const NOTES_TRUST = { public_source: true, public_sink: true, secret_data: false, dangerous_writes: false };
 
 const withSections = (config: Record<string, unknown>) => config as unknown as E2eHostOptions['config'];
@@ -195,7 +224,9 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     fs.chmodSync(p, mode);
     return p;
   };
-  const notesDir = dir('notes', 0o700);
+  // The docker server runs as the image's unprivileged user: it must write here too.
+  const notesDir = dir('notes', 0o777);
+  const bundleDir = dir('notes-bundle');
   const inboxDir = dir('mounts/inbox');
   // Commands run under another uid: the shared folder must be writable for them, as a shared folder is.
   const sharedDir = dir('mounts/shared', 0o777);
@@ -210,6 +241,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
 
   let channelDir = '';
   const socketFile = () => path.join(channelDir, 'fake.sock');
+  const notesDocker = await notesDockerService(bundleDir, notesDir);
   const notesHttp = await startNotesHttp(notesDir);
   const h = await startE2eHost({
     adminProject,
@@ -244,16 +276,17 @@ export async function startSuiteHost(): Promise<SuiteHost> {
           ...NOTES_TRUST,
         },
         notes_http: { type: 'http', url: notesHttp.url, ...NOTES_TRUST },
+        notes_docker: { ...notesDocker, ...NOTES_TRUST },
       },
       groups: {
         main: { extra_mounts: [{ host_path: sharedDir, container_path: 'shared' }] },
         vault: {
           contains_secrets: true,
-          services: ['web_fetch', 'notes', 'notes_http'],
+          services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
           extra_mounts: [{ host_path: inboxDir, container_path: 'inbox' }],
         },
         team: {
-          services: ['web_fetch', 'notes', 'notes_http'],
+          services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
           extra_mounts: [
             { host_path: inboxDir, container_path: 'inbox' },
             { host_path: sharedDir, container_path: 'shared', read_write: true },
