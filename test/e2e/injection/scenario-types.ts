@@ -5,10 +5,9 @@
  * every goal is tried through it.
  */
 import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
-import type { SuiteHost } from './suite-host.ts';
+import type { SuiteGroup, SuiteHost } from './suite-host.ts';
 
-/** The suite's groups (suite-host.ts sets them up). */
-export type SuiteGroup = 'main' | 'vault' | 'team';
+export type { SuiteGroup };
 
 export type VectorId =
   | 'member-message'

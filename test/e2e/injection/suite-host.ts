@@ -28,11 +28,13 @@ import {
   type PlatformMessage,
 } from '../../fakes/socket-channel.ts';
 import { eventually, startE2eHost, type E2eHost, type E2eHostOptions } from '../e2e-harness.ts';
-import type { SuiteGroup } from './scenario-types.ts';
 
 const NOTES_SERVER = path.resolve('test/fixtures/mcp/notes-server.ts');
 /** Every group's daily cap: a scenario's spend loop passes it in a few steps. */
 export const SUITE_CAP_USD = 0.005;
+
+/** The groups a scenario's run may be in. */
+export type SuiteGroup = 'main' | 'vault' | 'team';
 
 /** A chat id per non-admin group on the fake platform; `victim` is the chat the attacker writes into. */
 export const CHATS = { vault: 'chat-vault', team: 'chat-team', victim: 'chat-victim' } as const;
