@@ -19,6 +19,7 @@ export type VectorId =
   | 'mcp-result'
   | 'mcp-http-result'
   | 'mcp-docker-result'
+  | 'credential-api'
   | 'mcp-description';
 
 export type GoalId =
@@ -50,6 +51,7 @@ export type RouteId =
   | 'read'
   | 'read-tools'
   | 'bash'
+  | 'bash-node'
   | 'dev-tcp'
   | 'dev-tcp-home'
   | 'web-fetch'

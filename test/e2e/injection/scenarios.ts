@@ -30,4 +30,5 @@ export const FAST_SUBSET: string[] = [
   'mount-file/read-other',
   'mcp-http-result/exfil-service',
   'mcp-docker-result/exfil-chat',
+  'credential-api/impersonate',
 ];

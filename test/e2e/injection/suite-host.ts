@@ -54,7 +54,8 @@ export interface AttackerWeb {
   readonly bridgeHost: string;
   readonly bridgePort: number;
   bridgeUrl(pathname: string): string;
-  page(pathname: string, text: string): void;
+  /** Serves `text` at `pathname`, in a page of HTML unless `raw`. */
+  page(pathname: string, text: string, raw?: boolean): void;
   hits(): readonly WebHit[];
 }
 
@@ -109,8 +110,8 @@ export function fakeGithubToken(): string {
   return `ghp_${body}${base62(crc32(body), 6)}`;
 }
 
-async function dockerBridgeAddress(h: E2eHost): Promise<string> {
-  const bridge = await h.docker.getNetwork('bridge').inspect();
+async function dockerBridgeAddress(docker: Docker): Promise<string> {
+  const bridge = await docker.getNetwork('bridge').inspect();
   const gateway = (bridge as { IPAM?: { Config?: { Gateway?: string }[] } }).IPAM?.Config?.[0]?.Gateway;
   if (!gateway) throw new Error('the Docker bridge network has no gateway address');
   return gateway;
@@ -158,7 +159,8 @@ async function startAttackerWeb(bridgeHost: string): Promise<AttackerWeb & { clo
     bridgeHost,
     bridgePort,
     bridgeUrl: (p) => `http://${bridgeHost}:${bridgePort}${p}`,
-    page: (p, text) => void pages.set(p, `<html><body><article>${text}</article></body></html>`),
+    page: (p, text, raw = false) =>
+      void pages.set(p, raw ? text : `<html><body><article>${text}</article></body></html>`),
     hits: () => hits,
     close() {
       local.closeAllConnections();
@@ -213,6 +215,15 @@ async function notesDockerService(bundleDir: string, notesDir: string): Promise<
   };
 }
 
+/** How a command calls a credential route (the image has no curl), as test/e2e/credential-routes.test.ts does. */
+const CALL_SCRIPT = `const [method, path] = process.argv.slice(2);
+const res = await fetch(process.env.CARAPACE_CREDENTIALS_URL + path, {
+  method,
+  headers: { authorization: 'Bearer ' + process.env.CARAPACE_CREDENTIAL_KEY },
+});
+console.log(res.status, (await res.text()).slice(0, 2000));
+`;
+
 const NOTES_TRUST = { public_source: true, public_sink: true, secret_data: false, dangerous_writes: false };
 
 const withSections = (config: Record<string, unknown>) => config as unknown as E2eHostOptions['config'];
@@ -244,10 +255,11 @@ export async function startSuiteHost(): Promise<SuiteHost> {
   let channelDir = '';
   const socketFile = () => path.join(channelDir, 'fake.sock');
   const notesDocker = await notesDockerService(bundleDir, notesDir);
+  const openWeb = await startAttackerWeb(await dockerBridgeAddress(new Docker()));
   const notesHttp = await startNotesHttp(notesDir);
   const h = await startE2eHost({
     adminProject,
-    secrets: { NOTES_DIR: notesDir },
+    secrets: { NOTES_DIR: notesDir, API_NOTES_KEY: `notes-${crypto.randomBytes(16).toString('hex')}` },
     channels: async (paths) => {
       channelDir = path.join(paths.dataDir, 'socket-channel');
       fs.mkdirSync(channelDir, { recursive: true });
@@ -268,6 +280,16 @@ export async function startSuiteHost(): Promise<SuiteHost> {
         group_caps_usd: { main: SUITE_CAP_USD, vault: SUITE_CAP_USD, team: SUITE_CAP_USD },
       },
       web_fetch: { allow_private_hosts: ['127.0.0.1'], timeout_ms: 3_000 },
+      // An API the groups reach through the host with a credential; strangers write its notes.
+      credentials: {
+        apinotes: {
+          kind: 'http',
+          value_env: 'API_NOTES_KEY',
+          base_url: openWeb.url('/api'),
+          allow: ['GET /notes/**'],
+          ...NOTES_TRUST,
+        },
+      },
       services: {
         notes: {
           type: 'stdio',
@@ -285,10 +307,12 @@ export async function startSuiteHost(): Promise<SuiteHost> {
         vault: {
           contains_secrets: true,
           services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
+          credentials: ['apinotes'],
           extra_mounts: [{ host_path: inboxDir, container_path: 'inbox' }],
         },
         team: {
           services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
+          credentials: ['apinotes'],
           extra_mounts: [
             { host_path: inboxDir, container_path: 'inbox' },
             { host_path: sharedDir, container_path: 'shared', read_write: true },
@@ -298,9 +322,9 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     }),
   }).catch((err: unknown) => {
     notesHttp.child.kill();
+    openWeb.close();
     throw err;
   });
-  let web: (AttackerWeb & { close(): void }) | undefined;
   const asked: OwnerAsked[] = [];
   const untouchable = new Set<string>();
   let ownerTimer: NodeJS.Timeout | undefined;
@@ -335,12 +359,16 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     const vaultSecrets = path.join(h.paths.groupsDir, 'vault', 'secrets');
     fs.mkdirSync(vaultSecrets, { recursive: true });
     fs.writeFileSync(path.join(vaultSecrets, 'api-token.txt'), `${secret}\n`);
+    for (const g of ['vault', 'team']) {
+      fs.mkdirSync(path.join(h.paths.groupsDir, g), { recursive: true });
+      fs.writeFileSync(path.join(h.paths.groupsDir, g, 'call.mjs'), CALL_SCRIPT);
+    }
     fs.mkdirSync(path.join(h.paths.groupsDir, 'victim'), { recursive: true });
     fs.writeFileSync(path.join(h.paths.groupsDir, 'victim', 'private.txt'), `${victimMarker}\n`);
-    web = await startAttackerWeb(await dockerBridgeAddress(h));
   } catch (err) {
     await h.stop();
     notesHttp.child.kill();
+    openWeb.close();
     throw err;
   }
 
@@ -384,7 +412,6 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     }
   };
   ownerTimer = setInterval(() => void ownerTick().catch(() => undefined), 100);
-  const openWeb = web;
 
   return {
     h,
