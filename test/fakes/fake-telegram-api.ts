@@ -67,6 +67,24 @@ export interface FakeTelegram {
     text: string;
     author: { id: number; first_name: string };
   }): { updateId: number; messageId: number };
+  /**
+   * A message carrying a file: `bytes` is served by getFile and the file route. `truncate` cuts the body
+   * short of its Content-Length (a broken download); `declaredSize` overrides the size the update declares.
+   */
+  media(m: {
+    chat: { id: number; type: 'private' | 'group' | 'supergroup'; title?: string };
+    from: { id: number; first_name?: string };
+    kind: 'voice' | 'audio' | 'photo' | 'document' | 'video';
+    bytes: Uint8Array;
+    fileName?: string;
+    mimeType?: string;
+    duration?: number;
+    caption?: string;
+    truncate?: boolean;
+    declaredSize?: number;
+  }): { updateId: number; messageId: number; fileId: string };
+  /** The file paths the bot downloaded, in order. */
+  downloads(): string[];
   /** The next `times` calls of a method fail with this Bot API error. */
   failNext(method: string, failure: Failure, times?: number): void;
   /** Sends to `from` now answer 400 with migrate_to_chat_id = to, and a migration message is queued. */
@@ -105,6 +123,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   let webhook: { url: string; secret?: string } | undefined;
   const sentMessages: ReturnType<FakeTelegram['sent']> = [];
   const sockets = new Set<Socket>();
+  const files = new Map<string, { path: string; bytes: Uint8Array; truncate: boolean }>();
+  const downloaded: string[] = [];
 
   const takeMessageId = (chat: number) => {
     const id = nextMessageId.get(chat) ?? 1;
@@ -243,6 +263,16 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return getUpdates(p, req);
       case 'sendMessage':
         return sendMessage(p);
+      case 'getFile': {
+        const file = files.get(String(p.file_id));
+        if (!file) throw { error_code: 400, description: 'Bad Request: invalid file_id' } satisfies Failure;
+        return {
+          file_id: String(p.file_id),
+          file_unique_id: `u-${String(p.file_id)}`,
+          file_size: file.bytes.byteLength,
+          file_path: file.path,
+        };
+      }
       case 'sendChatAction':
       case 'answerCallbackQuery':
       case 'editMessageReplyMarkup':
@@ -265,12 +295,27 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     }
   }
 
+  function serveFile(fileToken: string, filePath: string, res: http.ServerResponse): void {
+    const file = [...files.values()].find((f) => f.path === filePath);
+    if (fileToken !== token || !file) return void res.writeHead(404).end('Not Found');
+    downloaded.push(filePath);
+    res.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(file.bytes.byteLength),
+    });
+    if (!file.truncate) return void res.end(file.bytes);
+    // Half the body, then the connection goes: what a dropped download looks like to the client.
+    res.write(file.bytes.subarray(0, Math.floor(file.bytes.byteLength / 2)), () => res.destroy());
+  }
+
   const server = http.createServer((req, res) => {
     if (unreachable) return void req.socket.destroy();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://fake');
+      const fileMatch = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+      if (fileMatch) return serveFile(fileMatch[1] as string, fileMatch[2] as string, res);
       const match = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       const reply = (status: number, body: unknown) => {
         if (res.writableEnded || res.destroyed) return;
@@ -337,9 +382,46 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     return { updateId, messageId };
   };
 
+  let nextFile = 1;
+  const media: FakeTelegram['media'] = ({
+    kind,
+    bytes,
+    fileName,
+    mimeType,
+    duration,
+    caption,
+    truncate,
+    declaredSize,
+    ...m
+  }) => {
+    const fileId = `file-${nextFile++}`;
+    const ext = { voice: 'oga', audio: 'mp3', photo: 'jpg', document: 'bin', video: 'mp4' }[kind];
+    files.set(fileId, { path: `${kind}s/file_${fileId}.${ext}`, bytes, truncate: truncate === true });
+    const file = {
+      file_id: fileId,
+      file_unique_id: `u-${fileId}`,
+      file_size: declaredSize ?? bytes.byteLength,
+      ...(fileName !== undefined ? { file_name: fileName } : {}),
+      ...(mimeType !== undefined ? { mime_type: mimeType } : {}),
+      ...(duration !== undefined ? { duration } : {}),
+    };
+    const content =
+      kind === 'photo'
+        ? {
+            photo: [
+              { ...file, width: 90, height: 90, file_id: `${fileId}-thumb` },
+              { ...file, width: 800, height: 600 },
+            ],
+          }
+        : { [kind]: kind === 'video' ? { ...file, width: 640, height: 480 } : file };
+    return { ...message({ ...m, ...(caption !== undefined ? { caption } : {}), extra: content }), fileId };
+  };
+
   return {
     apiRoot,
     token,
+    media,
+    downloads: () => downloaded,
     botId,
     username,
     calls,
