@@ -57,6 +57,8 @@ export interface AgentRuntimeDeps {
   store: Store;
   /** The real provider key (empty for keyless local servers); lives only in host memory. */
   providerApiKey: string | undefined;
+  /** Secret lookup by variable name (a local transcription server's key). */
+  secret?: (name: string) => string | undefined;
   policy: RunPolicy;
   /** What each run has read; tool results with strangers' text add to it. */
   taint: Pick<TaintRegistry, 'get' | 'markCorrupted'>;
@@ -205,6 +207,8 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
+    transcription: () => deps.live().media.transcription,
+    ...(deps.secret ? { secret: deps.secret } : {}),
     // Keyed by the day the gateway counted on, the one the cap resets on: once per group and day each.
     onSpendCapReached: spendNotices.capReached,
     onSpendWarning: spendNotices.warning,
@@ -370,6 +374,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           (name) => deps.credentials?.secret(name) !== undefined,
         ),
     },
+    transcribe: gateway.transcribe,
     prestart: {
       status: () => {
         const { budget, containers } = runner.prestartStatus();

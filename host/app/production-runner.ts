@@ -187,6 +187,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           bashLedger.forget(runId);
         },
         providerApiKey,
+        secret: (name) => opts.secrets.get(name),
         finalFailures,
         taint,
         policy: {

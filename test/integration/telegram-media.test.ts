@@ -7,11 +7,8 @@ import { createTelegramChannel } from '../../host/channels/telegram/telegram-cha
 import { telegramConfigSchema } from '../../host/channels/telegram/telegram-config.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { mediaConfigSchema, type MediaConfig } from '../../host/router/media/media-config.ts';
-import {
-  createMediaIngest,
-  type Transcribe,
-  type TranscriptionRequest,
-} from '../../host/router/media/media-ingest.ts';
+import type { TranscriptionRequest } from '../../host/gateway/transcription.ts';
+import { createMediaIngest, type Transcribe } from '../../host/router/media/media-ingest.ts';
 import { openStore } from '../../host/store/store.ts';
 import { startFakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { channelStateIn } from '../fakes/telegram-test-host.ts';

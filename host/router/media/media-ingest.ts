@@ -7,6 +7,7 @@ import {
   type MediaKind,
 } from '../../channels/channel.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import type { TranscriptionRequest, TranscriptionResult } from '../../gateway/transcription.ts';
 import { fenceStrangerText } from '../../services/untrusted-fence.ts';
 import type { MessageMedia } from '../../store/messages-store.ts';
 import type { Store } from '../../store/store.ts';
@@ -14,17 +15,6 @@ import { groupOf, type IngestExtras } from '../ingest.ts';
 import type { MediaConfig } from './media-config.ts';
 import { mediaPath, storeMediaFile } from './media-file.ts';
 import { sniffMedia } from './media-sniff.ts';
-
-/** One voice note to transcribe, for a group whose spend cap it counts against. */
-export interface TranscriptionRequest {
-  groupId: string;
-  audio: Uint8Array;
-  mime: string;
-  fileName: string;
-  durationSec: number | undefined;
-}
-
-export type TranscriptionResult = { ok: true; text: string } | { ok: false; reason: string };
 
 /** The gateway's transcription (gateway/transcription.ts); never rejects. */
 export type Transcribe = (req: TranscriptionRequest) => Promise<TranscriptionResult>;
