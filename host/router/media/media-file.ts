@@ -42,6 +42,9 @@ export function mediaPath(
  * and the write) needs a run active in the group at that moment, and lands the file at most one folder away.
  */
 export async function storeMediaFile(groupDir: string, relPath: string, bytes: Uint8Array): Promise<void> {
+  // The group's folder itself is the host's (made here before its first run, if need be); only what is
+  // inside it is the containers'.
+  await fs.mkdir(groupDir, { recursive: true, mode: 0o755 });
   const root = await fs.realpath(groupDir);
   let dir = root;
   for (const part of path.posix.dirname(relPath).split('/')) {
