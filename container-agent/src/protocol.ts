@@ -317,14 +317,15 @@ export const bashRanParamsSchema = z.strictObject({
 });
 
 /**
- * Sent before a file tool reads (`read_file`, `grep`, `edit_file`), with the real path it is about to read
- * (symlinks resolved). The host decides from its own mount plan whether the path lies in a mount that
- * held secrets, and taints the run; nothing here says whether it does. A report that cannot be sent
+ * Sent before a file tool reads (`read_file`, `grep`, `edit_file`, `read_attachment`), with the real path it
+ * is about to read (symlinks resolved). The host decides from its own mount plan whether the path lies in a
+ * mount that held secrets, and taints the run; a document read with `read_attachment` corrupts it (its
+ * text is nobody's own words). Nothing here says whether either applies. A report that cannot be sent
  * blocks the read.
  */
 export const fileReadParamsSchema = z.strictObject({
   path: nonEmptyText(4096),
-  tool: z.enum(['read_file', 'grep', 'edit_file']),
+  tool: z.enum(['read_file', 'grep', 'edit_file', 'read_attachment']),
 });
 
 export const serviceCallParamsSchema = z.strictObject({
