@@ -367,7 +367,7 @@ async function verifyBase(docker: Docker, tag: string): Promise<void> {
     cmd: [
       `set -e; ${OFFLINE_NODE_PATH} -e 'process.stdout.write(process.version + "\\n")'; id -un; ` +
         'git --version >/dev/null; rg --version >/dev/null; jq --version >/dev/null; ' +
-          'pdftotext -v >/dev/null 2>&1; echo ok',
+        'pdftotext -v >/dev/null 2>&1; echo ok',
     ],
   });
   if (result.exitCode !== 0 || !result.stdout.includes(`${AGENT_USER_NAME}\nok`)) {
