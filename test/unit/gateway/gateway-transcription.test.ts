@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { gatewayConfigSchema, providerConfigSchema } from '../../host/gateway/config.ts';
-import { createGateway } from '../../host/gateway/gateway.ts';
-import type { TranscriptionSettings } from '../../host/gateway/transcription.ts';
-import { mediaConfigSchema } from '../../host/router/media/media-config.ts';
-import { startFakeProvider, type FakeProvider } from '../fakes/fake-provider.ts';
-import { createMemoryUsageStore } from '../fakes/memory-usage-store.ts';
-import { PNG_1X1, voiceNote } from '../helpers/media-samples.ts';
+import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
+import { createGateway } from '../../../host/gateway/gateway.ts';
+import type { TranscriptionSettings } from '../../../host/gateway/transcription.ts';
+import { mediaConfigSchema } from '../../../host/router/media/media-config.ts';
+import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
+import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
+import { PNG_1X1, voiceNote } from '../../helpers/media-samples.ts';
 
 const REAL_KEY = 'sk-real-provider-key-0123456789abcdef';
 const LOCAL_KEY = 'local-whisper-key';
