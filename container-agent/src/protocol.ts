@@ -97,6 +97,17 @@ export const chatMessageSchema = z.strictObject({
   text: boundedText(LIMITS.chatText),
   timestamp: isoTimestampSchema,
   fromAssistant: z.boolean(),
+  /**
+   * A photo the message carried, stored by the host in the group folder (`media/…`, relative to it), that
+   * the model may be shown as an image part: the host sets it only when the configured model sees images
+   * and the file is within `[media] max_image_bytes`. The agent reads it from its own mount.
+   */
+  image: z.optional(
+    z.strictObject({
+      path: nonEmptyText(512),
+      mime: z.enum(['image/png', 'image/jpeg', 'image/webp', 'image/gif']),
+    }),
+  ),
 });
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
 

@@ -314,6 +314,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         assistantName: deps.live().assistant.name,
         walkCache,
       }),
+    maxImageBytes: () => (deps.live().media.model_sees_images ? deps.live().media.max_image_bytes : 0),
     startParams: async (ctx: RunContext) => ({
       ...(deps.serviceToolsFor ? { serviceTools: await deps.serviceToolsFor(ctx.group) } : {}),
       assistantName: deps.live().assistant.name,

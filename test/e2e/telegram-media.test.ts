@@ -5,7 +5,8 @@
  * them) is downloaded, stored in the group's folder, transcribed through the gateway (counted as the
  * group's spend), and the agent answers what was said. A member's voice note is a stranger's words: its
  * transcript is fenced and corrupts the run, and an "approve <id>" in it decides nothing. A PDF made here
- * is read by the agent with read_attachment (pdftotext inside the container), which corrupts the run.
+ * is read by the agent with read_attachment (pdftotext inside the container), which corrupts the run. A
+ * photo reaches the model as an image part, inline, through the gateway's allowlist.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { turnResponder } from '../fakes/e2e-responders.ts';
 import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
 import { auditMark, auditSince } from '../fakes/security-responders.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
-import { pdfWithText, voiceNote } from '../helpers/media-samples.ts';
+import { PNG_1X1, pdfWithText, voiceNote } from '../helpers/media-samples.ts';
 import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
 
 const OWNER = 7101;
@@ -149,5 +150,25 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
     ]);
     expect(rows.filter((r) => r.operation === 'admin.command')).toEqual([]);
     h.fake.setResponder(undefined);
+  }, 120_000);
+
+  it('shows a photo to the model as an inline image part with its caption', async () => {
+    const before = toChat(OWNER).length;
+    const from = h.fake.requests.length;
+    tg.media({
+      chat: { id: OWNER, type: 'private' },
+      from: { id: OWNER },
+      kind: 'photo',
+      bytes: PNG_1X1,
+      caption: 'what colour is this?',
+    });
+    await eventually('the reply in the owner chat', () => toChat(OWNER)[before], 90_000);
+    const asked = h.fake.requests.slice(from).find((r) => r.api === 'chat');
+    const messages = (asked?.body as { messages: { role: string; content: unknown }[] }).messages;
+    const last = messages.filter((m) => m.role === 'user').at(-1);
+    expect(last?.content).toEqual([
+      { type: 'text', text: expect.stringContaining('what colour is this?') },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_1X1.toString('base64')}` } },
+    ]);
   }, 120_000);
 });

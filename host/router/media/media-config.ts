@@ -24,6 +24,13 @@ export const mediaConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * The model takes image parts (a vision model): stored photos up to `max_image_bytes` are shown to it.
+     * False for a text-only model: it reads the photo's line ("[photo, … in the group folder at …]") only.
+     */
+    model_sees_images: z.boolean().default(true),
+    /** The largest photo shown to the model (it travels base64 in one request, under [gateway] max_request_bytes). */
+    max_image_bytes: bytes.default(2 * MiB),
     /** The longest one download may take before it counts as failed. */
     download_timeout_ms: z.number().int().min(1_000).max(600_000).default(60_000),
     transcription: z
