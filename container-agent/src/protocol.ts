@@ -266,6 +266,12 @@ export const messageSendParamsSchema = z.strictObject({
    * whether a run cut off afterwards leaves its group a "not finished" notice.
    */
   final: z.optional(z.literal(true)),
+  /**
+   * A file to send with the message, to the run's own chat only: a path in the group folder (relative to
+   * it, or absolute under /workspace/group). The host resolves and reads it itself, confined to the group
+   * folder, sniffs its type and reviews it like the text.
+   */
+  attachment: z.optional(z.strictObject({ path: nonEmptyText(4096) })),
 });
 export const messageSendResultSchema = z.strictObject({ queued: z.literal(true) });
 

@@ -7,6 +7,8 @@ import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';
 import { credentialCommandSetup } from '../services/credential/command-setup.ts';
 import { createCredentialStatusBook } from '../services/credential/credential-status.ts';
+import { createOutboundFiles } from '../router/media/outbound-file.ts';
+import { CONTAINER_GROUP_DIR } from '../containers/mounts/group-mounts.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from './host.ts';
@@ -283,6 +285,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
 
   // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed.
   const walkCache = createShadowWalkCache();
+  const outboundFiles = createOutboundFiles({
+    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+    containerGroupDir: CONTAINER_GROUP_DIR,
+    maxBytes: () => deps.live().media.max_send_bytes,
+    stagingDir: path.join(paths.dataDir, 'outbox-files'),
+  });
   const runner = createDockerAgentRunner({
     docker,
     image,
@@ -344,6 +352,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         stopRun,
         ...deps.policy,
         taint: deps.taint,
+        outboundFiles,
         tasks: createTaskHandlers({
           identity,
           tasks: store.tasks,

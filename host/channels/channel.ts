@@ -157,6 +157,19 @@ export interface OutboundPiece {
    * owner check decides; the text commands work everywhere regardless.
    */
   actions?: { label: string; command: string }[];
+  /** A file to send with this piece (its text is then the caption, maybe empty). */
+  attachment?: OutboundAttachment;
+}
+
+/**
+ * A file a reply sends: a host-only copy made when the message was approved (the container cannot change
+ * it afterwards), its name and type as sniffed from the bytes, and how the platform should show it.
+ */
+export interface OutboundAttachment {
+  path: string;
+  fileName: string;
+  mime: string;
+  kind: 'photo' | 'voice' | 'document';
 }
 
 /** What became of one send. Adapters map platform errors onto these; they never throw for platform errors. */

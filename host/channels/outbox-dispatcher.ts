@@ -68,6 +68,7 @@ export function createOutboxDispatcher({
         idempotencyKey: item.idempotencyKey,
         sendKey: item.sendKey,
         ...(item.actions ? { actions: item.actions } : {}),
+        ...(item.attachment ? { attachment: item.attachment } : {}),
       });
     } catch (err) {
       // Adapters map platform errors to outcomes; a throw is a bug there, and must not lose the reply.
@@ -212,6 +213,15 @@ export function createOutboxDispatcher({
  * replayed enqueue of the same reply (same key, same text, same limit) stores nothing twice.
  */
 export function splitForChannel(item: NewOutboxItem, textLimit: number | undefined): NewOutboxItem[] {
+  // A file is a piece of its own after the text, keyed `<key>#file`: a caption has a smaller limit of its
+  // own on most platforms, and the text's pieces stay as they would be without it.
+  if (item.attachment) {
+    const { attachment, ...text } = item;
+    return [
+      ...splitForChannel(text, textLimit),
+      { ...text, idempotencyKey: `${item.idempotencyKey}#file`, text: '', attachment },
+    ];
+  }
   if (textLimit === undefined || item.text.length <= textLimit) return [item];
   const pieces = chunkText(item.text, textLimit);
   // Buttons belong under the whole request: only the last piece carries them.

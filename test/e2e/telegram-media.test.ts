@@ -6,13 +6,15 @@
  * group's spend), and the agent answers what was said. A member's voice note is a stranger's words: its
  * transcript is fenced and corrupts the run, and an "approve <id>" in it decides nothing. A PDF made here
  * is read by the agent with read_attachment (pdftotext inside the container), which corrupts the run. A
- * photo reaches the model as an image part, inline, through the gateway's allowlist.
+ * photo reaches the model as an image part, inline, through the gateway's allowlist. A file the agent makes
+ * goes back with send_message: the fake receives it once, though its first upload failed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { turnResponder } from '../fakes/e2e-responders.ts';
+import { createRandom, tokenMakers } from '../fixtures/secret-corpus/generate.ts';
 import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
 import { auditMark, auditSince } from '../fakes/security-responders.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
@@ -36,6 +38,7 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
       config: {
         channels: { telegram: { owner_user_id: OWNER, api_root: tg.apiRoot, poll_timeout_s: 2 } },
         runs: { max_attempts: 1 },
+        outbox: { retry_base_ms: 200, retry_max_ms: 2_000 },
       },
       secrets: { TELEGRAM_BOT_TOKEN: tg.token },
       transcribe: () => heard,
@@ -171,4 +174,76 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
       { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_1X1.toString('base64')}` } },
     ]);
   }, 120_000);
+
+  it('sends a file the agent made to its own chat once, though the first upload failed', async () => {
+    const csv = 'item,price\nmilk,1.20\nbread,2.50\n';
+    h.fake.setResponder(
+      turnResponder(
+        () =>
+          reply.toolCalls([
+            { name: 'write_file', arguments: { path: 'shopping.csv', content: csv } },
+            { name: 'send_message', arguments: { text: 'here is the list', attachment: 'shopping.csv' } },
+          ]),
+        (turn) => reply.text(`sent: ${turn.toolResults.join(' | ')}`),
+      ),
+    );
+    tg.failNext('sendDocument', { error_code: 502, description: 'Bad Gateway' });
+    const mark = auditMark(h);
+    tg.message({ chat: FAMILY, from: MEMBER, text: '@Andy send me the shopping list as a file' });
+    const file = await eventually('the file in the group', () => tg.sentFiles()[0], 90_000);
+    expect(file).toMatchObject({ method: 'sendDocument', chat_id: FAMILY.id, fileName: 'shopping.csv' });
+    expect(file.bytes.toString('utf8')).toBe(csv);
+    await eventually(
+      'the answer after it',
+      () => toChat(FAMILY.id).find((m) => m.text.startsWith('sent:')),
+      60_000,
+    );
+    expect(tg.calls.filter((c) => c.method === 'sendDocument')).toHaveLength(2);
+    expect(tg.sentFiles()).toHaveLength(1);
+    // The text came first, as a message of its own; the file followed it.
+    const texts = toChat(FAMILY.id).map((m) => m.text);
+    expect(texts).toContain('here is the list');
+    const sends = auditSince(h, mark).filter((r) => r.operation === 'message.send');
+    expect(sends.map((r) => r.decision)).toContain('allowed');
+    h.fake.setResponder(undefined);
+  }, 120_000);
+
+  it('asks the owner before a text file with a secret in it goes out, and sends nothing when denied', async () => {
+    const token = tokenMakers(createRandom(26)).githubClassic();
+    h.fake.setResponder(
+      turnResponder(
+        () =>
+          reply.toolCalls([
+            { name: 'write_file', arguments: { path: 'notes.txt', content: `deploy key: ${token}\n` } },
+            { name: 'send_message', arguments: { text: 'the notes', attachment: 'notes.txt' } },
+          ]),
+        (turn) => reply.text(`result: ${turn.toolResults.join(' | ')}`),
+      ),
+    );
+    const files = tg.sentFiles().length;
+    const asked = toChat(OWNER).length;
+    tg.message({ chat: FAMILY, from: MEMBER, text: '@Andy send me the notes file' });
+    const request = await eventually(
+      'the approval request in the owner chat',
+      () =>
+        toChat(OWNER)
+          .slice(asked)
+          .find((m) => m.text.includes('notes.txt')),
+      90_000,
+    );
+    const id = /^Approval needed: (\S+)/.exec(request.text)?.[1];
+    expect(id).toBeTruthy();
+    // The owner sees what would go out, the file's content included, in their own chat.
+    expect(request.text).toContain(token);
+    tg.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text: `deny ${id}` });
+    await eventually('the owner denied it', () => h.host.store.approvals.get(id ?? '')?.status === 'denied');
+    const run = h.runs('family').at(-1)?.id;
+    await eventually(
+      'the run over',
+      () => h.runs('family').find((r) => r.id === run && r.status !== 'running'),
+      60_000,
+    );
+    expect(tg.sentFiles()).toHaveLength(files);
+    h.fake.setResponder(undefined);
+  }, 150_000);
 });

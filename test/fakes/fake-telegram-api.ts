@@ -85,6 +85,15 @@ export interface FakeTelegram {
   }): { updateId: number; messageId: number; fileId: string };
   /** The file paths the bot downloaded, in order. */
   downloads(): string[];
+  /** Files the bot sent (sendPhoto, sendVoice, sendDocument), in order. */
+  sentFiles(): {
+    method: string;
+    chat_id: number;
+    fileName: string;
+    bytes: Buffer;
+    caption?: string;
+    message_id: number;
+  }[];
   /** The next `times` calls of a method fail with this Bot API error. */
   failNext(method: string, failure: Failure, times?: number): void;
   /** Sends to `from` now answer 400 with migrate_to_chat_id = to, and a migration message is queued. */
@@ -125,6 +134,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   const sockets = new Set<Socket>();
   const files = new Map<string, { path: string; bytes: Uint8Array; truncate: boolean }>();
   const downloaded: string[] = [];
+  const sentFiles: ReturnType<FakeTelegram['sentFiles']> = [];
 
   const takeMessageId = (chat: number) => {
     const id = nextMessageId.get(chat) ?? 1;
@@ -273,6 +283,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
           file_path: file.path,
         };
       }
+      case 'sendPhoto':
+      case 'sendVoice':
+      case 'sendDocument':
+        return sendFile(method, p);
       case 'sendChatAction':
       case 'answerCallbackQuery':
       case 'editMessageReplyMarkup':
@@ -293,6 +307,59 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       default:
         throw { error_code: 404, description: `Not Found: method ${method} is not faked` } satisfies Failure;
     }
+  }
+
+  /** JSON, or multipart when the bot uploads a file: the file's part becomes `{ fileName, bytes }`. */
+  async function paramsOf(req: http.IncomingMessage, raw: Buffer): Promise<Record<string, unknown>> {
+    const type = req.headers['content-type'] ?? '';
+    if (!type.startsWith('multipart/form-data')) {
+      const text = raw.toString('utf8');
+      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    }
+    const form = await new Request('http://fake/', {
+      method: 'POST',
+      headers: { 'content-type': type },
+      body: raw,
+    }).formData();
+    const params: Record<string, unknown> = {};
+    for (const [key, value] of form)
+      params[key] =
+        typeof value === 'string'
+          ? value
+          : { fileName: value.name, bytes: Buffer.from(await value.arrayBuffer()) };
+    // grammY names the upload "attach://<part>" and sends the bytes as that part.
+    for (const [key, value] of Object.entries(params))
+      if (typeof value === 'string' && value.startsWith('attach://'))
+        params[key] = params[value.slice('attach://'.length)];
+    return params;
+  }
+
+  /** sendPhoto, sendVoice, sendDocument: the upload is kept, and answered as a message. */
+  function sendFile(method: string, p: Record<string, unknown>): unknown {
+    const field = { sendPhoto: 'photo', sendVoice: 'voice', sendDocument: 'document' }[method] as string;
+    const file = p[field] as { fileName: string; bytes: Buffer } | undefined;
+    if (!file?.bytes)
+      throw {
+        error_code: 400,
+        description: `Bad Request: there is no ${field} in the request`,
+      } satisfies Failure;
+    const chatId = Number(p.chat_id);
+    const messageId = takeMessageId(chatId);
+    sentFiles.push({
+      method,
+      chat_id: chatId,
+      fileName: file.fileName,
+      bytes: file.bytes,
+      message_id: messageId,
+      ...(p.caption !== undefined ? { caption: String(p.caption) } : {}),
+    });
+    return {
+      message_id: messageId,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: chatId > 0 ? 'private' : 'supergroup' },
+      from: bot(),
+      [field]: { file_id: `sent-${messageId}`, file_unique_id: `u-sent-${messageId}` },
+    };
   }
 
   function serveFile(fileToken: string, filePath: string, res: http.ServerResponse): void {
@@ -324,30 +391,30 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       if (!match || match[1] !== token)
         return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
       const method = match[2] as string;
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const params: Record<string, unknown> = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
-      for (const [k, v] of url.searchParams) params[k] = v;
-      calls.push({ method, params, at: Date.now() });
-      if (method === 'getUpdates') {
-        activePolls += 1;
-        maxPolls = Math.max(maxPolls, activePolls);
-        res.once('close', () => (activePolls -= 1));
-      }
-      call(method, params, req).then(
-        (result) => {
-          if (method === 'getUpdates' && Array.isArray(result) && result.length > 0) {
-            opts.onUpdatesAnswered?.((result as Update[]).map((u) => u.update_id));
-          }
-          reply(200, { ok: true, result });
-        },
-        (err: Failure) =>
-          reply(err.error_code ?? 500, {
-            ok: false,
-            error_code: err.error_code ?? 500,
-            description: err.description ?? String(err),
-            ...(err.parameters ? { parameters: err.parameters } : {}),
-          }),
-      );
+      void paramsOf(req, Buffer.concat(chunks)).then((params) => {
+        for (const [k, v] of url.searchParams) params[k] = v;
+        calls.push({ method, params, at: Date.now() });
+        if (method === 'getUpdates') {
+          activePolls += 1;
+          maxPolls = Math.max(maxPolls, activePolls);
+          res.once('close', () => (activePolls -= 1));
+        }
+        call(method, params, req).then(
+          (result) => {
+            if (method === 'getUpdates' && Array.isArray(result) && result.length > 0) {
+              opts.onUpdatesAnswered?.((result as Update[]).map((u) => u.update_id));
+            }
+            reply(200, { ok: true, result });
+          },
+          (err: Failure) =>
+            reply(err.error_code ?? 500, {
+              ok: false,
+              error_code: err.error_code ?? 500,
+              description: err.description ?? String(err),
+              ...(err.parameters ? { parameters: err.parameters } : {}),
+            }),
+        );
+      });
     });
   });
   server.on('connection', (s) => {
@@ -422,6 +489,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     token,
     media,
     downloads: () => downloaded,
+    sentFiles: () => sentFiles,
     botId,
     username,
     calls,

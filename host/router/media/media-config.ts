@@ -31,6 +31,8 @@ export const mediaConfigSchema = z
     model_sees_images: z.boolean().default(true),
     /** The largest photo shown to the model (it travels base64 in one request, under [gateway] max_request_bytes). */
     max_image_bytes: bytes.default(2 * MiB),
+    /** The largest file a run may send with a message (Telegram bots can send 50 MB). */
+    max_send_bytes: bytes.default(20 * MiB),
     /** The longest one download may take before it counts as failed. */
     download_timeout_ms: z.number().int().min(1_000).max(600_000).default(60_000),
     transcription: z

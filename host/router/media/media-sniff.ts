@@ -25,7 +25,7 @@ export function claimedExtension(fileName: string | undefined): string | undefin
 }
 
 /** UTF-8 without NUL bytes or other control characters than whitespace: what a text document must be. */
-function isPlainText(bytes: Uint8Array): boolean {
+export function isPlainText(bytes: Uint8Array): boolean {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
