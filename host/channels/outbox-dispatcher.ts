@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Logger } from 'pino';
 import type { NewOutboxItem, OutboxItem, OutboxStore } from '../store/outbox-store.ts';
 import type { Channel, SendOutcome } from './channel.ts';
@@ -90,6 +91,11 @@ export function createOutboxDispatcher({
           platformIds: outcome.platformIds,
         });
         onDelivered({ ...item, status: 'sent' });
+        // The approved copy of a sent file has done its job (a dead-lettered one stays, for the owner).
+        if (item.attachment)
+          fs.promises.rm(item.attachment.path, { force: true }).catch((err: unknown) => {
+            logger.warn({ outboxId: item.id, err: (err as Error).message }, 'a sent file copy stayed');
+          });
         // After a move the chat's other pieces were re-bound in the database: read them again from there.
         if (moves > 0) again = true;
         return moves === 0;

@@ -200,6 +200,9 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
     );
     expect(tg.calls.filter((c) => c.method === 'sendDocument')).toHaveLength(2);
     expect(tg.sentFiles()).toHaveLength(1);
+    // The approved copy waited where the container cannot reach, and went once the file was delivered.
+    const staged = path.join(h.paths.dataDir, 'outbox-files');
+    await eventually('the sent copy removed', () => fs.readdirSync(staged).length === 0);
     // The text came first, as a message of its own; the file followed it.
     const texts = toChat(FAMILY.id).map((m) => m.text);
     expect(texts).toContain('here is the list');

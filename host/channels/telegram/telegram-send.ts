@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { GrammyError, HttpError, InputFile, type Api } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { OutboundAttachment, OutboundPiece, SendOutcome } from '../channel.ts';
@@ -55,6 +56,9 @@ export async function sendPiece(api: Api, piece: OutboundPiece): Promise<SendOut
     link_preview_options: { is_disabled: true },
   };
   if (piece.attachment) {
+    // The host's copy is gone (a restore without it): no retry can bring it back.
+    if (!fs.existsSync(piece.attachment.path))
+      return { kind: 'permanent', reason: `the file to send (${piece.attachment.fileName}) is gone` };
     try {
       return await sendFile(api, target.chatId, piece.attachment, {
         ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
