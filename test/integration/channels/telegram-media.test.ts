@@ -104,7 +104,18 @@ async function setup(
   const nextMessage = (groupId: string, count = 1) =>
     fake.waitFor(() => messages(groupId).length >= count && messages(groupId)[count - 1]);
   const auditRows = () => store.audit.tail(50).filter((r) => r.operation === 'media.inbound');
-  return { fake, store, groupsDir, messages, nextMessage, auditRows, commandsAsked, transcribed };
+  return {
+    fake,
+    store,
+    dir,
+    channel,
+    groupsDir,
+    messages,
+    nextMessage,
+    auditRows,
+    commandsAsked,
+    transcribed,
+  };
 }
 
 describe('Telegram media taken in by the host (real grammY, fake Bot API, real store and folder)', () => {
@@ -250,5 +261,51 @@ describe('Telegram media taken in by the host (real grammY, fake Bot API, real s
     await t.fake.waitFor(() => t.messages('family').some((m) => m.externalId === String(marker.messageId)));
     expect(t.fake.downloads()).toHaveLength(1);
     expect(t.messages('family')).toHaveLength(2);
+  });
+
+  it('sends a photo, a voice note and a document each the way Telegram shows it, and a vanished copy as permanent', async () => {
+    const t = await setup();
+    const put = (name: string, bytes: Buffer) => {
+      const file = path.join(t.dir, name);
+      fs.writeFileSync(file, bytes);
+      return file;
+    };
+    const piece = (n: number, attachment: NonNullable<Parameters<typeof t.channel.send>[0]['attachment']>) =>
+      t.channel.send({
+        chatId: String(GROUP.id),
+        text: '',
+        idempotencyKey: `k${n}`,
+        sendKey: `s${n}`,
+        attachment,
+      });
+    const voice = voiceNote('hello');
+    const outcomes = [
+      await piece(1, {
+        path: put('cat.png', PNG_1X1),
+        fileName: 'cat.png',
+        mime: 'image/png',
+        kind: 'photo',
+      }),
+      await piece(2, { path: put('v.ogg', voice), fileName: 'v.ogg', mime: 'audio/ogg', kind: 'voice' }),
+      await piece(3, {
+        path: put('a.pdf', pdfWithText('x')),
+        fileName: 'a.pdf',
+        mime: 'application/pdf',
+        kind: 'document',
+      }),
+      await piece(4, {
+        path: path.join(t.dir, 'gone.txt'),
+        fileName: 'gone.txt',
+        mime: 'text/plain',
+        kind: 'document',
+      }),
+    ];
+    expect(outcomes.map((o) => o.kind)).toEqual(['delivered', 'delivered', 'delivered', 'permanent']);
+    expect(t.fake.sentFiles().map((f) => [f.method, f.fileName, f.chat_id])).toEqual([
+      ['sendPhoto', 'cat.png', GROUP.id],
+      ['sendVoice', 'v.ogg', GROUP.id],
+      ['sendDocument', 'a.pdf', GROUP.id],
+    ]);
+    expect(t.fake.sentFiles()[1]?.bytes).toEqual(voice);
   });
 });
