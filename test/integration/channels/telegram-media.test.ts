@@ -215,7 +215,7 @@ describe('Telegram media taken in by the host (real grammY, fake Bot API, real s
     expect(fs.existsSync(path.join(t.groupsDir, 'family', 'media'))).toBe(false);
   });
 
-  it('keeps a voice note untranscribed when the group turned transcription off, or the disk quota is full', async () => {
+  it('keeps a voice note untranscribed when the group turned transcription off or it is too long, and a file out of a full folder', async () => {
     const off = await setup({ groupTranscribes: false, transcribe: async () => ({ ok: true, text: 'x' }) });
     off.fake.media({ chat: GROUP, from: ANN, kind: 'voice', bytes: voiceNote('hello'), duration: 1 });
     const m = await off.nextMessage('family');
@@ -223,6 +223,22 @@ describe('Telegram media taken in by the host (real grammY, fake Bot API, real s
       /^\[voice note, 0:01, .*, in the group folder at media\/\S+, not transcribed: transcription is off for this group \(\[groups\] transcribe\)\]$/,
     );
     expect(off.transcribed).toEqual([]);
+
+    const long = await setup({
+      media: { transcription: { max_seconds: 60 } },
+      transcribe: async () => ({ ok: true, text: 'x' }),
+    });
+    long.fake.media({
+      chat: GROUP,
+      from: ANN,
+      kind: 'voice',
+      bytes: voiceNote('a long story'),
+      duration: 180,
+    });
+    expect((await long.nextMessage('family')).text).toMatch(
+      /^\[voice note, 3:00, .*, not transcribed: too long \(the limit is 1:00\)\]$/,
+    );
+    expect(long.transcribed).toEqual([]);
 
     const full = await setup({ quotaBytes: 10 });
     full.fake.media({ chat: GROUP, from: ANN, kind: 'photo', bytes: PNG_1X1 });
