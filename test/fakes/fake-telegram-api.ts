@@ -83,6 +83,8 @@ export interface FakeTelegram {
     truncate?: boolean;
     declaredSize?: number;
   }): { updateId: number; messageId: number; fileId: string };
+  /** The owner sends /start in their private chat (it becomes an admin chat); resolves once the bot answered. */
+  linkOwner(ownerId: number): Promise<void>;
   /** The file paths the bot downloaded, in order. */
   downloads(): string[];
   /** Files the bot sent (sendPhoto, sendVoice, sendDocument), in order. */
@@ -489,6 +491,14 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     token,
     media,
     downloads: () => downloaded,
+    async linkOwner(ownerId) {
+      message({ chat: { id: ownerId, type: 'private' }, from: { id: ownerId }, text: '/start' });
+      await waitFor(
+        'the owner told their id',
+        () => sentMessages.find((s) => s.chat_id === ownerId && s.text.includes(String(ownerId))),
+        30_000,
+      );
+    },
     sentFiles: () => sentFiles,
     botId,
     username,
