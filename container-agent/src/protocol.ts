@@ -97,6 +97,17 @@ export const chatMessageSchema = z.strictObject({
   text: boundedText(LIMITS.chatText),
   timestamp: isoTimestampSchema,
   fromAssistant: z.boolean(),
+  /**
+   * A photo the message carried, stored by the host in the group folder (`media/…`, relative to it), that
+   * the model may be shown as an image part: the host sets it only when the configured model sees images
+   * and the file is within `[media] max_image_bytes`. The agent reads it from its own mount.
+   */
+  image: z.optional(
+    z.strictObject({
+      path: nonEmptyText(512),
+      mime: z.enum(['image/png', 'image/jpeg', 'image/webp', 'image/gif']),
+    }),
+  ),
 });
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
 
@@ -255,6 +266,12 @@ export const messageSendParamsSchema = z.strictObject({
    * whether a run cut off afterwards leaves its group a "not finished" notice.
    */
   final: z.optional(z.literal(true)),
+  /**
+   * A file to send with the message, to the run's own chat only: a path in the group folder (relative to
+   * it, or absolute under /workspace/group). The host resolves and reads it itself, confined to the group
+   * folder, sniffs its type and reviews it like the text.
+   */
+  attachment: z.optional(z.strictObject({ path: nonEmptyText(4096) })),
 });
 export const messageSendResultSchema = z.strictObject({ queued: z.literal(true) });
 
@@ -317,14 +334,15 @@ export const bashRanParamsSchema = z.strictObject({
 });
 
 /**
- * Sent before a file tool reads (`read_file`, `grep`, `edit_file`), with the real path it is about to read
- * (symlinks resolved). The host decides from its own mount plan whether the path lies in a mount that
- * held secrets, and taints the run; nothing here says whether it does. A report that cannot be sent
+ * Sent before a file tool reads (`read_file`, `grep`, `edit_file`, `read_attachment`), with the real path it
+ * is about to read (symlinks resolved). The host decides from its own mount plan whether the path lies in a
+ * mount that held secrets, and taints the run; a document read with `read_attachment` corrupts it (its
+ * text is nobody's own words). Nothing here says whether either applies. A report that cannot be sent
  * blocks the read.
  */
 export const fileReadParamsSchema = z.strictObject({
   path: nonEmptyText(4096),
-  tool: z.enum(['read_file', 'grep', 'edit_file']),
+  tool: z.enum(['read_file', 'grep', 'edit_file', 'read_attachment']),
 });
 
 export const serviceCallParamsSchema = z.strictObject({

@@ -7,6 +7,8 @@ import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';
 import { credentialCommandSetup } from '../services/credential/command-setup.ts';
 import { createCredentialStatusBook } from '../services/credential/credential-status.ts';
+import { createOutboundFiles } from '../router/media/outbound-file.ts';
+import { CONTAINER_GROUP_DIR } from '../containers/mounts/group-mounts.ts';
 import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { RunnerRuntime } from './host.ts';
@@ -57,6 +59,8 @@ export interface AgentRuntimeDeps {
   store: Store;
   /** The real provider key (empty for keyless local servers); lives only in host memory. */
   providerApiKey: string | undefined;
+  /** Secret lookup by variable name (a local transcription server's key). */
+  secret?: (name: string) => string | undefined;
   policy: RunPolicy;
   /** What each run has read; tool results with strangers' text add to it. */
   taint: Pick<TaintRegistry, 'get' | 'markCorrupted'>;
@@ -205,6 +209,8 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
+    transcription: () => deps.live().media.transcription,
+    ...(deps.secret ? { secret: deps.secret } : {}),
     // Keyed by the day the gateway counted on, the one the cap resets on: once per group and day each.
     onSpendCapReached: spendNotices.capReached,
     onSpendWarning: spendNotices.warning,
@@ -279,6 +285,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
 
   // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed.
   const walkCache = createShadowWalkCache();
+  const outboundFiles = createOutboundFiles({
+    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+    containerGroupDir: CONTAINER_GROUP_DIR,
+    maxBytes: () => deps.live().media.max_send_bytes,
+    stagingDir: path.join(paths.dataDir, 'outbox-files'),
+  });
   const runner = createDockerAgentRunner({
     docker,
     image,
@@ -313,6 +325,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           .filter(([id]) => id !== group.id)
           .flatMap(([, g]) => g.extra_mounts.filter((m) => m.read_write).map((m) => m.host_path)),
       }),
+    maxImageBytes: () => (deps.live().media.model_sees_images ? deps.live().media.max_image_bytes : 0),
     startParams: async (ctx: RunContext) => ({
       ...(deps.serviceToolsFor ? { serviceTools: await deps.serviceToolsFor(ctx.group) } : {}),
       assistantName: deps.live().assistant.name,
@@ -342,6 +355,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         stopRun,
         ...deps.policy,
         taint: deps.taint,
+        outboundFiles,
         tasks: createTaskHandlers({
           identity,
           tasks: store.tasks,
@@ -373,6 +387,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           (name) => deps.credentials?.secret(name) !== undefined,
         ),
     },
+    transcribe: gateway.transcribe,
     prestart: {
       status: () => {
         const { budget, containers } = runner.prestartStatus();

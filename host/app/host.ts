@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import type { Logger } from 'pino';
 import { adminCommandReplyKey, createAdminCommandHandler } from '../admin/admin-command-handler.ts';
@@ -36,6 +37,8 @@ import type { AgentRunner } from '../router/agent-runner.ts';
 import { createGroupQueue, type GroupQueue } from '../router/group-queue.ts';
 import { createHostEvents } from '../router/host-events.ts';
 import { createIngest } from '../router/ingest.ts';
+import { createMediaIngest, type Transcribe } from '../router/media/media-ingest.ts';
+import { folderUsage } from '../containers/mounts/disk-quota.ts';
 import { recoverInterruptedRuns } from '../router/recover-runs.ts';
 import { createRunExecutor } from '../router/run-executor.ts';
 import { createTypingIndicator } from '../router/typing-indicator.ts';
@@ -58,6 +61,8 @@ import { startWebConsole, type WebConsole } from '../web/web-server.ts';
 export interface RunnerRuntime {
   runner: AgentRunner;
   close(): Promise<void>;
+  /** Voice → text through the runtime's gateway (spend cap, usage); absent: voice notes are not transcribed. */
+  transcribe?: Transcribe;
   /** The MCP servers declared in `[services]`, for `status`. */
   services?: { status(): McpServerStatus[] };
   /** The credentials declared in `[credentials]` and their last answers, for `status`. */
@@ -410,6 +415,24 @@ export async function startHost({
       logger: logger.child({ subsystem: 'ingest' }),
     });
 
+    const groupDir = (groupId: string) => path.join(paths.groupsDir, groupId);
+    const ingestMedia = createMediaIngest({
+      config: () => live().media,
+      groupTranscribes: (groupId) => live().groups[groupId]?.transcribe ?? true,
+      store,
+      groupDir,
+      quotaProblem: async (groupId, addBytes) => {
+        const limit = live().containers.group_quota_mb * 1024 * 1024;
+        const { bytes } = await folderUsage(groupDir(groupId));
+        return bytes + addBytes > limit
+          ? `the group folder is full (its quota is ${live().containers.group_quota_mb} MB, [containers] group_quota_mb)`
+          : null;
+      },
+      transcribe: () => runtime.transcribe,
+      ingest,
+      logger: logger.child({ subsystem: 'media' }),
+    });
+
     const channelNotices = createChannelNotices({ notify: adminChats.notify, running: () => running });
     step = 'setting up the configured channels';
     const configured = registry.create((d) => {
@@ -428,6 +451,7 @@ export async function startHost({
       const log = logger.child({ channel: ch.name });
       const host: ChannelHost = {
         ingest,
+        ingestMedia,
         onStatus: (status) => {
           const before = statuses.get(ch.name)?.state;
           statuses.set(ch.name, status);

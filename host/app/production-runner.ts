@@ -28,6 +28,7 @@ import { initialRunTaint } from '../security/taint/initial-taint.ts';
 import { createBashReports } from '../security/taint/bash-reports.ts';
 import { createCop } from '../security/cop/cop.ts';
 import { createSecretReads } from '../security/taint/secret-reads.ts';
+import { createAttachmentReads } from '../security/taint/attachment-reads.ts';
 import { createOpenAiCopComplete } from '../security/cop/cop-openai-complete.ts';
 import type { SecretScanner } from '../security/secrets/index.ts';
 import { createFinalFailures } from '../router/final-failures.ts';
@@ -112,6 +113,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       ledger: bashLedger,
     });
     const secretReads = createSecretReads({ taint, audit: store.audit });
+    const attachmentReads = createAttachmentReads({ taint, audit: store.audit });
     const bashRan = createBashReports({
       classifier,
       ledger: bashLedger,
@@ -187,12 +189,16 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           bashLedger.forget(runId);
         },
         providerApiKey,
+        secret: (name) => opts.secrets.get(name),
         finalFailures,
         taint,
         policy: {
           bashCheck,
           bashRan,
-          fileRead: secretReads.fileRead,
+          fileRead: (identity, report) => {
+            secretReads.fileRead(identity, report);
+            attachmentReads.fileRead(identity, report);
+          },
           callService,
           reviewMessage: createMessagePolicy({
             scanSecrets: (text) => opts.scanner.scan(text),

@@ -57,7 +57,7 @@ export interface InboundMessage {
   externalId: string;
   senderId: string;
   senderName: string;
-  /** Text, caption, or a placeholder such as `[photo]`, `[voice message]`, `[document: report.pdf]`. */
+  /** Text; with `media`, the caption (maybe empty): the host writes the file's line. Else a placeholder (`[sticker]`, `[location]`). */
   text: string;
   sentAt: string;
   /** From platform metadata: an @-mention entity of the bot (Telegram), a mentionedJid of the bot (WhatsApp). */
@@ -86,6 +86,40 @@ export interface InboundMessage {
   origin: MessageOrigin;
   /** Quoted words of someone else, handled like a forward's (see QuotedContent). */
   quoted?: QuotedContent;
+  /**
+   * A file the message carries (voice note, photo, document…), as the platform declares it. Declared facts
+   * are claims: the host downloads within its caps and decides the real type from the bytes. A message
+   * with media goes through `ChannelHost.ingestMedia`, never `ingest`.
+   */
+  media?: InboundMedia;
+}
+
+/** What kind of file the platform says a message carries. */
+export type MediaKind =
+  'voice' | 'audio' | 'photo' | 'document' | 'video' | 'video_note' | 'sticker' | 'animation';
+
+/** Raised by `InboundMedia.download` when the file is larger than the limit it was given. */
+export class MediaTooLargeError extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`the file is larger than ${limitBytes} bytes`);
+  }
+}
+
+export interface InboundMedia {
+  kind: MediaKind;
+  /** The file name the sender gave (documents); a claim, never a path. */
+  fileName?: string;
+  /** The MIME type the platform declares; a claim. */
+  declaredMime?: string;
+  /** The size the platform declares, when it does; a claim (the download is still cut at the limit). */
+  declaredBytes?: number;
+  /** Seconds, for voice, audio and video. */
+  durationSec?: number;
+  /**
+   * Fetches the bytes, at most `maxBytes` of them: rejects with MediaTooLargeError past it, and with any
+   * other error when the platform could not deliver the whole file (a cut connection, a missing file).
+   */
+  download(maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
 }
 
 export interface InboundResult {
@@ -123,6 +157,19 @@ export interface OutboundPiece {
    * owner check decides; the text commands work everywhere regardless.
    */
   actions?: { label: string; command: string }[];
+  /** A file to send with this piece (its text is then the caption, maybe empty). */
+  attachment?: OutboundAttachment;
+}
+
+/**
+ * A file a reply sends: a host-only copy made when the message was approved (the container cannot change
+ * it afterwards), its name and type as sniffed from the bytes, and how the platform should show it.
+ */
+export interface OutboundAttachment {
+  path: string;
+  fileName: string;
+  mime: string;
+  kind: 'photo' | 'voice' | 'document';
 }
 
 /** What became of one send. Adapters map platform errors onto these; they never throw for platform errors. */
@@ -153,6 +200,12 @@ export interface ChannelStatus {
 /** What the host gives a channel when it starts it. */
 export interface ChannelHost {
   ingest: InboundSink;
+  /**
+   * A message with media: the host downloads, checks and stores the file (or writes a placeholder for it),
+   * then ingests the message as `ingest` does. Never rejects. Adapters await it on the chat's lane, so a
+   * chat's messages stay in order.
+   */
+  ingestMedia(m: InboundMessage & { media: InboundMedia }): Promise<InboundResult>;
   /** The channel's state changed; the host shows it in status/doctor and announces losses in other admin chats. */
   onStatus(status: ChannelStatus): void;
   /** A chat the bot is in or was written from, registered or not: id and title only, never content. */

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Logger } from 'pino';
 import type { NewOutboxItem, OutboxItem, OutboxStore } from '../store/outbox-store.ts';
 import type { Channel, SendOutcome } from './channel.ts';
@@ -68,6 +69,7 @@ export function createOutboxDispatcher({
         idempotencyKey: item.idempotencyKey,
         sendKey: item.sendKey,
         ...(item.actions ? { actions: item.actions } : {}),
+        ...(item.attachment ? { attachment: item.attachment } : {}),
       });
     } catch (err) {
       // Adapters map platform errors to outcomes; a throw is a bug there, and must not lose the reply.
@@ -89,6 +91,11 @@ export function createOutboxDispatcher({
           platformIds: outcome.platformIds,
         });
         onDelivered({ ...item, status: 'sent' });
+        // The approved copy of a sent file has done its job (a dead-lettered one stays, for the owner).
+        if (item.attachment)
+          fs.promises.rm(item.attachment.path, { force: true }).catch((err: unknown) => {
+            logger.warn({ outboxId: item.id, err: (err as Error).message }, 'a sent file copy stayed');
+          });
         // After a move the chat's other pieces were re-bound in the database: read them again from there.
         if (moves > 0) again = true;
         return moves === 0;
@@ -212,6 +219,15 @@ export function createOutboxDispatcher({
  * replayed enqueue of the same reply (same key, same text, same limit) stores nothing twice.
  */
 export function splitForChannel(item: NewOutboxItem, textLimit: number | undefined): NewOutboxItem[] {
+  // A file is a piece of its own after the text, keyed `<key>#file`: a caption has a smaller limit of its
+  // own on most platforms, and the text's pieces stay as they would be without it.
+  if (item.attachment) {
+    const { attachment, ...text } = item;
+    return [
+      ...splitForChannel(text, textLimit),
+      { ...text, idempotencyKey: `${item.idempotencyKey}#file`, text: '', attachment },
+    ];
+  }
   if (textLimit === undefined || item.text.length <= textLimit) return [item];
   const pieces = chunkText(item.text, textLimit);
   // Buttons belong under the whole request: only the last piece carries them.

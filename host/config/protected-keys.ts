@@ -10,6 +10,15 @@ import { formatConfigPath, type ConfigPath, type PatchEntry } from './toml-edit.
 export const PROTECTED_KEYS: readonly { pattern: ConfigPath; why: string }[] = [
   { pattern: ['provider', 'base_url'], why: 'where the real provider key is sent' },
   { pattern: ['provider', 'api_key_env'], why: 'which secret is used as the provider key' },
+  {
+    pattern: ['media', 'transcription', 'base_url'],
+    why: 'where voice notes and the transcription key are sent',
+  },
+  { pattern: ['media', 'transcription', 'api_key_env'], why: 'which secret is the transcription key' },
+  {
+    pattern: ['media', 'transcription', 'price_per_minute_usd'],
+    why: 'what transcription counts against the spend cap (0 lifts the cap for it)',
+  },
   { pattern: ['security'], why: 'the security policy itself' },
   { pattern: ['services'], why: 'service trust declarations' },
   { pattern: ['credentials'], why: 'where a secret is sent and what a container may do with it' },

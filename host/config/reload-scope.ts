@@ -28,6 +28,8 @@ export const LIVE_KEYS: readonly (readonly string[])[] = [
   ['gateway', 'max_request_bytes'],
   ['gateway', 'slow_notice_ms'],
   ['web_fetch'],
+  ['media'],
+  ['groups', '*', 'transcribe'],
 ];
 
 /** Splits a diff key (`groups.family.trigger`, `gateway.prices."gpt-4o".input_per_mtok_usd`) into its parts. */

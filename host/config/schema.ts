@@ -5,6 +5,7 @@ import { channelsConfigSchema } from '../channels/registry.ts';
 import { containersConfigSchema } from '../containers/run/container-config.ts';
 import { extraMountRequestSchema } from '../containers/mounts/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
+import { mediaConfigSchema } from '../router/media/media-config.ts';
 import { schedulerConfigSchema } from '../scheduler/scheduler-config.ts';
 import { copConfigSchema } from '../security/cop/cop.ts';
 import { credentialsConfigSchema } from '../services/credential/credential-config.ts';
@@ -135,6 +136,8 @@ export const groupConfigSchema = z
       .string()
       .regex(/^[^\s<>@]{1,64}@[^\s<>@]{1,190}$/, 'must be an e-mail address such as "bot@example.com"')
       .optional(),
+    /** Voice notes of this group are transcribed (when `[media.transcription]` is enabled). */
+    transcribe: z.boolean().default(true),
   })
   .strict();
 
@@ -171,6 +174,7 @@ export const hostConfigSchema = z
     services: servicesConfigSchema,
     credentials: credentialsConfigSchema,
     web_fetch: webFetchConfigSchema.prefault({}),
+    media: mediaConfigSchema.prefault({}),
     scheduler: schedulerConfigSchema.prefault({}),
     groups: z.record(groupIdSchema, groupConfigSchema).default({}),
     runs: runsConfigSchema.prefault({}),

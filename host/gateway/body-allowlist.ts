@@ -61,17 +61,34 @@ const namedFunctionChoice = z.strictObject({
   function: z.strictObject({ name: z.string().min(1) }),
 });
 
-// Content is text only: an image or file part holds a URL the provider would fetch on the model's behalf.
+// Content is text, and in a user message images sent inline: an image or file part that holds a URL
+// would have the provider fetch it on the model's behalf, so only `data:` URLs of common image types pass.
 const textPart = z.strictObject({ type: z.literal('text'), text: z.string() });
 const chatContent = z
   .union([z.string(), z.array(textPart)])
   .nullable()
   .optional();
 
+/** The longest inline image one part may carry (base64 characters); the request's own size limit binds too. */
+export const MAX_IMAGE_URL_CHARS = 8 * 1024 * 1024;
+/** An inline image: a data URL, never a link the provider would follow. */
+export const IMAGE_DATA_URL = /^data:image\/(?:png|jpeg|webp|gif);base64,[A-Za-z0-9+/]+={0,2}$/;
+const imagePart = z.strictObject({
+  type: z.literal('image_url'),
+  image_url: z.strictObject({
+    url: z
+      .string()
+      .max(MAX_IMAGE_URL_CHARS, 'an image part is larger than the gateway takes')
+      .regex(IMAGE_DATA_URL, 'an image part must be a data: URL of a PNG, JPEG, WebP or GIF image'),
+    detail: z.enum(['auto', 'low', 'high']).optional(),
+  }),
+});
+const userContent = z.union([z.string(), z.array(z.union([textPart, imagePart]))]);
+
 const chatMessage = z.discriminatedUnion('role', [
   z.strictObject({ role: z.literal('system'), content: chatContent, name: z.string().optional() }),
   z.strictObject({ role: z.literal('developer'), content: chatContent, name: z.string().optional() }),
-  z.strictObject({ role: z.literal('user'), content: chatContent, name: z.string().optional() }),
+  z.strictObject({ role: z.literal('user'), content: userContent, name: z.string().optional() }),
   z.strictObject({
     role: z.literal('assistant'),
     content: chatContent,
@@ -251,7 +268,7 @@ function describeIssue(
     return `${names} ${issue.keys.length === 1 ? 'is' : 'are'} not accepted on ${routePath}${inside}: the gateway forwards only the fields it knows to be safe${fields}`;
   }
   if (issue.code === 'invalid_union' || issue.code === 'invalid_value') {
-    return `${where || 'body'}: ${issue.message} (the gateway accepts text content and function tools only)`;
+    return `${where || 'body'}: ${issue.message} (the gateway accepts text content, inline images in user messages and function tools only)`;
   }
   return `${where ? `${where}: ` : ''}${issue.message}`;
 }
@@ -295,4 +312,31 @@ export function clampOutputTokens(kind: BodyKind, body: Record<string, unknown>,
     bound = limit;
   }
   return bound;
+}
+
+/**
+ * What an inline image counts for in a request's worst case: providers bill an image by its pixels, not
+ * its base64 bytes (OpenAI's high detail at most about 1,500 tokens, Anthropic about 1,600 for the
+ * largest image it takes without resizing). So each image counts this many prompt tokens instead of its
+ * bytes, which would reserve a megabyte photo as a million tokens.
+ */
+export const IMAGE_WORST_TOKENS = 6_000;
+
+/** The bytes of a chat body's inline images and how many there are, for the reservation. */
+export function inlineImages(
+  kind: BodyKind,
+  body: Record<string, unknown>,
+): { count: number; chars: number } {
+  let count = 0;
+  let chars = 0;
+  if (kind !== 'chat' || !Array.isArray(body.messages)) return { count, chars };
+  for (const message of body.messages as { content?: unknown }[]) {
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content as { type?: string; image_url?: { url?: string } }[]) {
+      if (part.type !== 'image_url' || typeof part.image_url?.url !== 'string') continue;
+      count += 1;
+      chars += part.image_url.url.length;
+    }
+  }
+  return { count, chars };
 }

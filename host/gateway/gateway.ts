@@ -16,6 +16,7 @@ import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-r
 import type { GatewayLogger } from './logger.ts';
 import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';
+import { createTranscription, type TranscriptionSettings, type Transcribe } from './transcription.ts';
 import type { UsageStore } from './usage-store.ts';
 import { errorMessage } from '../errors/error-message.ts';
 
@@ -48,6 +49,10 @@ export interface GatewayDeps {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Upstream HTTP dispatcher; by default the gateway owns an undici Agent and closes it. */
   dispatcher?: Dispatcher;
+  /** `[media.transcription]`, read at each voice note; absent: the gateway transcribes nothing. */
+  transcription?: () => TranscriptionSettings;
+  /** Secret lookup by variable name: a local transcription server's key. */
+  secret?: (name: string) => string | undefined;
   /** The credential routes (`/credentials/<name>/…`); without them, those paths are unknown routes. */
   credentials?: Omit<CredentialRouteDeps, 'dispatcher' | 'logger'>;
 }
@@ -74,6 +79,8 @@ export interface Gateway {
   /** Where a container reaches the credential routes at `address` (`…/credentials`). */
   credentialsUrlFor(address: string): string;
   readonly port: number | undefined;
+  /** Voice → text for the host, counted against the group's spend cap like its runs' requests. */
+  transcribe: Transcribe;
   close(): Promise<void>;
 }
 
@@ -187,6 +194,20 @@ export function createGateway(deps: GatewayDeps): Gateway {
       res.destroy();
     });
   };
+  const settings = deps.transcription;
+  const transcribe: Transcribe = !settings
+    ? async () => ({ ok: false, reason: 'transcription is not set up in this host' })
+    : createTranscription({
+        settings,
+        providerApiBase: upstreamApiBase(deps.provider),
+        providerApiKey: deps.providerApiKey,
+        secret: deps.secret ?? (() => undefined),
+        spendCap,
+        usageStore: deps.usageStore,
+        day: () => dayOf(deps.clock.now()),
+        dispatcher,
+        logger,
+      });
 
   const servers: Server[] = [];
   let boundPort: number | undefined;
@@ -239,6 +260,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     get port() {
       return boundPort;
     },
+    transcribe,
     async close() {
       state = 'closed';
       await Promise.all(servers.map(closeServer));

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { allowBody, clampOutputTokens } from './body-allowlist.ts';
+import { allowBody, clampOutputTokens, IMAGE_WORST_TOKENS, inlineImages } from './body-allowlist.ts';
 import type { GatewayConfig, ProviderConfig } from './config.ts';
 import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
@@ -190,9 +190,12 @@ export function createRequestHandler(
       }
       ({ body, model, stripUsageOnlyChunks } = prepared);
       if (route.billable) {
+        // Every prompt byte as a token, but an inline image as what a provider bills for one (see
+        // IMAGE_WORST_TOKENS), not as its base64 bytes.
+        const images = inlineImages(route.body ?? 'chat', body);
         const worst = worstCaseMicros(
           chainFor(model),
-          read.body.length,
+          read.body.length - images.chars + images.count * IMAGE_WORST_TOKENS,
           prepared.maxOutputTokens,
           ctx.config().prices,
         );

@@ -29,3 +29,9 @@ export {
 } from './spend-report.ts';
 export { formatSpendReport } from './spend-report-text.ts';
 export { formatUsd } from './pricing.ts';
+export type {
+  Transcribe,
+  TranscriptionRequest,
+  TranscriptionResult,
+  TranscriptionSettings,
+} from './transcription.ts';

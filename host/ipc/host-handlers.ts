@@ -12,6 +12,7 @@ import { RpcError } from '../../container-agent/src/rpc/errors.ts';
 import type { RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
 import { servingDomain, servingDomainHandlers } from './domain-error-codes.ts';
 import type { RunCallbacks } from '../router/agent-runner.ts';
+import type { OutboundFile, OutboundFiles } from '../router/media/outbound-file.ts';
 import type { TaskHandlers } from '../scheduler/task-handlers.ts';
 import type { BashReport, BashReportOutcome } from '../security/taint/bash-reports.ts';
 import type { BashDecision, RunIdentity, Verdict } from '../security/decisions.ts';
@@ -50,6 +51,18 @@ export interface HostHandlerDeps {
   taint: { markCorrupted(runId: number): void };
   /** config.toml for the admin agent: read redacted, change through review and the owner (config-proposals.ts). */
   config: ConfigHandlers;
+  /** Files sent with message.send: read from the group folder, copied where the container cannot reach. */
+  outboundFiles?: OutboundFiles;
+}
+
+/**
+ * What the message policy reviews for a message with a file: the text, the file named, and a text file's
+ * content (scanned for secrets like the message, and shown to the owner if they are asked).
+ */
+function reviewedText(text: string, file: OutboundFile | undefined): string {
+  if (!file) return text;
+  const named = `${text}\n\n[attached file ${file.fileName} (${file.mime}, ${file.bytes.byteLength} bytes)]`;
+  return file.text === undefined ? named : `${named}\n${file.text}`;
 }
 
 export interface ConfigHandlers {
@@ -100,7 +113,7 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
   };
 
   return {
-    async 'message.send'({ text, to, final }) {
+    async 'message.send'({ text, to, final, attachment }) {
       const own = to === undefined || to === group.id;
       if (!own && !group.isAdmin) {
         record('message.send', 'denied', 'a non-admin group may only write to its own chat', { to });
@@ -108,12 +121,24 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       }
       if (!own && !groups.get(to))
         throw new RpcError(RPC_ERROR_CODES.invalidParams, `there is no group "${to}"`);
+      let file: OutboundFile | undefined;
+      if (attachment) {
+        if (!own || !deps.outboundFiles)
+          throw new RpcError(RPC_ERROR_CODES.invalidParams, 'a file can only be sent to the run’s own chat');
+        const read = await deps.outboundFiles.read(group.id, attachment.path);
+        if (!read.ok) {
+          record('message.send', 'denied', `file not sent: ${read.reason}`, { attachment: attachment.path });
+          throw new RpcError(RPC_ERROR_CODES.invalidParams, `not sent: ${read.reason}`);
+        }
+        file = read.file;
+      }
       const verdict = await limited('message.send', () =>
-        deps.reviewMessage(identity, text, own ? group.id : to),
+        deps.reviewMessage(identity, reviewedText(text, file), own ? group.id : to),
       );
       if (!verdict.allowed) throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
       if (own) {
-        await callbacks.reply(text, { final: final === true });
+        const staged = file && deps.outboundFiles ? await deps.outboundFiles.stage(file) : undefined;
+        await callbacks.reply(text, { final: final === true, ...(staged ? { attachment: staged } : {}) });
         return { queued: true };
       }
       await callbacks.sendToGroup(to, text);

@@ -13,7 +13,25 @@ import type { StoredMessage } from '../store/messages-store.ts';
 import { createFrameBudget, DEFAULT_FRAME_BUDGET, type FrameBudgetLimits } from './frame-budget.ts';
 import type { RunDone } from './host-handlers.ts';
 
-export function toChatMessage(m: StoredMessage): ChatMessage {
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
+type ImageType = (typeof IMAGE_TYPES)[number];
+const isImageType = (mime: string | undefined): mime is ImageType =>
+  (IMAGE_TYPES as readonly (string | undefined)[]).includes(mime);
+
+/**
+ * A stored message as the agent reads it. `maxImageBytes` (0: the model sees no images) decides whether a
+ * stored photo goes along as an image for the model; a larger one, or any for a text-only model, stays the
+ * text line the host wrote for it.
+ */
+export function toChatMessage(m: StoredMessage, maxImageBytes = 0): ChatMessage {
+  const media = m.media;
+  const image =
+    media?.status === 'stored' &&
+    media.path !== undefined &&
+    isImageType(media.mime) &&
+    (media.bytes ?? Infinity) <= maxImageBytes
+      ? { image: { path: media.path, mime: media.mime } }
+      : {};
   return {
     id: m.id,
     sender: m.senderId,
@@ -21,6 +39,7 @@ export function toChatMessage(m: StoredMessage): ChatMessage {
     text: m.text,
     timestamp: m.sentAt,
     fromAssistant: false,
+    ...image,
   };
 }
 
@@ -32,6 +51,8 @@ export interface StopOptions {
 export interface RunSessionDeps {
   container: ContainerProcess;
   start: RunStartParams;
+  /** Photos up to this size go to the model as images with messages forwarded into the run (0: none). */
+  maxImageBytes?: number;
   /**
    * Built per run with the run's identity (see createHostHandlers); `run.done` must call `onDone`;
    * `stop` ends the run for a reason of the host's (a gate miss, a quota): not retried, the group is told.
@@ -119,6 +140,7 @@ function confirmingDone(
 export function createRunSession({
   container,
   start,
+  maxImageBytes = 0,
   handlers,
   onProtocolProblem,
   frameBudget,
@@ -235,7 +257,9 @@ export function createRunSession({
     accepted,
     async input(messages) {
       try {
-        const res = await peer.request('run.input', { messages: messages.map(toChatMessage) });
+        const res = await peer.request('run.input', {
+          messages: messages.map((m) => toChatMessage(m, maxImageBytes)),
+        });
         return res.accepted;
       } catch {
         return false;

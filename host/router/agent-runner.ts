@@ -1,3 +1,4 @@
+import type { OutboxAttachment } from '../store/outbox-store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { StoredMessage } from '../store/messages-store.ts';
 
@@ -23,7 +24,7 @@ export interface RunCallbacks {
    * run's answer (not a progress note): it decides only whether a run cut off later leaves its group a
    * "not finished" notice, never anything of trust.
    */
-  reply(text: string, options?: { final?: boolean }): Promise<void>;
+  reply(text: string, options?: { final?: boolean; attachment?: OutboxAttachment }): Promise<void>;
   /**
    * Stores a message to another group's chat. Only the IPC layer decides whether the run may do this
    * (the admin group may, others may not); this just performs it.

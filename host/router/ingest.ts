@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { adminCommandReplyKey } from '../admin/admin-command-handler.ts';
 import type { InboundMessage, InboundResult } from '../channels/channel.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
+import type { MessageMedia } from '../store/messages-store.ts';
 import type { Store } from '../store/store.ts';
 import { carriesStrangerWords, textAsRead } from './message-origin.ts';
 import { DEFAULT_TRIGGER, shouldTrigger, triggerPattern, type TriggerSettings } from './trigger-rules.ts';
@@ -19,6 +20,22 @@ export interface IngestDeps {
   triggerSettings?(groupId: string): TriggerSettings;
   onTriggered(groupId: string): void;
   logger: Logger;
+}
+
+/** What the media step (media/media-ingest.ts) adds to a message it stored or refused the file of. */
+export interface IngestExtras {
+  /** The file as stored (or why not): recorded on the message. Such a message is never a command. */
+  media?: MessageMedia;
+  /** The text carries words that are not the owner's (a stranger's transcript): the group is corrupted. */
+  strangerWords?: boolean;
+}
+
+/** The group a message joins: its chat's, or the admin group for the owner writing from an admin chat. */
+export function groupOf(
+  store: { groups: Pick<Store['groups'], 'findByChat' | 'admin'> },
+  m: Pick<InboundMessage, 'channel' | 'chatId' | 'fromOwner'>,
+): GroupRecord | undefined {
+  return store.groups.findByChat(m.channel, m.chatId) ?? (m.fromOwner ? store.groups.admin() : undefined);
 }
 
 /**
@@ -42,18 +59,17 @@ export function createIngest({
     if (name !== compiled.name) compiled = { name, pattern: triggerPattern(name) };
     return compiled.pattern;
   };
-  return (m: InboundMessage): InboundResult => {
-    const group =
-      store.groups.findByChat(m.channel, m.chatId) ??
-      (m.fromOwner === true ? store.groups.admin() : undefined);
+  return (m: InboundMessage, extras: IngestExtras = {}): InboundResult => {
+    const group = groupOf(store, m);
     if (!group) {
       store.chatsSeen?.seen(m.channel, m.chatId, m.chatTitle ?? m.chatId);
       adminCommands?.auditStray?.(m);
       logger.debug({ channel: m.channel, chatId: m.chatId }, 'message from an unregistered chat not stored');
       return { stored: false, duplicate: false, triggered: false };
     }
-    // Decided before storing: an approval is an instruction to the host, never context for an agent.
-    if (adminCommands?.handle(m, group)) {
+    // Decided before storing: an approval is an instruction to the host, never context for an agent. A
+    // message with media is never one: a caption or a transcript is not the owner typing a command.
+    if (!extras.media && adminCommands?.handle(m, group)) {
       return {
         stored: false,
         duplicate: false,
@@ -73,12 +89,14 @@ export function createIngest({
       text: textAsRead(m),
       sentAt: m.sentAt,
       triggers,
+      ...(extras.media ? { media: extras.media } : {}),
     });
     if (messageId === undefined)
       return { stored: false, duplicate: true, triggered: false, groupId: group.id };
     // A stranger's words now sit in the group's history, whoever forwarded them: the group's standing
     // taint, which every run of it reads (also one already running, see taint.ts), until the owner clears it.
-    if (carriesStrangerWords(m)) store.groups.markTainted(group.id, { corruption: true, secret: false });
+    if (carriesStrangerWords(m) || extras.strangerWords === true)
+      store.groups.markTainted(group.id, { corruption: true, secret: false });
     if (triggers) onTriggered(group.id);
     return { stored: true, duplicate: false, triggered: triggers, messageId, groupId: group.id };
   };

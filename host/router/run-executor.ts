@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
-import type { NewOutboxItem } from '../store/outbox-store.ts';
+import type { NewOutboxItem, OutboxAttachment } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
 import type { HostEvents } from './host-events.ts';
 import { giveUpNotices, sendNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
@@ -77,7 +77,7 @@ export function createRunExecutor({
       // A run may only send while it runs: an approval granted after its end must not speak for it.
       let ended = false;
       const startThrough = given;
-      const send = (target: GroupRecord, text: string, final = false) => {
+      const send = (target: GroupRecord, text: string, final = false, attachment?: OutboxAttachment) => {
         if (ended) throw new Error('the run has ended; nothing more is sent for it');
         // The agent answers run.start before it can say anything, but that answer may still be a queued
         // microtask here: a message from the run proves the start batch was taken in.
@@ -93,6 +93,7 @@ export function createRunExecutor({
             chatId: target.chatId,
             runId: run.id,
             text,
+            ...(attachment ? { attachment } : {}),
           });
           store.runs.markReplied(run.id, acked, final);
         });
@@ -107,6 +108,7 @@ export function createRunExecutor({
               group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group),
               text,
               options?.final === true,
+              options?.attachment,
             ),
           sendToGroup: async (groupId: string, text: string) => {
             const target = store.groups.get(groupId);

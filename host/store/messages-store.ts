@@ -11,6 +11,27 @@ export interface StoredMessage {
   text: string;
   sentAt: string;
   triggers: boolean;
+  /** The file the message carried: where it is stored in the group's folder, or why it is not. */
+  media?: MessageMedia;
+}
+
+/** A message's file as the host took it in (router/media/media-ingest.ts); stored as JSON. */
+export interface MessageMedia {
+  kind: string;
+  /** The sender's file name (a claim), when they gave one. */
+  fileName?: string;
+  /** Bytes downloaded (stored), or as the platform declared them (refused before download). */
+  bytes?: number;
+  durationSec?: number;
+  /** The type sniffed from the bytes. */
+  mime?: string;
+  /** Relative to the group's folder (`media/<date>/<name>`), when stored. */
+  path?: string;
+  senderId: string;
+  status: 'stored' | 'refused';
+  /** Why it was refused, or why a stored voice note was not transcribed. */
+  reason?: string;
+  transcribed?: boolean;
 }
 
 export type NewMessage = Omit<StoredMessage, 'id'>;
@@ -26,6 +47,7 @@ interface MessageRow {
   text: string;
   sent_at: string;
   triggers: number;
+  media: string | null;
 }
 
 function toMessage(r: MessageRow): StoredMessage {
@@ -40,18 +62,22 @@ function toMessage(r: MessageRow): StoredMessage {
     text: r.text,
     sentAt: r.sent_at,
     triggers: r.triggers === 1,
+    ...(r.media ? { media: JSON.parse(r.media) as MessageMedia } : {}),
   };
 }
 
 export function createMessagesStore(db: Db, now: () => Date = () => new Date()) {
   const insert = db.prepare(
-    `INSERT INTO messages (group_id, channel, chat_id, external_id, sender_id, sender_name, text, sent_at, triggers, received_at)
-     VALUES (@groupId, @channel, @chatId, @externalId, @senderId, @senderName, @text, @sentAt, @triggers, @receivedAt)
+    `INSERT INTO messages (group_id, channel, chat_id, external_id, sender_id, sender_name, text, sent_at, triggers, received_at, media)
+     VALUES (@groupId, @channel, @chatId, @externalId, @senderId, @senderName, @text, @sentAt, @triggers, @receivedAt, @media)
      ON CONFLICT (channel, chat_id, external_id) DO NOTHING`,
   );
   // The newest `limit` past the cursor, oldest first: a long backlog keeps its most recent context.
   const after = db.prepare<[string, number, number], MessageRow>(
     `SELECT * FROM (SELECT * FROM messages WHERE group_id = ? AND id > ? ORDER BY id DESC LIMIT ?) ORDER BY id`,
+  );
+  const exists = db.prepare<[string, string, string], { id: number }>(
+    'SELECT id FROM messages WHERE channel = ? AND chat_id = ? AND external_id = ?',
   );
   const latestTrigger = db.prepare<[string, number], { id: number }>(
     'SELECT id FROM messages WHERE group_id = ? AND id > ? AND triggers = 1 ORDER BY id DESC LIMIT 1',
@@ -66,8 +92,17 @@ export function createMessagesStore(db: Db, now: () => Date = () => new Date()) 
   return {
     /** Stores a message; returns its row id, or undefined when the same message was already stored. */
     insert(m: NewMessage): number | undefined {
-      const res = insert.run({ ...m, triggers: m.triggers ? 1 : 0, receivedAt: now().toISOString() });
+      const res = insert.run({
+        ...m,
+        triggers: m.triggers ? 1 : 0,
+        receivedAt: now().toISOString(),
+        media: m.media ? JSON.stringify(m.media) : null,
+      });
       return res.changes === 1 ? Number(res.lastInsertRowid) : undefined;
+    },
+    /** Whether this platform message is stored already (a redelivered update: its file is not fetched again). */
+    has(channel: string, chatId: string, externalId: string): boolean {
+      return exists.get(channel, chatId, externalId) !== undefined;
     },
     after(groupId: string, cursor: number, limit = 500): StoredMessage[] {
       return after.all(groupId, cursor, limit).map(toMessage);

@@ -22,6 +22,7 @@ export interface OutboxItem {
   runId: number | null;
   text: string;
   actions?: OutboxAction[];
+  attachment?: OutboxAttachment;
   /**
    * `dead`: a permanent failure (chat gone, no such channel) or a poison piece (its sends kept taking the
    * connection down); kept with its reason, never retried.
@@ -45,6 +46,16 @@ export interface NewOutboxItem {
   text: string;
   /** Buttons (approval requests); kept on the last piece when the text is split. */
   actions?: OutboxAction[];
+  /** A file sent as a piece of its own after the text (what channels send as an OutboundAttachment). */
+  attachment?: OutboxAttachment;
+}
+
+/** A host-only copy of a file a reply sends, with its name, sniffed type and how it is shown. */
+export interface OutboxAttachment {
+  path: string;
+  fileName: string;
+  mime: string;
+  kind: 'photo' | 'voice' | 'document';
 }
 
 interface OutboxRow {
@@ -57,6 +68,7 @@ interface OutboxRow {
   run_id: number | null;
   text: string;
   actions: string | null;
+  attachment: string | null;
   status: OutboxStatus;
   attempts: number;
   connection_drops: number;
@@ -75,6 +87,7 @@ function toItem(r: OutboxRow): OutboxItem {
     runId: r.run_id,
     text: r.text,
     ...(r.actions ? { actions: JSON.parse(r.actions) as OutboxAction[] } : {}),
+    ...(r.attachment ? { attachment: JSON.parse(r.attachment) as OutboxAttachment } : {}),
     status: r.status,
     attempts: r.attempts,
     connectionDrops: r.connection_drops,
@@ -90,8 +103,8 @@ function sendKeyFor(secret: string, idempotencyKey: string): string {
 
 export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const insert = db.prepare(
-    `INSERT INTO outbox (idempotency_key, send_key, group_id, channel, chat_id, run_id, text, actions, next_attempt_at, created_at)
-     VALUES (@idempotencyKey, @sendKey, @groupId, @channel, @chatId, @runId, @text, @actions, @nextAttemptAt, @createdAt)
+    `INSERT INTO outbox (idempotency_key, send_key, group_id, channel, chat_id, run_id, text, actions, attachment, next_attempt_at, created_at)
+     VALUES (@idempotencyKey, @sendKey, @groupId, @channel, @chatId, @runId, @text, @actions, @attachment, @nextAttemptAt, @createdAt)
      ON CONFLICT (idempotency_key) DO NOTHING`,
   );
   // Read at each insert, not once: `carapace restore` gives the database a new secret while no host runs.
@@ -177,6 +190,7 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
           ...item,
           sendKey: sendKeyFor(installSecret, item.idempotencyKey),
           actions: item.actions?.length ? JSON.stringify(item.actions) : null,
+          attachment: item.attachment ? JSON.stringify(item.attachment) : null,
           nextAttemptAt: now().getTime(),
           createdAt: now().toISOString(),
         }).changes === 1

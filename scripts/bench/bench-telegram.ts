@@ -215,6 +215,7 @@ export async function benchTelegram(): Promise<Record<string, number | string>> 
     });
     await channel.start({
       ingest,
+      ingestMedia: async (m) => ingest(m),
       onStatus: () => undefined,
       onChatSeen: () => undefined,
       isOwnMessage: () => false,

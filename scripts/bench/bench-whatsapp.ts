@@ -117,6 +117,7 @@ export async function benchWhatsApp(): Promise<Record<string, number | string>> 
   try {
     await channel.start({
       ingest,
+      ingestMedia: async (m) => ingest(m),
       onStatus: () => undefined,
       onChatSeen: () => undefined,
       isOwnMessage: () => false,

@@ -46,6 +46,11 @@ const BENCHES: Bench[] = [
     fn: 'benchCredentialRoute',
   },
   { title: 'LLM gateway vs direct', module: './bench-gateway.ts', fn: 'benchGateway' },
+  {
+    title: 'media in: a 10 MiB file vs a bare fetch and write; transcription through the gateway vs direct',
+    module: './bench-media.ts',
+    fn: 'benchMedia',
+  },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
   { title: 'cold reply latency vs bare docker run', module: './bench-cold-reply.ts', fn: 'benchColdReply' },
 ];

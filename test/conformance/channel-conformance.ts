@@ -182,6 +182,7 @@ export function describeChannelConformance(
           inbound.push(m);
           return ingest(m);
         },
+        ingestMedia: async (m) => host.ingest(m),
         onStatus: (s) => statuses.push(s),
         onChatSeen: () => undefined,
         onChatMoved: (from, to, reason) => outcomes.rebind(subject.channel.name, from, to, reason),

@@ -41,6 +41,8 @@ export interface E2eHostOptions {
   config?: Partial<Record<Section, Record<string, unknown>>>;
   /** The provider's answer when nothing is scripted (default: echo the last user message). */
   responder?: Responder;
+  /** What the provider's transcription route hears in an audio file (default: "(speech)"). */
+  transcribe?: (audio: Buffer) => string;
   /** Further variables for `<config dir>/.env` (a channel's bot token). */
   secrets?: Record<string, string>;
   /** Channels besides the console, built at each (re)start once the folders are known (a real adapter wrapped at its seam). */
@@ -208,6 +210,7 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
     fake = await startFakeProvider({
       apiKey: providerKey,
       ...(options.responder ? { responder: options.responder } : {}),
+      ...(options.transcribe ? { transcribe: options.transcribe } : {}),
     });
     fs.mkdirSync(env.CARAPACE_CONFIG_DIR, { recursive: true, mode: 0o700 });
     const secrets = Object.entries(options.secrets ?? {}).map(([k, v]) => `${k}=${v}\n`);

@@ -72,10 +72,7 @@ await describeDocker('e2e telegram: grammY against a fake Bot API, through real 
     await addGroup('old', String(OLD_GROUP.id));
     await addGroup('alpha', String(ALPHA.id));
     // The owner links their private chat: from now on it is an admin chat.
-    tg.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text: '/start' });
-    await eventually('the owner told their id', () =>
-      toChat(OWNER).find((s) => s.text.includes(String(OWNER))),
-    );
+    await tg.linkOwner(OWNER);
   }, 240_000);
   afterAll(async () => {
     await h?.stop();

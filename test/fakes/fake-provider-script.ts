@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Which protocol a recorded request spoke. */
-export type FakeApi = 'chat' | 'responses' | 'messages' | 'models' | 'unknown';
+export type FakeApi = 'chat' | 'responses' | 'messages' | 'models' | 'transcriptions' | 'unknown';
 
 export interface FakeRequest {
   /** 0-based position in `fake.requests`. */

@@ -7,6 +7,7 @@ import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { fileTypeFromBuffer } from 'file-type';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   chatFrames,
@@ -42,6 +43,17 @@ export interface FakeProviderOptions {
   models?: string[];
   /** Used when the script queue is empty; default: echo the last user message. */
   responder?: Responder;
+  /** What /v1/audio/transcriptions hears in an audio file; default: "(speech)". */
+  transcribe?: (audio: Buffer) => string;
+}
+
+/** One /v1/audio/transcriptions request the fake accepted: real audio, by its bytes. */
+export interface FakeTranscription {
+  model: string;
+  fileName: string;
+  /** Sniffed from the bytes (file-type), e.g. "audio/ogg; codecs=opus". */
+  mime: string;
+  bytes: number;
 }
 
 export interface FakeProvider {
@@ -55,6 +67,8 @@ export interface FakeProvider {
   script(...responses: (ScriptedResponse | Responder)[]): void;
   /** Replaces the responder used when the queue is empty (undefined restores the echo default). */
   setResponder(responder: Responder | undefined): void;
+  /** The transcription requests it accepted, in order. */
+  readonly transcriptions: FakeTranscription[];
   /** Scripted responses not yet used. */
   readonly pending: number;
   models: string[];
@@ -72,6 +86,7 @@ function apiOf(method: string, path: string): FakeApi {
   if (method === 'POST' && path === '/v1/responses') return 'responses';
   if (method === 'POST' && path === '/v1/messages') return 'messages';
   if (method === 'GET' && path === '/v1/models') return 'models';
+  if (method === 'POST' && path === '/v1/audio/transcriptions') return 'transcriptions';
   return 'unknown';
 }
 
@@ -242,6 +257,38 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     await stream(res, request, scripted, frames);
   };
 
+  const transcriptions: FakeTranscription[] = [];
+  /**
+   * OpenAI's transcription route: multipart with `file` and `model`. It refuses what is not real audio
+   * by its bytes, as a provider would, and answers with what `transcribe` hears and the seconds it billed.
+   */
+  const transcription = async (req: IncomingMessage, raw: Buffer, res: ServerResponse) => {
+    const form = await new Request('http://fake/', {
+      method: 'POST',
+      headers: { 'content-type': single(req.headers['content-type']) ?? '' },
+      body: raw,
+    })
+      .formData()
+      .catch(() => undefined);
+    const file = form?.get('file');
+    const model = form?.get('model');
+    if (!(file instanceof File) || typeof model !== 'string') {
+      sendJson(res, 400, errorJson(false, 400, 'file and model are required'));
+      return;
+    }
+    const audio = Buffer.from(await file.arrayBuffer());
+    const type = await fileTypeFromBuffer(audio);
+    if (!type?.mime.startsWith('audio/')) {
+      sendJson(res, 400, errorJson(false, 400, 'Invalid file format: not audio'));
+      return;
+    }
+    transcriptions.push({ model, fileName: file.name, mime: type.mime, bytes: audio.byteLength });
+    sendJson(res, 200, {
+      text: (options.transcribe ?? (() => '(speech)'))(audio),
+      usage: { type: 'duration', seconds: 3 },
+    });
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -295,6 +342,10 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       });
       return;
     }
+    if (request.api === 'transcriptions') {
+      await transcription(req, Buffer.concat(chunks), res);
+      return;
+    }
     if (record(request.body).model === undefined && request.api === 'messages') {
       sendJson(res, 400, errorJson(true, 400, 'model: Field required'));
       return;
@@ -331,6 +382,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   return {
     url,
     openaiBaseUrl: `${url}/v1`,
+    transcriptions,
     requests,
     script(...responses) {
       queue.push(...responses);

@@ -67,6 +67,35 @@ export interface FakeTelegram {
     text: string;
     author: { id: number; first_name: string };
   }): { updateId: number; messageId: number };
+  /**
+   * A message carrying a file: `bytes` is served by getFile and the file route. `truncate` cuts the body
+   * short of its Content-Length (a broken download); `declaredSize` overrides the size the update declares.
+   */
+  media(m: {
+    chat: { id: number; type: 'private' | 'group' | 'supergroup'; title?: string };
+    from: { id: number; first_name?: string };
+    kind: 'voice' | 'audio' | 'photo' | 'document' | 'video';
+    bytes: Uint8Array;
+    fileName?: string;
+    mimeType?: string;
+    duration?: number;
+    caption?: string;
+    truncate?: boolean;
+    declaredSize?: number;
+  }): { updateId: number; messageId: number; fileId: string };
+  /** The owner sends /start in their private chat (it becomes an admin chat); resolves once the bot answered. */
+  linkOwner(ownerId: number): Promise<void>;
+  /** The file paths the bot downloaded, in order. */
+  downloads(): string[];
+  /** Files the bot sent (sendPhoto, sendVoice, sendDocument), in order. */
+  sentFiles(): {
+    method: string;
+    chat_id: number;
+    fileName: string;
+    bytes: Buffer;
+    caption?: string;
+    message_id: number;
+  }[];
   /** The next `times` calls of a method fail with this Bot API error. */
   failNext(method: string, failure: Failure, times?: number): void;
   /** Sends to `from` now answer 400 with migrate_to_chat_id = to, and a migration message is queued. */
@@ -105,6 +134,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   let webhook: { url: string; secret?: string } | undefined;
   const sentMessages: ReturnType<FakeTelegram['sent']> = [];
   const sockets = new Set<Socket>();
+  const files = new Map<string, { path: string; bytes: Uint8Array; truncate: boolean }>();
+  const downloaded: string[] = [];
+  const sentFiles: ReturnType<FakeTelegram['sentFiles']> = [];
 
   const takeMessageId = (chat: number) => {
     const id = nextMessageId.get(chat) ?? 1;
@@ -243,6 +275,20 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return getUpdates(p, req);
       case 'sendMessage':
         return sendMessage(p);
+      case 'getFile': {
+        const file = files.get(String(p.file_id));
+        if (!file) throw { error_code: 400, description: 'Bad Request: invalid file_id' } satisfies Failure;
+        return {
+          file_id: String(p.file_id),
+          file_unique_id: `u-${String(p.file_id)}`,
+          file_size: file.bytes.byteLength,
+          file_path: file.path,
+        };
+      }
+      case 'sendPhoto':
+      case 'sendVoice':
+      case 'sendDocument':
+        return sendFile(method, p);
       case 'sendChatAction':
       case 'answerCallbackQuery':
       case 'editMessageReplyMarkup':
@@ -265,12 +311,80 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     }
   }
 
+  /** JSON, or multipart when the bot uploads a file: the file's part becomes `{ fileName, bytes }`. */
+  async function paramsOf(req: http.IncomingMessage, raw: Buffer): Promise<Record<string, unknown>> {
+    const type = req.headers['content-type'] ?? '';
+    if (!type.startsWith('multipart/form-data')) {
+      const text = raw.toString('utf8');
+      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    }
+    const form = await new Request('http://fake/', {
+      method: 'POST',
+      headers: { 'content-type': type },
+      body: raw,
+    }).formData();
+    const params: Record<string, unknown> = {};
+    for (const [key, value] of form)
+      params[key] =
+        typeof value === 'string'
+          ? value
+          : { fileName: value.name, bytes: Buffer.from(await value.arrayBuffer()) };
+    // grammY names the upload "attach://<part>" and sends the bytes as that part.
+    for (const [key, value] of Object.entries(params))
+      if (typeof value === 'string' && value.startsWith('attach://'))
+        params[key] = params[value.slice('attach://'.length)];
+    return params;
+  }
+
+  /** sendPhoto, sendVoice, sendDocument: the upload is kept, and answered as a message. */
+  function sendFile(method: string, p: Record<string, unknown>): unknown {
+    const field = { sendPhoto: 'photo', sendVoice: 'voice', sendDocument: 'document' }[method] as string;
+    const file = p[field] as { fileName: string; bytes: Buffer } | undefined;
+    if (!file?.bytes)
+      throw {
+        error_code: 400,
+        description: `Bad Request: there is no ${field} in the request`,
+      } satisfies Failure;
+    const chatId = Number(p.chat_id);
+    const messageId = takeMessageId(chatId);
+    sentFiles.push({
+      method,
+      chat_id: chatId,
+      fileName: file.fileName,
+      bytes: file.bytes,
+      message_id: messageId,
+      ...(p.caption !== undefined ? { caption: String(p.caption) } : {}),
+    });
+    return {
+      message_id: messageId,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: chatId > 0 ? 'private' : 'supergroup' },
+      from: bot(),
+      [field]: { file_id: `sent-${messageId}`, file_unique_id: `u-sent-${messageId}` },
+    };
+  }
+
+  function serveFile(fileToken: string, filePath: string, res: http.ServerResponse): void {
+    const file = [...files.values()].find((f) => f.path === filePath);
+    if (fileToken !== token || !file) return void res.writeHead(404).end('Not Found');
+    downloaded.push(filePath);
+    res.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(file.bytes.byteLength),
+    });
+    if (!file.truncate) return void res.end(file.bytes);
+    // Half the body, then the connection goes: what a dropped download looks like to the client.
+    res.write(file.bytes.subarray(0, Math.floor(file.bytes.byteLength / 2)), () => res.destroy());
+  }
+
   const server = http.createServer((req, res) => {
     if (unreachable) return void req.socket.destroy();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://fake');
+      const fileMatch = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+      if (fileMatch) return serveFile(fileMatch[1] as string, fileMatch[2] as string, res);
       const match = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       const reply = (status: number, body: unknown) => {
         if (res.writableEnded || res.destroyed) return;
@@ -279,30 +393,30 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       if (!match || match[1] !== token)
         return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
       const method = match[2] as string;
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const params: Record<string, unknown> = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
-      for (const [k, v] of url.searchParams) params[k] = v;
-      calls.push({ method, params, at: Date.now() });
-      if (method === 'getUpdates') {
-        activePolls += 1;
-        maxPolls = Math.max(maxPolls, activePolls);
-        res.once('close', () => (activePolls -= 1));
-      }
-      call(method, params, req).then(
-        (result) => {
-          if (method === 'getUpdates' && Array.isArray(result) && result.length > 0) {
-            opts.onUpdatesAnswered?.((result as Update[]).map((u) => u.update_id));
-          }
-          reply(200, { ok: true, result });
-        },
-        (err: Failure) =>
-          reply(err.error_code ?? 500, {
-            ok: false,
-            error_code: err.error_code ?? 500,
-            description: err.description ?? String(err),
-            ...(err.parameters ? { parameters: err.parameters } : {}),
-          }),
-      );
+      void paramsOf(req, Buffer.concat(chunks)).then((params) => {
+        for (const [k, v] of url.searchParams) params[k] = v;
+        calls.push({ method, params, at: Date.now() });
+        if (method === 'getUpdates') {
+          activePolls += 1;
+          maxPolls = Math.max(maxPolls, activePolls);
+          res.once('close', () => (activePolls -= 1));
+        }
+        call(method, params, req).then(
+          (result) => {
+            if (method === 'getUpdates' && Array.isArray(result) && result.length > 0) {
+              opts.onUpdatesAnswered?.((result as Update[]).map((u) => u.update_id));
+            }
+            reply(200, { ok: true, result });
+          },
+          (err: Failure) =>
+            reply(err.error_code ?? 500, {
+              ok: false,
+              error_code: err.error_code ?? 500,
+              description: err.description ?? String(err),
+              ...(err.parameters ? { parameters: err.parameters } : {}),
+            }),
+        );
+      });
     });
   });
   server.on('connection', (s) => {
@@ -337,9 +451,55 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     return { updateId, messageId };
   };
 
+  let nextFile = 1;
+  const media: FakeTelegram['media'] = ({
+    kind,
+    bytes,
+    fileName,
+    mimeType,
+    duration,
+    caption,
+    truncate,
+    declaredSize,
+    ...m
+  }) => {
+    const fileId = `file-${nextFile++}`;
+    const ext = { voice: 'oga', audio: 'mp3', photo: 'jpg', document: 'bin', video: 'mp4' }[kind];
+    files.set(fileId, { path: `${kind}s/file_${fileId}.${ext}`, bytes, truncate: truncate === true });
+    const file = {
+      file_id: fileId,
+      file_unique_id: `u-${fileId}`,
+      file_size: declaredSize ?? bytes.byteLength,
+      ...(fileName !== undefined ? { file_name: fileName } : {}),
+      ...(mimeType !== undefined ? { mime_type: mimeType } : {}),
+      ...(duration !== undefined ? { duration } : {}),
+    };
+    const content =
+      kind === 'photo'
+        ? {
+            photo: [
+              { ...file, width: 90, height: 90, file_id: `${fileId}-thumb` },
+              { ...file, width: 800, height: 600 },
+            ],
+          }
+        : { [kind]: kind === 'video' ? { ...file, width: 640, height: 480 } : file };
+    return { ...message({ ...m, ...(caption !== undefined ? { caption } : {}), extra: content }), fileId };
+  };
+
   return {
     apiRoot,
     token,
+    media,
+    downloads: () => downloaded,
+    async linkOwner(ownerId) {
+      message({ chat: { id: ownerId, type: 'private' }, from: { id: ownerId }, text: '/start' });
+      await waitFor(
+        'the owner told their id',
+        () => sentMessages.find((s) => s.chat_id === ownerId && s.text.includes(String(ownerId))),
+        30_000,
+      );
+    },
+    sentFiles: () => sentFiles,
     botId,
     username,
     calls,

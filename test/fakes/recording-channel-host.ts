@@ -21,6 +21,8 @@ export function createRecordingChannelHost() {
       messages.push(m);
       return { stored: true, duplicate: false, triggered: false, messageId: messages.length };
     },
+    // The message keeps its media descriptor: a test downloads through it as the host would.
+    ingestMedia: async (m) => host.ingest(m),
     onStatus: (s) => statuses.push(s),
     onChatSeen: (c) => chats.set(c.chatId, c.title),
     isOwnMessage: (chatId, id) => sent.has(`${chatId}\u0000${id}`),

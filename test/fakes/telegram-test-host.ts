@@ -21,6 +21,7 @@ export function createRecordingHost() {
       inbound.push(m);
       return { stored: true, duplicate: false, triggered: true };
     },
+    ingestMedia: async (m) => host.ingest(m),
     onStatus: (s) => void statuses.push(s),
     onChatSeen: ({ chatId, title }) => void chats.set(chatId, title),
     isOwnMessage: () => false,

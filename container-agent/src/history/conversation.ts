@@ -23,6 +23,11 @@ export const conversationMessageSchema = z.discriminatedUnion('role', [
       chatIds: z.array(z.number().int()).optional(),
       /** Written by the agent itself (e.g. a compaction note), not by a chat participant. */
       note: z.boolean().optional(),
+      /** Photos of these messages the model is shown as image parts (paths in the group folder, not bytes). */
+      images: z
+        .array(z.object({ path: z.string().min(1).max(512), mime: z.string().min(1).max(64) }).strict())
+        .max(16)
+        .optional(),
     })
     .strict(),
   z

@@ -8,6 +8,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { ChatModel, CompletionRequest, CompletionResponse, ModelMessage } from './chat-model.ts';
+import type { ImageRef } from './image-reader.ts';
 
 export interface OpenAiChatModelOptions {
   baseURL: string;
@@ -17,6 +18,8 @@ export interface OpenAiChatModelOptions {
   maxRetries?: number;
   /** For tests: a fetch to use instead of the global one. */
   fetch?: typeof fetch;
+  /** Reads a photo the host named as a data URL (image-reader.ts); without it photos stay text. */
+  readImage?: (image: ImageRef) => Promise<string | undefined>;
 }
 
 type TokenLimitParam = 'max_completion_tokens' | 'max_tokens';
@@ -35,10 +38,14 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
   // Some compatible servers omit tool call ids; the history needs unique ones to pair results.
   let generatedIds = 0;
 
-  const create = (request: CompletionRequest, param: TokenLimitParam) => {
+  const create = async (request: CompletionRequest, param: TokenLimitParam) => {
     const body: ChatCompletionCreateParamsNonStreaming = {
       model: request.model,
-      messages: request.messages.map(toOpenAiMessage),
+      messages: await withImageParts(
+        request.messages.map(toOpenAiMessage),
+        request.messages,
+        options.readImage,
+      ),
       [param]: request.maxOutputTokens,
     };
     if (request.tools.length > 0) {
@@ -89,6 +96,32 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       };
     },
   };
+}
+
+/**
+ * The newest user turn with photos gets them as image parts after its text; older turns keep their text
+ * only, so a photo is paid for while it is being talked about, not in every later request of the session.
+ */
+async function withImageParts(
+  converted: ChatCompletionMessageParam[],
+  messages: readonly ModelMessage[],
+  readImage: OpenAiChatModelOptions['readImage'],
+): Promise<ChatCompletionMessageParam[]> {
+  if (!readImage) return converted;
+  const index = messages.findLastIndex((m) => m.role === 'user' && (m.images?.length ?? 0) > 0);
+  const message = messages[index];
+  if (!message || message.role !== 'user' || !message.images) return converted;
+  const urls = (await Promise.all(message.images.map(readImage))).filter((u): u is string => !!u);
+  if (urls.length === 0) return converted;
+  const out = [...converted];
+  out[index] = {
+    role: 'user',
+    content: [
+      { type: 'text', text: message.content },
+      ...urls.map((url) => ({ type: 'image_url' as const, image_url: { url } })),
+    ],
+  };
+  return out;
 }
 
 function toOpenAiMessage(message: ModelMessage): ChatCompletionMessageParam {

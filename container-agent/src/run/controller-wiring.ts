@@ -5,12 +5,14 @@
  * loads it while run.start is already in the pipe (DESIGN.md, Agent boot).
  */
 import os from 'node:os';
+import path from 'node:path';
 import { createBashClassifier } from '../bash-gate/classifier.ts';
 import { launcherCommands } from '../executor/command-runner.ts';
 import type { AgentEnv } from '../config/agent-env.ts';
 import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
 import { loadBashClassifier } from '../bash-gate/load-classifier.ts';
 import type { HostClient } from '../ipc/host-client.ts';
+import { createImageReader } from '../llm/image-reader.ts';
 import { createOpenAiChatModel } from '../llm/openai-chat-model.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { createRipgrepLocator } from '../tools/grep.ts';
@@ -55,7 +57,12 @@ export function wireRunController(options: ControllerWiringOptions): RunControll
     host: options.host,
     // The key arrives with run.start and stays in this client: never in process.env, so no command and no
     // child process can inherit it.
-    createModel: (gatewayKey) => createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: gatewayKey }),
+    createModel: (gatewayKey) =>
+      createOpenAiChatModel({
+        baseURL: env.OPENAI_BASE_URL,
+        apiKey: gatewayKey,
+        readImage: createImageReader(path.join(env.CARAPACE_WORKSPACE, 'group')),
+      }),
     classifier,
     settings: {
       workspaceRoot: env.CARAPACE_WORKSPACE,

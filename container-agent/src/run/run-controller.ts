@@ -89,6 +89,12 @@ interface ActiveRun {
   seenChatId: number;
 }
 
+/** The photos among `messages` the host offered as images (at most 16 per turn). */
+function withImages(messages: readonly ChatMessage[]): { images?: { path: string; mime: string }[] } {
+  const images = messages.flatMap((m) => (m.image ? [m.image] : [])).slice(-16);
+  return images.length > 0 ? { images } : {};
+}
+
 export function createRunController(deps: RunControllerDeps): RunController {
   const { settings, logger } = deps;
   const createNonce = deps.createNonce ?? (() => randomBytes(6).toString('hex'));
@@ -107,6 +113,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
       trusted: params.group.isAdmin,
     }),
     chatIds: messages.map((m) => m.id),
+    ...withImages(messages),
   });
 
   const prepare = async (params: RunParams, model: ChatModel, modelName: string): Promise<ActiveRun> => {

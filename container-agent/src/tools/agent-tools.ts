@@ -12,6 +12,7 @@ import { createBashTool } from './bash.ts';
 import { createEditFileTool } from './edit-file.ts';
 import { createGrepTool } from './grep.ts';
 import { createListFilesTool } from './list-files.ts';
+import { createReadAttachmentTool } from './read-attachment.ts';
 import { createReadFileTool } from './read-file.ts';
 import { reportingReads } from './read-reports.ts';
 import { createSendMessageTool } from './send-message.ts';
@@ -53,6 +54,11 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
     }),
     // The host hears of every file a tool reads (see read-reports.ts); listing names reads no content.
     createReadFileTool(reportingReads(workspace, host, 'read_file')),
+    createReadAttachmentTool({
+      workspace: reportingReads(workspace, host, 'read_attachment'),
+      commands: options.commands,
+      env: options.commandEnv,
+    }),
     createWriteFileTool(workspace),
     createEditFileTool(reportingReads(workspace, host, 'edit_file')),
     createListFilesTool(workspace),

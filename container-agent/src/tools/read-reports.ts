@@ -13,7 +13,7 @@ const MAX_REPORTED_PATH = 4096;
 export function reportingReads(
   workspace: Workspace,
   host: Pick<HostClient, 'notify'>,
-  tool: 'read_file' | 'grep' | 'edit_file',
+  tool: 'read_file' | 'grep' | 'edit_file' | 'read_attachment',
 ): Workspace {
   return {
     root: workspace.root,

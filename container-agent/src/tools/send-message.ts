@@ -21,6 +21,14 @@ export function createSendMessageTool(options: SendMessageToolOptions): AgentToo
             ? 'Group id of another chat; omit for this chat.'
             : 'Omit: this chat may only write to itself.',
         ),
+      attachment: z
+        .string()
+        .min(1)
+        .max(4096)
+        .optional()
+        .describe(
+          "A file in the group folder to send with the message to this chat (an image, a voice note, a document), e.g. 'report.pdf'.",
+        ),
     })
     .strict();
   return defineTool({
@@ -31,7 +39,12 @@ export function createSendMessageTool(options: SendMessageToolOptions): AgentToo
     async run(args, context) {
       await options.host.request(
         'message.send',
-        args.to ? { text: args.text, to: args.to } : { text: args.text },
+        {
+          text: args.text,
+          ...(args.to ? { to: args.to } : {}),
+          // The host resolves the path itself, inside the group folder only; this is just the name given.
+          ...(args.attachment ? { attachment: { path: args.attachment } } : {}),
+        },
         { signal: context.signal },
       );
       options.onSent?.(args);

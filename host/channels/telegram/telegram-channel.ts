@@ -57,6 +57,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       host: () => host,
       identity: connection.identity,
       checkPrivacy: connection.checkPrivacy,
+      files: { api: bot.api, url: (filePath) => `${config.api_root}/file/bot${deps.token}/${filePath}` },
       tell: (chatId, text) => {
         bot.api
           .sendMessage(chatId, text, { link_preview_options: { is_disabled: true } })

@@ -1,10 +1,11 @@
 import { sequentialize } from '@grammyjs/runner';
-import { Composer, type Context } from 'grammy';
+import { Composer, type Api, type Context } from 'grammy';
 import type { Chat } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { ChannelHost, ChannelStateStore } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
 import { conversationId, decideInbound, type BotIdentity } from './telegram-inbound.ts';
+import { telegramMedia } from './telegram-media.ts';
 
 const REFUSAL = 'This is a private assistant: it only talks to its owner here.';
 
@@ -23,6 +24,8 @@ export interface TelegramHandlersDeps {
   checkPrivacy(): Promise<void>;
   /** A courtesy reply (refusal, your id): never awaited by a lane, never fatal. */
   tell(chatId: number, text: string): void;
+  /** The Bot API's getFile and the URL of a file path it returned (the token is in it: never logged). */
+  files: { api: Pick<Api, 'getFile'>; url(filePath: string): string };
 }
 
 /**
@@ -50,7 +53,7 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
   };
   handlers.use(sequentialize(lane));
 
-  handlers.on('message', (ctx) => {
+  handlers.on('message', async (ctx) => {
     const msg = ctx.message;
     const host = deps.host();
     const bound = deps.identity();
@@ -91,7 +94,13 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
       case 'ingest': {
         const m = decision.message;
         if (m.chatTitle) host.onChatSeen({ chatId: m.chatId, title: m.chatTitle });
-        host.ingest(m);
+        // Awaited on the chat's lane: the file is fetched before the chat's next message is taken in.
+        if (decision.media)
+          await host.ingestMedia({
+            ...m,
+            media: telegramMedia(decision.media, deps.files.api, deps.files.url),
+          });
+        else host.ingest(m);
         return;
       }
     }

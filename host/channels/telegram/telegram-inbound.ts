@@ -1,6 +1,7 @@
 import type { Message, MessageEntity, MessageOrigin as TelegramOrigin, User } from 'grammy/types';
 import type { InboundMessage, MessageOrigin, QuotedContent } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
+import { mediaOf, type TelegramMediaSpec } from './telegram-media.ts';
 
 /** The bot as getMe describes it, and who owns it; everything inbound normalisation needs to know. */
 export interface BotIdentity {
@@ -13,7 +14,8 @@ export interface BotIdentity {
 
 /** What to do with one Telegram message. Only `ingest` reaches the host. */
 export type InboundDecision =
-  | { kind: 'ingest'; message: InboundMessage }
+  /** `media`: the file the message carries; the message's text is then its caption (maybe empty). */
+  | { kind: 'ingest'; message: InboundMessage; media?: TelegramMediaSpec }
   /** A private chat with someone who is not the owner: one short refusal, nothing stored. */
   | { kind: 'refuse'; chatId: number; userId: number }
   /** `/start` in a private chat: tell the user their id (how the owner finds owner_user_id). */
@@ -41,7 +43,7 @@ export function parseConversationId(chatId: string): { chatId: number; threadId?
   return match[2] === undefined ? { chatId: id } : { chatId: id, threadId: Number(match[2]) };
 }
 
-/** Until media support lands, media is a placeholder the agent can read and talk about. */
+/** What the agent reads for a message whose content the host does not take in as a file. */
 export function mediaPlaceholder(m: Message): string | undefined {
   if (m.photo) return '[photo]';
   if (m.voice) return '[voice message]';
@@ -141,7 +143,9 @@ export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
   const anonymousAdmin = m.sender_chat?.id === m.chat.id;
   if (m.from?.is_bot && !anonymousAdmin) return { kind: 'ignore', reason: 'from a bot' };
   if (m.chat.type === 'channel') return { kind: 'ignore', reason: 'channel posts are not conversations' };
-  const text = messageText(m);
+  const media = mediaOf(m);
+  // A file's placeholder is the host's to write, once it knows what the file is; the text is the caption.
+  const text = media ? (m.caption ?? '') : messageText(m);
   const fromId = m.from?.id;
 
   if (m.chat.type === 'private') {
@@ -183,5 +187,6 @@ export function decideInbound(m: Message, bot: BotIdentity): InboundDecision {
       origin: originOf(m, bot),
       ...withQuote(quotedOf(m, bot)),
     },
+    ...(media ? { media } : {}),
   };
 }

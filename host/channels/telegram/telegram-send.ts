@@ -1,6 +1,7 @@
-import { GrammyError, HttpError, type Api } from 'grammy';
+import fs from 'node:fs';
+import { GrammyError, HttpError, InputFile, type Api } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
-import type { OutboundPiece, SendOutcome } from '../channel.ts';
+import type { OutboundAttachment, OutboundPiece, SendOutcome } from '../channel.ts';
 import { isEntityParseError, toTelegramHtml } from './telegram-format.ts';
 import { parseConversationId } from './telegram-inbound.ts';
 import { errorMessage } from '../../errors/error-message.ts';
@@ -54,6 +55,19 @@ export async function sendPiece(api: Api, piece: OutboundPiece): Promise<SendOut
     ...(keyboard(piece.actions) ? { reply_markup: keyboard(piece.actions) } : {}),
     link_preview_options: { is_disabled: true },
   };
+  if (piece.attachment) {
+    // The host's copy is gone (a restore without it): no retry can bring it back.
+    if (!fs.existsSync(piece.attachment.path))
+      return { kind: 'permanent', reason: `the file to send (${piece.attachment.fileName}) is gone` };
+    try {
+      return await sendFile(api, target.chatId, piece.attachment, {
+        ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
+        ...(piece.text ? { caption: piece.text } : {}),
+      });
+    } catch (err) {
+      return outcomeOfError(err);
+    }
+  }
   try {
     try {
       const sent = await api.sendMessage(target.chatId, toTelegramHtml(piece.text), {
@@ -70,4 +84,21 @@ export async function sendPiece(api: Api, piece: OutboundPiece): Promise<SendOut
   } catch (err) {
     return outcomeOfError(err);
   }
+}
+
+/** A file as the Bot API shows it best: a photo, a voice note (Ogg/Opus), or else a document. */
+async function sendFile(
+  api: Api,
+  chatId: number,
+  file: OutboundAttachment,
+  options: { message_thread_id?: number; caption?: string },
+): Promise<SendOutcome> {
+  const input = new InputFile(file.path, file.fileName);
+  const sent =
+    file.kind === 'photo'
+      ? await api.sendPhoto(chatId, input, options)
+      : file.kind === 'voice'
+        ? await api.sendVoice(chatId, input, options)
+        : await api.sendDocument(chatId, input, options);
+  return { kind: 'delivered', platformIds: [String(sent.message_id)] };
 }

@@ -257,6 +257,9 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     status: statusNow,
 
     async send(piece: OutboundPiece): Promise<SendOutcome> {
+      // Not built yet (DESIGN.md, Media): the piece is dead-lettered and the owner told, never dropped.
+      if (piece.attachment)
+        return { kind: 'permanent', reason: 'sending files on WhatsApp is not supported yet' };
       const live = await (controller?.whenOpen(sendWaitMs) ?? Promise.resolve(undefined));
       if (!live) {
         const s = statusNow();

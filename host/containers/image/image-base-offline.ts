@@ -28,7 +28,8 @@ export const OFFLINE_NODE_PATH = '/usr/local/bin/node';
 export const EXECUTE_ONLY_BINARIES = [OFFLINE_NODE_PATH, '/usr/bin/tini'] as const;
 
 /**
- * Debian packages of the offline base. The agent's tools need the first six; libstdc++6 and
+ * Debian packages of the offline base. The agent's tools need the first seven (poppler-utils: the
+ * read_attachment tool's pdftotext, so the untrusted PDF parser runs inside the sandbox); libstdc++6 and
  * libgcc-s1 are what an official Node binary links against besides glibc; tini is the image's init.
  * The launcher's setpriv comes with util-linux, which every Debian root filesystem has (Essential).
  */
@@ -39,6 +40,7 @@ export const OFFLINE_BASE_PACKAGES = [
   'ca-certificates',
   'ripgrep',
   'jq',
+  'poppler-utils',
   'libstdc++6',
   'libgcc-s1',
   'tini',
@@ -364,7 +366,8 @@ async function verifyBase(docker: Docker, tag: string): Promise<void> {
     entrypoint: ['/bin/bash', '-c'],
     cmd: [
       `set -e; ${OFFLINE_NODE_PATH} -e 'process.stdout.write(process.version + "\\n")'; id -un; ` +
-        'git --version >/dev/null; rg --version >/dev/null; jq --version >/dev/null; echo ok',
+        'git --version >/dev/null; rg --version >/dev/null; jq --version >/dev/null; ' +
+        'pdftotext -v >/dev/null 2>&1; echo ok',
     ],
   });
   if (result.exitCode !== 0 || !result.stdout.includes(`${AGENT_USER_NAME}\nok`)) {

@@ -38,6 +38,8 @@ type StartParams = Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewa
 
 export interface DockerAgentRunnerDeps {
   docker: Docker;
+  /** Read at each run: photos up to this size go to the model as images (0: the model sees none). */
+  maxImageBytes?: () => number;
   image: string;
   hostInstanceId: string;
   /** Extra labels on every container (the data folder's identity, so orphan cleanup stays in its lane). */
@@ -260,9 +262,11 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     container.beginRun();
     // Issued as the run starts, revoked when it ends: a key is never live without its run.
     const key = deps.gateway.issueKey({ runId: String(ctx.runId), groupId: ctx.group.id });
+    const maxImageBytes = deps.maxImageBytes?.() ?? 0;
     try {
       const session = createRunSession({
         container,
+        maxImageBytes,
         start: {
           ...(await startParams),
           runId: ctx.runId,
@@ -272,7 +276,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
             isAdmin: ctx.group.isAdmin,
             channel: ctx.group.channel,
           },
-          messages: fitStartMessages(ctx.messages).map(toChatMessage),
+          messages: fitStartMessages(ctx.messages).map((m) => toChatMessage(m, maxImageBytes)),
           gatewayKey: key.key,
           ...commandSetupFor(ctx.group, hostAddress, key.credentialKey),
         },

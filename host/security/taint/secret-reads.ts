@@ -29,7 +29,7 @@ const COMMAND_CWD = '/workspace/group';
 
 export interface FileReadReport {
   path: string;
-  tool: 'read_file' | 'grep' | 'edit_file';
+  tool: 'read_file' | 'grep' | 'edit_file' | 'read_attachment';
 }
 
 /** The secret mount a path lies in, or under which it reads (a parent folder); undefined when neither. */

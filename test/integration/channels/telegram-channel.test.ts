@@ -107,7 +107,7 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     expect(t.fake.sent().at(-1)).toMatchObject({ chat_id: FORUM.id, message_thread_id: 77, text: 'answer' });
   });
 
-  it('reads captions and media placeholders, replies to the bot, and ignores other bots and edits', async () => {
+  it('hands captions with the media they came with, replies to the bot, and ignores other bots and edits', async () => {
     const t = await setup();
     t.fake.message({ chat: GROUP, from: { id: 1, is_bot: true }, text: 'bot chatter' });
     t.fake.push({
@@ -147,10 +147,11 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     });
     await t.fake.waitFor(() => t.inbound.length >= 3);
     await new Promise((r) => setTimeout(r, 100));
-    expect(t.inbound.map((m) => [m.text, m.repliesToBot])).toEqual([
-      ['[photo] look', false],
-      ['[document: report.pdf]', false],
-      ['thanks', true],
+    // The host writes a file's placeholder once it knows what the file is: the adapter hands the caption.
+    expect(t.inbound.map((m) => [m.text, m.media?.kind, m.media?.fileName, m.repliesToBot])).toEqual([
+      ['look', 'photo', undefined, false],
+      ['', 'document', 'report.pdf', false],
+      ['thanks', undefined, undefined, true],
     ]);
   });
 

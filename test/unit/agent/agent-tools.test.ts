@@ -163,6 +163,7 @@ describe('tool argument validation', () => {
     expect(tools({}).names).toEqual([
       'bash',
       'read_file',
+      'read_attachment',
       'write_file',
       'edit_file',
       'list_files',

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { allowBody, clampOutputTokens } from '../../../host/gateway/body-allowlist.ts';
+import {
+  allowBody,
+  clampOutputTokens,
+  IMAGE_WORST_TOKENS,
+  inlineImages,
+} from '../../../host/gateway/body-allowlist.ts';
+import { startHarness } from './gateway-harness.ts';
 
 const chat = (extra: Record<string, unknown> = {}) =>
   allowBody('chat', '/v1/chat/completions', {
@@ -93,7 +99,57 @@ describe('request body allowlist', () => {
         },
       ],
     });
-    expect(result.ok).toBe(false);
+    expect(result).toMatchObject({ ok: false, message: expect.stringContaining('must be a data: URL') });
+  });
+
+  it("passes a user message's inline image (a data: URL) and refuses one anywhere else or of another type", () => {
+    const png = `data:image/png;base64,${Buffer.from('89504e47', 'hex').toString('base64')}`;
+    const parts = (url: string) => [
+      { type: 'text', text: 'what is in this photo?' },
+      { type: 'image_url', image_url: { url, detail: 'auto' } },
+    ];
+    expect(chat({ messages: [{ role: 'user', content: parts(png) }] }).ok).toBe(true);
+    expect(chat({ messages: [{ role: 'system', content: parts(png) }] }).ok).toBe(false);
+    expect(chat({ messages: [{ role: 'tool', tool_call_id: 'c', content: parts(png) }] }).ok).toBe(false);
+    expect(chat({ messages: [{ role: 'user', content: parts('data:text/html;base64,PGI+') }] }).ok).toBe(
+      false,
+    );
+    expect(chat({ messages: [{ role: 'user', content: parts(`${png}\nhttps://x`) }] }).ok).toBe(false);
+  });
+
+  it('reserves an inline image as what a provider bills for one, not as its base64 bytes', async () => {
+    // 1.5 MB of base64 counted as tokens at $1 per million would be $1.50, over a $1 cap.
+    const h = await startHarness({
+      gateway: {
+        daily_cap_usd: 1,
+        prices: { 'fake-model': { input_per_mtok_usd: 1, output_per_mtok_usd: 1 } },
+      },
+    });
+    try {
+      const url = `data:image/jpeg;base64,${'A'.repeat(1_500_000)}`;
+      expect(
+        inlineImages('chat', {
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }],
+        }),
+      ).toEqual({ count: 1, chars: url.length });
+      const answer = await h.client.chat.completions.create({
+        model: 'fake-model',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'what is this?' },
+              { type: 'image_url', image_url: { url } },
+            ],
+          },
+        ],
+      });
+      expect(answer.choices[0]?.message.content).toBeTruthy();
+      expect(h.capCalls).toEqual([]);
+      expect(IMAGE_WORST_TOKENS).toBe(6_000);
+    } finally {
+      await h.close();
+    }
   });
 
   it('refuses store, metadata and unknown fields on the responses and messages routes too', () => {
