@@ -187,6 +187,11 @@ export function formatPendingList(items: PendingItem[], redact: (s: string) => s
   return redact([head, ...lines, 'Answer with "approve <id>" or "deny <id>".'].join('\n'));
 }
 
+/** The outbox key of an approval request in the admin chats (other chats get `<key>@<channel>:<chat>`). */
+export function approvalNoticeKey(id: string): string {
+  return `approval:${id}`;
+}
+
 /** The buttons under an approval request: each press arrives as the same text command from the presser. */
 export function approvalActions(id: string): { label: string; command: string }[] {
   return [

@@ -4,7 +4,8 @@ import os from 'node:os';
 import type { Logger } from 'pino';
 import { adminCommandReplyKey, createAdminCommandHandler } from '../admin/admin-command-handler.ts';
 import { createApprovalService, type ApprovalService } from '../admin/approval-service.ts';
-import { approvalActions } from '../admin/approval-message.ts';
+import { createApprovalButtons } from '../admin/approval-buttons.ts';
+import { approvalActions, approvalNoticeKey } from '../admin/approval-message.ts';
 import { createScheduler, type Scheduler } from '../scheduler/scheduler.ts';
 import { createTaskDelivery } from '../scheduler/task-delivery.ts';
 import { ensureAdminGroup } from '../admin/admin-group.ts';
@@ -239,10 +240,20 @@ export async function startHost({
       retryBaseMs: config.outbox.retry_base_ms,
       retryMaxMs: config.outbox.retry_max_ms,
       maxConnectionDrops: config.outbox.max_connection_drops,
-      onDelivered: (item) => events.emit('outbox-delivered', item),
+      onDelivered: (item) => {
+        approvalButtons.onDelivered(item);
+        events.emit('outbox-delivered', item);
+      },
       onDeadLetter: outcomes.onDeadLetter,
       onChatMoved: outcomes.onChatMoved,
       logger: logger.child({ subsystem: 'outbox' }),
+    });
+    // A settled request's buttons come off in every chat they were shown in, however it was settled.
+    const approvalButtons = createApprovalButtons({
+      outbox: store.outbox,
+      channelFor: (name) => channels.get(name),
+      isOpen: (id) => store.approvals.get(id)?.status === 'pending',
+      logger: logger.child({ subsystem: 'approvals' }),
     });
     // Neither holds a timer until the runner or the first run uses it; their closers go on the stack below,
     // after the queue's, so that a stop ends pending approvals and due tasks before it waits for runs.
@@ -252,9 +263,12 @@ export async function startHost({
       timeoutMs: config.security.approval_timeout_ms,
       logger: logger.child({ subsystem: 'approvals' }),
       notifyAdmin: async (text, { approvalId }) =>
-        adminChats.notify(`approval:${approvalId}`, text, { actions: approvalActions(approvalId) }),
+        adminChats.notify(approvalNoticeKey(approvalId), text, { actions: approvalActions(approvalId) }),
       notifyExpired: (text, { approvalId }) => adminChats.notify(`approval-expired:${approvalId}`, text),
-      onChange: (approvalId) => events.emit('approval-changed', approvalId),
+      onChange: (approvalId) => {
+        events.emit('approval-changed', approvalId);
+        approvalButtons.onChange(approvalId);
+      },
     });
     // Requests of runs that died with the previous host can never be executed: close them first.
     approvals.expireOrphans();
@@ -315,7 +329,11 @@ export async function startHost({
     });
     lateQueue.set(activeQueue);
     closers.push('run queue', (reason) => activeQueue.close(reason));
-    closers.push('approvals', () => approvals.close());
+    closers.push('approvals', async () => {
+      approvals.close();
+      // Requests the stop expired lose their buttons while the channels still run.
+      await approvalButtons.settled();
+    });
     closers.push('scheduler', () => scheduler.stop());
     const spend = createSpendView({
       reporter: createSpendReporter(store.db),

@@ -17,7 +17,8 @@
 // - `moved`: in one transaction the group is re-bound to newChatId and every pending piece of the old chat
 //   follows it; audited (operation `channel.chat_moved`). The same piece is then sent again to newChatId.
 // - A piece for a channel that is not configured (no adapter under that name) is `permanent` at once.
-// - `platformIds` of a delivered piece are stored with its outbox row; `isOwnMessage` answers from them.
+// - `platformIds` of a delivered piece are stored with its outbox row; `isOwnMessage` answers from them,
+//   and `retractActions` is handed the last of them (the message that carries the piece's buttons).
 // - `InboundSink` is synchronous and never throws for a message it does not want: unregistered chats,
 //   duplicates and ignored commands come back as `stored: false`.
 
@@ -234,6 +235,13 @@ export interface Channel {
   setTyping(chatId: string, on: boolean): Promise<void>;
   /** The owner's admin chat on this channel once known (Telegram: the owner's private chat id; WhatsApp: self-chat JID). */
   adminChatId(): string | undefined;
+  /**
+   * Takes the buttons off a delivered piece whose `actions` no longer apply (an approval decided elsewhere,
+   * or expired), so nobody presses a dead one. Present exactly when the definition's `retractActions`
+   * capability is true. Best effort: resolves `false` when the platform refused (logged), never throws; a
+   * second call for the same message is harmless and sends nothing.
+   */
+  retractActions?(target: { chatId: string; platformId: string }): Promise<boolean>;
 }
 
 /** Durable key/value state a channel keeps in the host's SQLite (Telegram's update offset), scoped to it. */
@@ -292,6 +300,8 @@ export interface ChannelCapabilities {
   connectionDrops: true | string;
   /** Sends share one connection, so a send that the server refuses by closing it cuts every chat off. */
   sharedConnection: true | string;
+  /** A delivered piece's buttons can be taken off afterwards (`Channel.retractActions`). */
+  retractActions: true | string;
 }
 
 /** One entry of the channel registry (host/channels/registry.ts). */

@@ -159,6 +159,15 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
   const platformIdsOf = db.prepare<[number], { platform_id: string }>(
     'SELECT platform_id FROM outbox_platform_ids WHERE outbox_id = ? ORDER BY position',
   );
+  // The key's own row, its pieces (`<key>#<n>`) and its copies in other chats (`<key>@<chat>`): one range of
+  // the key's unique index (every suffix starts with a character below DEL).
+  const keyRange = db.prepare<
+    { from: string; to: string },
+    { id: number; idempotencyKey: string; channel: string; chatId: string }
+  >(
+    `SELECT id, idempotency_key AS idempotencyKey, channel, chat_id AS chatId FROM outbox
+     WHERE idempotency_key >= @from AND idempotency_key < @to AND status = 'sent' AND actions IS NOT NULL`,
+  );
   const movePending = db.prepare(
     `UPDATE outbox SET chat_id = ?, next_attempt_at = ? WHERE channel = ? AND chat_id = ? AND status = 'pending'`,
   );
@@ -229,6 +238,20 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     },
     platformIds(id: number): string[] {
       return platformIdsOf.all(id).map((r) => r.platform_id);
+    },
+    /**
+     * The delivered pieces with buttons that the notice under `key` became, in every chat it went to (the
+     * key itself, `<key>#<n>` and `<key>@<chat>`), each with the platform id of the message holding them.
+     */
+    deliveredWithActions(key: string): { channel: string; chatId: string; platformId: string }[] {
+      return keyRange
+        .all({ from: key, to: `${key}\u007f` })
+        .filter((r) => r.idempotencyKey === key || /^[#@]/.test(r.idempotencyKey.slice(key.length)))
+        .flatMap((r) => {
+          // The last message of a piece carries its buttons.
+          const platformId = platformIdsOf.all(r.id).at(-1)?.platform_id;
+          return platformId === undefined ? [] : [{ channel: r.channel, chatId: r.chatId, platformId }];
+        });
     },
     /** Moves the pending pieces of a chat that the platform moved to a new id; they are due at once. */
     movePending(channel: string, fromChatId: string, toChatId: string): number {

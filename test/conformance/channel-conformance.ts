@@ -62,6 +62,8 @@ export interface PlatformDriver {
    * (a poison message), and the channel reconnects as after any drop.
    */
   dropsConnectionOn?(chatId: string, marker: string): void;
+  /** Whether the platform still shows buttons under the bot's message `platformId` in the chat. */
+  showsButtons?(chatId: string, platformId: string): Promise<boolean>;
   /** The connection drops, then comes back. */
   dropConnection?(): Promise<void>;
   restoreConnection?(): Promise<void>;
@@ -409,6 +411,35 @@ export function describeChannelConformance(
       await h.subject.channel.stop();
       expect(h.subject.channel.status().state).toBe('stopped');
     });
+
+    it('offers retractActions exactly when it declares the capability', () => {
+      const { channel } = (harness as Harness).subject;
+      expect(typeof channel.retractActions === 'function').toBe(opts.capabilities.retractActions === true);
+    });
+
+    needs(
+      'retractActions',
+      "takes a delivered piece's buttons off, and a second request changes nothing",
+      async (h) => {
+        const { driver, channel } = h.subject;
+        h.dispatcher.enqueue({
+          idempotencyKey: 'approval:abc234',
+          groupId: GROUP_ID,
+          channel: channel.name,
+          chatId: driver.groupChatId,
+          runId: null,
+          text: 'May I?',
+          actions: [{ label: 'Approve', command: 'approve abc234' }],
+        });
+        await h.settled(1);
+        const [piece] = h.ctx.store.outbox.deliveredWithActions('approval:abc234');
+        if (!piece) throw new Error('the piece with buttons was not delivered');
+        expect(await driver.showsButtons?.(piece.chatId, piece.platformId)).toBe(true);
+        expect(await channel.retractActions?.(piece)).toBe(true);
+        expect(await driver.showsButtons?.(piece.chatId, piece.platformId)).toBe(false);
+        expect(await channel.retractActions?.(piece)).toBe(true);
+      },
+    );
 
     needs('connectionDrops', 'reports a dropped connection and its return', async (h) => {
       const { driver, channel } = h.subject;

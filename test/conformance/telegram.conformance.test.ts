@@ -97,6 +97,17 @@ describeChannelConformance(
           );
         },
         moveChat: (chatId, newChatId) => fake.migrate(Number(chatId), Number(newChatId)),
+        async showsButtons(chatId, platformId) {
+          const at = { chat_id: Number(chatId), message_id: Number(platformId) };
+          const sent = fake.sent().find((s) => s.chat_id === at.chat_id && s.message_id === at.message_id);
+          const edits = fake.calls.filter(
+            (c) =>
+              c.method === 'editMessageReplyMarkup' &&
+              c.params.chat_id === at.chat_id &&
+              c.params.message_id === at.message_id,
+          );
+          return sent?.reply_markup !== undefined && edits.length === 0;
+        },
         async dropConnection() {
           fake.down();
           await waitFor('the adapter to notice', () => channel.status().state !== 'connected', 5_000);

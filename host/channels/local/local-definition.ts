@@ -20,6 +20,7 @@ export const localChannelDefinition: ChannelDefinition<Record<string, never>> = 
     chatMoves: 'console chats are group ids, which never move',
     connectionDrops: 'the console is the host itself; there is no connection to lose',
     sharedConnection: 'the console is the host itself; there is no connection to lose',
+    retractActions: 'the console shows no buttons: it prints every decision and expiry as a line of its own',
   },
   chatId: { pattern: /^[a-z0-9][a-z0-9_-]{0,63}$/, example: 'family' },
   setupHint: 'The local console is always there.',

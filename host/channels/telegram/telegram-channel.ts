@@ -2,6 +2,7 @@ import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot } from 'grammy';
 import type { Channel, ChannelHost, OutboundPiece, SendOutcome } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
+import { createButtonRetraction } from './telegram-buttons.ts';
 import { createTelegramConnection, type TelegramConnectionDeps } from './telegram-connection.ts';
 import { createTelegramHandlers, movedKey } from './telegram-handlers.ts';
 import { parseConversationId, type BotIdentity } from './telegram-inbound.ts';
@@ -40,6 +41,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   );
 
   let host: ChannelHost | undefined;
+  const retractButtons = createButtonRetraction({ api: bot.api, logger });
   const typing = new Map<string, NodeJS.Timeout>();
   const ownerId = config.owner_user_id;
 
@@ -58,6 +60,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       identity: connection.identity,
       checkPrivacy: connection.checkPrivacy,
       files: { api: bot.api, url: (filePath) => `${config.api_root}/file/bot${deps.token}/${filePath}` },
+      retractButtons,
       tell: (chatId, text) => {
         bot.api
           .sendMessage(chatId, text, { link_preview_options: { is_disabled: true } })
@@ -126,6 +129,17 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       const timer = setInterval(ping, TYPING_RENEW_MS);
       timer.unref();
       typing.set(chatId, timer);
+    },
+
+    async retractActions({ chatId, platformId }) {
+      let target: ReturnType<typeof parseConversationId>;
+      try {
+        target = parseConversationId(chatId);
+      } catch {
+        return false;
+      }
+      // Message ids are per chat; a forum topic's messages are the chat's own.
+      return retractButtons(target.chatId, Number(platformId));
     },
 
     // A private chat's id is the user's id: known from the config, before the owner ever writes. A bot

@@ -26,6 +26,7 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
     connectionDrops: true,
     sharedConnection:
       'each Bot API call is its own HTTP request: no send can take a connection the others share',
+    retractActions: true,
   },
   chatId: {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,

@@ -26,6 +26,8 @@ export interface TelegramHandlersDeps {
   tell(chatId: number, text: string): void;
   /** The Bot API's getFile and the URL of a file path it returned (the token is in it: never logged). */
   files: { api: Pick<Api, 'getFile'>; url(filePath: string): string };
+  /** Takes the buttons off a message, once (telegram-buttons.ts); never rejects. */
+  retractButtons(chatId: number, messageId: number): Promise<boolean>;
 }
 
 /**
@@ -119,13 +121,9 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
         logger.warn({ err: (err as Error).message }, 'could not answer a button press'),
       );
     // One press of the owner's settles the request either way (decided, or already decided or expired, as
-    // the host's answer says): its buttons go, so nobody presses a dead one later.
-    if (fromOwner)
-      ctx
-        .editMessageReplyMarkup()
-        .catch((err: unknown) =>
-          logger.warn({ err: (err as Error).message }, 'could not remove the buttons of a decided request'),
-        );
+    // the host's answer says): its buttons go, so nobody presses a dead one later. Taken off before the
+    // host hears of the press, so the host's own retraction for the decision finds it done.
+    if (fromOwner && q.message) void deps.retractButtons(q.message.chat.id, q.message.message_id);
     const host = deps.host();
     if (!host || !q.message) return;
     // The press reaches the host like a typed command from the presser; the host's one owner check

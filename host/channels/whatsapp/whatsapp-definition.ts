@@ -28,6 +28,7 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     chatMoves: 'WhatsApp groups keep their id for life',
     connectionDrops: true,
     sharedConnection: true,
+    retractActions: 'replies carry no buttons on WhatsApp: approvals are answered by typing approve <id>',
   },
   chatId: {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,

@@ -64,6 +64,8 @@ interface Harness {
   sent: string[];
   metas: string[];
   expired: { text: string; approvalId: string }[];
+  /** Every change the service announced (onChange), in order. */
+  changes: string[];
 }
 
 const open: Harness[] = [];
@@ -84,6 +86,7 @@ function harness(
   const sent: string[] = [];
   const metas: string[] = [];
   const expired: Harness['expired'] = [];
+  const changes: string[] = [];
   const service = createApprovalService({
     store: { approvals, audit: store.audit, transaction: store.transaction },
     notifyAdmin:
@@ -93,12 +96,13 @@ function harness(
         metas.push(meta.approvalId);
       }),
     notifyExpired: (text, { approvalId }) => void expired.push({ text, approvalId }),
+    onChange: (id) => void changes.push(id),
     redact,
     clock,
     timeoutMs: TIMEOUT,
     logger: silent,
   });
-  const h = { file, store, approvals, service, clock, sent, metas, expired };
+  const h = { file, store, approvals, service, clock, sent, metas, expired, changes };
   open.push(h);
   return h;
 }
@@ -245,6 +249,23 @@ describe('approval service', () => {
     );
     expect(h.approvals.get(id)?.status).toBe('expired');
     expect(h.service.consume(id, PARAMS)).toBe(false);
+  });
+
+  it('announces each change of a request (asked, decided, expired, stopped), and nothing for a refused answer', async () => {
+    const h = harness();
+    const approved = ask(h);
+    const a = await lastId(h);
+    const timedOut = ask(h);
+    const b = await lastId(h);
+    h.service.decide(a, 'approve', 'telegram:5150');
+    h.service.decide(a, 'deny', 'local:owner');
+    h.clock.advance(TIMEOUT);
+    h.service.decide(b, 'approve', 'local:owner');
+    const stopped = ask(h);
+    const c = await lastId(h);
+    h.service.close();
+    await Promise.all([approved, timedOut, stopped]);
+    expect(h.changes).toEqual([a, b, a, b, c, c]);
   });
 
   it('refuses an answer after the deadline even when the expiry timer has not fired yet', async () => {

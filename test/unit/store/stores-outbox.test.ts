@@ -182,4 +182,26 @@ describe('outbox store', () => {
     store.outbox.markSent(a);
     expect(store.outbox.highWater('local', 'family')).toBe(a);
   });
+
+  it('deliveredWithActions() finds a notice with buttons in every chat it reached, by its last message', () => {
+    const actions = [{ label: 'Approve', command: 'approve abc234' }];
+    const sent = (key: string, fields: Partial<NewOutboxItem>, platformIds: string[]) => {
+      const id = add(reply(key, fields));
+      store.outbox.markSent(id, {
+        channel: fields.channel ?? 'local',
+        chatId: fields.chatId ?? 'family',
+        platformIds,
+      });
+    };
+    sent('approval:abc234', { actions }, ['c1']);
+    sent('approval:abc234@telegram:5150#1', { channel: 'telegram', chatId: '5150' }, ['7']);
+    sent('approval:abc234@telegram:5150#2', { channel: 'telegram', chatId: '5150', actions }, ['8', '9']);
+    sent('approval:abc234-refused', { actions }, ['c2']);
+    sent('approval:abc2345', { actions }, ['c3']);
+    add(reply('approval:abc234@whatsapp:1@s.whatsapp.net', { channel: 'whatsapp', actions }));
+    expect(store.outbox.deliveredWithActions('approval:abc234')).toEqual([
+      { channel: 'local', chatId: 'family', platformId: 'c1' },
+      { channel: 'telegram', chatId: '5150', platformId: '9' },
+    ]);
+  });
 });
