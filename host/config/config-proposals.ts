@@ -15,6 +15,7 @@ import type { RunIdentity } from '../security/decisions.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { HumanApproval } from '../security/policies/bash-policy.ts';
 import type { Cop } from '../security/cop/cop.ts';
+import { copThenOwner } from '../security/policies/reviewed-decision.ts';
 import { describeTaint, type TaintRegistry } from '../security/taint/taint.ts';
 
 export type ConfigProposal = z.infer<typeof configProposeParamsSchema>;
@@ -41,6 +42,10 @@ const OPERATION = 'config.propose';
 const MAX_DETAIL = 16 * 1024;
 const detail = (text: string) =>
   text.length <= MAX_DETAIL ? text : `${text.slice(0, MAX_DETAIL - 20)}\n… [shortened]`;
+
+/** What the Cop said, as the owner's question and the audit show it. */
+const copSays = (flagged: boolean, reason: string) =>
+  flagged ? `FLAGGED by the Cop: ${reason}` : `the Cop passed it: ${reason}`;
 
 const refused = (text: string): ConfigProposalResult => ({ status: 'refused', detail: detail(text) });
 
@@ -115,33 +120,44 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
       const effects = checked.effects.map((e) => `this ${e.effect}`);
       const withEffects = effects.length > 0 ? { effects } : {};
       const taint = deps.taint.get(runId);
-      const review = await deps.cop.review({
-        kind: 'host_mutation',
-        operation: OPERATION,
-        params: { changes: proposal.changes, diff, ...withEffects, reason: proposal.reason },
-        taint,
-      });
-      record(`${OPERATION}.cop`, review.flagged ? 'flagged' : 'passed', review.reason.slice(0, 1000), {
-        baseHash: current.hash,
-      });
-      const copSays = review.flagged
-        ? `FLAGGED by the Cop: ${review.reason.slice(0, 300)}`
-        : `the Cop passed it: ${review.reason.slice(0, 300)}`;
       // The approval is bound to exactly these parameters (their canonical hash): the base version, the
       // patch and the diff the owner reads. The agent's reason is shown as what it is, the agent's words.
       const what =
         effects.length === 0
           ? 'a config change'
           : `a config change with effects to weigh: ${effects.join('; ')}`;
-      const approved = await deps.human.ask(identity, OPERATION, `${what}; ${copSays}`, {
-        base_hash: current.hash,
-        changes: proposal.changes,
-        diff,
-        ...withEffects,
-        agent_reason: proposal.reason,
-      });
-      if (!approved) {
-        record(OPERATION, 'denied', `not approved by the owner (${copSays})`, {
+      const reviewed = await copThenOwner(
+        deps,
+        identity,
+        {
+          kind: 'host_mutation',
+          operation: OPERATION,
+          params: { changes: proposal.changes, diff, ...withEffects, reason: proposal.reason },
+          taint,
+        },
+        {
+          ownerParams: {
+            base_hash: current.hash,
+            changes: proposal.changes,
+            diff,
+            ...withEffects,
+            agent_reason: proposal.reason,
+          },
+          flagged: (reason) => `${what}; ${copSays(true, reason)}`,
+          passed: (reason) => `${what}; ${copSays(false, reason)}`,
+          verdictRow: {
+            record: (decision, reason) =>
+              record(`${OPERATION}.cop`, decision, reason, { baseHash: current.hash }),
+          },
+        },
+      );
+      // With `passed` given the owner is asked in every case: anything but their approve is a deny.
+      if (reviewed.outcome !== 'approved') {
+        const said = copSays(
+          reviewed.outcome === 'denied' && reviewed.flagged,
+          reviewed.copReason.slice(0, 300),
+        );
+        record(OPERATION, 'denied', `not approved by the owner (${said})`, {
           baseHash: current.hash,
           diff,
           effects,

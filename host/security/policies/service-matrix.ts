@@ -5,7 +5,7 @@ import type { RunIdentity } from '../decisions.ts';
 import type { Finding } from '../secrets/index.ts';
 import type { Taint, TaintRegistry } from '../taint/taint.ts';
 import type { MutationReview } from './mutation-review.ts';
-import type { DecisionRecorder, HumanApproval } from './reviewed-decision.ts';
+import { copThenOwner, type DecisionRecorder, type HumanApproval } from './reviewed-decision.ts';
 
 export interface ServiceMatrixDeps {
   taint: Pick<TaintRegistry, 'markCorrupted' | 'markSecret'>;
@@ -59,12 +59,12 @@ export async function gateByMatrix(
   const forbidden = forbiddenProperties(trust);
   if (forbidden.length > 0) throw deny(`${name} is forbidden by its declaration (${forbidden.join(', ')})`);
 
-  const needsHuman = async (why: string) => {
-    if (!(await deps.human.ask(identity, call.operation, why, call.details))) {
-      throw deny(`not approved by the owner (${why})`);
-    }
+  const ownerDecided = (approved: boolean, why: string) => {
+    if (!approved) throw deny(`not approved by the owner (${why})`);
     record('allowed', `approved by the owner (${why})`, 'owner');
   };
+  const needsHuman = async (why: string) =>
+    ownerDecided(await deps.human.ask(identity, call.operation, why, call.details), why);
   const write = call.kind === 'write';
   const findings = await deps.scanSecrets(call.scanned);
   if (findings.length > 0) await needsHuman(`${call.secretFound} (${findings[0]?.rule})`);
@@ -73,14 +73,18 @@ export async function gateByMatrix(
   else if (write && t.corruption && t.secret && trust.public_sink === true) {
     await needsHuman('a run that read secrets and untrusted content wants to send data out');
   } else if (write && t.corruption && trust.public_sink === true) {
-    const review = await deps.cop.review({
-      kind: 'tainted_write',
-      operation: call.operation,
-      params: call.reviewed,
-      taint: t,
-    });
-    record(review.flagged ? 'flagged' : 'passed', `Cop: ${review.reason.slice(0, 500)}`);
-    if (review.flagged) await needsHuman(`the Cop flagged it: ${review.reason.slice(0, 300)}`);
+    const reviewed = await copThenOwner(
+      deps,
+      identity,
+      { kind: 'tainted_write', operation: call.operation, params: call.reviewed, taint: t },
+      {
+        ownerParams: call.details,
+        flagged: (reason) => `the Cop flagged it: ${reason}`,
+        // The verdict is a row of the call itself, as the matrix decided there.
+        verdictRow: { record, reason: (reason) => `Cop: ${reason.slice(0, 500)}` },
+      },
+    );
+    if (reviewed.outcome !== 'passed') ownerDecided(reviewed.outcome === 'approved', reviewed.why);
   } else if (call.hostMutating) {
     if (!deps.reviewMutation) throw deny(`${name} runs code on the host and nothing can review it`);
     const verdict = await deps.reviewMutation(identity, call.operation, call.details);

@@ -242,6 +242,33 @@ describe('config proposals', () => {
     ]);
   });
 
+  it("audits the Cop's verdict and the owner's denial with the base and what the Cop said, no taint column", async () => {
+    copAnswer = async () => '{"flagged": true, "reason": "an unfamiliar model"}';
+    ownerAnswer = () => false;
+    expect((await propose([{ key: 'assistant.name', value: 'Max' }])).status).toBe('denied');
+    const rows = store.audit.tail(10).filter((r) => r.operation.startsWith('config.'));
+    expect(
+      rows.map((r) => [
+        r.operation,
+        r.decision,
+        r.reason,
+        r.taint,
+        r.approver,
+        JSON.parse(r.details ?? 'null'),
+      ]),
+    ).toEqual([
+      ['config.propose.cop', 'flagged', 'an unfamiliar model', null, null, { baseHash: hashText(FILE) }],
+      [
+        'config.propose',
+        'denied',
+        'not approved by the owner (FLAGGED by the Cop: an unfamiliar model)',
+        null,
+        null,
+        { baseHash: hashText(FILE), diff: expect.any(Array), effects: [] },
+      ],
+    ]);
+  });
+
   it('refuses what a start would refuse, with one line per problem, before anyone is asked', async () => {
     const bad = await propose([
       { key: 'runs.max_concurrent', value: 0 },

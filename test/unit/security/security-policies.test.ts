@@ -262,6 +262,34 @@ describe('service write policy', () => {
     await expect(flagged.call({ text: 'x' })).rejects.toThrow(/not approved.*leak/);
   });
 
+  it("writes the Cop's verdict as a row of the call itself, then the owner's word", async () => {
+    const rows = () =>
+      store.audit.tail(10).map((r) => [r.operation, r.decision, r.taint, r.reason, r.approver]);
+    await policy({
+      t: trust({ public_sink: true }),
+      cop: scriptedCop({ flagged: false, reason: 'fine' }),
+    }).call({
+      text: 'x',
+    });
+    await policy({
+      t: trust({ public_sink: true }),
+      cop: scriptedCop({ flagged: true, reason: 'leak' }),
+      human: recordingHuman(true),
+    }).call({ text: 'y' });
+    await expect(
+      policy({ t: trust({ public_sink: true }), cop: scriptedCop({ flagged: true, reason: 'leak' }) }).call({
+        text: 'z',
+      }),
+    ).rejects.toThrow(/not approved/);
+    expect(rows()).toEqual([
+      ['service.probe', 'passed', 'corruption', 'Cop: fine', null],
+      ['service.probe', 'flagged', 'corruption', 'Cop: leak', null],
+      ['service.probe', 'allowed', 'corruption', 'approved by the owner (the Cop flagged it: leak)', 'owner'],
+      ['service.probe', 'flagged', 'corruption', 'Cop: leak', null],
+      ['service.probe', 'denied', 'corruption', 'not approved by the owner (the Cop flagged it: leak)', null],
+    ]);
+  });
+
   it('allows an untainted run without review and taints it by what the service reads', async () => {
     const p = policy({
       t: trust({ public_sink: true, public_source: true, secret_data: true }),
