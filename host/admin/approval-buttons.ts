@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Channel } from '../channels/channel.ts';
 import type { OutboxItem, OutboxStore } from '../store/outbox-store.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 import { approvalNoticeKey } from './approval-message.ts';
 
 /** Settled requests remembered, so a later change of one (its execution) asks the channels nothing. */
@@ -15,6 +16,8 @@ export interface ApprovalButtonsDeps {
   channelFor(name: string): Channel | undefined;
   /** Whether the request still waits for the owner (its buttons still apply). */
   isOpen(approvalId: string): boolean;
+  /** Bounds the wait at a stop (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
   logger: Logger;
 }
 
@@ -25,7 +28,13 @@ export interface ApprovalButtonsDeps {
  * so by their `retractActions` capability; the others have nothing to take back. Best effort: a platform
  * that refuses leaves a dead button, whose press still only gets the host's "already decided" answer.
  */
-export function createApprovalButtons({ outbox, channelFor, isOpen, logger }: ApprovalButtonsDeps) {
+export function createApprovalButtons({
+  outbox,
+  channelFor,
+  isOpen,
+  clock = systemClock,
+  logger,
+}: ApprovalButtonsDeps) {
   const inFlight = new Set<Promise<unknown>>();
   // Requests whose buttons were already taken back (an execution after the approval changes nothing more).
   const retracted = new Set<string>();
@@ -70,14 +79,14 @@ export function createApprovalButtons({ outbox, channelFor, isOpen, logger }: Ap
      */
     async settled(boundMs = 3_000): Promise<void> {
       if (inFlight.size === 0) return;
-      let timer: NodeJS.Timeout | undefined;
+      let cancel: (() => void) | undefined;
       await Promise.race([
         Promise.all([...inFlight]),
         new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, boundMs);
+          cancel = clock.setTimer(resolve, boundMs);
         }),
       ]);
-      clearTimeout(timer);
+      cancel?.();
     },
   };
 }

@@ -119,7 +119,8 @@ export interface HostDeps {
   extraChannels?: Channel[];
   /** Secret lookup by variable name, for the channels' tokens. */
   secret?(name: string): string | undefined;
-  /** The host's clock (tests pass a fake one): the daily summary's time. */
+  /** The host's clock (tests pass a fake one): approvals, the scheduler, the outbox, the run queue and
+   * the daily summary's time (default: the system clock). */
   clock?: Clock;
   /** `carapace doctor`'s checks (the CLI injects them; nothing here imports it), for the web console. */
   doctor?(): Promise<{ name: string; ok: boolean; detail: string; fix?: string }[]>;
@@ -240,6 +241,7 @@ export async function startHost({
       retryBaseMs: config.outbox.retry_base_ms,
       retryMaxMs: config.outbox.retry_max_ms,
       maxConnectionDrops: config.outbox.max_connection_drops,
+      clock,
       onDelivered: (item) => {
         approvalButtons.onDelivered(item);
         events.emit('outbox-delivered', item);
@@ -253,6 +255,7 @@ export async function startHost({
       outbox: store.outbox,
       channelFor: (name) => channels.get(name),
       isOpen: (id) => store.approvals.get(id)?.status === 'pending',
+      clock,
       logger: logger.child({ subsystem: 'approvals' }),
     });
     // Neither holds a timer until the runner or the first run uses it; their closers go on the stack below,
@@ -261,6 +264,7 @@ export async function startHost({
       store,
       redact,
       timeoutMs: config.security.approval_timeout_ms,
+      clock,
       logger: logger.child({ subsystem: 'approvals' }),
       notifyAdmin: async (text, { approvalId }) =>
         adminChats.notify(approvalNoticeKey(approvalId), text, { actions: approvalActions(approvalId) }),
@@ -284,6 +288,7 @@ export async function startHost({
       audit: store.audit,
       logger: logger.child({ subsystem: 'scheduler' }),
       retryMs: config.scheduler.delivery_retry_ms,
+      clock,
     });
     step = 'starting the agent runtime';
     const runtime = await createRunner({
@@ -325,6 +330,7 @@ export async function startHost({
       maxConcurrent: config.runs.max_concurrent,
       maxAttempts: config.runs.max_attempts,
       retryBaseMs: config.runs.retry_base_ms,
+      clock,
       logger: logger.child({ subsystem: 'queue' }),
     });
     lateQueue.set(activeQueue);

@@ -4,6 +4,7 @@ import type { NewOutboxItem, OutboxItem, OutboxStore } from '../store/outbox-sto
 import type { Channel, SendOutcome } from './channel.ts';
 import { chunkText } from './chunk-text.ts';
 import { backoffMs } from '../time/backoff.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 export interface OutboxDispatcherDeps {
   outbox: OutboxStore;
@@ -25,7 +26,8 @@ export interface OutboxDispatcherDeps {
    */
   onChatMoved(item: OutboxItem, newChatId: string, reason: string): void;
   logger: Logger;
-  now?: () => number;
+  /** Retry times and the timer for the next one (default: the system clock; its timers never hold a stop). */
+  clock?: Clock;
 }
 
 /** A platform that keeps answering "moved" would otherwise bounce a piece between ids forever. */
@@ -51,11 +53,11 @@ export function createOutboxDispatcher({
   onDeadLetter,
   onChatMoved,
   logger,
-  now = Date.now,
+  clock = systemClock,
 }: OutboxDispatcherDeps) {
   let draining: Promise<void> | undefined;
   let again = false;
-  let timer: NodeJS.Timeout | undefined;
+  let cancelTimer: (() => void) | undefined;
   let stopped = false;
 
   const backoff = (attempts: number) => backoffMs(attempts, { baseMs: retryBaseMs, maxMs: retryMaxMs });
@@ -110,7 +112,7 @@ export function createOutboxDispatcher({
         const drops = item.connectionDrops + 1;
         if (drops < maxConnectionDrops) {
           const reason = `sending it took the ${item.channel} connection down (${drops} of ${maxConnectionDrops} before it is dead-lettered): ${outcome.reason}`;
-          outbox.markConnectionDropped(item.id, reason, now() + backoff(item.attempts));
+          outbox.markConnectionDropped(item.id, reason, clock.now() + backoff(item.attempts));
           logger.warn(
             { outboxId: item.id, drops, reason: outcome.reason },
             'a send took the connection down',
@@ -122,7 +124,7 @@ export function createOutboxDispatcher({
         return deadLetter(item, reason, 'poison', moves);
       }
       if (outcome.kind === 'retry') {
-        const retryAt = now() + Math.max(backoff(item.attempts), outcome.retryAfterMs ?? 0);
+        const retryAt = clock.now() + Math.max(backoff(item.attempts), outcome.retryAfterMs ?? 0);
         outbox.markFailed(item.id, outcome.reason, retryAt);
         logger.warn(
           { outboxId: item.id, attempts: item.attempts + 1, reason: outcome.reason },
@@ -170,12 +172,11 @@ export function createOutboxDispatcher({
   }
 
   function scheduleNext(): void {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
+    cancelTimer?.();
+    cancelTimer = undefined;
     const at = outbox.nextDueAt();
     if (at === undefined || stopped) return;
-    timer = setTimeout(kick, Math.max(0, at - now()));
-    timer.unref();
+    cancelTimer = clock.setTimer(kick, Math.max(0, at - clock.now()));
   }
 
   function kick(): void {
@@ -208,7 +209,7 @@ export function createOutboxDispatcher({
     kick,
     async stop(): Promise<void> {
       stopped = true;
-      if (timer) clearTimeout(timer);
+      cancelTimer?.();
       await draining;
     },
   };

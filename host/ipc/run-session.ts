@@ -12,6 +12,7 @@ import type { RunHandle, RunOutcome } from '../router/agent-runner.ts';
 import type { StoredMessage } from '../store/messages-store.ts';
 import { createFrameBudget, DEFAULT_FRAME_BUDGET, type FrameBudgetLimits } from './frame-budget.ts';
 import type { RunDone } from './host-handlers.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
 type ImageType = (typeof IMAGE_TYPES)[number];
@@ -70,6 +71,8 @@ export interface RunSessionDeps {
   stopGraceMs: number;
   /** How often a request the host is still working on resets the container's idle timer (default 5 s). */
   keepAliveMs?: number;
+  /** The keep-alive's timer (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
   logger: Logger;
 }
 
@@ -83,16 +86,24 @@ function keptAlive(
   handlers: RpcHandlers<HostMethods>,
   container: ContainerProcess,
   keepAliveMs: number,
+  clock: Pick<Clock, 'setTimer'>,
 ): RpcHandlers<HostMethods> {
   const wrapped: Record<string, (params: never, ctx: never) => Promise<unknown>> = {};
   for (const [method, handler] of Object.entries(handlers) as [string, (p: never, c: never) => unknown][]) {
     wrapped[method] = async (params, ctx) => {
       container.touch();
-      const timer = setInterval(() => container.touch(), keepAliveMs);
+      let cancel = () => undefined as void;
+      const touchEvery = () => {
+        cancel = clock.setTimer(() => {
+          container.touch();
+          touchEvery();
+        }, keepAliveMs);
+      };
+      touchEvery();
       try {
         return await handler(params, ctx);
       } finally {
-        clearInterval(timer);
+        cancel();
         container.touch();
       }
     };
@@ -147,6 +158,7 @@ export function createRunSession({
   guards = [],
   stopGraceMs,
   keepAliveMs = DEFAULT_KEEP_ALIVE_MS,
+  clock = systemClock,
   logger,
 }: RunSessionDeps): RunHandle {
   function stopContainer(reason: string, options: StopOptions = {}): void {
@@ -183,6 +195,7 @@ export function createRunSession({
         }, stopForCause),
         container,
         keepAliveMs,
+        clock,
       ),
       () => {
         if (done) confirmDone(done);
@@ -242,7 +255,7 @@ export function createRunSession({
   // killed. Either way the container goes off the critical path.
   const confirmedOutcome = confirmed.then((d) => {
     container.stdin.end();
-    void exitsWithin(container, stopGraceMs).then((gone) => {
+    void exitsWithin(container, stopGraceMs, clock).then((gone) => {
       if (gone) return;
       container.stop('the run is over and its agent did not exit', 0).catch((err: unknown) => {
         logger.warn({ err: (err as Error).message }, 'could not stop a finished container');
@@ -270,13 +283,16 @@ export function createRunSession({
   };
 }
 
-/** Whether the container exits within `ms`; the timer does not keep the host alive. */
-function exitsWithin(container: ContainerProcess, ms: number): Promise<boolean> {
+/** Whether the container exits within `ms`. */
+function exitsWithin(
+  container: ContainerProcess,
+  ms: number,
+  clock: Pick<Clock, 'setTimer'>,
+): Promise<boolean> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    timer.unref();
+    const cancel = clock.setTimer(() => resolve(false), ms);
     void container.exited.then(() => {
-      clearTimeout(timer);
+      cancel();
       resolve(true);
     });
   });

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ActiveRun, RunEnd, RunExecutor } from './run-executor.ts';
 import { backoffMs } from '../time/backoff.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 export interface GroupQueueDeps {
   executor: Pick<RunExecutor, 'start' | 'hasPending' | 'giveUp'>;
@@ -8,8 +9,8 @@ export interface GroupQueueDeps {
   maxAttempts: number;
   retryBaseMs: number;
   logger: Logger;
-  setTimer?: (fn: () => void, ms: number) => NodeJS.Timeout;
-  clearTimer?: (t: NodeJS.Timeout) => void;
+  /** The retry timers (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
 }
 
 export interface QueueSnapshot {
@@ -28,13 +29,13 @@ export function createGroupQueue({
   maxAttempts,
   retryBaseMs,
   logger,
-  setTimer = setTimeout,
-  clearTimer = clearTimeout,
+  clock = systemClock,
 }: GroupQueueDeps) {
   const active = new Map<string, ActiveRun>();
   const waiting: string[] = [];
   const attempts = new Map<string, number>();
-  const retryTimers = new Map<string, NodeJS.Timeout>();
+  /** Each retry's cancel function. */
+  const retryTimers = new Map<string, () => void>();
   const idleWaiters: (() => void)[] = [];
   let closed = false;
 
@@ -88,7 +89,7 @@ export function createGroupQueue({
         logger.warn({ groupId, attempt, delay, reason: end.reason }, 'run failed before replying; retrying');
         retryTimers.set(
           groupId,
-          setTimer(() => {
+          clock.setTimer(() => {
             retryTimers.delete(groupId);
             enqueue(groupId);
           }, delay),
@@ -130,7 +131,7 @@ export function createGroupQueue({
     },
     async close(reason: string): Promise<void> {
       closed = true;
-      for (const t of retryTimers.values()) clearTimer(t);
+      for (const cancel of retryTimers.values()) cancel();
       retryTimers.clear();
       waiting.length = 0;
       const runs = [...active.values()];

@@ -12,6 +12,7 @@ import { createHostEvents } from '../../host/router/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';
+import type { Clock } from '../../host/time/clock.ts';
 
 export interface RecordingChannel extends Channel {
   sent: { chatId: string; text: string; key: string; platformIds: string[] }[];
@@ -79,6 +80,8 @@ export function createRouterHarness(opts: {
   maxConcurrent?: number;
   maxAttempts?: number;
   retryBaseMs?: number;
+  /** The queue's retry timers (default: the system clock). */
+  queueClock?: Pick<Clock, 'setTimer'>;
   dir?: string;
 }) {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-router-'));
@@ -122,6 +125,7 @@ export function createRouterHarness(opts: {
     maxConcurrent: opts.maxConcurrent ?? 3,
     maxAttempts: opts.maxAttempts ?? 3,
     retryBaseMs: opts.retryBaseMs ?? 5,
+    ...(opts.queueClock ? { clock: opts.queueClock } : {}),
     logger,
   });
   const ingest = createIngest({

@@ -13,7 +13,7 @@ import { exactRedactor } from '../../../host/config/secrets.ts';
 import { createApprovalsStore, type ApprovalsStore } from '../../../host/store/approvals-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
-import type { Clock } from '../../../host/time/clock.ts';
+import { manualClock, type ManualClock } from '../../helpers/manual-clock.ts';
 
 const tempDir = useTempDirs();
 const SECRET = 'sk-live-abcdef0123456789';
@@ -22,38 +22,8 @@ const START = Date.parse('2025-03-01T12:00:00.000Z');
 const TIMEOUT = 300_000;
 const silent = pino({ level: 'silent' });
 
-interface FakeClock extends Clock {
-  /** Moves time and fires every timer that came due, in order. */
-  advance(ms: number): void;
-  /** Moves time without firing timers, as a busy event loop would. */
-  skip(ms: number): void;
-  timers(): number;
-}
-
-function fakeClock(start = START): FakeClock {
-  let now = start;
-  const timers = new Set<{ at: number; fn: () => void }>();
-  return {
-    now: () => now,
-    setTimer(fn, ms) {
-      const t = { at: now + ms, fn };
-      timers.add(t);
-      return () => timers.delete(t);
-    },
-    advance(ms) {
-      now += ms;
-      for (const t of [...timers].sort((a, b) => a.at - b.at)) {
-        if (t.at > now) break;
-        timers.delete(t);
-        t.fn();
-      }
-    },
-    skip(ms) {
-      now += ms;
-    },
-    timers: () => timers.size,
-  };
-}
+const fakeClock = (start = START) => manualClock(start);
+type FakeClock = ManualClock;
 
 interface Harness {
   file: string;
@@ -178,7 +148,7 @@ describe('approval service', () => {
       message: `Approved ${id}: web_fetch may run once, with the parameters shown.`,
     });
     await expect(result).resolves.toEqual({ outcome: 'approved', id, by: 'local:owner' });
-    expect(h.clock.timers()).toBe(0);
+    expect(h.clock.live().length).toBe(0);
     // Key order does not matter: the hash is over canonical JSON.
     expect(h.service.consume(id, { body: { n: 1 }, method: 'POST', url: PARAMS.url })).toBe(true);
     expect(h.service.consume(id, PARAMS)).toBe(false);
@@ -272,7 +242,7 @@ describe('approval service', () => {
     const h = harness();
     const result = ask(h);
     const id = await lastId(h);
-    h.clock.skip(TIMEOUT);
+    h.clock.jumpTo(h.clock.now() + TIMEOUT);
     const r = h.service.decide(id, 'approve', 'local:owner');
     expect(r.ok).toBe(false);
     expect(r.message).toMatch(/expired/);
@@ -466,7 +436,7 @@ describe('approval service', () => {
     const result = await ask(h);
     expect(result).toMatchObject({ outcome: 'expired', by: 'notify-failed' });
     expect(h.approvals.get(result.id)?.status).toBe('expired');
-    expect(h.clock.timers()).toBe(0);
+    expect(h.clock.live().length).toBe(0);
   });
 
   it('expires a request when the asking run aborts', async () => {
@@ -491,9 +461,9 @@ describe('approval service', () => {
     const h = harness();
     const result = ask(h);
     const id = await lastId(h);
-    expect(h.clock.timers()).toBe(1);
+    expect(h.clock.live().length).toBe(1);
     h.service.close();
-    expect(h.clock.timers()).toBe(0);
+    expect(h.clock.live().length).toBe(0);
     await expect(result).resolves.toEqual({ outcome: 'expired', id, by: 'host-stop' });
     await expect(ask(h)).rejects.toThrow(/closed/);
   });

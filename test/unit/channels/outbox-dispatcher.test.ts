@@ -7,6 +7,7 @@ import type { OutboxItem } from '../../../host/store/outbox-store.ts';
 import { createOutboxDispatcher } from '../../../host/channels/outbox-dispatcher.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { createDeliveryOutcomes } from '../../../host/channels/delivery-outcomes.ts';
+import { manualClock, type ManualClock } from '../../helpers/manual-clock.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { createRecordingChannel, type RecordingChannel } from '../../helpers/router-harness.ts';
 
@@ -17,9 +18,12 @@ afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-'))) {
+function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')), clock?: ManualClock) {
   if (!dirs.includes(dir)) dirs.push(dir);
-  const store = openStore({ file: path.join(dir, 'carapace.db') });
+  const store = openStore({
+    file: path.join(dir, 'carapace.db'),
+    ...(clock ? { now: () => new Date(clock.now()) } : {}),
+  });
   stores.push(store);
   return { dir, store };
 }
@@ -27,7 +31,7 @@ function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')))
 function dispatcherFor(
   store: Store,
   channel: RecordingChannel | undefined,
-  opts: { retryBaseMs?: number; maxConnectionDrops?: number } = {},
+  opts: { retryBaseMs?: number; maxConnectionDrops?: number; clock?: ManualClock } = {},
 ) {
   const delivered: OutboxItem[] = [];
   const notices: { key: string; text: string }[] = [];
@@ -57,6 +61,7 @@ function dispatcherFor(
     },
     onChatMoved: outcomes.onChatMoved,
     logger,
+    ...(opts.clock ? { clock: opts.clock } : {}),
   });
   const until = (n: number) =>
     new Promise<void>((resolve) => {
@@ -97,9 +102,28 @@ describe('outbox dispatcher', () => {
     d.enqueue(item('same'));
     d.enqueue(item('same'));
     await until(1);
-    d.kick();
-    await new Promise((r) => setTimeout(r, 30));
-    expect(channel.sent.map((s) => s.key)).toEqual(['same']);
+    d.enqueue(item('same'));
+    // A later reply to the same chat is the sentinel: a second send of `same` would have come before it.
+    d.enqueue(item('sentinel'));
+    await until(2);
+    expect(channel.sent.map((s) => s.key)).toEqual(['same', 'sentinel']);
+    await d.stop();
+  });
+
+  it('retries on the clock it is given: nothing goes out again until that clock passes the backoff', async () => {
+    const clock = manualClock(Date.parse('2026-01-01T00:00:00Z'));
+    const { store } = setup(undefined, clock);
+    const channel = createRecordingChannel();
+    channel.failNext(1);
+    const { d, until } = dispatcherFor(store, channel, { retryBaseMs: 1_000, clock });
+    d.enqueue(item('a'));
+    const [retry] = await waitFor('the retry timer', () => clock.live().length === 1 && clock.live());
+    expect(retry?.ms).toBe(1_000);
+    expect(channel.sent).toEqual([]);
+    clock.advance(1_000);
+    await until(1);
+    expect(channel.sent.map((s) => s.key)).toEqual(['a']);
+    expect(clock.live()).toEqual([]);
     await d.stop();
   });
 
@@ -110,7 +134,7 @@ describe('outbox dispatcher', () => {
     const first = dispatcherFor(store, down);
     first.d.enqueue(item('r1'));
     first.d.enqueue(item('r2'));
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the first attempt to fail', () => store.outbox.failing().length > 0);
     await first.d.stop();
     expect(store.outbox.pendingCount()).toBe(2);
     const errors = store.db.prepare('SELECT last_error AS e FROM outbox ORDER BY id').all() as {
@@ -123,8 +147,8 @@ describe('outbox dispatcher', () => {
     const reopened = setup(dir).store;
     const channel = createRecordingChannel();
     const second = dispatcherFor(reopened, channel);
+    // The rows wait for their backoff to pass; the dispatcher's own timer delivers them then.
     second.d.kick();
-    await new Promise((r) => setTimeout(r, 60)); // the rows wait for their backoff to pass
     await second.until(2);
     expect(channel.sent.map((s) => s.key)).toEqual(['r1', 'r2']);
     await second.d.stop();
@@ -185,10 +209,10 @@ describe('outbox dispatcher', () => {
     expect(notices).toHaveLength(1);
     expect(notices[0]?.text).toMatch(/test chat gone cannot be delivered: bot was removed/);
     expect(store.outbox.deadLetters().map((r) => r.idempotencyKey)).toEqual(['dead-2', 'dead-1']);
-    // Never retried: another kick sends nothing to the dead chat.
-    d.kick();
-    await new Promise((r) => setTimeout(r, 30));
-    expect(channel.sent.map((s) => s.key)).toEqual(['alive']);
+    // Never retried: a later reply to that chat goes out alone (a retried dead piece would precede it).
+    d.enqueue(item('sentinel', 'gone'));
+    await until(4);
+    expect(channel.sent.map((s) => s.key)).toEqual(['alive', 'sentinel']);
     await d.stop();
   });
 
@@ -220,10 +244,11 @@ describe('outbox dispatcher', () => {
     expect(notices[0]?.key).toMatch(/^poison-piece:/);
     expect(notices[0]?.text).toMatch(/A reply to group "g" \(test chat c1\) was not sent: sending it took/);
     expect(notices[0]?.text).toContain('It began "This particular reply makes the server hang up…"');
-    // Dead for good: it is never sent again, so it never takes the connection down again.
-    d.kick();
-    await new Promise((r) => setTimeout(r, 30));
-    expect(channel.sent.map((s) => s.key).sort()).toEqual(['after', 'other']);
+    // Dead for good: it is never sent again, so it never takes the connection down again (a later reply
+    // to its chat goes out alone).
+    d.enqueue(item('sentinel', 'c1'));
+    await until(4);
+    expect(channel.sent.map((s) => s.key).sort()).toEqual(['after', 'other', 'sentinel']);
     await d.stop();
   });
 

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedRunner } from '../../fakes/scripted-runner.ts';
+import { manualClock } from '../../helpers/manual-clock.ts';
+import { waitFor } from '../../helpers/processes.ts';
 import { createRouterHarness } from '../../helpers/router-harness.ts';
 
 type Harness = ReturnType<typeof createRouterHarness>;
@@ -30,6 +32,33 @@ describe('group queue', () => {
     scripted.runs[0]?.finish({ ok: true, reason: 'completed' });
     await scripted.run(4);
     expect(scripted.runs.map((r) => r.ctx.group.id)).toEqual(['c', 'a', 'd', 'b']);
+  });
+
+  it('retries a failed run when its clock says the backoff passed, not before', async () => {
+    const scripted = createScriptedRunner();
+    const clock = manualClock(0);
+    h = createRouterHarness({
+      runner: scripted.runner,
+      maxAttempts: 3,
+      retryBaseMs: 1_000,
+      queueClock: clock,
+    });
+    h.addGroup('fam');
+    h.say('fam', '@Andy one');
+    const first = await scripted.run(1);
+    first.accept();
+    first.finish({ ok: false, reason: 'container exited with 1' });
+    const harness = h;
+    await waitFor('the retry to be scheduled', () => harness.queue.snapshot().retrying.length > 0);
+    expect(h.queue.snapshot().retrying).toEqual([{ groupId: 'fam', attempt: 2 }]);
+    expect(clock.live().map((t) => t.ms)).toEqual([1_000]);
+    expect(scripted.runs).toHaveLength(1);
+    clock.advance(1_000);
+    const second = await scripted.run(2);
+    expect(second.ctx.attempt).toBe(2);
+    second.accept();
+    second.finish({ ok: true, reason: 'completed' });
+    await h.queue.whenIdle();
   });
 
   it('never runs more than the cap under a burst of 50 busy groups', async () => {
