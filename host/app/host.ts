@@ -119,8 +119,10 @@ export interface HostDeps {
   extraChannels?: Channel[];
   /** Secret lookup by variable name, for the channels' tokens. */
   secret?(name: string): string | undefined;
-  /** The host's clock (tests pass a fake one): approvals, the scheduler, the outbox, the run queue and
-   * the daily summary's time (default: the system clock). */
+  /**
+   * The host's clock (tests pass a fake one): approvals, the scheduler, the outbox, the run queue, retention
+   * and the daily summary's time (default: the system clock).
+   */
   clock?: Clock;
   /** `carapace doctor`'s checks (the CLI injects them; nothing here imports it), for the web console. */
   doctor?(): Promise<{ name: string; ok: boolean; detail: string; fix?: string }[]>;
@@ -516,6 +518,7 @@ export async function startHost({
       },
       batchSize: config.retention.batch_size,
       intervalMs: config.retention.interval_ms,
+      clock,
       logger: logger.child({ subsystem: 'retention' }),
     });
     retention.start();
