@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { InboundMessage } from '../channels/channel.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';

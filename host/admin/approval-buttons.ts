@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { Channel } from '../channels/channel.ts';
 import type { OutboxItem, OutboxStore } from '../store/outbox-store.ts';
 import { systemClock, type Clock } from '../time/clock.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import { z } from 'zod';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { ApprovalRecord, ApprovalsStore } from '../store/approvals-store.ts';

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';

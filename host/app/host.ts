@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import { adminCommandReplyKey, createAdminCommandHandler } from '../admin/admin-command-handler.ts';
 import { createApprovalService, type ApprovalService } from '../admin/approval-service.ts';
 import { createApprovalButtons } from '../admin/approval-buttons.ts';

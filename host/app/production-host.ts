@@ -1,4 +1,5 @@
-import type { DestinationStream, Logger } from 'pino';
+import type { DestinationStream } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { Channel } from '../channels/channel.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
@@ -55,7 +56,7 @@ export async function startProductionHost(
     redact: scanner.redact,
     ...(opts.logDestination ? { destination: opts.logDestination } : {}),
   });
-  for (const w of secrets.warnings) logger.warn(w);
+  for (const w of secrets.warnings) logger.warn({}, w);
   const host = await startHost({
     paths,
     config,

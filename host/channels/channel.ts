@@ -23,7 +23,7 @@
 //   duplicates and ignored commands come back as `stored: false`.
 
 import type { z } from 'zod';
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 
 /**
  * Who wrote a message's text, as the platform says (never read from the text). Who sent a message is not

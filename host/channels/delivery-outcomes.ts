@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { Store } from '../store/store.ts';
 import type { OutboxItem } from '../store/outbox-store.ts';
 import type { DeadLetterCause } from './outbox-dispatcher.ts';

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { NewOutboxItem, OutboxItem, OutboxStore } from '../store/outbox-store.ts';
 import type { Channel, SendOutcome } from './channel.ts';
 import { chunkText } from './chunk-text.ts';

@@ -4,6 +4,7 @@ import { StaleConfigError, type ConfigFileStore } from './config-file-store.ts';
 import type { AppliedConfig, ConfigSource } from './config-source.ts';
 import type { CheckedConfigText } from './load-config.ts';
 import { restartKeys } from './reload-scope.ts';
+import type { Logger } from '../logging/logger.ts';
 
 /** Who asked for the reload: a change of the file seen by the watcher, the CLI, or an approved proposal. */
 export type ReloadTrigger = 'file' | 'cli' | 'proposal' | 'web';
@@ -43,7 +44,7 @@ export interface ConfigReloaderDeps<Snapshot> {
    * their runs, with the old time zone or mounts) is made anew.
    */
   onApplied?(changes: ConfigChange[]): void;
-  logger: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  logger: Pick<Logger, 'info' | 'warn'>;
   now?: () => number;
 }
 

@@ -4,7 +4,7 @@ import { Transform } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { request, type Dispatcher } from 'undici';
 import type { KeyOwner } from './key-registry.ts';
-import type { GatewayLogger } from './logger.ts';
+import type { LogLevels } from '../logging/logger.ts';
 import { readBodyLimited } from './request-body.ts';
 import { DomainError } from '../errors/domain-error.ts';
 import { errorMessage } from '../errors/error-message.ts';
@@ -67,7 +67,7 @@ export interface CredentialRouteDeps {
   /** Aborts what a run still has in flight when it ends. */
   signalFor(owner: KeyOwner): AbortSignal;
   dispatcher: Dispatcher;
-  logger: GatewayLogger;
+  logger: LogLevels;
 }
 
 /** Client headers that never reach the upstream: the run key, the connection's own, and who the client is. */

@@ -13,7 +13,7 @@ import {
 } from './credential-route.ts';
 import { gatewayKeyFrom } from './headers.ts';
 import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-registry.ts';
-import type { GatewayLogger } from './logger.ts';
+import type { LogLevels } from '../logging/logger.ts';
 import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';
 import { createTranscription, type TranscriptionSettings, type Transcribe } from './transcription.ts';
@@ -33,7 +33,7 @@ export interface GatewayDeps {
   clock: { now(): number };
   /** IANA zone of the assistant, read at each request; spend is counted per calendar day there. */
   timezone: () => string;
-  logger: GatewayLogger;
+  logger: LogLevels;
   /** The most output tokens one call may ask for (`[runs].max_output_tokens`); larger asks are clamped. */
   maxOutputTokens: number;
   /**

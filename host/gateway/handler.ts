@@ -5,7 +5,7 @@ import type { GatewayConfig, ProviderConfig } from './config.ts';
 import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
 import type { KeyOwner, KeyRegistry } from './key-registry.ts';
-import type { GatewayLogger } from './logger.ts';
+import type { LogLevels } from '../logging/logger.ts';
 import { costMicros, usdToMicros, worstCaseMicros } from './pricing.ts';
 import { readBodyLimited } from './request-body.ts';
 import { filterModelList, readUpstreamBody, relayStream, sendBuffered } from './response-relay.ts';
@@ -33,7 +33,7 @@ export interface HandlerContext {
   upstream: UpstreamSettings;
   dayOf: (epochMs: number) => string;
   now: () => number;
-  logger: GatewayLogger;
+  logger: LogLevels;
   events: UpstreamEvents;
 }
 

@@ -15,7 +15,6 @@ export {
   type ProviderConfig,
   type ProviderKind,
 } from './config.ts';
-export type { GatewayLogger } from './logger.ts';
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
 export type { UsageRecord, UsageStore } from './usage-store.ts';
 export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './usage-store-sqlite.ts';

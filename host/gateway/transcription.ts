@@ -1,7 +1,7 @@
 import { fetch, FormData, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { errorMessage } from '../errors/error-message.ts';
-import type { GatewayLogger } from './logger.ts';
+import type { LogLevels } from '../logging/logger.ts';
 import { usdToMicros } from './pricing.ts';
 import type { SpendCap } from './spend-cap.ts';
 import type { UsageStore } from './usage-store.ts';
@@ -38,7 +38,7 @@ export interface TranscriptionDeps {
   usageStore: Pick<UsageStore, 'recordUsage'>;
   day: () => string;
   dispatcher: Dispatcher;
-  logger: GatewayLogger;
+  logger: LogLevels;
 }
 
 /** What an OpenAI-compatible transcription answers (json): the text, and sometimes how much audio it billed. */

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
-import type { GatewayLogger } from './logger.ts';
+import type { LogLevels } from '../logging/logger.ts';
 import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from './retry-policy.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import { backoffMs } from '../time/backoff.ts';
@@ -15,7 +15,7 @@ export interface UpstreamSettings {
   retryMaxDelayMs: number;
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   now: () => number;
-  logger: GatewayLogger;
+  logger: LogLevels;
 }
 
 export interface UpstreamCall {

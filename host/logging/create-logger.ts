@@ -1,4 +1,5 @@
-import pino, { type DestinationStream, type Logger } from 'pino';
+import pino, { type DestinationStream } from 'pino';
+import type { Logger } from './logger.ts';
 
 export interface LoggerOptions {
   level: string;

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { ActiveRun, RunEnd, RunExecutor } from './run-executor.ts';
 import { backoffMs } from '../time/backoff.ts';
 import { systemClock, type Clock } from '../time/clock.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import { adminCommandReplyKey } from '../admin/admin-command-handler.ts';
 import type { InboundMessage, InboundResult } from '../channels/channel.ts';
 import type { GroupRecord } from '../store/groups-store.ts';

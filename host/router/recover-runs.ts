@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { Store } from '../store/store.ts';
 import { sendNotices, unfinishedNotices, type NoticeSinks } from './run-notices.ts';
 

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { NewOutboxItem, OutboxAttachment } from '../store/outbox-store.ts';

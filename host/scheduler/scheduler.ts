@@ -1,6 +1,7 @@
 import type { AuditStore } from '../store/audit-store.ts';
 import type { TaskAdvance, TaskRecord, TasksStore } from '../store/tasks-store.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import type { Logger } from '../logging/logger.ts';
 import { nextRunAfter } from './next-run.ts';
 
 /** Node's timers overflow above 2^31-1 ms (about 24.8 days) and then fire at once; longer waits re-arm. */
@@ -17,12 +18,6 @@ export interface TaskFiring {
   after: TaskAdvance;
 }
 
-export interface SchedulerLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
 export interface SchedulerDeps {
   tasks: Pick<TasksStore, 'due' | 'earliestAfter' | 'advance'>;
   /** One SQLite transaction (`store.transaction`): the firing is recorded and delivered together or not at all. */
@@ -37,7 +32,7 @@ export interface SchedulerDeps {
   /** IANA zone cron expressions are evaluated in (`[assistant].timezone`); read at each firing. */
   timezone: () => string;
   audit?: Pick<AuditStore, 'record'>;
-  logger: SchedulerLogger;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   clock?: Clock;
   /** How long a task whose delivery failed waits before the next attempt. */
   retryMs?: number;

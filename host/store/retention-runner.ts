@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
 import type { AuditStore } from './audit-store.ts';
 import type { RetentionKind, RetentionPolicy, RetentionStep, RetentionStore } from './retention-store.ts';

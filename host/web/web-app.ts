@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
-import type { Logger } from 'pino';
+import type { Logger } from '../logging/logger.ts';
 import { z } from 'zod';
 import type { ApprovalService } from '../admin/approval-service.ts';
 import { RegistrationRefused, type GroupRegistration } from '../admin/register-group.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { HostEvents } from '../../router/host-events.ts';
 import type { GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
@@ -171,7 +171,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
     host?.onStatus(status);
   }
 
-  logger.debug('local console channel ready');
+  logger.debug({}, 'local console channel ready');
   return {
     channel,
     routes: { 'POST /v1/messages': postMessage, 'GET /v1/events': streamEvents } as Record<

@@ -1,5 +1,5 @@
 import { GrammyError, type Api } from 'grammy';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 
 /** Messages whose buttons were taken off, remembered so a second request for one sends nothing. */

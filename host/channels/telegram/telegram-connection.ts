@@ -1,6 +1,6 @@
 import { GrammyError, type Bot } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { ChannelState, ChannelStateStore, ChannelStatus } from '../channel.ts';
 import { WEBHOOK_SECRET_PATTERN, type TelegramConfig } from './telegram-config.ts';
 import type { BotIdentity } from './telegram-inbound.ts';
@@ -70,7 +70,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
       return;
     }
     if (!privacyNote) return;
-    logger.warn(privacyNote);
+    logger.warn({}, privacyNote);
     // The note rides on the status: the host tells the admin chats, once per distinct warning.
     if (current.state === 'connected') setStatus('connected');
   }
@@ -134,7 +134,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
     const info = await bot.api.getWebhookInfo();
     if (info.url) {
       await bot.api.deleteWebhook();
-      logger.info('deleted the webhook left from webhook mode; polling now');
+      logger.info({}, 'deleted the webhook left from webhook mode; polling now');
     }
     if (signal.aborted) return;
     poller = createPoller({
@@ -161,7 +161,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
     }
     if (!(await identify(signal, firstTry)) || !me) return;
     privacyNote = privacyWarning(me, deps.triggerWord);
-    if (privacyNote) logger.warn(privacyNote);
+    if (privacyNote) logger.warn({}, privacyNote);
     for (let attempt = 1; !signal.aborted; attempt += 1) {
       try {
         if (config.mode === 'webhook' && config.webhook) await receiveByWebhook(config.webhook, signal);

@@ -1,7 +1,7 @@
 import { sequentialize } from '@grammyjs/runner';
 import { Composer, type Api, type Context } from 'grammy';
 import type { Chat } from 'grammy/types';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { ChannelHost, ChannelStateStore } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
 import { conversationId, decideInbound, type BotIdentity } from './telegram-inbound.ts';
@@ -147,7 +147,7 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
   handlers.on('my_chat_member', async (ctx) => {
     const { chat, new_chat_member: now } = ctx.myChatMember;
     if (chat.type === 'private') {
-      if (chat.id === ownerId && now.status === 'kicked') logger.warn('the owner blocked the bot');
+      if (chat.id === ownerId && now.status === 'kicked') logger.warn({}, 'the owner blocked the bot');
       return;
     }
     seen(chat);

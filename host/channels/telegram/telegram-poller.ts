@@ -1,7 +1,7 @@
 import { createConcurrentSink, createRunner, createSource, type RunnerHandle } from '@grammyjs/runner';
 import { GrammyError, type Api } from 'grammy';
 import type { Update } from 'grammy/types';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { ChannelStateStore } from '../channel.ts';
 import { backoffMs } from '../../time/backoff.ts';
 
@@ -117,7 +117,7 @@ export function createPoller(deps: PollerDeps): Poller {
           logger.error({ err: err.description, retryInMs: jittered }, `getUpdates conflict: ${cause}`);
           deps.onTrouble(`Telegram refuses polling (409): ${cause}`);
         } else if (err instanceof GrammyError && err.error_code === 401) {
-          logger.error('getUpdates: the bot token was rejected (401)');
+          logger.error({}, 'getUpdates: the bot token was rejected (401)');
           deps.onTrouble(
             'Telegram rejected the bot token (401): check bot_token_env, or get a new token from @BotFather',
           );

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { Update } from 'grammy/types';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { z } from 'zod';
 
 /** Telegram's updates are small; anything near this is not Telegram. */

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { ChannelStatus } from '../channel.ts';
 import { classifyClose, type CloseVerdict } from './disconnect-reason.ts';
 import { backoffMs } from '../../time/backoff.ts';
@@ -171,7 +171,7 @@ export function createConnectionController<C extends ConnectionHandle>(
         openedAt = timers.now();
         lastActivity = openedAt;
         lastError = '';
-        log.info('WhatsApp connected');
+        log.info({}, 'WhatsApp connected');
         setStatus('connected');
         settleWaiters(conn);
       },

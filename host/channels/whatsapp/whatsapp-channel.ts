@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { WAMessage } from '@whiskeysockets/baileys';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import {

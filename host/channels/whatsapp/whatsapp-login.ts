@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import QRCode from 'qrcode';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import { closeStatusCode } from './disconnect-reason.ts';

@@ -7,7 +7,7 @@ import {
   type AuthenticationState,
   type WASocket,
 } from '@whiskeysockets/baileys';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { WHATSAPP_WEB_VERSION } from './whatsapp-version.ts';
 
 /** The part of a Baileys socket this channel uses: narrow, so tests can wrap a real socket at this seam. */

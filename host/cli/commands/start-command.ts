@@ -80,7 +80,7 @@ export async function startCommand(ctx: CliContext, args: string[]): Promise<num
   // Without a console the host outlives its terminal: SIGHUP (the terminal closed, the owner logged out)
   // is logged and ignored, so `start --no-console &` survives a logout as `start --detach` does.
   hangup.then(() =>
-    logger.warn('received SIGHUP (the terminal closed?); the host keeps running: carapace stop ends it'),
+    logger.warn({}, 'received SIGHUP (the terminal closed?); the host keeps running: carapace stop ends it'),
   );
   if (ctx.io.env[READY_CHANNEL_ENV] === '1' && process.send) {
     const ready: ReadyMessage = { type: 'ready', pid: process.pid };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { CommandSetup, RunStartParams } from '../../../container-agent/src/protocol.ts';
 import type { ProtocolProblem } from '../../../container-agent/src/rpc/peer.ts';
 import type { RunDone } from '../../ipc/host-handlers.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { ContainerProcess } from './container-launch.ts';
 
 /** A container started ahead of its run, booted until it waits for run.start. */

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import {
   MediaTooLargeError,
   type InboundMedia,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { buildCopMessages, type CopMessage, type CopReviewKind } from './cop-prompts.ts';
 import { parseCopAnswer } from './cop-verdict.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import type { Logger } from '../../logging/logger.ts';
 
 export type { CopMessage, CopReviewKind } from './cop-prompts.ts';
 
@@ -40,11 +41,6 @@ export interface CopVerdict {
   source: 'cop' | 'error';
 }
 
-export interface CopLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
 export interface Cop {
   /** Never rejects and never passes on failure: every error is a flagged verdict with `source: 'error'`. */
   review(request: CopReviewRequest): Promise<CopVerdict>;
@@ -58,7 +54,7 @@ const errorText = (err: unknown) => errorMessage(err).slice(0, 200);
 
 export function createCop(deps: {
   complete: CopComplete;
-  logger?: CopLogger;
+  logger?: Pick<Logger, 'info' | 'warn'>;
   config?: z.input<typeof copConfigSchema>;
 }): Cop {
   const config = copConfigSchema.parse(deps.config ?? {});

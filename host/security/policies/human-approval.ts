@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import type { ApprovalService } from '../../admin/approval-service.ts';
 import type { HumanApproval } from './bash-policy.ts';
 

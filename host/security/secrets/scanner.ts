@@ -9,17 +9,14 @@ import { findPrivateKeyBlocks } from './private-key.ts';
 import { TOKEN_RULES } from './token-rules.ts';
 import { findUrlCredentials } from './url-credentials.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import type { Logger } from '../../logging/logger.ts';
 
 export type { Finding, SecretScanner } from './finding.ts';
-
-export interface SecretScannerLogger {
-  warn(obj: object, msg: string): void;
-}
 
 export interface SecretScannerOptions {
   /** The real values the host holds; ones shorter than 8 characters are ignored (see held-matcher). */
   heldSecrets: readonly string[];
-  logger?: SecretScannerLogger;
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /**

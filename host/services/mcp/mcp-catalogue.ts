@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { LIMITS, type ServiceTool } from '../../../container-agent/src/protocol.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import {

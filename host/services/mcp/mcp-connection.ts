@@ -3,7 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '../../errors/error-message.ts';

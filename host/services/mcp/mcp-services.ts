@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from 'pino';
+import type { Logger } from '../../logging/logger.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import type { ServicesConfig, ServiceTrustDeclaration } from '../service-trust.ts';
 import {

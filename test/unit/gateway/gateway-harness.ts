@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { createGateway, type Gateway } from '../../../host/gateway/gateway.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import type { IssuedKey } from '../../../host/gateway/key-registry.ts';
-import type { GatewayLogger } from '../../../host/gateway/logger.ts';
+import type { LogLevels } from '../../../host/logging/logger.ts';
 import type { UsageStore } from '../../../host/gateway/usage-store.ts';
 import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
@@ -57,7 +57,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...options.provider,
   });
   const logs: LogEntry[] = [];
-  const logger: GatewayLogger = {
+  const logger: LogLevels = {
     debug: (obj, msg) => logs.push({ level: 'debug', obj, msg }),
     info: (obj, msg) => logs.push({ level: 'info', obj, msg }),
     warn: (obj, msg) => logs.push({ level: 'warn', obj, msg }),
