@@ -5,6 +5,7 @@ import type { GroupRecord } from '../store/groups-store.ts';
 import { parseAdminCommand, type AdminCommand } from './admin-commands.ts';
 import { formatPendingList } from './approval-message.ts';
 import type { ApprovalService } from './approval-service.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export interface AdminCommandHandlerDeps {
   approvals: Pick<ApprovalService, 'decide' | 'pending'>;
@@ -143,7 +144,7 @@ export function createAdminCommandHandler({
       } catch (err) {
         logger.error({ err, command: command.kind }, 'admin command failed');
         send(
-          `That command failed (${(err as Error).message}). Send "pending" to see what is still open.`,
+          `That command failed (${errorMessage(err)}). Send "pending" to see what is still open.`,
           group,
           m,
         );

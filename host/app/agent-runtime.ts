@@ -37,6 +37,7 @@ import { createShadowWalkCache } from '../containers/mounts/shadow-walk-cache.ts
 import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/run/docker-leftovers.ts';
 import { applyGatewayFirewall } from '../containers/network/network-host-firewall.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network/network-gateway.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
@@ -124,9 +125,9 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
   try {
     await docker.ping();
   } catch (err) {
-    logger.error({ err: (err as Error).message }, 'no Docker engine answers');
+    logger.error({ err: errorMessage(err) }, 'no Docker engine answers');
     return noticeRuntime(
-      `no Docker engine answers (${(err as Error).message}); start Docker and restart Carapace (carapace doctor says more)`,
+      `no Docker engine answers (${errorMessage(err)}); start Docker and restart Carapace (carapace doctor says more)`,
     );
   }
 
@@ -141,7 +142,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
       logger.error({ err: f.error, part: f.name }, 'could not close after a failed start');
     logger.error({ err }, 'the agent runtime could not start');
     return noticeRuntime(
-      `agent containers could not be set up: ${(err as Error).message} (carapace doctor says more)`,
+      `agent containers could not be set up: ${errorMessage(err)} (carapace doctor says more)`,
     );
   }
 }
@@ -171,7 +172,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     ).tag;
   } catch (err) {
     logger.error({ err }, 'the agent image could not be built');
-    return noticeRuntime(`the agent image could not be built: ${(err as Error).message}`);
+    return noticeRuntime(`the agent image could not be built: ${errorMessage(err)}`);
   } finally {
     // The bundle is made once per start: esbuild's helper process has nothing left to do in this host.
     await stopBundler();
@@ -256,7 +257,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     addresses.push(gatewayNet.hostAddress);
   } catch (err) {
     networks.gateway = {
-      unavailable: `the isolated "gateway" network could not be created: ${(err as Error).message}`,
+      unavailable: `the isolated "gateway" network could not be created: ${errorMessage(err)}`,
     };
   }
   await gateway.listen(addresses);

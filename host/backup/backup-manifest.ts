@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { errorMessage } from '../errors/error-message.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 
@@ -49,7 +50,7 @@ export function verifyUnpacked(root: string): BackupManifest {
   try {
     manifest = backupManifest.parse(JSON.parse(fs.readFileSync(manifestFile, 'utf8')));
   } catch (err) {
-    throw new BackupVerifyError(`the archive's ${MANIFEST_FILE} is not valid: ${(err as Error).message}`);
+    throw new BackupVerifyError(`the archive's ${MANIFEST_FILE} is not valid: ${errorMessage(err)}`);
   }
   const { files, other } = listFiles(root);
   if (other.length)

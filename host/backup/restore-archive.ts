@@ -8,6 +8,7 @@ import { acquireHostLock, HostLockedError } from '../store/host-lock.ts';
 import { rotateInstallSecret } from '../store/install-secret.ts';
 import { CONFIG_FILES } from './backup-archive.ts';
 import { BackupVerifyError, verifyUnpacked } from './backup-manifest.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 const run = promisify(execFile);
 
@@ -39,7 +40,7 @@ export async function restoreBackup(paths: BackupPaths, file: string, now = new 
     try {
       await run('tar', ['-xzf', file, '-C', staging, '--no-same-owner']);
     } catch (err) {
-      throw new RestoreRefused(`${file} is not a readable archive: ${(err as Error).message.split('\n')[0]}`);
+      throw new RestoreRefused(`${file} is not a readable archive: ${errorMessage(err).split('\n')[0]}`);
     }
     try {
       verifyUnpacked(staging);

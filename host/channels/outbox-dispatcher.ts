@@ -5,6 +5,7 @@ import type { Channel, SendOutcome } from './channel.ts';
 import { chunkText } from './chunk-text.ts';
 import { backoffMs } from '../time/backoff.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export interface OutboxDispatcherDeps {
   outbox: OutboxStore;
@@ -76,7 +77,7 @@ export function createOutboxDispatcher({
     } catch (err) {
       // Adapters map platform errors to outcomes; a throw is a bug there, and must not lose the reply.
       logger.error({ outboxId: item.id, channel: item.channel, err }, 'channel send threw; retrying');
-      return { kind: 'retry', reason: `the ${item.channel} channel failed: ${(err as Error).message}` };
+      return { kind: 'retry', reason: `the ${item.channel} channel failed: ${errorMessage(err)}` };
     }
   }
 

@@ -2,6 +2,7 @@ import readline from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { newClientMessageId } from '../channels/local/local-api.ts';
 import type { LocalClient } from '../channels/local/local-client.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export interface ChatOptions {
   client: LocalClient;
@@ -76,7 +77,7 @@ export async function runChat({
           controller.signal,
         );
       } catch (err) {
-        output.write(`(${(err as Error).message})\n`);
+        output.write(`(${errorMessage(err)})\n`);
       }
       await sleep(500, undefined, { signal: controller.signal }).catch(() => undefined);
     }
@@ -99,7 +100,7 @@ export async function runChat({
         if (!res.triggered && !res.duplicate && res.commandReplyKey === null)
           output.write(`(stored as context; mention @${assistantName} for a reply)\n`);
       } catch (err) {
-        output.write(`(not sent: ${(err as Error).message})\n`);
+        output.write(`(not sent: ${errorMessage(err)})\n`);
       }
     }
     rl.prompt();

@@ -7,6 +7,8 @@ import { SocketInUseError } from '../channels/local/socket-server.ts';
 import { RestoreRefused } from '../backup/restore-archive.ts';
 import { HostStartError } from '../app/start-error.ts';
 import { UsageError } from './cli-context.ts';
+import { errorMessage } from '../errors/error-message.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 /**
  * The exit code and message for an error a command threw, or undefined for one nobody expected (a bug:
@@ -30,7 +32,7 @@ export function explainError(err: unknown, usage: string): { code: number; messa
     err instanceof ApiError
   )
     return { code: 1, message: err.message };
-  if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))
-    return { code: 2, message: `${(err as Error).message}\nusage: ${usage}` };
+  if (errorCode(err)?.startsWith('ERR_PARSE_ARGS'))
+    return { code: 2, message: `${errorMessage(err)}\nusage: ${usage}` };
   return undefined;
 }

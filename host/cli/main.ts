@@ -11,6 +11,7 @@ import {
   webUsage,
   whatsappUsage,
 } from './command-usage.ts';
+import { toError } from '../errors/error-message.ts';
 
 type Run = (ctx: CliContext, args: string[]) => Promise<number>;
 
@@ -214,7 +215,7 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       say(io.stderr, known.message);
       return known.code;
     }
-    say(io.stderr, `carapace ${name} failed: ${(err as Error).stack ?? String(err)}`);
+    say(io.stderr, `carapace ${name} failed: ${toError(err).stack ?? String(err)}`);
     return 1;
   }
 }

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { errorMessage } from '../errors/error-message.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 /**
  * config.toml on disk: read with the hash of its bytes, written atomically only over the version the
@@ -84,7 +86,7 @@ export function createConfigFileStore({
     try {
       bytes = fs.readFileSync(configFile);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { text: '', hash: hashText('') };
+      if (errorCode(err) === 'ENOENT') return { text: '', hash: hashText('') };
       throw err;
     }
     return { text: bytes.toString('utf8'), hash: hashText(bytes) };
@@ -95,9 +97,9 @@ export function createConfigFileStore({
     try {
       return JSON.parse(fs.readFileSync(indexFile, 'utf8')) as ConfigBackup[];
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      if (errorCode(err) === 'ENOENT') return [];
       throw new Error(
-        `${indexFile} is unreadable (${(err as Error).message}); move it away to start a new history`,
+        `${indexFile} is unreadable (${errorMessage(err)}); move it away to start a new history`,
       );
     }
   }

@@ -7,6 +7,7 @@ import { protectedTouches, type ProtectedTouch } from './protected-keys.ts';
 import { hostConfigSchema, type HostConfig } from './schema.ts';
 import { editTomlText, type PatchEntry } from './toml-edit.ts';
 import { problemsFromZod } from './zod-problems.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export type CheckedPatch =
   | { ok: false; problems: ConfigProblem[] }
@@ -43,7 +44,7 @@ export function checkConfigPatch({ file, text, patch, exampleText }: CheckPatchI
   try {
     current = parseToml(text);
   } catch (err) {
-    return { ok: false, problems: [{ file, key: '', problem: (err as Error).message.split('\n')[0] ?? '' }] };
+    return { ok: false, problems: [{ file, key: '', problem: errorMessage(err).split('\n')[0] ?? '' }] };
   }
   const before = hostConfigSchema.safeParse(current);
   if (!before.success) return { ok: false, problems: problemsFromZod(file, before.error, example) };
@@ -51,7 +52,7 @@ export function checkConfigPatch({ file, text, patch, exampleText }: CheckPatchI
   try {
     edited = editTomlText(text, patch);
   } catch (err) {
-    return { ok: false, problems: [{ file, key: '', problem: (err as Error).message }] };
+    return { ok: false, problems: [{ file, key: '', problem: errorMessage(err) }] };
   }
   const after = hostConfigSchema.safeParse(parseToml(edited));
   if (!after.success) return { ok: false, problems: problemsFromZod(file, after.error, example) };

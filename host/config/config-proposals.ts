@@ -17,6 +17,7 @@ import type { HumanApproval } from '../security/policies/bash-policy.ts';
 import type { Cop } from '../security/cop/cop.ts';
 import { copThenOwner } from '../security/policies/reviewed-decision.ts';
 import { describeTaint, type TaintRegistry } from '../security/taint/taint.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export type ConfigProposal = z.infer<typeof configProposeParamsSchema>;
 export type ConfigProposalResult = z.infer<typeof configProposeResultSchema>;
@@ -82,7 +83,7 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
       try {
         patch = proposal.changes.map((c) => ({ path: parseConfigPath(c.key), value: c.value }));
       } catch (err) {
-        return refuse('a key is not a key path', (err as Error).message);
+        return refuse('a key is not a key path', errorMessage(err));
       }
       const current = files.read();
       if (current.hash !== proposal.baseHash)

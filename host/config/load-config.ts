@@ -3,6 +3,8 @@ import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { hostConfigSchema, type HostConfig } from './schema.ts';
 import { problemsFromZod } from './zod-problems.ts';
+import { errorMessage } from '../errors/error-message.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 export interface LoadConfigOptions {
   configFile: string;
@@ -14,8 +16,8 @@ function readText(file: string): { text?: string; problem?: ConfigProblem } {
   try {
     return { text: fs.readFileSync(file, 'utf8') };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { text: '' };
-    return { problem: { file, key: '', problem: `cannot read the file: ${(err as Error).message}` } };
+    if (errorCode(err) === 'ENOENT') return { text: '' };
+    return { problem: { file, key: '', problem: `cannot read the file: ${errorMessage(err)}` } };
   }
 }
 

@@ -4,6 +4,8 @@ import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { hashText, writeFileAtomically } from './config-file-store.ts';
 import type { AppliedConfig } from './config-source.ts';
 import { checkConfigText } from './load-config.ts';
+import { errorMessage } from '../errors/error-message.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 /**
  * Safe start: each time the host ran on a config (a start, a reload that passed its health check) that
@@ -45,7 +47,7 @@ function readIfThere(file: string): string | undefined {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (errorCode(err) === 'ENOENT') return undefined;
     throw err;
   }
 }
@@ -66,7 +68,7 @@ export function loadStartConfig({
     text = readIfThere(configFile) ?? '';
   } catch (err) {
     throw new ConfigError([
-      { file: configFile, key: '', problem: `cannot read the file: ${(err as Error).message}` },
+      { file: configFile, key: '', problem: `cannot read the file: ${errorMessage(err)}` },
     ]);
   }
   const checked = checkConfigText(configFile, text, exampleFile);

@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import { parseEnv } from 'node:util';
+import { errorMessage } from '../errors/error-message.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 export interface SecretSource {
   /** The value of a secret variable, from the environment or `<config dir>/.env` (the environment wins). */
@@ -20,8 +22,7 @@ export function loadSecrets({ envFile, env }: { envFile: string; env: NodeJS.Pro
     }
     fileVars = parseEnv(fs.readFileSync(envFile, 'utf8')) as Record<string, string>;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      warnings.push(`cannot read ${envFile}: ${(err as Error).message}`);
+    if (errorCode(err) !== 'ENOENT') warnings.push(`cannot read ${envFile}: ${errorMessage(err)}`);
   }
   const used = new Set<string>(Object.keys(fileVars));
   const get = (name: string) => {

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
+import { errorMessage } from '../errors/error-message.ts';
 
 /**
  * Edits config.toml as text so the owner's comments and layout survive a change made by `carapace config
@@ -290,7 +291,7 @@ export function editTomlText(text: string, patch: PatchEntry[]): string {
     reparsed = parseToml(edited);
   } catch (err) {
     throw new TomlEditError(
-      `the edited file would not parse (${(err as Error).message.split('\n')[0]}); change it by hand`,
+      `the edited file would not parse (${errorMessage(err).split('\n')[0]}); change it by hand`,
     );
   }
   if (!isDeepStrictEqual(plain(reparsed), plain(expected))) {

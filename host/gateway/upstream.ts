@@ -4,6 +4,7 @@ import type { LogLevels } from '../logging/logger.ts';
 import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from './retry-policy.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import { backoffMs } from '../time/backoff.ts';
+import { errorCodeInChain } from '../errors/error-code.ts';
 
 export interface UpstreamSettings {
   dispatcher: Dispatcher;
@@ -53,15 +54,8 @@ type Attempt =
   | { kind: 'unreachable'; reason: string }
   | { kind: 'aborted' };
 
-function errorCode(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string') return code;
-  return errorCode((error as { cause?: unknown }).cause);
-}
-
 function describe(error: unknown): string {
-  const code = errorCode(error);
+  const code = errorCodeInChain(error);
   const message = errorMessage(error);
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
@@ -88,7 +82,7 @@ async function attempt(
     return { kind: 'response', status: response.statusCode, headers: response.headers, body: response.body };
   } catch (error) {
     if (call.signal.aborted) return { kind: 'aborted' };
-    if (errorCode(error) === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout' };
+    if (errorCodeInChain(error) === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout' };
     return { kind: 'unreachable', reason: describe(error) };
   }
 }

@@ -20,6 +20,7 @@ import type { FileReadReport } from '../security/taint/secret-reads.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupsStore } from '../store/groups-store.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export type RunDone = z.infer<typeof runDoneParamsSchema>;
 
@@ -165,7 +166,7 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
       try {
         deps.checkRegistration(params.channel, params.chatId);
       } catch (err) {
-        throw new RpcError(RPC_ERROR_CODES.invalidParams, (err as Error).message);
+        throw new RpcError(RPC_ERROR_CODES.invalidParams, errorMessage(err));
       }
       if (groups.get(params.id) || groups.findByChat(params.channel, params.chatId)) {
         throw new RpcError(

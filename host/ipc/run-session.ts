@@ -13,6 +13,7 @@ import type { StoredMessage } from '../store/messages-store.ts';
 import { createFrameBudget, DEFAULT_FRAME_BUDGET, type FrameBudgetLimits } from './frame-budget.ts';
 import type { RunDone } from './host-handlers.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
 type ImageType = (typeof IMAGE_TYPES)[number];
@@ -168,7 +169,7 @@ export function createRunSession({
       // the stream may already be gone; stopping the container below is what counts
     }
     container.stop(reason, options.now ? 0 : stopGraceMs).catch((err: unknown) => {
-      logger.error({ err: (err as Error).message }, 'could not stop the container');
+      logger.error({ err: errorMessage(err) }, 'could not stop the container');
     });
   }
   let done: RunDone | undefined;
@@ -231,7 +232,7 @@ export function createRunSession({
   // An agent that never takes in its start messages has nothing to do: end it now instead of letting it
   // hold a slot until the idle timeout.
   accepted.catch((err: unknown) => {
-    logger.warn({ err: (err as Error).message }, 'run.start was not accepted; stopping the container');
+    logger.warn({ err: errorMessage(err) }, 'run.start was not accepted; stopping the container');
     container.stop('run.start was not accepted', stopGraceMs).catch(() => undefined);
   });
 
@@ -258,7 +259,7 @@ export function createRunSession({
     void exitsWithin(container, stopGraceMs, clock).then((gone) => {
       if (gone) return;
       container.stop('the run is over and its agent did not exit', 0).catch((err: unknown) => {
-        logger.warn({ err: (err as Error).message }, 'could not stop a finished container');
+        logger.warn({ err: errorMessage(err) }, 'could not stop a finished container');
       });
     });
     if (stoppedForCause !== undefined) return { ok: false, reason: stoppedForCause, retryable: false };

@@ -5,6 +5,7 @@ import type { NewOutboxItem, OutboxAttachment } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
 import type { HostEvents } from './host-events.ts';
 import { giveUpNotices, sendNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export type RunEnd =
   | { kind: 'succeeded' }
@@ -120,14 +121,13 @@ export function createRunExecutor({
       handle.accepted
         .then(() => ack(startThrough))
         .catch((err: unknown) => {
-          if (!ended)
-            log.warn({ err: (err as Error).message }, 'the agent did not take in its start messages');
+          if (!ended) log.warn({ err: errorMessage(err) }, 'the agent did not take in its start messages');
         });
 
       const finished = handle.done
         .catch((err: unknown): RunOutcome => ({
           ok: false,
-          reason: `runner error: ${(err as Error).message}`,
+          reason: `runner error: ${errorMessage(err)}`,
         }))
         .then((outcome): RunEnd => {
           ended = true;
@@ -183,7 +183,7 @@ export function createRunExecutor({
             .then((accepted) => {
               if (accepted) ack(last.id);
             })
-            .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'follow-up not handed over'));
+            .catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'follow-up not handed over'));
         },
         stop: (reason: string) => handle.stop(reason),
         finished,

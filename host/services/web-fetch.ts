@@ -11,6 +11,7 @@ import type { ServiceTrust } from './service-trust.ts';
 import { fenceUntrusted } from './untrusted-fence.ts';
 import { comparableHost, type WebFetchConfig } from './web-fetch-config.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { errorCodeInChain } from '../errors/error-code.ts';
 
 export const WEB_FETCH_SERVICE = 'web_fetch';
 
@@ -117,12 +118,6 @@ function isHtml(mediaType: string): boolean {
   return mediaType === 'text/html' || mediaType === 'application/xhtml+xml';
 }
 
-function errorCode(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : errorCode((error as { cause?: unknown }).cause);
-}
-
 /** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
@@ -177,7 +172,7 @@ async function vetHop(
     if (signal.aborted) throw error;
     throw new ServiceError(
       'failed',
-      `web_fetch could not resolve ${url.hostname} (${errorCode(error) ?? 'DNS error'})`,
+      `web_fetch could not resolve ${url.hostname} (${errorCodeInChain(error) ?? 'DNS error'})`,
     );
   }
   if (resolved.length === 0) throw new ServiceError('failed', `web_fetch could not resolve ${url.hostname}`);
@@ -210,7 +205,7 @@ async function send(hop: Hop, dispatcher: Dispatcher, userAgent: string, signal:
     });
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    const code = errorCode(error);
+    const code = errorCodeInChain(error);
     const message = errorMessage(error);
     throw new ServiceError(
       'failed',

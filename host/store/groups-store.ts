@@ -1,5 +1,6 @@
 import { GROUP_ID_PATTERN } from '../../container-agent/src/protocol.ts';
 import type { Db } from './open-database.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 export type NetworkMode = 'full' | 'gateway';
 
@@ -112,7 +113,7 @@ export function createGroupsStore(db: Db, now: () => Date = () => new Date()) {
           createdAt: now().toISOString(),
         });
       } catch (err) {
-        if ((err as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) {
+        if (errorCode(err)?.startsWith('SQLITE_CONSTRAINT')) {
           throw new GroupExistsError(
             `a group with id "${g.id}" or chat ${g.channel}:${g.chatId} already exists`,
           );

@@ -3,6 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { HOST_PID_FILE } from './host-pid-file.ts';
 import { makePrivateFile } from './open-database.ts';
+import { errorCode } from '../errors/error-code.ts';
 
 export class HostLockedError extends Error {}
 
@@ -24,7 +25,7 @@ export function acquireHostLock(dataDir: string): { release(): void } {
     db.prepare('INSERT INTO host (pid) VALUES (?)').run(process.pid);
   } catch (err) {
     db.close();
-    if ((err as { code?: string }).code?.startsWith('SQLITE_BUSY')) {
+    if (errorCode(err)?.startsWith('SQLITE_BUSY')) {
       throw new HostLockedError(
         `another Carapace host is already running with this data folder (${dataDir})`,
       );

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Db } from './open-database.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 export const DEFAULT_MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -94,7 +95,7 @@ export function migrate(db: Db, migrations: Migration[]): { applied: number[] } 
         record.run(m.version, m.name, m.checksum, new Date().toISOString());
       })();
     } catch (err) {
-      throw new MigrationError(`migration ${m.version}-${m.name} failed: ${(err as Error).message}`, {
+      throw new MigrationError(`migration ${m.version}-${m.name} failed: ${errorMessage(err)}`, {
         cause: err,
       });
     }

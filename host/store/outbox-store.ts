@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { z } from 'zod';
 import type { Db } from './open-database.ts';
 
 /** A button on a piece: pressing it sends `command` as the presser (OutboundPiece.actions). */
@@ -76,6 +77,9 @@ interface OutboxRow {
   last_error: string | null;
 }
 
+/** A piece's buttons as stored (JSON in `outbox.actions`). */
+const actionsSchema = z.array(z.object({ label: z.string(), command: z.string() }));
+
 function toItem(r: OutboxRow): OutboxItem {
   return {
     id: r.id,
@@ -86,7 +90,7 @@ function toItem(r: OutboxRow): OutboxItem {
     chatId: r.chat_id,
     runId: r.run_id,
     text: r.text,
-    ...(r.actions ? { actions: JSON.parse(r.actions) as OutboxAction[] } : {}),
+    ...(r.actions ? { actions: actionsSchema.parse(JSON.parse(r.actions)) } : {}),
     ...(r.attachment ? { attachment: JSON.parse(r.attachment) as OutboxAttachment } : {}),
     status: r.status,
     attempts: r.attempts,

@@ -8,6 +8,7 @@ import { LOCAL_CHANNEL } from './local-names.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
 import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
 import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export { LOCAL_CHANNEL };
 
@@ -76,7 +77,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
     try {
       group = localGroup(parsed.data.group);
     } catch (err) {
-      return sendJson(res, 404, { error: (err as Error).message });
+      return sendJson(res, 404, { error: errorMessage(err) });
     }
     if (!host) return sendJson(res, 503, { error: 'the host is starting; try again in a moment' });
     const after = outbox.highWater(LOCAL_CHANNEL, group.chatId);
@@ -111,7 +112,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
     try {
       group = localGroup(url.searchParams.get('group') ?? '');
     } catch (err) {
-      return sendJson(res, 404, { error: (err as Error).message });
+      return sendJson(res, 404, { error: errorMessage(err) });
     }
     // "latest" skips the history: the client only wants what is delivered from now on.
     const afterParam = url.searchParams.get('after') ?? '0';

@@ -149,6 +149,12 @@ export function createLocalClient(options: LocalClientOptions | string) {
     });
   }
 
+  /** The host's own words in a refusal, when it sent them. */
+  const hostError = (json: unknown, status: number): string =>
+    typeof json === 'object' && json !== null && 'error' in json && typeof json.error === 'string'
+      ? json.error
+      : `host answered ${status}`;
+
   async function call<T extends z.ZodMiniType>(
     schema: T,
     method: string,
@@ -156,8 +162,7 @@ export function createLocalClient(options: LocalClientOptions | string) {
     body?: unknown,
   ): Promise<z.infer<T>> {
     const { status, json } = await request(method, path, body);
-    if (status !== 200)
-      throw new ApiError(status, (json as { error?: string }).error ?? `host answered ${status}`);
+    if (status !== 200) throw new ApiError(status, hostError(json, status));
     return schema.parse(json);
   }
 
@@ -168,8 +173,7 @@ export function createLocalClient(options: LocalClientOptions | string) {
     /** Tells the host that groups changed in the database (removed, edited), so it drops what they made stale. */
     async groupsChanged(): Promise<void> {
       const { status, json } = await request('POST', '/v1/groups/changed', {});
-      if (status !== 200)
-        throw new ApiError(status, (json as { error?: string }).error ?? `host answered ${status}`);
+      if (status !== 200) throw new ApiError(status, hostError(json, status));
     },
     /** Asks the running host to read config.toml again and apply it (`carapace config set`, rollback). */
     reloadConfig(): Promise<ConfigReloadResult> {
@@ -181,8 +185,7 @@ export function createLocalClient(options: LocalClientOptions | string) {
     },
     getJson(path: string): Promise<unknown> {
       return request('GET', path).then(({ status, json }) => {
-        if (status !== 200)
-          throw new ApiError(status, (json as { error?: string }).error ?? `host answered ${status}`);
+        if (status !== 200) throw new ApiError(status, hostError(json, status));
         return json;
       });
     },

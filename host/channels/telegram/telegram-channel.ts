@@ -7,6 +7,7 @@ import { createTelegramConnection, type TelegramConnectionDeps } from './telegra
 import { createTelegramHandlers, movedKey } from './telegram-handlers.ts';
 import { parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { sendPiece } from './telegram-send.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
@@ -65,7 +66,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
         bot.api
           .sendMessage(chatId, text, { link_preview_options: { is_disabled: true } })
           .catch((err: unknown) =>
-            logger.warn({ err: (err as Error).message, chatId }, 'could not send a notice'),
+            logger.warn({ err: errorMessage(err), chatId }, 'could not send a notice'),
           );
       },
     }),
@@ -124,7 +125,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
             'typing',
             target.threadId ? { message_thread_id: target.threadId } : {},
           )
-          .catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'typing not shown'));
+          .catch((err: unknown) => logger.debug({ err: errorMessage(err) }, 'typing not shown'));
       void ping();
       const timer = setInterval(ping, TYPING_RENEW_MS);
       timer.unref();

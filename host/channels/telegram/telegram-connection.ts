@@ -8,6 +8,7 @@ import { createPoller, type Poller, ALLOWED_UPDATES } from './telegram-poller.ts
 import { privacyWarning } from './telegram-privacy.ts';
 import { createWebhookServer, type WebhookServer } from './telegram-webhook.ts';
 import { backoffMs } from '../../time/backoff.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export interface TelegramConnectionDeps {
   /** The bot whose updates are received (its handlers already installed). */
@@ -66,7 +67,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
       bot.botInfo = fresh;
       privacyNote = privacyWarning(fresh, deps.triggerWord);
     } catch (err) {
-      logger.warn({ err: (err as Error).message }, 'could not re-read the bot settings');
+      logger.warn({ err: errorMessage(err) }, 'could not re-read the bot settings');
       return;
     }
     if (!privacyNote) return;
@@ -90,7 +91,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
           rejected ? 'needs-login' : 'connecting',
           rejected
             ? `Telegram rejected the bot token: check ${config.bot_token_env}, or send /token to @BotFather for a new one`
-            : `cannot reach Telegram: ${(err as Error).message}`,
+            : `cannot reach Telegram: ${errorMessage(err)}`,
         );
         firstTry();
         await pause(backoffMs(attempt, { baseMs: base, maxMs: Math.min(60_000, base * 64) }), signal);
@@ -169,7 +170,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
         firstTry();
         return;
       } catch (err) {
-        setStatus('connecting', `cannot set up receiving: ${(err as Error).message}`);
+        setStatus('connecting', `cannot set up receiving: ${errorMessage(err)}`);
         firstTry();
         const retryBase = deps.retryBaseMs ?? 1_000;
         await pause(
@@ -195,7 +196,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
       connecting = connect(starting.signal, firstTry)
         .catch((err: unknown) => {
           logger.error({ err }, 'telegram start failed');
-          setStatus('connecting', `start failed: ${(err as Error).message}`);
+          setStatus('connecting', `start failed: ${errorMessage(err)}`);
         })
         .finally(firstTry);
       await tried;

@@ -1,6 +1,7 @@
 import { Api } from 'grammy';
 import type { TelegramConfig } from './telegram-config.ts';
 import { privacyWarning } from './telegram-privacy.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export interface DoctorLine {
   ok: boolean;
@@ -36,7 +37,7 @@ export async function telegramDoctor(opts: {
     return [
       {
         ok: false,
-        line: `telegram token: getMe failed (${(err as Error).message}); check ${config.bot_token_env}, or send /token to @BotFather for a new one`,
+        line: `telegram token: getMe failed (${errorMessage(err)}); check ${config.bot_token_env}, or send /token to @BotFather for a new one`,
       },
     ];
   }
@@ -88,7 +89,7 @@ export async function telegramDoctor(opts: {
       );
     }
   } catch (err) {
-    lines.push({ ok: false, line: `telegram webhook: getWebhookInfo failed (${(err as Error).message})` });
+    lines.push({ ok: false, line: `telegram webhook: getWebhookInfo failed (${errorMessage(err)})` });
   }
   return lines;
 }

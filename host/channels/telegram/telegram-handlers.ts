@@ -6,6 +6,7 @@ import type { ChannelHost, ChannelStateStore } from '../channel.ts';
 import { TELEGRAM_CHANNEL } from './telegram-config.ts';
 import { conversationId, decideInbound, type BotIdentity } from './telegram-inbound.ts';
 import { telegramMedia } from './telegram-media.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 const REFUSAL = 'This is a private assistant: it only talks to its owner here.';
 
@@ -117,9 +118,7 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
     const fromOwner = q.from.id === ownerId && q.message?.chat.id === ownerId;
     ctx
       .answerCallbackQuery({ text: fromOwner ? q.data : 'Only the owner can decide this.' })
-      .catch((err: unknown) =>
-        logger.warn({ err: (err as Error).message }, 'could not answer a button press'),
-      );
+      .catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'could not answer a button press'));
     // One press of the owner's settles the request either way (decided, or already decided or expired, as
     // the host's answer says): its buttons go, so nobody presses a dead one later. Taken off before the
     // host hears of the press, so the host's own retraction for the decision finds it done.

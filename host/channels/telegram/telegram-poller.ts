@@ -4,6 +4,7 @@ import type { Update } from 'grammy/types';
 import type { Logger } from '../../logging/logger.ts';
 import type { ChannelStateStore } from '../channel.ts';
 import { backoffMs } from '../../time/backoff.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** The update kinds the adapter handles; everything else is never fetched. */
 export const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query', 'my_chat_member'] as const;
@@ -122,8 +123,8 @@ export function createPoller(deps: PollerDeps): Poller {
             'Telegram rejected the bot token (401): check bot_token_env, or get a new token from @BotFather',
           );
         } else {
-          logger.warn({ err: (err as Error).message, retryInMs: jittered }, 'getUpdates failed; retrying');
-          deps.onTrouble(`cannot reach Telegram: ${(err as Error).message}`);
+          logger.warn({ err: errorMessage(err), retryInMs: jittered }, 'getUpdates failed; retrying');
+          deps.onTrouble(`cannot reach Telegram: ${errorMessage(err)}`);
         }
         await sleep(jittered, signal);
         continue;

@@ -48,7 +48,7 @@ export async function sendPiece(api: Api, piece: OutboundPiece): Promise<SendOut
   try {
     target = parseConversationId(piece.chatId);
   } catch (err) {
-    return { kind: 'permanent', reason: (err as Error).message };
+    return { kind: 'permanent', reason: errorMessage(err) };
   }
   const common = {
     ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),

@@ -9,6 +9,8 @@ import {
   type SignalDataSet,
   type SignalDataTypeMap,
 } from '@whiskeysockets/baileys';
+import { errorMessage, toError } from '../../errors/error-message.ts';
+import { errorCode } from '../../errors/error-code.ts';
 
 /** The linked device's credentials and Signal keys, in the channel's own 0700 folder. */
 export interface WhatsAppAuthStore {
@@ -44,7 +46,7 @@ export function openAuthStore(dir: string): WhatsAppAuthStore {
 
   const enqueue = (work: () => Promise<void>): Promise<void> => {
     const next = queue.then(work).catch((err: unknown) => {
-      failure = err as Error;
+      failure = toError(err);
     });
     queue = next;
     return next.then(() => {
@@ -72,9 +74,9 @@ export function openAuthStore(dir: string): WhatsAppAuthStore {
     try {
       return JSON.parse(fs.readFileSync(fileOf(name), 'utf8'), BufferJSON.reviver) as unknown;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (errorCode(err) === 'ENOENT') return null;
       throw new Error(
-        `the WhatsApp auth file ${fileOf(name)} is unreadable (${(err as Error).message}); ` +
+        `the WhatsApp auth file ${fileOf(name)} is unreadable (${errorMessage(err)}); ` +
           'run `carapace whatsapp logout`, then `carapace whatsapp login`',
       );
     }

@@ -2,6 +2,7 @@ import type { Logger } from '../../logging/logger.ts';
 import type { ChannelStatus } from '../channel.ts';
 import { classifyClose, type CloseVerdict } from './disconnect-reason.ts';
 import { backoffMs } from '../../time/backoff.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** One live connection attempt, as the controller sees it. */
 export interface ConnectionHandle {
@@ -190,7 +191,7 @@ export function createConnectionController<C extends ConnectionHandle>(
       // A socket that cannot even be built (bad URL, bad auth state) is a failed attempt like any other.
       generation++;
       conn = undefined;
-      onClosed(undefined, (err as Error).message);
+      onClosed(undefined, errorMessage(err));
       return;
     }
     armWatchdog(gen, policy.silentAfterMs);

@@ -219,7 +219,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       try {
         auth = openAuthStore(deps.dataDir);
       } catch (err) {
-        return block('stopped', (err as Error).message);
+        return block('stopped', errorMessage(err));
       }
       if (!auth.isLinked()) {
         return block(

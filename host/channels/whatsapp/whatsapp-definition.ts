@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -9,6 +10,10 @@ import { WHATSAPP_CHANNEL } from './inbound-message.ts';
 import { createWhatsAppChannel, LAST_TERMINAL_CLOSE } from './whatsapp-channel.ts';
 import { whatsappConfigSchema, type WhatsAppConfig } from './whatsapp-config.ts';
 import { BAILEYS_VERSION, WHATSAPP_WEB_VERSION, whatsappWebVersionText } from './whatsapp-version.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+
+/** What the channel stored of its last final close (whatsapp-channel.ts, LAST_TERMINAL_CLOSE). */
+const lastCloseSchema = z.object({ reason: z.string() });
 
 const SETUP_HINT =
   'Add a [channels.whatsapp] section to config.toml, stop the host, run carapace whatsapp login to link ' +
@@ -99,7 +104,7 @@ export function whatsappDoctor(deps: Pick<ChannelDeps<WhatsAppConfig>, 'config' 
     const auth = openAuthStore(deps.dataDir);
     linkedAs = auth.isLinked() ? auth.state.creds.me?.id?.split(/[:@]/)[0] : undefined;
   } catch (err) {
-    lines.push({ ok: false, line: `WhatsApp: ${(err as Error).message}` });
+    lines.push({ ok: false, line: `WhatsApp: ${errorMessage(err)}` });
     return lines;
   }
   lines.push(
@@ -112,7 +117,7 @@ export function whatsappDoctor(deps: Pick<ChannelDeps<WhatsAppConfig>, 'config' 
   );
   const last = deps.state.get(LAST_TERMINAL_CLOSE);
   if (linkedAs && last) {
-    const { reason } = JSON.parse(last) as { reason: string };
+    const { reason } = lastCloseSchema.parse(JSON.parse(last));
     lines.push({ ok: false, line: `WhatsApp: the last connection ended for good: ${reason}` });
   }
   return lines;

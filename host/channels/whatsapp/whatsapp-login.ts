@@ -4,6 +4,7 @@ import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import { closeStatusCode } from './disconnect-reason.ts';
 import { selfIdentity } from './jids.ts';
 import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export interface LoginDeps {
   /** The channel's auth folder (`<data>/channels/whatsapp`). */
@@ -109,7 +110,7 @@ function attempt(
             (err: unknown) =>
               finish({
                 kind: 'failed',
-                reason: `WhatsApp refused a pairing code: ${(err as Error).message}`,
+                reason: `WhatsApp refused a pairing code: ${errorMessage(err)}`,
               }),
           );
           return;

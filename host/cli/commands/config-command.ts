@@ -18,6 +18,7 @@ import { formatConfigPath, parseConfigPath, tomlValue } from '../../config/toml-
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { configUsage } from '../command-usage.ts';
 import { EXAMPLE_CONFIG_FILE, UsageError, type CliContext } from '../cli-context.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** A command-line value as TOML: `3`, `true`, `"Max"`, `["a", "b"]`. */
 function parseValue(text: string): unknown {
@@ -78,7 +79,7 @@ async function write(
       return 0;
     }
     ctx.err(
-      `the running host did not answer the reload (${(err as Error).message}); it picks the file up by itself`,
+      `the running host did not answer the reload (${errorMessage(err)}); it picks the file up by itself`,
     );
     return 1;
   }

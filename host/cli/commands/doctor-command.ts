@@ -19,6 +19,7 @@ import {
 import { checkLeftovers } from './doctor-docker-checks.ts';
 import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export const checkNode: Check = async () => {
   const problem = nodeVersionProblem(path.join(PROJECT_ROOT, 'package.json'));
@@ -73,7 +74,7 @@ export const checkDataDir: Check = async (ctx) => {
     return {
       name: 'data folder',
       ok: false,
-      detail: `${ctx.paths.dataDir}: ${(err as Error).message}`,
+      detail: `${ctx.paths.dataDir}: ${errorMessage(err)}`,
       fix: 'set CARAPACE_DATA_DIR to a folder you can write, or fix its permissions',
     };
   }
@@ -91,7 +92,7 @@ export function checkDocker(docker: Docker = new Docker()): Check {
       return {
         name: 'docker engine',
         ok: false,
-        detail: `not reachable: ${(err as Error).message}`,
+        detail: `not reachable: ${errorMessage(err)}`,
         fix: 'install and start Docker (Debian: apt-get install docker.io && dockerd &), or add your user to the docker group',
       };
     }
@@ -107,7 +108,7 @@ export async function runChecks(ctx: CliContext, checks: Check[]): Promise<Check
       results.push({
         name: check.name || 'check',
         ok: false,
-        detail: `the check itself failed: ${(err as Error).message}`,
+        detail: `the check itself failed: ${errorMessage(err)}`,
       });
     }
   }
@@ -192,7 +193,7 @@ export function checkAgentImage(docker: Docker = new Docker()): Check {
             fix: 'carapace image build (start also builds it)',
           };
     } catch (err) {
-      return { name: 'agent image', ok: false, detail: `cannot ask Docker: ${(err as Error).message}` };
+      return { name: 'agent image', ok: false, detail: `cannot ask Docker: ${errorMessage(err)}` };
     }
   };
 }

@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { findLeftovers, leftoverCount, type Leftovers } from '../../containers/run/docker-leftovers.ts';
 import type { Check } from './doctor-check.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export function describeLeftovers(l: Leftovers): string[] {
   return [
@@ -20,7 +21,7 @@ export function checkLeftovers(docker: Docker = new Docker()): Check {
     try {
       leftovers = await findLeftovers(docker);
     } catch (err) {
-      return { name: 'docker leftovers', ok: false, detail: `cannot ask Docker: ${(err as Error).message}` };
+      return { name: 'docker leftovers', ok: false, detail: `cannot ask Docker: ${errorMessage(err)}` };
     }
     const count = leftoverCount(leftovers);
     return count === 0

@@ -8,6 +8,7 @@ import { openStore } from '../../store/store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { groupsUsage } from '../command-usage.ts';
 import { untaintGroup } from './groups-untaint.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /**
  * A running host holds the group's pre-started container, which no run may take any more: it stops it at once
@@ -19,7 +20,7 @@ async function tellRunningHost(ctx: CliContext): Promise<void> {
   } catch (err) {
     if (err instanceof HostUnreachable) return;
     ctx.err(
-      `the running host was not told (${(err as Error).message}); its container pre-started for the group stops on its own within [runs.prestart] idle_ms`,
+      `the running host was not told (${errorMessage(err)}); its container pre-started for the group stops on its own within [runs.prestart] idle_ms`,
     );
   }
 }

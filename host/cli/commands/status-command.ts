@@ -5,6 +5,7 @@ import { hostClientWithin, timeoutSeconds } from '../host-client.ts';
 import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import type { CliContext } from '../cli-context.ts';
 import fs from 'node:fs';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** "pre-started containers: 1 of 2 ready (main 27 MiB), memory 27 MiB of 256 MiB, stopped after 600 s unused" */
 export function describePrestart(p: PrestartStatus): string {
@@ -64,7 +65,7 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
         store.close();
       }
     } catch (err) {
-      ctx.err(`could not read ${ctx.paths.databaseFile}: ${(err as Error).message}`);
+      ctx.err(`could not read ${ctx.paths.databaseFile}: ${errorMessage(err)}`);
     }
   }
   if (values.json) {

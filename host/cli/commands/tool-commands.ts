@@ -17,6 +17,7 @@ import {
 import { openStore } from '../../store/store.ts';
 import { PROJECT_ROOT, readAll, UsageError, type CliContext } from '../cli-context.ts';
 import fs from 'node:fs';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** `carapace image build [--online|--offline] [--force]` */
 export async function imageCommand(ctx: CliContext, args: string[]): Promise<number> {
@@ -59,7 +60,7 @@ export async function secretsCommand(ctx: CliContext, args: string[]): Promise<n
   try {
     opts = parseSecretsScanArgs(rest);
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(errorMessage(err));
   }
   // The secrets the host holds are matched exactly too, so read them as the host would.
   const secrets = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env });

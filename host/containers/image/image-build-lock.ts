@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { errorCode } from '../../errors/error-code.ts';
 
 export const DEFAULT_BUILD_LOCK = path.join(os.tmpdir(), 'carapace-image-build.lock');
 
@@ -21,7 +22,7 @@ export async function withBuildLock<T>(
       fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
       break;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if (errorCode(error) !== 'EEXIST') throw error;
       const owner = Number.parseInt(readOrEmpty(lockFile), 10);
       if (!Number.isInteger(owner) || !processAlive(owner)) {
         // Stale: the owner died without cleaning up. An empty file may be one being written
@@ -58,7 +59,7 @@ function processAlive(pid: number): boolean {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    return errorCode(error) === 'EPERM';
   }
 }
 

@@ -126,7 +126,7 @@ function withCodeCache(
   try {
     return writeAgentCodeCache(bundle);
   } catch (err) {
-    progress(`${(err as Error).message}; building without the code cache (the agent starts slower)`);
+    progress(`${errorMessage(err)}; building without the code cache (the agent starts slower)`);
     return [];
   }
 }

@@ -11,6 +11,8 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { toError } from '../../errors/error-message.ts';
+import { errorCode } from '../../errors/error-code.ts';
 
 export interface QuotaFolder {
   /** "group folder", "session folder": how the group is told. */
@@ -158,12 +160,12 @@ function watchRecursively(
       });
     } catch (error) {
       // Removed meanwhile: nothing to watch. Anything else (inotify limits) is the caller's to know.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') onError(error as Error);
+      if (errorCode(error) !== 'ENOENT') onError(toError(error));
       return;
     }
     watcher.on('error', (error) => {
       watchers.delete(rel);
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && !closed) onError(error);
+      if (errorCode(error) !== 'ENOENT' && !closed) onError(error);
     });
     watchers.set(rel, watcher);
   };
@@ -253,7 +255,7 @@ export function watchDiskQuota(
         failed,
       );
     } catch (error) {
-      failed(error as Error);
+      failed(toError(error));
     }
     return state;
   });

@@ -5,6 +5,7 @@ import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { findBlockedComponent, mergeBlockedPatterns } from './mount-patterns.ts';
 import { expandHome } from './mount-paths.ts';
+import { errorCode } from '../../errors/error-code.ts';
 
 export const MOUNT_ALLOWLIST_FILE = 'mount-allowlist.toml';
 
@@ -120,10 +121,6 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${where}: ${issue.message}${example === undefined ? '' : ` (e.g. ${example})`}`;
 }
 
-function errnoCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
-}
-
 function resolveRoot(
   root: MountAllowlistFile['allowed_roots'][number],
   homeDir: string,
@@ -136,7 +133,7 @@ function resolveRoot(
   try {
     real = fs.realpathSync.native(expanded.path);
   } catch (err) {
-    const code = errnoCode(err);
+    const code = errorCode(err);
     return {
       configuredPath,
       reason: code === 'ENOENT' ? 'does not exist' : `cannot be resolved (${code ?? String(err)})`,
@@ -181,14 +178,14 @@ export function loadMountAllowlist(
     if ((stat.mode & 0o002) !== 0) return fail(`is world-writable; fix with: chmod o-w ${file}`);
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') {
+    if (errorCode(err) === 'ENOENT') {
       return fail(
         'does not exist, so every extra mount is blocked. Create it, e.g. with ' +
           '[[allowed_roots]] path = "~/projects" allow_read_write = false ' +
           '(see config/mount-allowlist.example.toml)',
       );
     }
-    return fail(`cannot be read (${errnoCode(err) ?? String(err)})`);
+    return fail(`cannot be read (${errorCode(err) ?? String(err)})`);
   }
 
   let raw: unknown;

@@ -6,6 +6,7 @@ import type { AllowedRoot, MountAllowlistResult } from './mount-allowlist.ts';
 import { findBlockedComponent } from './mount-patterns.ts';
 import { expandHome, isWithin, overlaps, rawComponents } from './mount-paths.ts';
 import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
+import { errorCode } from '../../errors/error-code.ts';
 
 export const EXTRA_MOUNT_BASE = '/workspace/extra';
 
@@ -83,10 +84,6 @@ export function validateContainerPath(name: string): ContainerPathResult {
   return { ok: true, containerPath: `${EXTRA_MOUNT_BASE}/${name}` };
 }
 
-function errnoCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
-}
-
 /** Resolves through symlinks when the path exists, so protection also holds for a symlinked data dir. */
 export function resolveProtectedPath(p: string): string {
   try {
@@ -142,7 +139,7 @@ export function validateExtraMount(request: unknown, ctx: ExtraMountContext): Ex
   try {
     real = fs.realpathSync.native(expanded.path);
   } catch (err) {
-    const code = errnoCode(err);
+    const code = errorCode(err);
     return reject(
       `host_path ${shown} ${code === 'ENOENT' ? 'does not exist' : `cannot be resolved (${code ?? String(err)})`}`,
     );
@@ -153,7 +150,7 @@ export function validateExtraMount(request: unknown, ctx: ExtraMountContext): Ex
   try {
     stat = fs.statSync(real);
   } catch (err) {
-    return reject(`host_path ${shown}${via} cannot be read (${errnoCode(err) ?? String(err)})`);
+    return reject(`host_path ${shown}${via} cannot be read (${errorCode(err) ?? String(err)})`);
   }
   if (!stat.isDirectory() && !stat.isFile()) {
     return reject(

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { z } from 'zod';
 import type { Duplex, Readable } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -214,7 +215,12 @@ export async function launchContainer(
   };
 }
 
-type WaitBody = { StatusCode?: number; Error?: { Message?: string } | null };
+/** Docker's answer to a container wait (`POST /containers/{id}/wait`), what of it is read. */
+const waitBodySchema = z.object({
+  StatusCode: z.number().optional(),
+  Error: z.object({ Message: z.string().optional() }).nullable().optional(),
+});
+type WaitBody = z.infer<typeof waitBodySchema>;
 /** Wrapped in an object: resolving a promise with a promise would adopt it and wait for the exit. */
 type ArmedWait = { body: Promise<WaitBody> };
 
@@ -244,7 +250,7 @@ function armWait(docker: Docker, id: string): Promise<ArmedWait> {
             res.on('error', reject);
             res.on('end', () => {
               try {
-                resolve(JSON.parse(body) as WaitBody);
+                resolve(waitBodySchema.parse(JSON.parse(body)));
               } catch {
                 reject(new Error(`unexpected wait response from Docker: ${body.slice(0, 200)}`));
               }

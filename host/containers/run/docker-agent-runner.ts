@@ -27,6 +27,7 @@ import { quotaFolders } from '../mounts/disk-quota-folders.ts';
 import { watchDiskQuota } from '../mounts/disk-quota.ts';
 import { AGENT_UID, AGENT_USER } from '../image/image-base-offline.ts';
 import type { GroupMountPlan } from '../mounts/group-mounts.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** Where a container reaches the host, per network mode. */
 export interface RunNetworks {
@@ -344,7 +345,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
               );
               return {
                 ok: false,
-                reason: `could not start the agent: ${(err as Error).message}`,
+                reason: `could not start the agent: ${errorMessage(err)}`,
                 retryable: !(err instanceof NonRetryable),
               };
             },
@@ -369,7 +370,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
         try {
           now = fingerprintOf(containerFor(group).spec);
         } catch (err) {
-          return `its group cannot run now: ${(err as Error).message}`;
+          return `its group cannot run now: ${errorMessage(err)}`;
         }
         if (now === fingerprint) return undefined;
         changed.push(group);

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import type Docker from 'dockerode';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { errorMessage } from '../../errors/error-message.ts';
+import { errorMessage, toError } from '../../errors/error-message.ts';
 import type { ContainerTransport, ContainerTransportFactory } from '../../services/mcp/mcp-connection.ts';
 import type { ServiceTrustDeclaration } from '../../services/service-trust.ts';
 import { isDockerNotFound } from '../docker-errors.ts';
@@ -182,7 +182,7 @@ class McpContainerTransport implements ContainerTransport {
         message = this.buffer.readMessage();
       } catch (error) {
         // A line that is not JSON-RPC: the server's noise on stdout, reported and skipped.
-        this.onerror?.(error as Error);
+        this.onerror?.(toError(error));
         continue;
       }
       if (message === null) return;

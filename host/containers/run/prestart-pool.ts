@@ -1,5 +1,6 @@
 import type { Logger } from '../../logging/logger.ts';
 import type { ContainerProcess } from './container-launch.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 /** A container started ahead of its run, booted until it waits for run.start. */
 export interface Prestarted {
@@ -140,7 +141,7 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
       logger.debug({ groupId: group.id, container: prestarted.container.name }, 'container pre-started');
     } catch (err) {
       // The run will start its own container, as without pre-starting; it says what failed then.
-      logger.warn({ groupId: group.id, err: (err as Error).message }, 'could not pre-start a container');
+      logger.warn({ groupId: group.id, err: errorMessage(err) }, 'could not pre-start a container');
     } finally {
       pending.delete(group.id);
     }

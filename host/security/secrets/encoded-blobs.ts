@@ -9,6 +9,7 @@
  */
 
 import { gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { errorCode } from '../../errors/error-code.ts';
 
 const MIN_BASE64_CHARS = 16;
 const MIN_HEX_CHARS = 32;
@@ -174,8 +175,7 @@ function inflated(bytes: Buffer, tryRaw: boolean): Inflated | undefined {
     const text = asText(inflate(bytes, opts));
     return text === undefined ? undefined : { text, encoding };
   } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE')
-      return { text: '', encoding, unread: true };
+    if (errorCode(err) === 'ERR_BUFFER_TOO_LARGE') return { text: '', encoding, unread: true };
     // Not compressed data: noise, like any other blob that does not read as text.
     return undefined;
   }
