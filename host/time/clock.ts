@@ -1,5 +1,5 @@
 /**
- * Time as the host's subsystems see it, so tests can pass a fake one (test/helpers/manual-clock.ts): the
+ * Time as the host's subsystems see it, so tests can pass a fake one (test/helpers/fake-clock.ts): the
  * approvals' expiry, the scheduler's next firing, the outbox's and the run queue's retries, the IPC
  * keep-alive, retention. `startHost` takes one for all of them. `setTimer` returns its own cancel function.
  */

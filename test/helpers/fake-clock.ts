@@ -1,6 +1,8 @@
 import type { Clock } from '../../host/time/clock.ts';
 
 /** A clock whose time only moves when the test says so; timers fire in due order as it passes them. */
+export type FakeClock = ReturnType<typeof fakeClock>;
+
 export function fakeClock(start: number) {
   let now = start;
   let seq = 0;
@@ -20,6 +22,10 @@ export function fakeClock(start: number) {
     /** Time passes with nobody watching (the host is down). */
     jumpTo(t: number) {
       now = t;
+    },
+    /** `advanceTo(now() + ms)`. */
+    advance(ms: number) {
+      this.advanceTo(now + ms);
     },
     advanceTo(t: number) {
       for (;;) {

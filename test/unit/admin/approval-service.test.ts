@@ -13,7 +13,7 @@ import { exactRedactor } from '../../../host/config/secrets.ts';
 import { createApprovalsStore, type ApprovalsStore } from '../../../host/store/approvals-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
-import { manualClock, type ManualClock } from '../../helpers/manual-clock.ts';
+import { fakeClock as clockAt, type FakeClock } from '../../helpers/fake-clock.ts';
 
 const tempDir = useTempDirs();
 const SECRET = 'sk-live-abcdef0123456789';
@@ -22,8 +22,7 @@ const START = Date.parse('2025-03-01T12:00:00.000Z');
 const TIMEOUT = 300_000;
 const silent = pino({ level: 'silent' });
 
-const fakeClock = (start = START) => manualClock(start);
-type FakeClock = ManualClock;
+const fakeClock = (start = START) => clockAt(start);
 
 interface Harness {
   file: string;
@@ -68,7 +67,7 @@ function harness(
     notifyExpired: (text, { approvalId }) => void expired.push({ text, approvalId }),
     onChange: (id) => void changes.push(id),
     redact,
-    clock,
+    clock: clock.clock,
     timeoutMs: TIMEOUT,
     logger: silent,
   });

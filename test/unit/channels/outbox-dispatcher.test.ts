@@ -7,7 +7,7 @@ import type { OutboxItem } from '../../../host/store/outbox-store.ts';
 import { createOutboxDispatcher } from '../../../host/channels/outbox-dispatcher.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { createDeliveryOutcomes } from '../../../host/channels/delivery-outcomes.ts';
-import { manualClock, type ManualClock } from '../../helpers/manual-clock.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { createRecordingChannel, type RecordingChannel } from '../../helpers/router-harness.ts';
 
@@ -18,7 +18,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')), clock?: ManualClock) {
+function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')), clock?: FakeClock) {
   if (!dirs.includes(dir)) dirs.push(dir);
   const store = openStore({
     file: path.join(dir, 'carapace.db'),
@@ -31,7 +31,7 @@ function setup(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-outbox-')),
 function dispatcherFor(
   store: Store,
   channel: RecordingChannel | undefined,
-  opts: { retryBaseMs?: number; maxConnectionDrops?: number; clock?: ManualClock } = {},
+  opts: { retryBaseMs?: number; maxConnectionDrops?: number; clock?: FakeClock } = {},
 ) {
   const delivered: OutboxItem[] = [];
   const notices: { key: string; text: string }[] = [];
@@ -61,7 +61,7 @@ function dispatcherFor(
     },
     onChatMoved: outcomes.onChatMoved,
     logger,
-    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.clock ? { clock: opts.clock.clock } : {}),
   });
   const until = (n: number) =>
     new Promise<void>((resolve) => {
@@ -111,7 +111,7 @@ describe('outbox dispatcher', () => {
   });
 
   it('retries on the clock it is given: nothing goes out again until that clock passes the backoff', async () => {
-    const clock = manualClock(Date.parse('2026-01-01T00:00:00Z'));
+    const clock = fakeClock(Date.parse('2026-01-01T00:00:00Z'));
     const { store } = setup(undefined, clock);
     const channel = createRecordingChannel();
     channel.failNext(1);

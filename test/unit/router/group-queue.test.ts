@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedRunner } from '../../fakes/scripted-runner.ts';
-import { manualClock } from '../../helpers/manual-clock.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { createRouterHarness } from '../../helpers/router-harness.ts';
 
@@ -36,12 +36,12 @@ describe('group queue', () => {
 
   it('retries a failed run when its clock says the backoff passed, not before', async () => {
     const scripted = createScriptedRunner();
-    const clock = manualClock(0);
+    const clock = fakeClock(0);
     h = createRouterHarness({
       runner: scripted.runner,
       maxAttempts: 3,
       retryBaseMs: 1_000,
-      queueClock: clock,
+      queueClock: clock.clock,
     });
     h.addGroup('fam');
     h.say('fam', '@Andy one');
