@@ -2,9 +2,8 @@ import pino from 'pino';
 import { createTelegramChannel } from '../../host/channels/telegram/telegram-channel.ts';
 import { TELEGRAM_CHANNEL, telegramConfigSchema } from '../../host/channels/telegram/telegram-config.ts';
 import { telegramChannelDefinition } from '../../host/channels/telegram/telegram-definition.ts';
-import { OFFSET_KEY } from '../../host/channels/telegram/telegram-poller.ts';
 import { startFakeTelegram } from '../fakes/fake-telegram-api.ts';
-import { channelStateIn } from '../fakes/telegram-test-host.ts';
+import { channelStateIn, handledThrough } from '../fakes/telegram-test-host.ts';
 import { waitFor } from '../helpers/processes.ts';
 import { describeChannelConformance } from './channel-conformance.ts';
 
@@ -26,13 +25,7 @@ describeChannelConformance(
       retryBaseMs: 20,
     });
     // The driver returns once the adapter handled the update: its durable offset moved past it.
-    const handled = async (updateId: number): Promise<void> => {
-      await waitFor(
-        'the adapter to handle the update',
-        () => Number(state.get(OFFSET_KEY) ?? 0) > updateId,
-        5_000,
-      );
-    };
+    const handled = (updateId: number) => handledThrough(state, updateId);
     const member = { id: 42, first_name: 'Friend' };
     const chatOf = (chatId: string) => ({ ...GROUP, id: Number(chatId) });
     return {

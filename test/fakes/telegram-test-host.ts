@@ -6,6 +6,8 @@ import type {
   ChannelStatus,
   InboundMessage,
 } from '../../host/channels/channel.ts';
+import { OFFSET_KEY } from '../../host/channels/telegram/telegram-poller.ts';
+import { waitFor } from '../helpers/processes.ts';
 
 /**
  * What a channel sees of the host, recording what it is handed: inbound messages, statuses and chats.
@@ -56,4 +58,16 @@ export function channelStateIn(db: Database.Database, channel: string): ChannelS
     get: (key) => get.get(channel, key)?.value,
     set: (key, value) => void set.run(channel, key, value),
   };
+}
+
+/**
+ * Resolves once the Telegram adapter handled `updateId` and every update before it: its durable offset (the
+ * first update not yet handled) moved past it. The sentinel for "nothing more came of those updates".
+ */
+export async function handledThrough(state: ChannelStateStore, updateId: number): Promise<void> {
+  await waitFor(
+    'the adapter to handle the update',
+    () => Number(state.get(OFFSET_KEY) ?? 0) > updateId,
+    5_000,
+  );
 }

@@ -75,7 +75,11 @@ describe('crash recovery', () => {
       await postToSocketChannel(fakeSocket, { chatId: 'c1', externalId: 'm1', text: '@Andy one' });
       await waitFor('all replies after the restart', () => deliveries().length >= 3);
       expect(await sendExit).toBe(0);
-      await new Promise((r) => setTimeout(r, 300)); // room for any wrongful extra reply to show up
+      // The sentinels: a later message in each chat, answered after anything still owed to it (each group
+      // runs and each chat delivers in order), so a wrongful extra reply would show up before theirs.
+      await postToSocketChannel(fakeSocket, { chatId: 'c1', externalId: 'm5', text: '@Andy sentinel one' });
+      await postToSocketChannel(fakeSocket, { chatId: 'c2', externalId: 'm6', text: '@Andy sentinel two' });
+      await waitFor('the sentinels answered', () => deliveries().length >= 5);
 
       const texts = deliveries()
         .map((d) => d.text)
@@ -84,15 +88,21 @@ describe('crash recovery', () => {
         'echo: @Andy [die-during-delivery] four',
         'echo: @Andy [until-restart] three',
         'echo: @Andy one',
+        'echo: @Andy sentinel one',
+        'echo: @Andy sentinel two',
       ]);
-      expect(new Set(deliveries().map((d) => d.key)).size).toBe(3);
+      expect(new Set(deliveries().map((d) => d.key)).size).toBe(5);
       expect(deliveries().find((d) => d.text.includes('four'))?.pid).toBe(second.child.pid);
       expect(sendOut.match(/echo: \[hang\] two/g)).toHaveLength(1);
 
       const check = openStore({ file: path.join(dataDir, 'carapace.db') });
       try {
         expect(check.outbox.pendingCount()).toBe(0);
-        expect(check.messages.groupsWithPendingTriggers()).toEqual([]);
+        // The sentinels' runs record their end just after their replies went out.
+        await waitFor(
+          'no message left unanswered',
+          () => check.messages.groupsWithPendingTriggers().length === 0,
+        );
         const statuses = check.runs.recent(20).map((r) => `${r.groupId}:${r.status}`);
         expect(statuses).toContain('main:interrupted');
         expect(statuses).toContain('pals:interrupted');
@@ -102,6 +112,8 @@ describe('crash recovery', () => {
           'echo: @Andy [die-during-delivery] four',
           'echo: @Andy [until-restart] three',
           'echo: @Andy one',
+          'echo: @Andy sentinel one',
+          'echo: @Andy sentinel two',
           'echo: [hang] two',
         ]);
       } finally {

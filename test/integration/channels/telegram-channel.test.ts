@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../../host/channels/telegram/telegram-channel.ts';
 import { telegramConfigSchema } from '../../../host/channels/telegram/telegram-config.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
-import { createRecordingHost, openStateFile } from '../../fakes/telegram-test-host.ts';
+import { createRecordingHost, handledThrough, openStateFile } from '../../fakes/telegram-test-host.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
 const OWNER = 5550001;
@@ -131,7 +131,7 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       from: { id: 42 },
       extra: { document: { file_id: 'f', file_unique_id: 'u', file_name: 'report.pdf' } },
     });
-    t.fake.message({
+    const last = t.fake.message({
       chat: GROUP,
       from: { id: 42 },
       text: 'thanks',
@@ -145,8 +145,7 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
         },
       },
     });
-    await t.fake.waitFor(() => t.inbound.length >= 3);
-    await new Promise((r) => setTimeout(r, 100));
+    await handledThrough(t.state, last.updateId);
     // The host writes a file's placeholder once it knows what the file is: the adapter hands the caption.
     expect(t.inbound.map((m) => [m.text, m.media?.kind, m.media?.fileName, m.repliesToBot])).toEqual([
       ['look', 'photo', undefined, false],
@@ -160,9 +159,10 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     const dm = { id: STRANGER, type: 'private' as const };
     t.fake.message({ chat: dm, from: { id: STRANGER }, text: 'approve abc123' });
     t.fake.message({ chat: dm, from: { id: STRANGER }, text: 'hello?' });
-    t.fake.message({ chat: dm, from: { id: STRANGER }, text: '/start' });
+    const last = t.fake.message({ chat: dm, from: { id: STRANGER }, text: '/start' });
+    await handledThrough(t.state, last.updateId);
+    // The replies are courtesy sends, not awaited by the handler: the two of them.
     await t.fake.waitFor(() => t.fake.sent().length >= 2);
-    await new Promise((r) => setTimeout(r, 100));
     expect(t.inbound).toEqual([]);
     const texts = t.fake.sent().map((s) => s.text);
     expect(texts).toHaveLength(2);
@@ -345,9 +345,8 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     first.fake.message({ chat: GROUP, from: { id: 42 }, text: 'two (sent while the host was down)' });
     const second = await setup({ fake: first.fake, dir: first.dir });
     await second.fake.waitFor(() => second.inbound.length === 1);
-    second.fake.message({ chat: GROUP, from: { id: 42 }, text: 'three' });
-    await second.fake.waitFor(() => second.inbound.length === 2);
-    await new Promise((r) => setTimeout(r, 100));
+    const three = second.fake.message({ chat: GROUP, from: { id: 42 }, text: 'three' });
+    await handledThrough(second.state, three.updateId);
     expect(second.inbound.map((m) => m.text)).toEqual(['two (sent while the host was down)', 'three']);
   });
 

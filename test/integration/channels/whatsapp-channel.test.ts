@@ -63,11 +63,13 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
       pushName: 'Lin',
     });
     await server.inject({ chatJid: ALICE, senderJid: ALICE, text: 'a private chat', pushName: 'Alice' });
-    await waitFor('two group messages', () => rec.messages.length >= 2);
-    await new Promise((r) => setTimeout(r, 300));
+    // The sentinel: inbound messages are handled in order, so the private one was dropped before it.
+    await server.inject({ chatJid: GROUP, senderJid: ALICE, text: 'sentinel', pushName: 'Alice' });
+    await waitFor('the sentinel', () => rec.messages.some((m) => m.text === 'sentinel'));
     expect(rec.messages.map((m) => [m.chatId, m.senderId, m.senderName, m.text, m.fromOwner])).toEqual([
       [GROUP, ALICE, 'Alice', '@Andy hello', false],
       [GROUP, '99887766554433@lid', 'Lin', 'only a LID', false],
+      [GROUP, ALICE, 'Alice', 'sentinel', false],
     ]);
   });
 
@@ -118,8 +120,13 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
         waMessage({ id: outcome.platformIds[0] ?? '', remoteJid: FAKE_SELF_LID, fromMe: true, text: 'x' }),
       ],
     });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(rec.messages).toHaveLength(2);
+    // The sentinel: the owner's next message, handled after the echo.
+    sock.ev.emit('messages.upsert', {
+      type: 'notify',
+      messages: [waMessage({ id: 'OWN3', remoteJid: FAKE_SELF_JID, fromMe: true, text: 'sentinel' })],
+    });
+    await waitFor('the sentinel', () => rec.messages.length >= 3);
+    expect(rec.messages.map((m) => m.text)).toEqual(['pending', 'status', 'sentinel']);
   });
 
   it('treats the owner’s account in a group as a member, and sees mentions and replies to the bot', async () => {
