@@ -22,7 +22,8 @@ export function createButtonRetraction({
     if (done.has(key)) return true;
     // Marked before the call, so a second ask while the first is on its way sends nothing either.
     done.add(key);
-    if (done.size > REMEMBERED) done.delete(done.values().next().value as string);
+    const oldest = done.values().next();
+    if (done.size > REMEMBERED && !oldest.done) done.delete(oldest.value);
     try {
       // No reply_markup: the message keeps its text and loses its keyboard.
       await api.editMessageReplyMarkup(chatId, messageId);
