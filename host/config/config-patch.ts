@@ -39,7 +39,7 @@ export interface CheckPatchInput {
  * The current file must itself be valid: an edit is never the first thing to notice a broken file.
  */
 export function checkConfigPatch({ file, text, patch, exampleText }: CheckPatchInput): CheckedPatch {
-  const example = exampleLookup(parseToml(exampleText) as Record<string, unknown>);
+  const example = exampleLookup(parseToml(exampleText));
   let current: unknown;
   try {
     current = parseToml(text);

@@ -26,7 +26,7 @@ function parseTomlText(
   text: string,
 ): { value?: Record<string, unknown>; problem?: ConfigProblem } {
   try {
-    return { value: parseToml(text) as Record<string, unknown> };
+    return { value: parseToml(text) };
   } catch (err) {
     if (err instanceof TomlError) {
       const first = err.message.split('\n')[0] ?? err.message;

@@ -280,7 +280,7 @@ function plain(value: unknown): unknown {
  * or a result that does not parse back to the merged document).
  */
 export function editTomlText(text: string, patch: PatchEntry[]): string {
-  const original = parseToml(text) as Record<string, unknown>;
+  const original = parseToml(text);
   const entries = flattenPatch(patch);
   const expected = mergePatch(original, entries);
   const lines = scanLines(text);

@@ -80,7 +80,8 @@ export function createWebhookServer({
       handle(update).then(
         () => {
           recent.add(update.update_id);
-          if (recent.size > 1000) recent.delete(recent.values().next().value as number);
+          const oldest = recent.values().next();
+          if (recent.size > 1000 && !oldest.done) recent.delete(oldest.value);
           res.writeHead(200).end();
         },
         (err: unknown) => {

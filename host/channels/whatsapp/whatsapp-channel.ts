@@ -92,7 +92,8 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 
   const rememberSent = (id: string) => {
     sentIds.set(id, true);
-    if (sentIds.size > SENT_IDS_KEPT) sentIds.delete(sentIds.keys().next().value as string);
+    const oldest = sentIds.keys().next();
+    if (sentIds.size > SENT_IDS_KEPT && !oldest.done) sentIds.delete(oldest.value);
   };
   const isOwnMessage = (chatId: string, id: string) =>
     sentIds.has(id) || (host?.isOwnMessage(chatId, id) ?? false);
