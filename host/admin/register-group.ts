@@ -3,6 +3,7 @@ import { LOCAL_CHANNEL } from '../channels/local/local-names.ts';
 import { adminChatRefusal } from '../channels/registry.ts';
 import { GroupExistsError, type GroupRecord } from '../store/groups-store.ts';
 import type { Store } from '../store/store.ts';
+import { errorMessage } from '../errors/error-message.ts';
 
 /** A registration the owner must fix (the message says how); anything else thrown is a fault. */
 export class RegistrationRefused extends Error {
@@ -34,7 +35,7 @@ export function registerGroup(
     try {
       fn();
     } catch (err) {
-      throw new RegistrationRefused((err as Error).message);
+      throw new RegistrationRefused(errorMessage(err));
     }
   };
   refuse(() => deps.registry.checkRegistration(r.channel));
@@ -61,8 +62,8 @@ export function registerGroup(
     });
   } catch (err) {
     // A duplicate or malformed id is the owner's input to fix, not a crash.
-    if (err instanceof GroupExistsError || /is not valid/.test((err as Error).message))
-      throw new RegistrationRefused((err as Error).message);
+    if (err instanceof GroupExistsError || /is not valid/.test(errorMessage(err)))
+      throw new RegistrationRefused(errorMessage(err));
     throw err;
   }
 }
