@@ -97,7 +97,7 @@ export function createOutboxDispatcher({
         // The approved copy of a sent file has done its job (a dead-lettered one stays, for the owner).
         if (item.attachment)
           fs.promises.rm(item.attachment.path, { force: true }).catch((err: unknown) => {
-            logger.warn({ outboxId: item.id, err: (err as Error).message }, 'a sent file copy stayed');
+            logger.warn({ outboxId: item.id, err: errorMessage(err) }, 'a sent file copy stayed');
           });
         // After a move the chat's other pieces were re-bound in the database: read them again from there.
         if (moves > 0) again = true;
