@@ -26,11 +26,15 @@ export interface FakeWhatsApp {
   /** Starts it again on the same port. */
   start(): Promise<void>;
   url: string;
-  /** Injects a message from someone else (crabline refuses the linked account itself). */
+  /**
+   * Injects a message from someone else (crabline refuses the linked account itself): text, or an audio
+   * file that crabline encrypts, serves from its own media route and points the message at.
+   */
   inject(m: {
     chatJid: string;
     senderJid: string;
-    text: string;
+    text?: string;
+    audio?: { bytes: Buffer; mimeType: string; ptt?: boolean };
     pushName?: string;
     messageId?: string;
   }): Promise<void>;
@@ -60,11 +64,21 @@ export async function startFakeWhatsApp(dir: string): Promise<FakeWhatsApp> {
     url: server.manifest.endpoints.baileysWebSocketUrl,
     stop: () => server.close(),
     start,
-    async inject(m) {
+    async inject({ audio, ...m }) {
+      const body = audio
+        ? {
+            ...m,
+            audio: {
+              contentBase64: audio.bytes.toString('base64'),
+              mimeType: audio.mimeType,
+              ptt: audio.ptt,
+            },
+          }
+        : m;
       const res = await fetch(server.manifest.endpoints.adminInboundUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-        body: JSON.stringify(m),
+        body: JSON.stringify(body),
       });
       if (!res.ok) throw new Error(`crabline refused the message: ${res.status} ${await res.text()}`);
     },

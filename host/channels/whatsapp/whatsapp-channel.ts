@@ -21,7 +21,8 @@ import type {
 import { closeStatusCode } from './disconnect-reason.ts';
 import { translateInbound, WHATSAPP_CHANNEL } from './inbound-message.ts';
 import { isGroupJid, isLidJid, normalizeUserJid, selfIdentity } from './jids.ts';
-import type { WhatsAppConfig } from './whatsapp-config.ts';
+import { WHATSAPP_WEBSOCKET_URL, type WhatsAppConfig } from './whatsapp-config.ts';
+import { whatsappMedia } from './whatsapp-media.ts';
 
 /** The state key under which the channel keeps the last close no reconnect could mend (until it connects again). */
 export const LAST_TERMINAL_CLOSE = 'last_terminal_close';
@@ -85,6 +86,23 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
   let controller: ConnectionController<LiveSocket> | undefined;
   let blocked: ChannelStatus | undefined; // needs-login, or an auth folder that cannot be read
   let inbound: Promise<void> = Promise.resolve();
+  const lanes = new Map<string, Promise<void>>();
+  // Media is fetched from WhatsApp's media hosts, or from the test server `websocket_url` points at.
+  const testServerHost =
+    deps.config.websocket_url === WHATSAPP_WEBSOCKET_URL
+      ? undefined
+      : new URL(deps.config.websocket_url).hostname;
+
+  /** One chain per chat: its messages reach the host in order, and a slow download holds only its chat. */
+  const onLane = (chatId: string, task: () => Promise<void>) => {
+    const next = (lanes.get(chatId) ?? Promise.resolve())
+      .then(task)
+      .catch((err: unknown) => log.error({ err, chatId }, 'storing a WhatsApp message failed'));
+    lanes.set(chatId, next);
+    void next.then(() => {
+      if (lanes.get(chatId) === next) lanes.delete(chatId);
+    });
+  };
   const sentIds = new Map<string, true>();
   const titles = new Map<string, string>();
 
@@ -115,7 +133,8 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 
   const handleUpsert = async (sock: WhatsAppSocket, messages: WAMessage[], type: string) => {
     const me = self();
-    if (!me || !host) return;
+    const h = host;
+    if (!me || !h) return;
     // Baileys knows many LID → phone mappings; a LID it cannot map stays the sender's id.
     const lidPhones = new Map<string, string>();
     for (const m of messages) {
@@ -142,15 +161,18 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
         continue;
       }
       const message = decision.message;
-      try {
-        const result = host.ingest(message);
+      const spec = decision.media;
+      // On the chat's lane: a file is fetched before the chat's next message is taken in, while other
+      // chats go on.
+      onLane(message.chatId, async () => {
+        const result = spec
+          ? await h.ingestMedia({ ...message, media: whatsappMedia(spec, testServerHost) })
+          : h.ingest(message);
         log.debug(
           { id: message.externalId, type, stored: result.stored, triggered: result.triggered },
-          'WhatsApp message',
+          spec ? `WhatsApp ${spec.kind}` : 'WhatsApp message',
         );
-      } catch (err) {
-        log.error({ err, id: message.externalId }, 'storing a WhatsApp message failed');
-      }
+      });
     }
   };
 
@@ -250,6 +272,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     async stop() {
       controller?.stop('host stopping');
       await inbound;
+      await Promise.all(lanes.values());
       await auth?.flush().catch((err: unknown) => log.error({ err }, 'saving WhatsApp credentials failed'));
       host = undefined;
     },

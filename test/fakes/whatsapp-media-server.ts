@@ -1,0 +1,70 @@
+/**
+ * WhatsApp's media host for tests: files encrypted with Baileys' own `encryptedStream` (a random media key,
+ * AES-CBC and the 10-byte MAC, as a phone uploads them), served over HTTP, and the fields a media message
+ * carries to point at one. crabline serves audio only (its admin inbound takes text or audio); this serves
+ * any kind, for messages a test puts into the real Baileys socket's event stream.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { encryptedStream, type MediaType } from '@whiskeysockets/baileys';
+
+/** The fields of an image/audio/document message that say where its file is and how to read it. */
+export interface ServedMedia {
+  url: string;
+  mediaKey: Uint8Array;
+  fileSha256: Uint8Array;
+  fileEncSha256: Uint8Array;
+  fileLength: number;
+}
+
+export interface ServeOptions {
+  /** Sends only this many bytes of the encrypted file, then cuts the connection (Content-Length says all). */
+  cutAfter?: number;
+}
+
+export interface FakeWhatsAppMedia {
+  /** Encrypts `plain` as a phone would for `type` and serves it. */
+  put(plain: Buffer, type: MediaType, opts?: ServeOptions): Promise<ServedMedia>;
+  /** The paths requested so far. */
+  requests(): string[];
+  close(): Promise<void>;
+}
+
+export async function startFakeWhatsAppMedia(): Promise<FakeWhatsAppMedia> {
+  const files = new Map<string, { bytes: Buffer; opts: ServeOptions }>();
+  const requested: string[] = [];
+  const server = http.createServer((req, res) => {
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    requested.push(pathname);
+    const file = files.get(pathname);
+    if (!file) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.bytes.length });
+    if (file.opts.cutAfter === undefined) return void res.end(file.bytes);
+    res.write(file.bytes.subarray(0, file.opts.cutAfter), () => res.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    async put(plain, type, opts = {}) {
+      const enc = await encryptedStream(plain, type);
+      const bytes = fs.readFileSync(enc.encFilePath);
+      fs.rmSync(enc.encFilePath, { force: true });
+      const pathname = `/mms/${type}/${files.size + 1}.enc`;
+      files.set(pathname, { bytes, opts });
+      return {
+        url: `${base}${pathname}`,
+        mediaKey: enc.mediaKey,
+        fileSha256: enc.fileSha256,
+        fileEncSha256: enc.fileEncSha256,
+        fileLength: enc.fileLength,
+      };
+    },
+    requests: () => [...requested],
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
