@@ -144,9 +144,10 @@ const REDIRECTS_MAX = 3;
 /**
  * The download of one file, read within the host's cap, then checked and decrypted with the keys Baileys
  * derives from the message's media key: the MAC must match (a truncated or altered file is an error), and
- * the plain bytes must have the length and SHA-256 the message declares. Fetched here rather than through
- * Baileys' `downloadContentFromMessage`, which takes no abort signal, checks no MAC and leaves its inner
- * HTTP stream's errors without a listener when its reader stops early (a crash, not a placeholder).
+ * the plain bytes must have the length and SHA-256 the message declares. Fetched here rather than
+ * through Baileys' `downloadContentFromMessage` (7.0.0-rc14): it takes no abort signal, checks no MAC,
+ * and on a cut connection leaves its stream hanging while the fetch's "terminated" error escapes as an
+ * uncaught exception (a hang or a crash, where the host promises a placeholder).
  */
 export function whatsappMedia(s: WhatsAppMediaSpec, testServerHost?: string): InboundMedia {
   const { kind, fileName, declaredMime, declaredBytes, durationSec } = s;
