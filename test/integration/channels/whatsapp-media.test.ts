@@ -3,16 +3,11 @@ import path from 'node:path';
 import type { WAMessage } from '@whiskeysockets/baileys';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { InboundMessage } from '../../../host/channels/channel.ts';
 import { createWhatsAppChannel } from '../../../host/channels/whatsapp/whatsapp-channel.ts';
 import { whatsappConfigSchema } from '../../../host/channels/whatsapp/whatsapp-config.ts';
-import type { TranscriptionRequest } from '../../../host/gateway/transcription.ts';
-import { createIngest } from '../../../host/router/ingest.ts';
-import { mediaConfigSchema } from '../../../host/router/media/media-config.ts';
-import { createMediaIngest, type Transcribe } from '../../../host/router/media/media-ingest.ts';
-import { openStore } from '../../../host/store/store.ts';
 import { FAKE_SELF_JID, seedLinkedAuth, startFakeWhatsApp, waMessage } from '../../fakes/whatsapp-fake.ts';
 import { startFakeWhatsAppMedia } from '../../fakes/whatsapp-media-server.ts';
+import { startMediaHost, type MediaHostOptions } from '../../helpers/media-host.ts';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
@@ -32,7 +27,7 @@ afterEach(async () => {
  * feeding the host's real ingest and media step, a real SQLite store and a real group folder. Only the
  * transcription service is a function here (the gateway's own is tested with the fake provider's route).
  */
-async function setup(opts: { media?: Record<string, unknown>; transcript?: string } = {}) {
+async function setup(opts: { media?: MediaHostOptions['media']; transcript?: string } = {}) {
   const dir = tempDir();
   const server = await startFakeWhatsApp(dir);
   cleanups.push(() => server.close());
@@ -40,39 +35,14 @@ async function setup(opts: { media?: Record<string, unknown>; transcript?: strin
   cleanups.push(() => files.close());
   const authDir = path.join(dir, 'whatsapp');
   await seedLinkedAuth(authDir);
-  const store = openStore({ file: path.join(dir, 'carapace.db') });
+  const media = startMediaHost(dir, {
+    ...opts,
+    transcribe: async () => ({ ok: true, text: opts.transcript ?? 'buy milk and bread' }),
+  });
+  const { store } = media;
   cleanups.push(() => store.close());
   store.groups.add({ id: 'main', channel: 'whatsapp', chatId: FAKE_SELF_JID, name: 'Admin', isAdmin: true });
   store.groups.add({ id: 'family', channel: 'whatsapp', chatId: GROUP, name: 'Family', isAdmin: false });
-  const commandsAsked: InboundMessage[] = [];
-  const transcribed: TranscriptionRequest[] = [];
-  const ingest = createIngest({
-    store,
-    assistantName: () => 'Andy',
-    // Records what reached the admin command step; claims every "approve" it is shown.
-    adminCommands: { handle: (m) => (commandsAsked.push(m), /^approve\b/i.test(m.text)) },
-    onTriggered: () => undefined,
-    logger: pino({ level: 'silent' }),
-  });
-  const config = mediaConfigSchema.parse(opts.media ?? {});
-  const groupsDir = path.join(dir, 'groups');
-  const transcribe: Transcribe = async (req) => {
-    transcribed.push(req);
-    return { ok: true, text: opts.transcript ?? 'buy milk and bread' };
-  };
-  const ingestMedia = createMediaIngest({
-    config: () => config,
-    groupTranscribes: () => true,
-    store,
-    groupDir: (id) => {
-      fs.mkdirSync(path.join(groupsDir, id), { recursive: true });
-      return path.join(groupsDir, id);
-    },
-    quotaProblem: async () => null,
-    transcribe: () => transcribe,
-    ingest,
-    logger: pino({ level: 'silent' }),
-  });
   const channel = createWhatsAppChannel({
     config: whatsappConfigSchema.parse({ websocket_url: server.url }),
     dataDir: authDir,
@@ -81,14 +51,7 @@ async function setup(opts: { media?: Record<string, unknown>; transcript?: strin
     sendWaitMs: 5_000,
   });
   cleanups.push(() => channel.stop());
-  await channel.start({
-    ingest,
-    ingestMedia,
-    onStatus: () => undefined,
-    onChatSeen: () => undefined,
-    isOwnMessage: () => false,
-    onChatMoved: () => undefined,
-  });
+  await channel.start(media.host);
   await waitFor('connected', () => channel.status().state === 'connected');
   /** Puts messages into the live Baileys socket's event stream, as it upserts what it decrypted. */
   const upsert = (...messages: WAMessage[]) => {
@@ -96,25 +59,9 @@ async function setup(opts: { media?: Record<string, unknown>; transcript?: strin
     if (!sock) throw new Error('no socket');
     sock.ev.emit('messages.upsert', { messages, type: 'notify' });
   };
-  const messages = (groupId: string) => store.messages.after(groupId, 0);
   const nextMessage = (groupId: string, count = 1) =>
-    waitFor(
-      `${count} messages in ${groupId}`,
-      () => messages(groupId).length >= count && messages(groupId)[count - 1],
-    );
-  const auditRows = () => store.audit.tail(50).filter((r) => r.operation === 'media.inbound');
-  return {
-    server,
-    files,
-    store,
-    groupsDir,
-    upsert,
-    messages,
-    nextMessage,
-    auditRows,
-    commandsAsked,
-    transcribed,
-  };
+    waitFor(`${count} messages in ${groupId}`, () => media.nth(groupId, count));
+  return { ...media, server, files, upsert, nextMessage };
 }
 
 const fromAnn = (id: string, message: WAMessage['message']) =>
