@@ -6,7 +6,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { WAMessage } from '@whiskeysockets/baileys';
+import {
+  generateWAMessageContent,
+  type AnyMessageContent,
+  type proto,
+  type WAMediaUploadFunction,
+  type WAMessage,
+} from '@whiskeysockets/baileys';
 import { startWhatsAppServer, type StartedWhatsAppServer } from '@openclaw/crabline';
 import { openAuthStore } from '../../host/channels/whatsapp/auth-store.ts';
 import {
@@ -165,6 +171,20 @@ export interface SeamOptions {
    * text chosen here makes a server that drops the connection on that one message (a poison reply).
    */
   toServer?(text: string): boolean;
+  /**
+   * Where a group send's file goes: the seam builds the message as Baileys' sendMessage does (encrypting
+   * the file and uploading it here) and records it, so a test can fetch the file as a recipient would.
+   */
+  upload?: WAMediaUploadFunction;
+}
+
+/** One group send taken at the seam. `message`: what Baileys built from `content`, when the seam uploads. */
+export interface SeamSend {
+  chatId: string;
+  id: string;
+  text: string;
+  content: AnyMessageContent;
+  message?: proto.IMessage;
 }
 
 /**
@@ -173,18 +193,29 @@ export interface SeamOptions {
  * are shaped as Baileys throws them (an error with a Boom `output.statusCode`).
  */
 export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOpts: SeamOptions = {}) {
-  const sent: { chatId: string; id: string; text: string }[] = [];
+  const sent: SeamSend[] = [];
   const failures = new Map<string, Error[]>();
   const sockets: WhatsAppSocket[] = [];
   const factory: SocketFactory = (opts) => {
     const sock = base(opts);
     const real = sock.sendMessage.bind(sock);
-    sock.sendMessage = (async (jid: string, content: { text?: string }, options?: { messageId?: string }) => {
-      if (!jid.endsWith('@g.us') || seamOpts.toServer?.(content.text ?? ''))
+    sock.sendMessage = (async (jid: string, content: AnyMessageContent, options?: { messageId?: string }) => {
+      const text = 'text' in content && typeof content.text === 'string' ? content.text : '';
+      if (!jid.endsWith('@g.us') || seamOpts.toServer?.(text))
         return real(jid, content as never, options as never);
       const fail = failures.get(jid)?.shift();
       if (fail) throw fail;
-      sent.push({ chatId: jid, id: options?.messageId ?? '', text: content.text ?? '' });
+      const message =
+        seamOpts.upload && !('text' in content)
+          ? await generateWAMessageContent(content, { upload: seamOpts.upload })
+          : undefined;
+      sent.push({
+        chatId: jid,
+        id: options?.messageId ?? '',
+        text,
+        content,
+        ...(message ? { message } : {}),
+      });
       return undefined;
     }) as WhatsAppSocket['sendMessage'];
     sockets.push(sock);

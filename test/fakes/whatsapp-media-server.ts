@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { encryptedStream, type MediaType } from '@whiskeysockets/baileys';
+import { encryptedStream, type MediaType, type WAMediaUploadFunction } from '@whiskeysockets/baileys';
 
 /** The fields of an image/audio/document message that say where its file is and how to read it. */
 export interface ServedMedia {
@@ -26,6 +26,11 @@ export interface ServeOptions {
 export interface FakeWhatsAppMedia {
   /** Encrypts `plain` as a phone would for `type` and serves it. */
   put(plain: Buffer, type: MediaType, opts?: ServeOptions): Promise<ServedMedia>;
+  /**
+   * Baileys' upload step, pointed here: what the client encrypted is served as WhatsApp's media host would
+   * serve it (for a test that sends a file and then downloads it as a recipient would).
+   */
+  upload: WAMediaUploadFunction;
   /** The paths requested so far. */
   requests(): string[];
   close(): Promise<void>;
@@ -59,6 +64,11 @@ export async function startFakeWhatsAppMedia(): Promise<FakeWhatsAppMedia> {
         fileEncSha256: enc.fileEncSha256,
         fileLength: enc.fileLength,
       };
+    },
+    async upload(encFilePath, { mediaType }) {
+      const pathname = `/mms/${mediaType}/${files.size + 1}.enc`;
+      files.set(pathname, { bytes: fs.readFileSync(encFilePath), opts: {} });
+      return { mediaUrl: `${base}${pathname}`, directPath: pathname };
     },
     requests: () => [...requested],
     close: () =>
