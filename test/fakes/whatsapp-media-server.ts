@@ -68,7 +68,8 @@ export async function startFakeWhatsAppMedia(): Promise<FakeWhatsAppMedia> {
     async upload(encFilePath, { mediaType }) {
       const pathname = `/mms/${mediaType}/${files.size + 1}.enc`;
       files.set(pathname, { bytes: fs.readFileSync(encFilePath), opts: {} });
-      return { mediaUrl: `${base}${pathname}`, directPath: pathname };
+      // No directPath: one is fetched over HTTPS, and this server speaks plain HTTP.
+      return { mediaUrl: `${base}${pathname}`, directPath: '' };
     },
     requests: () => [...requested],
     close: () =>

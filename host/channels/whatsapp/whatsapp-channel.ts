@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { WAMessage } from '@whiskeysockets/baileys';
+import type { AnyMessageContent, WAMessage } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import { errorMessage } from '../../errors/error-message.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
@@ -22,6 +22,7 @@ import { closeStatusCode } from './disconnect-reason.ts';
 import { translateInbound, WHATSAPP_CHANNEL } from './inbound-message.ts';
 import { isGroupJid, isLidJid, normalizeUserJid, selfIdentity } from './jids.ts';
 import { WHATSAPP_WEBSOCKET_URL, type WhatsAppConfig } from './whatsapp-config.ts';
+import { fileMessages } from './whatsapp-file-message.ts';
 import { whatsappMedia } from './whatsapp-media.ts';
 
 /** The state key under which the channel keeps the last close no reconnect could mend (until it connects again). */
@@ -280,25 +281,30 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     status: statusNow,
 
     async send(piece: OutboundPiece): Promise<SendOutcome> {
-      // Not built yet (DESIGN.md, Media): the piece is dead-lettered and the owner told, never dropped.
-      if (piece.attachment)
-        return { kind: 'permanent', reason: 'sending files on WhatsApp is not supported yet' };
+      let contents: AnyMessageContent[];
+      try {
+        contents = piece.attachment
+          ? await fileMessages(piece.attachment, piece.text)
+          : // linkPreview null: Baileys would otherwise fetch any URL in the text from this machine.
+            [{ text: markdownToWhatsApp(piece.text), linkPreview: null }];
+      } catch (err) {
+        // The host's approved copy is gone: no retry can bring it back.
+        return { kind: 'permanent', reason: `the file to send cannot be read (${errorMessage(err)})` };
+      }
       const live = await (controller?.whenOpen(sendWaitMs) ?? Promise.resolve(undefined));
       if (!live) {
         const s = statusNow();
         return { kind: 'retry', reason: `WhatsApp is ${s.state}${s.reason ? `: ${s.reason}` : ''}` };
       }
-      const id = messageIdFor(piece.sendKey);
+      // One id per WhatsApp message (a voice note and its text are two), each derived from the piece's key:
+      // a retry re-sends under the same ids, as a text's retry does.
+      const ids = contents.map((_, i) => messageIdFor(i === 0 ? piece.sendKey : `${piece.sendKey}#${i}`));
       // Recorded before the send: Baileys echoes our own message as an upsert before sendMessage returns.
-      rememberSent(id);
+      for (const id of ids) rememberSent(id);
       try {
-        await live.sock.sendMessage(
-          piece.chatId,
-          // linkPreview null: Baileys would otherwise fetch any URL in the text from this machine.
-          { text: markdownToWhatsApp(piece.text), linkPreview: null },
-          { messageId: id },
-        );
-        return { kind: 'delivered', platformIds: [id] };
+        for (const [i, content] of contents.entries())
+          await live.sock.sendMessage(piece.chatId, content, { messageId: ids[i] as string });
+        return { kind: 'delivered', platformIds: ids };
       } catch (err) {
         // Baileys rejects a send cut off by the socket closing with the close code itself (a number):
         // either way the connection went down with this message, which the outbox counts per piece.
