@@ -5,14 +5,17 @@
  * transcription route refuses anything that is not real audio. Voice notes made here with espeak-ng and
  * ffmpeg are downloaded, decrypted, stored in the group's folder and transcribed through the gateway; the
  * owner's is answered from its transcript in the self-chat; a member's is fenced, corrupts the group, and
- * its "approve" decides nothing.
+ * its "approve" decides nothing. A file the agent makes goes back with send_message, built by Baileys'
+ * own message builder at the group-send seam: it arrives once, though its first send failed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { lastUserText } from '../fakes/fake-provider-script.ts';
+import { turnResponder } from '../fakes/e2e-responders.ts';
+import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
 import { auditMark, auditSince } from '../fakes/security-responders.ts';
-import { FAKE_SELF_JID, waMessage } from '../fakes/whatsapp-fake.ts';
+import { connectionClosed, FAKE_SELF_JID, waMessage } from '../fakes/whatsapp-fake.ts';
+import { mediaOf, whatsappMedia } from '../../host/channels/whatsapp/whatsapp-media.ts';
 import { startFakeWhatsAppMedia, type FakeWhatsAppMedia } from '../fakes/whatsapp-media-server.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { voiceNote } from '../helpers/media-samples.ts';
@@ -31,8 +34,9 @@ await describeDocker('e2e WhatsApp media: voice notes through the gateway and re
   beforeAll(async () => {
     files = await startFakeWhatsAppMedia();
     t = await startWhatsAppHost(makeTempDir('carapace-wa-media-e2e-'), {
-      config: { runs: { max_attempts: 1 } },
+      config: { runs: { max_attempts: 1 }, outbox: { retry_base_ms: 200, retry_max_ms: 2_000 } },
       transcribe: () => heard,
+      seam: { upload: (...args) => files.upload(...args) },
     });
   }, 240_000);
   afterAll(async () => {
@@ -110,5 +114,46 @@ await describeDocker('e2e WhatsApp media: voice notes through the gateway and re
     const rows = auditSince(t.e2e, mark);
     expect(rows.filter((r) => r.operation === 'admin.command')).toEqual([]);
     expect(rows.filter((r) => r.operation === 'media.inbound').map((r) => r.decision)).toEqual(['stored']);
+  }, 120_000);
+
+  it('sends a file the agent made to its group once, though the first upload failed', async () => {
+    const csv = 'item,price\nmilk,1.20\nbread,2.50\n';
+    t.e2e.fake.setResponder(
+      turnResponder(
+        () =>
+          reply.toolCalls([
+            { name: 'write_file', arguments: { path: 'shopping.csv', content: csv } },
+            { name: 'send_message', arguments: { text: 'here is the list', attachment: 'shopping.csv' } },
+          ]),
+        (turn) => reply.text(`sent: ${turn.toolResults.join(' | ')}`),
+      ),
+    );
+    t.seam.failNext(GROUP, connectionClosed(), (content) => 'document' in content);
+    const isFile = (s: (typeof t.seam.sent)[number]) => s.message?.documentMessage;
+    await t.server.inject({
+      chatJid: GROUP,
+      senderJid: MIA,
+      pushName: 'Mia',
+      text: '@Andy send me the list as a file',
+    });
+    const sent = await eventually('the file in the group', () => t.seam.sent.find(isFile), 90_000);
+    expect(sent.message?.documentMessage).toMatchObject({ fileName: 'shopping.csv', mimetype: 'text/plain' });
+    const part = mediaOf(sent.message ?? undefined);
+    if (!part) throw new Error('no file in the sent message');
+    const bytes = await whatsappMedia(part.spec, '127.0.0.1').download(1 << 20, AbortSignal.timeout(10_000));
+    expect(Buffer.from(bytes).toString('utf8')).toBe(csv);
+    await eventually(
+      'the answer after it',
+      () => t.seam.sent.find((s) => s.text.startsWith('sent:')),
+      60_000,
+    );
+    expect(t.seam.sent.filter(isFile)).toHaveLength(1);
+    // It went out on its second attempt: the first met the failure the seam was given.
+    const row = t.e2e.host.store.db
+      .prepare("SELECT attempts, status FROM outbox WHERE group_id = 'fam' AND idempotency_key LIKE '%#file'")
+      .get();
+    expect(row).toEqual({ attempts: 2, status: 'sent' });
+    expect(t.seam.sent.map((s) => s.text)).toContain('here is the list');
+    t.e2e.fake.setResponder(undefined);
   }, 120_000);
 });

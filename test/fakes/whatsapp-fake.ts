@@ -194,7 +194,7 @@ export interface SeamSend {
  */
 export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOpts: SeamOptions = {}) {
   const sent: SeamSend[] = [];
-  const failures = new Map<string, Error[]>();
+  const failures = new Map<string, { err: Error; when?: (content: AnyMessageContent) => boolean }[]>();
   const sockets: WhatsAppSocket[] = [];
   const factory: SocketFactory = (opts) => {
     const sock = base(opts);
@@ -203,8 +203,9 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
       const text = 'text' in content && typeof content.text === 'string' ? content.text : '';
       if (!jid.endsWith('@g.us') || seamOpts.toServer?.(text))
         return real(jid, content as never, options as never);
-      const fail = failures.get(jid)?.shift();
-      if (fail) throw fail;
+      const queued = failures.get(jid) ?? [];
+      const at = queued.findIndex((f) => f.when?.(content) ?? true);
+      if (at >= 0) throw queued.splice(at, 1)[0]?.err;
       const message =
         seamOpts.upload && !('text' in content)
           ? await generateWAMessageContent(content, { upload: seamOpts.upload })
@@ -228,8 +229,9 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
     socket: () => sockets.at(-1),
     /** Sockets built so far: one per connection the channel opened. */
     connections: () => sockets.length,
-    failNext(chatId: string, err: Error) {
-      failures.set(chatId, [...(failures.get(chatId) ?? []), err]);
+    /** The next send to the chat (of the content `when` picks, if given) fails with `err`. */
+    failNext(chatId: string, err: Error, when?: (content: AnyMessageContent) => boolean) {
+      failures.set(chatId, [...(failures.get(chatId) ?? []), { err, ...(when ? { when } : {}) }]);
     },
   };
 }
