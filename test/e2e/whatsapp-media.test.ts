@@ -11,8 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { turnResponder } from '../fakes/e2e-responders.ts';
-import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
+import { sendFileResponder } from '../fakes/e2e-responders.ts';
+import { lastUserText } from '../fakes/fake-provider-script.ts';
 import { auditMark, auditSince } from '../fakes/security-responders.ts';
 import { connectionClosed, FAKE_SELF_JID, waMessage } from '../fakes/whatsapp-fake.ts';
 import { mediaOf, whatsappMedia } from '../../host/channels/whatsapp/whatsapp-media.ts';
@@ -119,14 +119,7 @@ await describeDocker('e2e WhatsApp media: voice notes through the gateway and re
   it('sends a file the agent made to its group once, though the first upload failed', async () => {
     const csv = 'item,price\nmilk,1.20\nbread,2.50\n';
     t.e2e.fake.setResponder(
-      turnResponder(
-        () =>
-          reply.toolCalls([
-            { name: 'write_file', arguments: { path: 'shopping.csv', content: csv } },
-            { name: 'send_message', arguments: { text: 'here is the list', attachment: 'shopping.csv' } },
-          ]),
-        (turn) => reply.text(`sent: ${turn.toolResults.join(' | ')}`),
-      ),
+      sendFileResponder({ path: 'shopping.csv', content: csv, text: 'here is the list' }),
     );
     t.seam.failNext(GROUP, connectionClosed(), (content) => 'document' in content);
     const isFile = (s: (typeof t.seam.sent)[number]) => s.message?.documentMessage;

@@ -7,7 +7,9 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { encryptedStream, type MediaType, type WAMediaUploadFunction } from '@whiskeysockets/baileys';
+import { seedLinkedAuth, startFakeWhatsApp } from './whatsapp-fake.ts';
 
 /** The fields of an image/audio/document message that say where its file is and how to read it. */
 export interface ServedMedia {
@@ -78,4 +80,18 @@ export async function startFakeWhatsAppMedia(): Promise<FakeWhatsAppMedia> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * What a WhatsApp media test starts from: crabline, the media host, and a linked device's auth folder, all
+ * under `dir`; `cleanups` gets their closers.
+ */
+export async function startWhatsAppWithMedia(dir: string, cleanups: (() => Promise<void> | void)[]) {
+  const server = await startFakeWhatsApp(dir);
+  cleanups.push(() => server.close());
+  const files = await startFakeWhatsAppMedia();
+  cleanups.push(() => files.close());
+  const authDir = path.join(dir, 'whatsapp');
+  await seedLinkedAuth(authDir);
+  return { server, files, authDir };
 }

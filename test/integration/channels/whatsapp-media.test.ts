@@ -5,8 +5,8 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWhatsAppChannel } from '../../../host/channels/whatsapp/whatsapp-channel.ts';
 import { whatsappConfigSchema } from '../../../host/channels/whatsapp/whatsapp-config.ts';
-import { FAKE_SELF_JID, seedLinkedAuth, startFakeWhatsApp, waMessage } from '../../fakes/whatsapp-fake.ts';
-import { startFakeWhatsAppMedia } from '../../fakes/whatsapp-media-server.ts';
+import { FAKE_SELF_JID, waMessage } from '../../fakes/whatsapp-fake.ts';
+import { startWhatsAppWithMedia } from '../../fakes/whatsapp-media-server.ts';
 import { startMediaHost, type MediaHostOptions } from '../../helpers/media-host.ts';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
 import { waitFor } from '../../helpers/processes.ts';
@@ -29,12 +29,7 @@ afterEach(async () => {
  */
 async function setup(opts: { media?: MediaHostOptions['media']; transcript?: string } = {}) {
   const dir = tempDir();
-  const server = await startFakeWhatsApp(dir);
-  cleanups.push(() => server.close());
-  const files = await startFakeWhatsAppMedia();
-  cleanups.push(() => files.close());
-  const authDir = path.join(dir, 'whatsapp');
-  await seedLinkedAuth(authDir);
+  const { server, files, authDir } = await startWhatsAppWithMedia(dir, cleanups);
   const media = startMediaHost(dir, {
     ...opts,
     transcribe: async () => ({ ok: true, text: opts.transcript ?? 'buy milk and bread' }),

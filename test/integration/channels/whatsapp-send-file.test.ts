@@ -12,14 +12,8 @@ import {
 import { whatsappConfigSchema } from '../../../host/channels/whatsapp/whatsapp-config.ts';
 import { mediaOf, whatsappMedia } from '../../../host/channels/whatsapp/whatsapp-media.ts';
 import { createRecordingChannelHost } from '../../fakes/recording-channel-host.ts';
-import {
-  connectionClosed,
-  groupSendsAtSeam,
-  seedLinkedAuth,
-  startFakeWhatsApp,
-  waMessage,
-} from '../../fakes/whatsapp-fake.ts';
-import { startFakeWhatsAppMedia } from '../../fakes/whatsapp-media-server.ts';
+import { connectionClosed, groupSendsAtSeam, waMessage } from '../../fakes/whatsapp-fake.ts';
+import { startWhatsAppWithMedia } from '../../fakes/whatsapp-media-server.ts';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
@@ -38,12 +32,7 @@ afterEach(async () => {
  */
 async function setup() {
   const dir = tempDir();
-  const server = await startFakeWhatsApp(dir);
-  cleanups.push(() => server.close());
-  const files = await startFakeWhatsAppMedia();
-  cleanups.push(() => files.close());
-  const authDir = path.join(dir, 'whatsapp');
-  await seedLinkedAuth(authDir);
+  const { server, files, authDir } = await startWhatsAppWithMedia(dir, cleanups);
   const seam = groupSendsAtSeam(undefined, { upload: files.upload });
   const rec = createRecordingChannelHost();
   const channel: WhatsAppChannel = createWhatsAppChannel({
