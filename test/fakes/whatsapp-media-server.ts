@@ -21,6 +21,8 @@ export interface ServedMedia {
 }
 
 export interface ServeOptions {
+  /** Answers with a 302 to this address instead of the file. */
+  redirectTo?: string;
   /** Sends only this many bytes of the encrypted file, then cuts the connection (Content-Length says all). */
   cutAfter?: number;
 }
@@ -46,6 +48,7 @@ export async function startFakeWhatsAppMedia(): Promise<FakeWhatsAppMedia> {
     requested.push(pathname);
     const file = files.get(pathname);
     if (!file) return void res.writeHead(404).end();
+    if (file.opts.redirectTo) return void res.writeHead(302, { location: file.opts.redirectTo }).end();
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.bytes.length });
     if (file.opts.cutAfter === undefined) return void res.end(file.bytes);
     res.write(file.bytes.subarray(0, file.opts.cutAfter), () => res.destroy());

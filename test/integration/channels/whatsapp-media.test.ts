@@ -165,6 +165,28 @@ describe('WhatsApp media taken in by the host (real Baileys, crabline, real stor
     expect(fs.existsSync(path.join(t.groupsDir, 'family', 'media'))).toBe(false);
   });
 
+  it('follows a media host redirect only to a place it may fetch from', async () => {
+    const t = await setup();
+    const pdf = pdfWithText('moved');
+    const real = await t.files.put(pdf, 'document');
+    const moved = await t.files.put(pdf, 'document', { redirectTo: new URL(real.url).pathname });
+    const away = await t.files.put(pdf, 'document', {
+      redirectTo: 'http://169.254.169.254/latest/meta-data',
+    });
+    const doc = (id: string, fileName: string, fields: object) =>
+      fromAnn(id, { documentMessage: { mimetype: 'application/pdf', fileName, ...fields } });
+    t.upsert(
+      doc('R1', 'moved.pdf', { ...real, url: moved.url }),
+      doc('R2', 'away.pdf', { ...real, url: away.url }),
+    );
+    await t.nextMessage('family', 2);
+    const [kept, refused] = t.messages('family');
+    expect(kept?.media).toMatchObject({ status: 'stored', mime: 'application/pdf' });
+    expect(refused?.text).toBe(
+      '[document away.pdf, not stored: it could not be downloaded (the media address is not a WhatsApp media host (169.254.169.254))]',
+    );
+  });
+
   it("keeps a chat's messages in order behind a download, and names a video without fetching it", async () => {
     const t = await setup();
     const photo = await t.files.put(PNG_1X1, 'image');
