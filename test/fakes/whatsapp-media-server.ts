@@ -25,6 +25,8 @@ export interface ServeOptions {
   redirectTo?: string;
   /** Sends only this many bytes of the encrypted file, then cuts the connection (Content-Length says all). */
   cutAfter?: number;
+  /** Sends only this many bytes of the encrypted file, then nothing more, keeping the connection open. */
+  stallAfter?: number;
 }
 
 export interface FakeWhatsAppMedia {
@@ -50,6 +52,8 @@ export async function startFakeWhatsAppMedia(): Promise<FakeWhatsAppMedia> {
     if (!file) return void res.writeHead(404).end();
     if (file.opts.redirectTo) return void res.writeHead(302, { location: file.opts.redirectTo }).end();
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.bytes.length });
+    if (file.opts.stallAfter !== undefined)
+      return void res.write(file.bytes.subarray(0, file.opts.stallAfter));
     if (file.opts.cutAfter === undefined) return void res.end(file.bytes);
     res.write(file.bytes.subarray(0, file.opts.cutAfter), () => res.destroy());
   });

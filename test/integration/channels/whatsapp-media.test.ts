@@ -165,6 +165,21 @@ describe('WhatsApp media taken in by the host (real Baileys, crabline, real stor
     expect(fs.existsSync(path.join(t.groupsDir, 'family', 'media'))).toBe(false);
   });
 
+  it('gives up on a download that stalls once [media] download_timeout_ms is over, and the chat goes on', async () => {
+    const t = await setup({ media: { download_timeout_ms: 1_000 } });
+    const stalled = await t.files.put(Buffer.alloc(3000, 's'), 'document', { stallAfter: 1000 });
+    t.upsert(
+      fromAnn('S1', { documentMessage: { ...stalled, mimetype: 'text/plain', fileName: 'slow.txt' } }),
+      waMessage({ id: 'S2', remoteJid: GROUP, participant: ANN, pushName: 'Ann', text: 'still there?' }),
+    );
+    await t.nextMessage('family', 2);
+    expect(t.messages('family').map((m) => m.text)).toEqual([
+      expect.stringMatching(/^\[document slow\.txt, not stored: it could not be downloaded \(.*\)\]$/),
+      'still there?',
+    ]);
+    expect(t.auditRows().map((r) => r.decision)).toEqual(['refused']);
+  });
+
   it('follows a media host redirect only to a place it may fetch from', async () => {
     const t = await setup();
     const pdf = pdfWithText('moved');
