@@ -21,6 +21,11 @@ const BENCHES: Bench[] = [
     fn: 'benchWhatsApp',
   },
   {
+    title: 'WhatsApp media download (10 MiB: fetch, MAC, decrypt, checksum) vs a plain fetch',
+    module: './bench-whatsapp-media.ts',
+    fn: 'benchWhatsAppMedia',
+  },
+  {
     title: 'cost with a month of history (1,000 groups at 10/50/100 msg/s) vs an empty database',
     module: './bench-history.ts',
     fn: 'benchHistory',

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
-import { turnResponder } from '../fakes/e2e-responders.ts';
+import { sendFileResponder, turnResponder } from '../fakes/e2e-responders.ts';
 import { createRandom, tokenMakers } from '../fixtures/secret-corpus/generate.ts';
 import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
 import { auditMark, auditSince } from '../fakes/security-responders.ts';
@@ -175,16 +175,7 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
 
   it('sends a file the agent made to its own chat once, though the first upload failed', async () => {
     const csv = 'item,price\nmilk,1.20\nbread,2.50\n';
-    h.fake.setResponder(
-      turnResponder(
-        () =>
-          reply.toolCalls([
-            { name: 'write_file', arguments: { path: 'shopping.csv', content: csv } },
-            { name: 'send_message', arguments: { text: 'here is the list', attachment: 'shopping.csv' } },
-          ]),
-        (turn) => reply.text(`sent: ${turn.toolResults.join(' | ')}`),
-      ),
-    );
+    h.fake.setResponder(sendFileResponder({ path: 'shopping.csv', content: csv, text: 'here is the list' }));
     tg.failNext('sendDocument', { error_code: 502, description: 'Bad Gateway' });
     const mark = auditMark(h);
     tg.message({ chat: FAMILY, from: MEMBER, text: '@Andy send me the shopping list as a file' });
@@ -212,13 +203,9 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
   it('asks the owner before a text file with a secret in it goes out, and sends nothing when denied', async () => {
     const token = tokenMakers(createRandom(26)).githubClassic();
     h.fake.setResponder(
-      turnResponder(
-        () =>
-          reply.toolCalls([
-            { name: 'write_file', arguments: { path: 'notes.txt', content: `deploy key: ${token}\n` } },
-            { name: 'send_message', arguments: { text: 'the notes', attachment: 'notes.txt' } },
-          ]),
-        (turn) => reply.text(`result: ${turn.toolResults.join(' | ')}`),
+      sendFileResponder(
+        { path: 'notes.txt', content: `deploy key: ${token}\n`, text: 'the notes' },
+        'result',
       ),
     );
     const files = tg.sentFiles().length;

@@ -31,7 +31,11 @@ export interface WhatsAppE2e {
 
 export async function startWhatsAppHost(
   dir: string,
-  opts: { config?: E2eHostOptions['config']; seam?: SeamOptions } = {},
+  opts: {
+    config?: E2eHostOptions['config'];
+    seam?: SeamOptions;
+    transcribe?: E2eHostOptions['transcribe'];
+  } = {},
 ): Promise<WhatsAppE2e> {
   const server = await startFakeWhatsApp(dir);
   const seam = groupSendsAtSeam(undefined, opts.seam);
@@ -39,6 +43,7 @@ export async function startWhatsAppHost(
   let channel: WhatsAppChannel | undefined;
   const e2e = await startE2eHost({
     config: { ...opts.config, channels: { whatsapp: { websocket_url: server.url } } },
+    ...(opts.transcribe ? { transcribe: opts.transcribe } : {}),
     channels: async (paths) => {
       const dataDir = channelDataDir(paths, 'whatsapp');
       await seedLinkedAuth(dataDir);

@@ -4,7 +4,7 @@
  * what it answers, turn by turn and step by step within a turn.
  */
 import { newestChatText } from './demo-responder.ts';
-import type { FakeRequest, Responder, ScriptedResponse } from './fake-provider-script.ts';
+import { reply, type FakeRequest, type Responder, type ScriptedResponse } from './fake-provider-script.ts';
 
 interface WireToolCall {
   id?: string;
@@ -95,6 +95,24 @@ export function turnResponder(...steps: TurnStep[]): Responder {
     const step = steps[Math.min(turn.step, steps.length - 1)] as TurnStep;
     return step(turn);
   };
+}
+
+/**
+ * An agent that writes `content` to `path` in its group folder and sends it with `send_message` (text and
+ * attachment), then answers `<prefix>: <tool results>`.
+ */
+export function sendFileResponder(
+  file: { path: string; content: string; text: string },
+  prefix = 'sent',
+): Responder {
+  return turnResponder(
+    () =>
+      reply.toolCalls([
+        { name: 'write_file', arguments: { path: file.path, content: file.content } },
+        { name: 'send_message', arguments: { text: file.text, attachment: file.path } },
+      ]),
+    (turn) => reply.text(`${prefix}: ${turn.toolResults.join(' | ')}`),
+  );
 }
 
 /** Dispatches on the group the request was made for; requests of other groups (or none) go to `other`. */

@@ -6,7 +6,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { WAMessage } from '@whiskeysockets/baileys';
+import {
+  generateWAMessageContent,
+  type AnyMessageContent,
+  type proto,
+  type WAMediaUploadFunction,
+  type WAMessage,
+} from '@whiskeysockets/baileys';
 import { startWhatsAppServer, type StartedWhatsAppServer } from '@openclaw/crabline';
 import { openAuthStore } from '../../host/channels/whatsapp/auth-store.ts';
 import {
@@ -26,11 +32,15 @@ export interface FakeWhatsApp {
   /** Starts it again on the same port. */
   start(): Promise<void>;
   url: string;
-  /** Injects a message from someone else (crabline refuses the linked account itself). */
+  /**
+   * Injects a message from someone else (crabline refuses the linked account itself): text, or an audio
+   * file that crabline encrypts, serves from its own media route and points the message at.
+   */
   inject(m: {
     chatJid: string;
     senderJid: string;
-    text: string;
+    text?: string;
+    audio?: { bytes: Buffer; mimeType: string; ptt?: boolean };
     pushName?: string;
     messageId?: string;
   }): Promise<void>;
@@ -60,11 +70,21 @@ export async function startFakeWhatsApp(dir: string): Promise<FakeWhatsApp> {
     url: server.manifest.endpoints.baileysWebSocketUrl,
     stop: () => server.close(),
     start,
-    async inject(m) {
+    async inject({ audio, ...m }) {
+      const body = audio
+        ? {
+            ...m,
+            audio: {
+              contentBase64: audio.bytes.toString('base64'),
+              mimeType: audio.mimeType,
+              ptt: audio.ptt,
+            },
+          }
+        : m;
       const res = await fetch(server.manifest.endpoints.adminInboundUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-        body: JSON.stringify(m),
+        body: JSON.stringify(body),
       });
       if (!res.ok) throw new Error(`crabline refused the message: ${res.status} ${await res.text()}`);
     },
@@ -151,6 +171,20 @@ export interface SeamOptions {
    * text chosen here makes a server that drops the connection on that one message (a poison reply).
    */
   toServer?(text: string): boolean;
+  /**
+   * Where a group send's file goes: the seam builds the message as Baileys' sendMessage does (encrypting
+   * the file and uploading it here) and records it, so a test can fetch the file as a recipient would.
+   */
+  upload?: WAMediaUploadFunction;
+}
+
+/** One group send taken at the seam. `message`: what Baileys built from `content`, when the seam uploads. */
+export interface SeamSend {
+  chatId: string;
+  id: string;
+  text: string;
+  content: AnyMessageContent;
+  message?: proto.IMessage;
 }
 
 /**
@@ -159,18 +193,30 @@ export interface SeamOptions {
  * are shaped as Baileys throws them (an error with a Boom `output.statusCode`).
  */
 export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOpts: SeamOptions = {}) {
-  const sent: { chatId: string; id: string; text: string }[] = [];
-  const failures = new Map<string, Error[]>();
+  const sent: SeamSend[] = [];
+  const failures = new Map<string, { err: Error; when?: (content: AnyMessageContent) => boolean }[]>();
   const sockets: WhatsAppSocket[] = [];
   const factory: SocketFactory = (opts) => {
     const sock = base(opts);
     const real = sock.sendMessage.bind(sock);
-    sock.sendMessage = (async (jid: string, content: { text?: string }, options?: { messageId?: string }) => {
-      if (!jid.endsWith('@g.us') || seamOpts.toServer?.(content.text ?? ''))
+    sock.sendMessage = (async (jid: string, content: AnyMessageContent, options?: { messageId?: string }) => {
+      const text = 'text' in content && typeof content.text === 'string' ? content.text : '';
+      if (!jid.endsWith('@g.us') || seamOpts.toServer?.(text))
         return real(jid, content as never, options as never);
-      const fail = failures.get(jid)?.shift();
-      if (fail) throw fail;
-      sent.push({ chatId: jid, id: options?.messageId ?? '', text: content.text ?? '' });
+      const queued = failures.get(jid) ?? [];
+      const at = queued.findIndex((f) => f.when?.(content) ?? true);
+      if (at >= 0) throw queued.splice(at, 1)[0]?.err;
+      const message =
+        seamOpts.upload && !('text' in content)
+          ? await generateWAMessageContent(content, { upload: seamOpts.upload })
+          : undefined;
+      sent.push({
+        chatId: jid,
+        id: options?.messageId ?? '',
+        text,
+        content,
+        ...(message ? { message } : {}),
+      });
       return undefined;
     }) as WhatsAppSocket['sendMessage'];
     sockets.push(sock);
@@ -183,8 +229,9 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
     socket: () => sockets.at(-1),
     /** Sockets built so far: one per connection the channel opened. */
     connections: () => sockets.length,
-    failNext(chatId: string, err: Error) {
-      failures.set(chatId, [...(failures.get(chatId) ?? []), err]);
+    /** The next send to the chat (of the content `when` picks, if given) fails with `err`. */
+    failNext(chatId: string, err: Error, when?: (content: AnyMessageContent) => boolean) {
+      failures.set(chatId, [...(failures.get(chatId) ?? []), { err, ...(when ? { when } : {}) }]);
     },
   };
 }

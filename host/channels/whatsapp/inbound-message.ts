@@ -9,6 +9,7 @@ import {
   normalizeUserJid,
   type SelfIdentity,
 } from './jids.ts';
+import { mediaOf, type WhatsAppMediaSpec } from './whatsapp-media.ts';
 
 export const WHATSAPP_CHANNEL = 'whatsapp';
 
@@ -21,7 +22,9 @@ export interface InboundContext {
   phoneForLid(lid: string): string | undefined;
 }
 
-export type InboundDecision = { kind: 'ingest'; message: InboundMessage } | { kind: 'skip'; reason: string };
+export type InboundDecision =
+  /** `media`: the file the message carries; the message's text is then its caption (maybe empty). */
+  { kind: 'ingest'; message: InboundMessage; media?: WhatsAppMediaSpec } | { kind: 'skip'; reason: string };
 
 const skip = (reason: string): InboundDecision => ({ kind: 'skip', reason });
 
@@ -62,7 +65,9 @@ export function translateInbound(msg: WAMessage, ctx: InboundContext): InboundDe
   if (selfChat && !fromMe) return skip('self-chat message not from the linked account');
 
   const content = normalizeMessageContent(msg.message);
-  const body = describeContent(content);
+  const media = mediaOf(content);
+  // A file's placeholder is the host's to write, once it knows what the file is; the text is the caption.
+  const body = media ? { text: media.caption, contextInfo: media.contextInfo } : describeContent(content);
   if (!body) return skip('no text or media (protocol message, reaction, receipt…)');
 
   const senderId = selfChat || (fromMe && !key.participant) ? ctx.self.phone : senderOf(key, ctx);
@@ -90,6 +95,7 @@ export function translateInbound(msg: WAMessage, ctx: InboundContext): InboundDe
       origin: originOf(context),
       ...quotedOf(context, ctx, chatId, selfChat && fromMe),
     },
+    ...(media ? { media: media.spec } : {}),
   };
 }
 
@@ -158,7 +164,10 @@ interface Body {
 const withCaption = (placeholder: string, caption: string | null | undefined) =>
   caption?.trim() ? `${placeholder} ${caption}` : placeholder;
 
-/** Text, caption, or a placeholder for media (until media support lands); undefined for the rest. */
+/**
+ * Text, or a placeholder for what is not text: what the agent reads for a quoted message, and for content
+ * the host does not take in as a file (a sticker, a location, a contact, a poll); undefined for the rest.
+ */
 function describeContent(m: proto.IMessage | undefined): Body | undefined {
   if (!m) return undefined;
   if (m.conversation?.trim()) return { text: m.conversation };

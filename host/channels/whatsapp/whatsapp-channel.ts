@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { WAMessage } from '@whiskeysockets/baileys';
+import type { AnyMessageContent, WAMessage } from '@whiskeysockets/baileys';
 import type { Logger } from '../../logging/logger.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
@@ -21,7 +21,9 @@ import type {
 import { closeStatusCode } from './disconnect-reason.ts';
 import { translateInbound, WHATSAPP_CHANNEL } from './inbound-message.ts';
 import { isGroupJid, isLidJid, normalizeUserJid, selfIdentity } from './jids.ts';
-import type { WhatsAppConfig } from './whatsapp-config.ts';
+import { WHATSAPP_WEBSOCKET_URL, type WhatsAppConfig } from './whatsapp-config.ts';
+import { fileMessages } from './whatsapp-file-message.ts';
+import { whatsappMedia } from './whatsapp-media.ts';
 
 /** The state key under which the channel keeps the last close no reconnect could mend (until it connects again). */
 export const LAST_TERMINAL_CLOSE = 'last_terminal_close';
@@ -85,6 +87,23 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
   let controller: ConnectionController<LiveSocket> | undefined;
   let blocked: ChannelStatus | undefined; // needs-login, or an auth folder that cannot be read
   let inbound: Promise<void> = Promise.resolve();
+  const lanes = new Map<string, Promise<void>>();
+  // Media is fetched from WhatsApp's media hosts, or from the test server `websocket_url` points at.
+  const testServerHost =
+    deps.config.websocket_url === WHATSAPP_WEBSOCKET_URL
+      ? undefined
+      : new URL(deps.config.websocket_url).hostname;
+
+  /** One chain per chat: its messages reach the host in order, and a slow download holds only its chat. */
+  const onLane = (chatId: string, task: () => Promise<void>) => {
+    const next = (lanes.get(chatId) ?? Promise.resolve())
+      .then(task)
+      .catch((err: unknown) => log.error({ err, chatId }, 'storing a WhatsApp message failed'));
+    lanes.set(chatId, next);
+    void next.then(() => {
+      if (lanes.get(chatId) === next) lanes.delete(chatId);
+    });
+  };
   const sentIds = new Map<string, true>();
   const titles = new Map<string, string>();
 
@@ -116,7 +135,8 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 
   const handleUpsert = async (sock: WhatsAppSocket, messages: WAMessage[], type: string) => {
     const me = self();
-    if (!me || !host) return;
+    const h = host;
+    if (!me || !h) return;
     // Baileys knows many LID → phone mappings; a LID it cannot map stays the sender's id.
     const lidPhones = new Map<string, string>();
     for (const m of messages) {
@@ -143,15 +163,18 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
         continue;
       }
       const message = decision.message;
-      try {
-        const result = host.ingest(message);
+      const spec = decision.media;
+      // On the chat's lane: a file is fetched before the chat's next message is taken in, while other
+      // chats go on.
+      onLane(message.chatId, async () => {
+        const result = spec
+          ? await h.ingestMedia({ ...message, media: whatsappMedia(spec, testServerHost) })
+          : h.ingest(message);
         log.debug(
           { id: message.externalId, type, stored: result.stored, triggered: result.triggered },
-          'WhatsApp message',
+          spec ? `WhatsApp ${spec.kind}` : 'WhatsApp message',
         );
-      } catch (err) {
-        log.error({ err, id: message.externalId }, 'storing a WhatsApp message failed');
-      }
+      });
     }
   };
 
@@ -251,6 +274,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     async stop() {
       controller?.stop('host stopping');
       await inbound;
+      await Promise.all(lanes.values());
       await auth?.flush().catch((err: unknown) => log.error({ err }, 'saving WhatsApp credentials failed'));
       host = undefined;
     },
@@ -258,25 +282,30 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
     status: statusNow,
 
     async send(piece: OutboundPiece): Promise<SendOutcome> {
-      // Not built yet (DESIGN.md, Media): the piece is dead-lettered and the owner told, never dropped.
-      if (piece.attachment)
-        return { kind: 'permanent', reason: 'sending files on WhatsApp is not supported yet' };
+      let contents: AnyMessageContent[];
+      try {
+        contents = piece.attachment
+          ? await fileMessages(piece.attachment, piece.text)
+          : // linkPreview null: Baileys would otherwise fetch any URL in the text from this machine.
+            [{ text: markdownToWhatsApp(piece.text), linkPreview: null }];
+      } catch (err) {
+        // The host's approved copy is gone: no retry can bring it back.
+        return { kind: 'permanent', reason: `the file to send cannot be read (${errorMessage(err)})` };
+      }
       const live = await (controller?.whenOpen(sendWaitMs) ?? Promise.resolve(undefined));
       if (!live) {
         const s = statusNow();
         return { kind: 'retry', reason: `WhatsApp is ${s.state}${s.reason ? `: ${s.reason}` : ''}` };
       }
-      const id = messageIdFor(piece.sendKey);
+      // One id per WhatsApp message (a voice note and its text are two), each derived from the piece's key:
+      // a retry re-sends under the same ids, as a text's retry does.
+      const ids = contents.map((_, i) => messageIdFor(i === 0 ? piece.sendKey : `${piece.sendKey}#${i}`));
       // Recorded before the send: Baileys echoes our own message as an upsert before sendMessage returns.
-      rememberSent(id);
+      for (const id of ids) rememberSent(id);
       try {
-        await live.sock.sendMessage(
-          piece.chatId,
-          // linkPreview null: Baileys would otherwise fetch any URL in the text from this machine.
-          { text: markdownToWhatsApp(piece.text), linkPreview: null },
-          { messageId: id },
-        );
-        return { kind: 'delivered', platformIds: [id] };
+        for (const [i, content] of contents.entries())
+          await live.sock.sendMessage(piece.chatId, content, { messageId: ids[i] as string });
+        return { kind: 'delivered', platformIds: ids };
       } catch (err) {
         // Baileys rejects a send cut off by the socket closing with the close code itself (a number):
         // either way the connection went down with this message, which the outbox counts per piece.

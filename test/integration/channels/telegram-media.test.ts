@@ -2,16 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { InboundMessage } from '../../../host/channels/channel.ts';
 import { createTelegramChannel } from '../../../host/channels/telegram/telegram-channel.ts';
 import { telegramConfigSchema } from '../../../host/channels/telegram/telegram-config.ts';
-import { createIngest } from '../../../host/router/ingest.ts';
-import { mediaConfigSchema, type MediaConfig } from '../../../host/router/media/media-config.ts';
-import type { TranscriptionRequest } from '../../../host/gateway/transcription.ts';
-import { createMediaIngest, type Transcribe } from '../../../host/router/media/media-ingest.ts';
-import { openStore } from '../../../host/store/store.ts';
 import { startFakeTelegram } from '../../fakes/fake-telegram-api.ts';
 import { channelStateIn } from '../../fakes/telegram-test-host.ts';
+import { startMediaHost, type MediaHostOptions } from '../../helpers/media-host.ts';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
@@ -30,18 +25,12 @@ afterEach(async () => {
  * step, a real SQLite store and a real group folder; only the transcription service is a function here
  * (the gateway's own is tested with the fake provider).
  */
-async function setup(
-  opts: {
-    media?: Record<string, unknown>;
-    quotaBytes?: number;
-    transcribe?: Transcribe;
-    groupTranscribes?: boolean;
-  } = {},
-) {
+async function setup(opts: MediaHostOptions = {}) {
   const dir = tempDir();
   const fake = await startFakeTelegram();
   cleanups.push(() => fake.close());
-  const store = openStore({ file: path.join(dir, 'carapace.db') });
+  const media = startMediaHost(dir, opts);
+  const { store } = media;
   cleanups.push(() => store.close());
   store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'Admin', isAdmin: true });
   store.groups.add({
@@ -50,37 +39,6 @@ async function setup(
     chatId: String(GROUP.id),
     name: 'Family',
     isAdmin: false,
-  });
-  const commandsAsked: InboundMessage[] = [];
-  const transcribed: TranscriptionRequest[] = [];
-  const ingest = createIngest({
-    store,
-    assistantName: () => 'Andy',
-    // Records what reached the admin command step; claims every "approve" it is shown.
-    adminCommands: { handle: (m) => (commandsAsked.push(m), /^approve\b/i.test(m.text)) },
-    onTriggered: () => undefined,
-    logger: pino({ level: 'silent' }),
-  });
-  const config: MediaConfig = mediaConfigSchema.parse(opts.media ?? {});
-  const groupsDir = path.join(dir, 'groups');
-  const ingestMedia = createMediaIngest({
-    config: () => config,
-    groupTranscribes: () => opts.groupTranscribes ?? true,
-    store,
-    groupDir: (id) => {
-      fs.mkdirSync(path.join(groupsDir, id), { recursive: true });
-      return path.join(groupsDir, id);
-    },
-    quotaProblem: async (_id, add) =>
-      opts.quotaBytes !== undefined && add > opts.quotaBytes ? 'the group folder is full' : null,
-    transcribe: () =>
-      opts.transcribe &&
-      (async (req) => {
-        transcribed.push(req);
-        return opts.transcribe?.(req) ?? { ok: false, reason: 'unset' };
-      }),
-    ingest,
-    logger: pino({ level: 'silent' }),
   });
   const channel = createTelegramChannel({
     config: telegramConfigSchema.parse({ owner_user_id: OWNER, api_root: fake.apiRoot, poll_timeout_s: 1 }),
@@ -91,31 +49,10 @@ async function setup(
     watchdogGraceMs: 300,
     retryBaseMs: 20,
   });
-  await channel.start({
-    ingest,
-    ingestMedia,
-    onStatus: () => undefined,
-    onChatSeen: () => undefined,
-    isOwnMessage: () => false,
-    onChatMoved: () => undefined,
-  });
+  await channel.start(media.host);
   cleanups.push(() => channel.stop());
-  const messages = (groupId: string) => store.messages.after(groupId, 0);
-  const nextMessage = (groupId: string, count = 1) =>
-    fake.waitFor(() => messages(groupId).length >= count && messages(groupId)[count - 1]);
-  const auditRows = () => store.audit.tail(50).filter((r) => r.operation === 'media.inbound');
-  return {
-    fake,
-    store,
-    dir,
-    channel,
-    groupsDir,
-    messages,
-    nextMessage,
-    auditRows,
-    commandsAsked,
-    transcribed,
-  };
+  const nextMessage = (groupId: string, count = 1) => fake.waitFor(() => media.nth(groupId, count));
+  return { ...media, fake, dir, channel, nextMessage };
 }
 
 describe('Telegram media taken in by the host (real grammY, fake Bot API, real store and folder)', () => {

@@ -188,21 +188,42 @@ describe('translateInbound', () => {
     expect(m).toMatchObject({ senderId: SELF.phone, fromOwner: false });
   });
 
-  it('reads captions and gives media a placeholder; skips reactions and protocol messages', () => {
+  it('hands a file to the host with its caption as the text; names what is not a file; skips reactions and protocol messages', () => {
+    const decide = (message: object) =>
+      translateInbound(waMessage({ id: 'A', remoteJid: GROUP, participant: '1@lid', message }), ctx());
     const text = (message: object) => {
-      const d = translateInbound(
-        waMessage({ id: 'A', remoteJid: GROUP, participant: '1@lid', message }),
-        ctx(),
-      );
+      const d = decide(message);
       return d.kind === 'ingest' ? d.message.text : undefined;
     };
-    expect(text({ imageMessage: { caption: 'look' } })).toBe('[photo] look');
-    expect(text({ audioMessage: { ptt: true } })).toBe('[voice message]');
-    expect(
-      text({
-        documentWithCaptionMessage: { message: { documentMessage: { fileName: 'r.pdf', caption: 'read' } } },
-      }),
-    ).toBe('[document: r.pdf] read');
+    const media = (message: object) => {
+      const d = decide(message);
+      return d.kind === 'ingest' ? d.media : undefined;
+    };
+    expect(text({ imageMessage: { caption: 'look' } })).toBe('look');
+    expect(media({ imageMessage: { caption: 'look', fileLength: 2048 } })).toMatchObject({
+      kind: 'photo',
+      keyType: 'image',
+      declaredBytes: 2048,
+    });
+    expect(text({ audioMessage: { ptt: true } })).toBe('');
+    expect(media({ audioMessage: { ptt: true, seconds: 4 } })).toMatchObject({
+      kind: 'voice',
+      durationSec: 4,
+    });
+    expect(media({ audioMessage: { ptt: false } })).toMatchObject({ kind: 'audio', keyType: 'audio' });
+    const doc = {
+      documentWithCaptionMessage: { message: { documentMessage: { fileName: 'r.pdf', caption: 'read' } } },
+    };
+    expect(text(doc)).toBe('read');
+    expect(media(doc)).toMatchObject({ kind: 'document', fileName: 'r.pdf' });
+    expect(media({ videoMessage: { gifPlayback: true } })).toMatchObject({ kind: 'animation' });
+    expect(media({ ptvMessage: {} })).toMatchObject({ kind: 'video_note', keyType: 'ptv' });
+    expect(text({ stickerMessage: {} })).toBe('[sticker]');
+    expect(media({ stickerMessage: {} })).toBeUndefined();
+    // A caption's mention of the bot is a mention, as in a text.
+    expect(decide({ imageMessage: { contextInfo: { mentionedJid: [SELF.phone] } } })).toMatchObject({
+      message: { mentionsBot: true },
+    });
     expect(text({ ephemeralMessage: { message: { extendedTextMessage: { text: 'vanishing' } } } })).toBe(
       'vanishing',
     );
