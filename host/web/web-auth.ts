@@ -42,6 +42,38 @@ export function createWebAuth({ sessions, audit, clock, linkTtlMs, sessionTtlMs 
   const csrfOf = (cookieToken: string) =>
     crypto.createHmac('sha256', cookieToken).update('carapace-web-csrf').digest('base64url');
 
+  // Anything that reaches the port can present a wrong link, so one audit row per refusal would let it grow
+  // the audit without bound. A minute's first refusal is its own row; the rest of that minute are counted and
+  // written as one row with the count once the minute is over (at the next refusal or sign-in after it, or when
+  // the console closes): at most two rows a minute, and every refusal is still counted. The sign-in itself is
+  // refused either way.
+  let refused: { minute: number; more: number } | undefined;
+  const flushRefused = (unlessMinute?: number) => {
+    if (!refused || refused.minute === unlessMinute) return;
+    if (refused.more > 0)
+      audit.record({
+        operation: WEB_AUDIT_OPERATION,
+        decision: 'sign-in-refused',
+        reason: `${refused.more} more login links that were unknown, already used or expired in the minute from ${new Date(refused.minute * 60_000).toISOString()}`,
+        details: { count: refused.more, minute: new Date(refused.minute * 60_000).toISOString() },
+      });
+    refused = undefined;
+  };
+  const refuse = (at: number) => {
+    const minute = Math.floor(at / 60_000);
+    flushRefused(minute);
+    if (refused) {
+      refused.more += 1;
+      return;
+    }
+    refused = { minute, more: 0 };
+    audit.record({
+      operation: WEB_AUDIT_OPERATION,
+      decision: 'sign-in-refused',
+      reason: 'a login link that is unknown, already used or expired',
+    });
+  };
+
   return {
     /** A new one-time login token for whoever asked (`cli`, `local:owner`). */
     issueLink(issuedTo: string): { token: string; expiresAt: number } {
@@ -63,13 +95,10 @@ export function createWebAuth({ sessions, audit, clock, linkTtlMs, sessionTtlMs 
       const at = clock.now();
       const issuedTo = sessions.useLink(sha256(linkToken), at);
       if (issuedTo === undefined) {
-        audit.record({
-          operation: WEB_AUDIT_OPERATION,
-          decision: 'sign-in-refused',
-          reason: 'a login link that is unknown, already used or expired',
-        });
+        refuse(at);
         return undefined;
       }
+      flushRefused();
       const cookieToken = secret();
       const id = crypto.randomBytes(6).toString('hex');
       const ua = userAgent.slice(0, 200);
@@ -112,6 +141,11 @@ export function createWebAuth({ sessions, audit, clock, linkTtlMs, sessionTtlMs 
     csrfMatches(auth: Authenticated, presented: unknown): boolean {
       if (typeof presented !== 'string' || presented.length !== auth.csrf.length) return false;
       return crypto.timingSafeEqual(Buffer.from(presented), Buffer.from(auth.csrf));
+    },
+
+    /** Writes the count of refused sign-ins not yet in the audit (the console is closing). */
+    flushRefused(): void {
+      flushRefused();
     },
 
     list(): WebSessionRecord[] {

@@ -71,6 +71,7 @@ export async function startWebConsole(
       // Open event streams would hold close() for ever.
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      deps.auth.flushRefused();
     },
   };
 }

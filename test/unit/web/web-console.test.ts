@@ -220,6 +220,30 @@ describe('web console sign-in', () => {
     expect((await req('/login', { form: { token } })).status).toBe(403);
   });
 
+  it('writes refused sign-ins as at most two audit rows a minute, with every refusal counted, and still refuses them', async () => {
+    const refusedRows = () =>
+      t.store.audit
+        .tail(1000)
+        .filter((r) => r.operation === 'web.session' && r.decision === 'sign-in-refused');
+    const wrong = 'w'.repeat(43);
+    for (let i = 0; i < 50; i++) expect((await req('/login', { form: { token: wrong } })).status).toBe(403);
+    expect(refusedRows()).toHaveLength(1);
+    t.now.t += 60_000;
+    expect((await req('/login', { form: { token: wrong } })).status).toBe(403);
+    const rows = refusedRows();
+    expect(rows).toHaveLength(3);
+    expect(JSON.parse(rows[1]?.details ?? '{}')).toEqual({ count: 49, minute: '2026-11-27T08:00:00.000Z' });
+    // The last minute's count is not lost: a sign-in (or the console closing) writes it.
+    await req('/login', { form: { token: wrong } });
+    await signIn();
+    expect(JSON.parse(refusedRows()[3]?.details ?? '{}')).toEqual({
+      count: 1,
+      minute: '2026-11-27T08:01:00.000Z',
+    });
+    t.auth.flushRefused();
+    expect(refusedRows()).toHaveLength(4);
+  });
+
   it('stores only hashes of links and session secrets', async () => {
     const { token } = t.auth.issueLink('cli');
     const { cookie } = await signIn();
