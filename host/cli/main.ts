@@ -84,7 +84,7 @@ const COMMANDS: Record<string, Command> = {
   },
   web: {
     usage: webUsage,
-    summary: 'print a one-time sign-in link to the web console ([web] listen)',
+    summary: 'a one-time sign-in link to the web console ([web] listen); its sessions, listed and revoked',
     load: async () => (await import('./commands/web-command.ts')).webCommand,
     client: true,
   },

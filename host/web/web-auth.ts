@@ -33,6 +33,35 @@ const plausible = (s: string | undefined): s is string =>
   s !== undefined && s.length >= 20 && s.length <= 100 && /^[A-Za-z0-9_-]+$/.test(s);
 
 /**
+ * The live sessions, listed and revoked (audited): the Sessions page's code, and `carapace web sessions|revoke`'s,
+ * which open the store directly (a revoked session is refused at its next request, as the host reads the store
+ * on every one).
+ */
+export function createWebSessionAdmin({
+  sessions,
+  audit,
+  clock,
+}: Pick<WebAuthDeps, 'sessions' | 'audit' | 'clock'>) {
+  return {
+    list(): WebSessionRecord[] {
+      return sessions.list(clock.now());
+    },
+
+    revoke(id: string, by: string): boolean {
+      const ok = sessions.revoke(id, clock.now());
+      if (ok)
+        audit.record({
+          operation: WEB_AUDIT_OPERATION,
+          decision: 'revoked',
+          approver: by,
+          details: { session: id },
+        });
+      return ok;
+    },
+  };
+}
+
+/**
  * Who may use the web console. A one-time link (a random secret; stored as its SHA-256; usable once, until it
  * expires) is exchanged for a session, whose secret lives only in an HttpOnly cookie. Every state change
  * carries a CSRF token derived from that secret (HMAC), so a page of another site cannot forge one even if a
@@ -148,21 +177,7 @@ export function createWebAuth({ sessions, audit, clock, linkTtlMs, sessionTtlMs 
       flushRefused();
     },
 
-    list(): WebSessionRecord[] {
-      return sessions.list(clock.now());
-    },
-
-    revoke(id: string, by: string): boolean {
-      const ok = sessions.revoke(id, clock.now());
-      if (ok)
-        audit.record({
-          operation: WEB_AUDIT_OPERATION,
-          decision: 'revoked',
-          approver: by,
-          details: { session: id },
-        });
-      return ok;
-    },
+    ...createWebSessionAdmin({ sessions, audit, clock }),
   };
 }
 
