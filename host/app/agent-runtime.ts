@@ -3,7 +3,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from '../logging/logger.ts';
 import type { HostConfig } from '../config/schema.ts';
-import type { CarapacePaths } from '../config/paths.ts';
+import { outboxFilesDir, type CarapacePaths } from '../config/paths.ts';
 import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';
 import { credentialCommandSetup } from '../services/credential/command-setup.ts';
 import { createCredentialStatusBook } from '../services/credential/credential-status.ts';
@@ -290,7 +290,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     groupDir: (groupId) => path.join(paths.groupsDir, groupId),
     containerGroupDir: CONTAINER_GROUP_DIR,
     maxBytes: () => deps.live().media.max_send_bytes,
-    stagingDir: path.join(paths.dataDir, 'outbox-files'),
+    stagingDir: outboxFilesDir(paths),
   });
   const runner = createDockerAgentRunner({
     docker,

@@ -4,13 +4,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import { OUTBOX_FILES_FOLDER } from '../store/outbox-store.ts';
 import type { BackupPaths } from './backup-paths.ts';
 import { listFiles, MANIFEST_FILE, sha256File, type BackupManifest } from './backup-manifest.ts';
 
 const run = promisify(execFile);
 
-/** Folders of the data folder an archive carries besides the database (channels: login state). */
-export const DATA_FOLDERS = ['groups', 'sessions', 'channels'] as const;
+/**
+ * Folders of the data folder an archive carries besides the database (channels: login state; outbox-files:
+ * the copies of files the outbox has yet to send, without which a restored pending piece could not go out).
+ */
+export const DATA_FOLDERS = ['groups', 'sessions', 'channels', OUTBOX_FILES_FOLDER] as const;
 /** Config files an archive carries; `.env` never (secrets stay where the owner put them). */
 export const CONFIG_FILES = ['config.toml', 'mount-allowlist.toml'] as const;
 

@@ -6,6 +6,8 @@ import Database from 'better-sqlite3';
 import type { BackupPaths } from './backup-paths.ts';
 import { acquireHostLock, HostLockedError } from '../store/host-lock.ts';
 import { rotateInstallSecret } from '../store/install-secret.ts';
+import { rebaseOutboxFiles } from '../store/outbox-restore.ts';
+import { OUTBOX_FILES_FOLDER } from '../store/outbox-store.ts';
 import { CONFIG_FILES } from './backup-archive.ts';
 import { BackupVerifyError, verifyUnpacked } from './backup-manifest.ts';
 import { errorMessage } from '../errors/error-message.ts';
@@ -74,10 +76,10 @@ function moveIntoPlace(paths: BackupPaths, staging: string, now: Date): string[]
     fs.renameSync(current, path.join(aside, name));
   };
   // The WAL and shared-memory files belong to the database they sit beside: they go with it.
-  for (const name of ['carapace.db', 'carapace.db-wal', 'carapace.db-shm', 'groups', 'sessions'])
-    moveAside(name);
+  const folders = ['groups', 'sessions', OUTBOX_FILES_FOLDER];
+  for (const name of ['carapace.db', 'carapace.db-wal', 'carapace.db-shm', ...folders]) moveAside(name);
   fs.renameSync(path.join(staging, 'data', 'carapace.db'), paths.databaseFile);
-  for (const folder of ['groups', 'sessions']) {
+  for (const folder of folders) {
     const from = path.join(staging, 'data', folder);
     if (fs.existsSync(from)) fs.renameSync(from, path.join(paths.dataDir, folder));
     else fs.mkdirSync(path.join(paths.dataDir, folder), { mode: 0o700 });
@@ -88,6 +90,7 @@ function moveIntoPlace(paths: BackupPaths, staging: string, now: Date): string[]
   const restored = new Database(paths.databaseFile, { fileMustExist: true });
   try {
     rotateInstallSecret(restored);
+    report.push(...rebaseOutboxFiles(restored, path.join(paths.dataDir, OUTBOX_FILES_FOLDER)));
   } finally {
     restored.close();
   }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { OUTBOX_FILES_FOLDER } from '../store/outbox-store.ts';
 import { HOST_PID_FILE } from '../store/host-pid-file.ts';
 
 export interface CarapacePaths {
@@ -23,6 +24,11 @@ export interface CarapacePaths {
 /** A channel's own 0700 folder under the data folder (WhatsApp's login). */
 export function channelDataDir(paths: Pick<CarapacePaths, 'dataDir'>, channel: string): string {
   return path.join(paths.dataDir, 'channels', channel);
+}
+
+/** The host-only (0700) folder where approved copies of files to send wait until the outbox sent them. */
+export function outboxFilesDir(paths: Pick<CarapacePaths, 'dataDir'>): string {
+  return path.join(paths.dataDir, OUTBOX_FILES_FOLDER);
 }
 
 export interface PathInputs {

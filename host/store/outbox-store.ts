@@ -51,6 +51,9 @@ export interface NewOutboxItem {
   attachment?: OutboxAttachment;
 }
 
+/** The data folder's folder of OutboxAttachment copies (host-only, 0700), carried by backups. */
+export const OUTBOX_FILES_FOLDER = 'outbox-files';
+
 /** A host-only copy of a file a reply sends, with its name, sniffed type and how it is shown. */
 export interface OutboxAttachment {
   path: string;

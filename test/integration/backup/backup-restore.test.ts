@@ -35,6 +35,25 @@ beforeAll(async () => {
   const { paths } = source;
   const store = openStore({ file: paths.databaseFile });
   ensureAdminGroup(store);
+  // Two files waiting to be sent: the copy of one is in outbox-files, the other's is gone (as in an archive
+  // made before copies were carried).
+  const staged = path.join(paths.dataDir, 'outbox-files');
+  write(path.join(staged, 'c0ffee-chart.png'), 'the chart\n');
+  for (const name of ['chart.png', 'lost.pdf'])
+    store.outbox.add({
+      idempotencyKey: `file-${name}`,
+      groupId: 'main',
+      channel: 'local',
+      chatId: 'main',
+      runId: null,
+      text: '',
+      attachment: {
+        path: path.join(staged, `c0ffee-${name}`),
+        fileName: name,
+        mime: 'image/png',
+        kind: 'document',
+      },
+    });
   store.close();
   write(paths.configFile, '[assistant]\nname = "Kit"\n');
   write(paths.envFile, `OPENAI_API_KEY=${SECRET}\n`);
@@ -61,6 +80,27 @@ beforeAll(async () => {
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 describe('carapace backup and restore', () => {
+  it('carries the copies of files still to be sent, re-pointed into the restored folder; a piece whose copy is missing is dead-lettered and named', async () => {
+    const target = folder('outbox-target');
+    const r = await runCli(['restore', archive], target.env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /1 file\(s\) waiting to be sent were not in the archive and are dead-lettered .*: lost\.pdf to main/,
+    );
+    const db = new Database(target.paths.databaseFile, { readonly: true });
+    const rows = db
+      .prepare(
+        'SELECT status, attachment, last_error AS lastError FROM outbox WHERE attachment IS NOT NULL ORDER BY id',
+      )
+      .all() as { status: string; attachment: string; lastError: string | null }[];
+    db.close();
+    const chart = JSON.parse(rows[0]?.attachment ?? '{}') as { path: string };
+    expect(rows[0]?.status).toBe('pending');
+    expect(chart.path).toBe(path.join(target.paths.dataDir, 'outbox-files', 'c0ffee-chart.png'));
+    expect(fs.readFileSync(chart.path, 'utf8')).toBe('the chart\n');
+    expect(rows[1]).toMatchObject({ status: 'dead', lastError: expect.stringContaining('lost.pdf') });
+  });
+
   it('restores, while nothing runs, a database that passes integrity_check with every message stored before the backup', async () => {
     expect(storedBeforeBackup.length).toBeGreaterThanOrEqual(100);
     const target = folder('target');

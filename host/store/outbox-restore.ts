@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Db } from './open-database.ts';
+
+interface PendingFileRow {
+  id: number;
+  chat_id: string;
+  attachment: string;
+}
+
+/**
+ * After a restore: the pending pieces that send a file get their copy's path in this data folder (an archive
+ * carries the copies, and may be restored into another folder than the one it was made of). A piece whose
+ * copy is not there (an archive made before copies were carried, or a copy lost since) cannot be sent: it is
+ * dead-lettered with the reason, so `carapace status` counts it and `carapace doctor` lists it, rather than left to fail at each attempt.
+ * Returns a line for the restore's report when any was.
+ */
+export function rebaseOutboxFiles(db: Db, outboxFilesDir: string): string[] {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").get();
+  if (!table) return [];
+  const pending = db
+    .prepare<[], PendingFileRow>(
+      "SELECT id, chat_id, attachment FROM outbox WHERE status = 'pending' AND attachment IS NOT NULL",
+    )
+    .all();
+  const repoint = db.prepare('UPDATE outbox SET attachment = ? WHERE id = ?');
+  const kill = db.prepare("UPDATE outbox SET status = 'dead', last_error = ? WHERE id = ?");
+  const lost: string[] = [];
+  db.transaction(() => {
+    for (const row of pending) {
+      const attachment = JSON.parse(row.attachment) as { path: string; fileName: string };
+      const copy = path.join(outboxFilesDir, path.basename(attachment.path));
+      if (fs.existsSync(copy)) {
+        repoint.run(JSON.stringify({ ...attachment, path: copy }), row.id);
+        continue;
+      }
+      kill.run(
+        `the file to send (${attachment.fileName}) is not in the restored archive; ask for it again`,
+        row.id,
+      );
+      lost.push(`${attachment.fileName} to ${row.chat_id}`);
+    }
+  })();
+  return lost.length === 0
+    ? []
+    : [
+        `${lost.length} file(s) waiting to be sent were not in the archive and are dead-lettered (carapace doctor lists them): ${lost.join(', ')}`,
+      ];
+}
