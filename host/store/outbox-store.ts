@@ -59,6 +59,8 @@ export interface OutboxAttachment {
   path: string;
   fileName: string;
   mime: string;
+  /** The copy's size (absent on pieces stored before it was recorded). */
+  bytes?: number;
   kind: 'photo' | 'voice' | 'document';
 }
 

@@ -3,6 +3,7 @@ import type { HostEvents } from '../../router/host-events.ts';
 import type { GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';
+import { consoleLine } from './console-line.ts';
 import { LOCAL_TEXT_LIMIT } from './local-definition.ts';
 import { LOCAL_CHANNEL } from './local-names.ts';
 import { type ConsoleEvent, postMessageBody } from './local-api.ts';
@@ -52,7 +53,12 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
   };
   const onDelivered = (item: OutboxItem) => {
     if (item.channel !== LOCAL_CHANNEL) return;
-    publish(item.chatId, { type: 'reply', outboxId: item.id, key: item.idempotencyKey, text: item.text });
+    publish(item.chatId, {
+      type: 'reply',
+      outboxId: item.id,
+      key: item.idempotencyKey,
+      text: consoleLine(item),
+    });
     if (item.groupId) publish(item.chatId, stateOf(item.groupId));
   };
   const onGroupState = (groupId: string) => {
@@ -128,7 +134,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
     const set = subscribers.get(group.chatId) ?? subscribers.set(group.chatId, new Set()).get(group.chatId);
     set?.add(write);
     for (const item of outbox.sentAfter(LOCAL_CHANNEL, group.chatId, after)) {
-      write({ type: 'reply', outboxId: item.id, key: item.idempotencyKey, text: item.text });
+      write({ type: 'reply', outboxId: item.id, key: item.idempotencyKey, text: consoleLine(item) });
     }
     const state = stateOf(group.id);
     if (state) write(state);

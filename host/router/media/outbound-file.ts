@@ -82,7 +82,13 @@ export function createOutboundFiles(deps: OutboundFilesDeps) {
       `${crypto.randomUUID()}-${file.fileName.replace(/[^\w.-]+/g, '_')}`,
     );
     await fs.writeFile(copy, file.bytes, { mode: 0o600, flag: 'wx' });
-    return { path: copy, fileName: file.fileName, mime: file.mime, kind: file.kind };
+    return {
+      path: copy,
+      fileName: file.fileName,
+      mime: file.mime,
+      kind: file.kind,
+      bytes: file.bytes.byteLength,
+    };
   }
 
   return { read, stage };

@@ -74,5 +74,7 @@ describe('files a run sends', () => {
     expect(fs.readFileSync(staged.path, 'utf8')).toBe('version one');
     expect(path.dirname(staged.path)).toBe(path.join(t.dir, 'outbox-files'));
     expect(fs.statSync(staged.path).mode & 0o777).toBe(0o600);
+    // Its size goes with it, for channels that can only name the file (the local console).
+    expect(staged.bytes).toBe('version one'.length);
   });
 });
