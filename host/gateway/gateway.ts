@@ -205,6 +205,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         spendCap,
         usageStore: deps.usageStore,
         day: () => dayOf(deps.clock.now()),
+        now: () => deps.clock.now(),
         dispatcher,
         logger,
       });

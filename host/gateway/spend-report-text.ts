@@ -59,9 +59,8 @@ export function formatSpendReport(report: SpendReport): string {
   for (const r of report.topRuns) {
     // The run's start is stored in UTC; a run no longer stored is named by its first day of spend.
     const when = r.startedAt ? `${r.startedAt.slice(0, 16).replace('T', ' ')} UTC` : r.firstDay;
-    lines.push(
-      `- run ${r.runId} in ${r.groupId}, ${when}: ${formatUsd(r.costMicros)} (${r.models.join(', ')})`,
-    );
+    const what = r.kind === 'transcription' ? 'voice transcription' : `run ${r.runId}`;
+    lines.push(`- ${what} in ${r.groupId}, ${when}: ${formatUsd(r.costMicros)} (${r.models.join(', ')})`);
   }
 
   if (spending.length === 0 && report.models.length === 0) lines.push('', 'Nothing spent in this period.');

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { GatewayConfig } from './config.ts';
 import { isPriced } from './price-table.ts';
 import { groupCap } from './spend-cap.ts';
+import { transcriptionOf } from './transcription-run-id.ts';
 import type { TotalsRow } from './usage-store-sqlite.ts';
 
 /**
@@ -66,9 +67,14 @@ export interface GroupSpend {
 }
 
 export interface RunSpend {
+  /** `transcription`: a group's voice notes of one minute, which belong to no run (`transcription-run-id.ts`). */
+  kind: 'run' | 'transcription';
   runId: string;
   groupId: string;
-  /** When the run started (the runs table's ISO time); null once retention removed the run. */
+  /**
+   * When the run started (the runs table's ISO time), or a transcription's minute; null once retention removed
+   * the run, and for transcriptions recorded before their minute was.
+   */
   startedAt: string | null;
   /** The first and last day it spent on within the report's longest period. */
   firstDay: string;
@@ -123,6 +129,11 @@ export function spendPeriods(today: string, days: number): SpendPeriod[] {
 
 interface DayRow extends TotalsRow {
   day: string;
+}
+
+function kindAndStart(r: RunRow): Pick<RunSpend, 'kind' | 'startedAt'> {
+  const t = transcriptionOf(r.run_id);
+  return t ? { kind: 'transcription', startedAt: t.at } : { kind: 'run', startedAt: r.started_at };
 }
 
 interface RunRow {
@@ -260,9 +271,9 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
         topRuns === 0
           ? []
           : dearestRuns.all({ from: longest.from, to: today, group, limit: topRuns }).map((r) => ({
+              ...kindAndStart(r),
               runId: r.run_id,
               groupId: r.group_id,
-              startedAt: r.started_at,
               firstDay: r.first_day,
               lastDay: r.last_day,
               models: (JSON.parse(r.models) as string[]).sort(),

@@ -4,6 +4,7 @@ import { errorMessage } from '../errors/error-message.ts';
 import type { LogLevels } from '../logging/logger.ts';
 import { usdToMicros } from './pricing.ts';
 import type { SpendCap } from './spend-cap.ts';
+import { transcriptionRunId } from './transcription-run-id.ts';
 import type { UsageStore } from './usage-store.ts';
 
 /** `[media.transcription]` as the gateway reads it (the section is the media step's; see media-config.ts). */
@@ -37,6 +38,8 @@ export interface TranscriptionDeps {
   spendCap: Pick<SpendCap, 'reserve'>;
   usageStore: Pick<UsageStore, 'recordUsage'>;
   day: () => string;
+  /** Epoch ms: the minute a transcription's usage is recorded under. */
+  now: () => number;
   dispatcher: Dispatcher;
   logger: LogLevels;
 }
@@ -102,7 +105,7 @@ export function createTranscription(deps: TranscriptionDeps) {
       await reserved.reservation.settle(async () => {
         if (answered)
           await deps.usageStore.recordUsage({
-            runId: `transcription:${req.groupId}`,
+            runId: transcriptionRunId(req.groupId, deps.now()),
             groupId: req.groupId,
             day,
             model: s.model,

@@ -56,7 +56,7 @@ ${table(
   ['Run', 'Group', 'Started', 'Models', 'Tokens in / out', 'Cost'],
   r.topRuns.map(
     (t) =>
-      h`<tr data-run="${t.runId}"><td><a href="/runs/${t.runId}">${t.runId}</a></td><td>${t.groupId}</td><td>${t.startedAt ?? t.firstDay}</td><td>${t.models.join(', ')}</td><td>${t.promptTokens} / ${t.completionTokens}</td><td class="cost">${formatUsd(t.costMicros)}</td></tr>`,
+      h`<tr data-run="${t.runId}"><td>${t.kind === 'transcription' ? 'voice transcription' : h`<a href="/runs/${t.runId}">${t.runId}</a>`}</td><td>${t.groupId}</td><td>${t.startedAt ?? t.firstDay}</td><td>${t.models.join(', ')}</td><td>${t.promptTokens} / ${t.completionTokens}</td><td class="cost">${formatUsd(t.costMicros)}</td></tr>`,
   ),
 )}`;
 }

@@ -75,7 +75,8 @@ describe('transcription through the gateway', () => {
     // The fake bills 3 s; at $0.006 per minute that is $0.0003.
     expect(usageStore.records).toEqual([
       {
-        runId: 'transcription:family',
+        // Voice notes belong to no run: the group's transcriptions of that minute (UTC).
+        runId: `transcription:family:${new Date(NOW).toISOString().slice(0, 16)}Z`,
         groupId: 'family',
         day: DAY,
         model: 'whisper-1',

@@ -104,6 +104,7 @@ describe('spend report', () => {
 
     expect(report.topRuns).toEqual([
       {
+        kind: 'run',
         runId: String(run.id),
         groupId: 'family',
         startedAt: run.startedAt,
@@ -116,6 +117,24 @@ describe('spend report', () => {
         completionTokens: 20,
       },
       expect.objectContaining({ runId: '77', startedAt: null, costMicros: 800 }),
+    ]);
+  });
+
+  it('lists a group’s voice transcriptions as a transcription at its minute, not a run without a start', () => {
+    spend('transcription:family:2026-03-31T08:15Z', 'family', TODAY, 'whisper-1', 700, 0);
+    spend('transcription:main', 'main', addDays(TODAY, -2), 'whisper-1', 600, 0); // recorded before the minute was
+    spend('12', 'main', TODAY, 'gpt-4.1-mini', 5);
+    const report = createSpendReporter(store.db)({ today: TODAY }, CONFIG);
+    expect(report.topRuns.map((r) => [r.kind, r.groupId, r.startedAt])).toEqual([
+      ['transcription', 'family', '2026-03-31T08:15:00.000Z'],
+      ['transcription', 'main', null],
+      ['run', 'main', null],
+    ]);
+    const text = formatSpendReport(report).split('\n');
+    expect(text.slice(text.indexOf('Most expensive runs (30 days):') + 1)).toEqual([
+      '- voice transcription in family, 2026-03-31 08:15 UTC: $0.0007 (whisper-1)',
+      `- voice transcription in main, ${addDays(TODAY, -2)}: $0.0006 (whisper-1)`,
+      '- run 12 in main, 2026-03-31: $0.0000 (gpt-4.1-mini)',
     ]);
   });
 

@@ -369,15 +369,20 @@ describe('web console pages', () => {
     t.store.db
       .prepare(
         `INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
-         VALUES ('12', 'alpha', '2026-11-27', 'gpt-test', 2, 100, 20, 4321)`,
+         VALUES ('12', 'alpha', '2026-11-27', 'gpt-test', 2, 100, 20, 4321),
+                ('transcription:alpha:2026-11-27T07:59Z', 'alpha', '2026-11-27', 'whisper-1', 1, 0, 0, 300)`,
       )
       .run();
     const { cookie } = await signIn();
     const page = await (await req('/spend', { cookie })).text();
     expect(page).toContain('$0.0043');
     expect(page).toMatch(/data-run="12"/);
+    // Voice notes belong to no run: named as such, at their minute, with no link to a run page.
+    expect(page).toMatch(
+      /data-run="transcription:alpha:2026-11-27T07:59Z"><td>voice transcription<\/td><td>alpha<\/td><td>2026-11-27T07:59:00.000Z<\/td>/,
+    );
     // The per-day chart has the day's bar, and the cap's line.
-    expect(page).toContain('<title>2026-11-27: $0.0043</title>');
+    expect(page).toContain('<title>2026-11-27: $0.0046</title>'); // the run's and the transcription's
     expect(page).toContain('<title>daily cap $5.0000</title>');
   });
 
