@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import { beforeEach } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { main } from '../../host/cli/main.ts';
 
@@ -30,4 +32,19 @@ export async function runCli(
     cwd: path.dirname(dirs.dataDir),
   });
   return { code, stdout: out, stderr: err };
+}
+
+/**
+ * A fresh config folder (made) and data folder (not made: commands make it) per test, and `carapace` run
+ * against them.
+ */
+export function useCliFolders(tempDir: () => string) {
+  const dirs = { configDir: '', dataDir: '' };
+  beforeEach(() => {
+    const root = tempDir();
+    dirs.configDir = path.join(root, 'config');
+    dirs.dataDir = path.join(root, 'data');
+    fs.mkdirSync(dirs.configDir);
+  });
+  return { dirs, cli: (...argv: string[]) => runCli(dirs, argv) };
 }

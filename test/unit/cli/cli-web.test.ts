@@ -1,58 +1,44 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openStore } from '../../../host/store/store.ts';
 import { createWebAuth } from '../../../host/web/web-auth.ts';
-import { runCli } from '../../helpers/run-cli.ts';
+import { useCliFolders } from '../../helpers/run-cli.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
-const tempDir = useTempDirs();
-let configDir: string;
-let dataDir: string;
+const { dirs, cli } = useCliFolders(useTempDirs());
 
-beforeEach(() => {
-  const root = tempDir();
-  configDir = path.join(root, 'config');
-  dataDir = path.join(root, 'data');
-  fs.mkdirSync(configDir);
-});
+/** The console's sign-in on the data folder's database, as the host makes it. */
+function withAuth<T>(fn: (auth: ReturnType<typeof createWebAuth>) => T): T {
+  fs.mkdirSync(dirs.dataDir, { recursive: true });
+  const store = openStore({ file: path.join(dirs.dataDir, 'carapace.db') });
+  try {
+    return fn(
+      createWebAuth({
+        sessions: store.webSessions,
+        audit: store.audit,
+        clock: { now: () => Date.now() },
+        linkTtlMs: 600_000,
+        sessionTtlMs: 86_400_000,
+      }),
+    );
+  } finally {
+    store.close();
+  }
+}
 
-const cli = (...argv: string[]) => runCli({ configDir, dataDir }, argv);
-
-/** Signs browsers in as the console does; returns their cookie secrets, with a check of each against the store. */
+/** Signs browsers in as the console does; returns their ids, with a check of each against the store. */
 function signInBrowsers(agents: string[]) {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const store = openStore({ file: path.join(dataDir, 'carapace.db') });
-  const auth = createWebAuth({
-    sessions: store.webSessions,
-    audit: store.audit,
-    clock: { now: () => Date.now() },
-    linkTtlMs: 600_000,
-    sessionTtlMs: 86_400_000,
-  });
-  const signed = agents.map((ua) => auth.signIn(auth.issueLink('cli').token, ua));
-  store.close();
+  const signed = withAuth((auth) => agents.map((ua) => auth.signIn(auth.issueLink('cli').token, ua)));
   return {
     ids: signed.map((s) => s?.session.id ?? ''),
     /** Which of them the console would still let in. */
-    live() {
-      const s = openStore({ file: path.join(dataDir, 'carapace.db') });
-      const a = createWebAuth({
-        sessions: s.webSessions,
-        audit: s.audit,
-        clock: { now: () => Date.now() },
-        linkTtlMs: 1,
-        sessionTtlMs: 1,
-      });
-      const out = signed.map((x) => a.authenticate(x?.cookieToken) !== undefined);
-      s.close();
-      return out;
-    },
+    live: () => withAuth((auth) => signed.map((x) => auth.authenticate(x?.cookieToken) !== undefined)),
   };
 }
 
 function auditRows() {
-  const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+  const store = openStore({ file: path.join(dirs.dataDir, 'carapace.db') });
   const rows = store.audit.tail(100).filter((r) => r.decision === 'revoked');
   store.close();
   return rows;
