@@ -8,12 +8,24 @@ interface PendingFileRow {
   attachment: string;
 }
 
+/** The row's attachment, or undefined for one that does not read as one (then it cannot be sent either). */
+function readAttachment(json: string): { path: string; fileName: string } | undefined {
+  try {
+    const a = JSON.parse(json) as { path?: unknown; fileName?: unknown };
+    return typeof a.path === 'string' && typeof a.fileName === 'string'
+      ? { ...a, path: a.path, fileName: a.fileName }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * After a restore: the pending pieces that send a file get their copy's path in this data folder (an archive
  * carries the copies, and may be restored into another folder than the one it was made of). A piece whose
  * copy is not there (an archive made before copies were carried, or a copy lost since) cannot be sent: it is
- * dead-lettered with the reason, so `carapace status` counts it and `carapace doctor` lists it, rather than left to fail at each attempt.
- * Returns a line for the restore's report when any was.
+ * dead-lettered with the reason, so `carapace status` counts it and `carapace doctor` lists it, rather than
+ * left to fail at each attempt. Returns a line for the restore's report when any was.
  */
 export function rebaseOutboxFiles(db: Db, outboxFilesDir: string): string[] {
   const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").get();
@@ -28,17 +40,17 @@ export function rebaseOutboxFiles(db: Db, outboxFilesDir: string): string[] {
   const lost: string[] = [];
   db.transaction(() => {
     for (const row of pending) {
-      const attachment = JSON.parse(row.attachment) as { path: string; fileName: string };
-      const copy = path.join(outboxFilesDir, path.basename(attachment.path));
-      if (fs.existsSync(copy)) {
+      const attachment = readAttachment(row.attachment);
+      const copy = attachment && path.join(outboxFilesDir, path.basename(attachment.path));
+      if (attachment && copy && fs.existsSync(copy)) {
         repoint.run(JSON.stringify({ ...attachment, path: copy }), row.id);
         continue;
       }
       kill.run(
-        `the file to send (${attachment.fileName}) is not in the restored archive; ask for it again`,
+        `the file to send (${attachment?.fileName ?? 'unnamed'}) is not in the restored archive; ask for it again`,
         row.id,
       );
-      lost.push(`${attachment.fileName} to ${row.chat_id}`);
+      lost.push(`${attachment?.fileName ?? 'a file'} to ${row.chat_id}`);
     }
   })();
   return lost.length === 0
