@@ -80,7 +80,9 @@ await describeDocker('e2e WhatsApp media: voice notes through the gateway and re
     expect(fs.readFileSync(path.join(t.e2e.paths.groupsDir, 'main', media.path))).toEqual(audio);
     expect(stored.text).toMatch(/\[transcript\]\nplease remind me to buy milk and bread$/);
     const usage = t.e2e.host.store.db
-      .prepare("SELECT model, cost_micros AS cost FROM gateway_usage WHERE run_id = 'transcription:main'")
+      .prepare(
+        "SELECT model, cost_micros AS cost FROM gateway_usage WHERE run_id LIKE 'transcription:main:%'",
+      )
       .all();
     expect(usage).toEqual([{ model: 'whisper-1', cost: 300 }]);
   }, 120_000);
