@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { z } from 'zod';
-import type { Channel, ChannelHost, ChannelStatus, SendOutcome } from '../../host/channels/channel.ts';
+import {
+  MediaTooLargeError,
+  type Channel,
+  type ChannelHost,
+  type ChannelStatus,
+  type InboundMessage,
+  type SendOutcome,
+} from '../../host/channels/channel.ts';
 
 /** The fake platform's account of the owner: their user id, writing in their private chat with the bot. */
 export const FAKE_OWNER = { userId: 'owner-1', chatId: 'dm-owner-1' };
@@ -22,6 +29,16 @@ const platformMessage = z.object({
   forwardedFrom: z.string().optional(),
   /** Platform metadata: someone else's words quoted with this message. */
   quoted: z.object({ text: z.string(), author: z.string() }).optional(),
+  /** A file the message carries (its text is then the caption), as the platform declares it. */
+  media: z
+    .object({
+      kind: z.enum(['voice', 'photo', 'document']),
+      base64: z.string(),
+      fileName: z.string().optional(),
+      mime: z.string().optional(),
+      durationSec: z.number().optional(),
+    })
+    .optional(),
 });
 export type PlatformMessage = z.input<typeof platformMessage>;
 
@@ -65,11 +82,11 @@ export function createSocketChannel(opts: {
   };
   let seq = 0;
 
-  const receive = (raw: unknown) => {
+  const receive = async (raw: unknown) => {
     const m = platformMessage.parse(raw);
     if (!host) return null;
     host.onChatSeen({ chatId: m.chatId, title: m.chatTitle ?? m.chatId });
-    return host.ingest({
+    const message: InboundMessage = {
       channel: name,
       chatId: m.chatId,
       chatTitle: m.chatTitle,
@@ -85,6 +102,22 @@ export function createSocketChannel(opts: {
         ? { kind: 'forwarded', author: m.forwardedFrom, authorIsOwner: false }
         : { kind: 'own' },
       ...(m.quoted ? { quoted: { ...m.quoted, authorIsOwner: false } } : {}),
+    };
+    if (!m.media) return host.ingest(message);
+    const bytes = Buffer.from(m.media.base64, 'base64');
+    return host.ingestMedia({
+      ...message,
+      media: {
+        kind: m.media.kind,
+        ...(m.media.fileName ? { fileName: m.media.fileName } : {}),
+        ...(m.media.mime ? { declaredMime: m.media.mime } : {}),
+        ...(m.media.durationSec ? { durationSec: m.media.durationSec } : {}),
+        declaredBytes: bytes.byteLength,
+        download: async (maxBytes: number) => {
+          if (bytes.byteLength > maxBytes) throw new MediaTooLargeError(maxBytes);
+          return new Uint8Array(bytes);
+        },
+      },
     });
   };
 
@@ -99,14 +132,18 @@ export function createSocketChannel(opts: {
         const chunks: Buffer[] = [];
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
-          try {
-            const result = receive(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-            res.writeHead(200, { 'content-type': 'application/json' });
-            res.end(JSON.stringify(result));
-          } catch (err) {
-            res.writeHead(400, { 'content-type': 'application/json' });
-            res.end(JSON.stringify({ error: (err as Error).message }));
-          }
+          void (async () => JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown)()
+            .then(receive)
+            .then(
+              (result) => {
+                res.writeHead(200, { 'content-type': 'application/json' });
+                res.end(JSON.stringify(result));
+              },
+              (err: unknown) => {
+                res.writeHead(400, { 'content-type': 'application/json' });
+                res.end(JSON.stringify({ error: (err as Error).message }));
+              },
+            );
         });
       });
       await new Promise<void>((resolve) => server?.listen(opts.socketFile, resolve));
