@@ -65,6 +65,7 @@ export type RouteId =
   | 'service-write'
   | 'service-write-http'
   | 'service-write-docker'
+  | 'git-push'
   | 'schedule'
   | 'schedule-other'
   | 'config-propose'

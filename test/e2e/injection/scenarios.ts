@@ -31,4 +31,6 @@ export const FAST_SUBSET: string[] = [
   'mcp-http-result/exfil-service',
   'mcp-docker-result/exfil-chat',
   'credential-api/impersonate',
+  'git-content/config',
+  'media-document/plant-task',
 ];
