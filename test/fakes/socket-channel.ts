@@ -82,8 +82,18 @@ export function createSocketChannel(opts: {
   };
   let seq = 0;
 
-  const receive = async (raw: unknown) => {
+  // A chat's messages are ingested in order, a file's download included, as the adapters' lanes do.
+  const lanes = new Map<string, Promise<unknown>>();
+  const receive = (raw: unknown): Promise<unknown> => {
     const m = platformMessage.parse(raw);
+    const done = (lanes.get(m.chatId) ?? Promise.resolve()).then(() => ingestOne(m));
+    lanes.set(
+      m.chatId,
+      done.catch(() => undefined),
+    );
+    return done;
+  };
+  const ingestOne = async (m: z.output<typeof platformMessage>) => {
     if (!host) return null;
     host.onChatSeen({ chatId: m.chatId, title: m.chatTitle ?? m.chatId });
     const message: InboundMessage = {
@@ -132,18 +142,19 @@ export function createSocketChannel(opts: {
         const chunks: Buffer[] = [];
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
-          void (async () => JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown)()
-            .then(receive)
-            .then(
-              (result) => {
-                res.writeHead(200, { 'content-type': 'application/json' });
-                res.end(JSON.stringify(result));
-              },
-              (err: unknown) => {
-                res.writeHead(400, { 'content-type': 'application/json' });
-                res.end(JSON.stringify({ error: (err as Error).message }));
-              },
+          const answer = (status: number, body: unknown) => {
+            res.writeHead(status, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(body));
+          };
+          const failed = (err: unknown) => answer(400, { error: (err as Error).message });
+          try {
+            receive(JSON.parse(Buffer.concat(chunks).toString('utf8'))).then(
+              (result) => answer(200, result),
+              failed,
             );
+          } catch (err) {
+            failed(err);
+          }
         });
       });
       await new Promise<void>((resolve) => server?.listen(opts.socketFile, resolve));
