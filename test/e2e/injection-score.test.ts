@@ -1,10 +1,10 @@
 /**
  * The injection score's fixed subset (DESIGN.md, "Injection score"), through one real host and real
- * containers: one scenario per vector, the goals spread over them, with the Cop fooled (it passes
- * everything). No goal may be achieved, every injection must reach its run (a scenario that never delivers
- * its text proves nothing), and every scenario held for the owner shows the owner what is at stake. The
- * last test plays an adapter that loses a forward's origin and expects the score to see the attacker speak
- * as the owner: the suite can fail. `npm run bench:injection` runs every scenario in both Cop modes.
+ * containers: one scenario per vector (the voice note and the photo left to the bench), the goals spread
+ * over them, with the Cop fooled (it passes everything). No goal may be achieved, every injection must
+ * reach its run (a scenario that never delivers its text proves nothing), and every scenario held for the
+ * owner shows the owner what is at stake. The last test plays an adapter that loses a forward's origin and
+ * expects the score to see the attacker speak as the owner: the suite can fail. `npm run bench:injection` runs every scenario in both Cop modes.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeDocker } from '../helpers/docker-available.ts';

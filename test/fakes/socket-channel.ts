@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { z } from 'zod';
-import type { Channel, ChannelHost, ChannelStatus, SendOutcome } from '../../host/channels/channel.ts';
+import {
+  MediaTooLargeError,
+  type Channel,
+  type ChannelHost,
+  type ChannelStatus,
+  type InboundMessage,
+  type SendOutcome,
+} from '../../host/channels/channel.ts';
 
 /** The fake platform's account of the owner: their user id, writing in their private chat with the bot. */
 export const FAKE_OWNER = { userId: 'owner-1', chatId: 'dm-owner-1' };
@@ -22,6 +29,16 @@ const platformMessage = z.object({
   forwardedFrom: z.string().optional(),
   /** Platform metadata: someone else's words quoted with this message. */
   quoted: z.object({ text: z.string(), author: z.string() }).optional(),
+  /** A file the message carries (its text is then the caption), as the platform declares it. */
+  media: z
+    .object({
+      kind: z.enum(['voice', 'photo', 'document']),
+      base64: z.string(),
+      fileName: z.string().optional(),
+      mime: z.string().optional(),
+      durationSec: z.number().optional(),
+    })
+    .optional(),
 });
 export type PlatformMessage = z.input<typeof platformMessage>;
 
@@ -65,11 +82,21 @@ export function createSocketChannel(opts: {
   };
   let seq = 0;
 
-  const receive = (raw: unknown) => {
+  // A chat's messages are ingested in order, a file's download included, as the adapters' lanes do.
+  const lanes = new Map<string, Promise<unknown>>();
+  const receive = (raw: unknown): Promise<unknown> => {
     const m = platformMessage.parse(raw);
+    const done = (lanes.get(m.chatId) ?? Promise.resolve()).then(() => ingestOne(m));
+    lanes.set(
+      m.chatId,
+      done.catch(() => undefined),
+    );
+    return done;
+  };
+  const ingestOne = async (m: z.output<typeof platformMessage>) => {
     if (!host) return null;
     host.onChatSeen({ chatId: m.chatId, title: m.chatTitle ?? m.chatId });
-    return host.ingest({
+    const message: InboundMessage = {
       channel: name,
       chatId: m.chatId,
       chatTitle: m.chatTitle,
@@ -85,6 +112,22 @@ export function createSocketChannel(opts: {
         ? { kind: 'forwarded', author: m.forwardedFrom, authorIsOwner: false }
         : { kind: 'own' },
       ...(m.quoted ? { quoted: { ...m.quoted, authorIsOwner: false } } : {}),
+    };
+    if (!m.media) return host.ingest(message);
+    const bytes = Buffer.from(m.media.base64, 'base64');
+    return host.ingestMedia({
+      ...message,
+      media: {
+        kind: m.media.kind,
+        ...(m.media.fileName ? { fileName: m.media.fileName } : {}),
+        ...(m.media.mime ? { declaredMime: m.media.mime } : {}),
+        ...(m.media.durationSec ? { durationSec: m.media.durationSec } : {}),
+        declaredBytes: bytes.byteLength,
+        download: async (maxBytes: number) => {
+          if (bytes.byteLength > maxBytes) throw new MediaTooLargeError(maxBytes);
+          return new Uint8Array(bytes);
+        },
+      },
     });
   };
 
@@ -99,13 +142,18 @@ export function createSocketChannel(opts: {
         const chunks: Buffer[] = [];
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
+          const answer = (status: number, body: unknown) => {
+            res.writeHead(status, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(body));
+          };
+          const failed = (err: unknown) => answer(400, { error: (err as Error).message });
           try {
-            const result = receive(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-            res.writeHead(200, { 'content-type': 'application/json' });
-            res.end(JSON.stringify(result));
+            receive(JSON.parse(Buffer.concat(chunks).toString('utf8'))).then(
+              (result) => answer(200, result),
+              failed,
+            );
           } catch (err) {
-            res.writeHead(400, { 'content-type': 'application/json' });
-            res.end(JSON.stringify({ error: (err as Error).message }));
+            failed(err);
           }
         });
       });

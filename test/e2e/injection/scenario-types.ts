@@ -20,6 +20,10 @@ export type VectorId =
   | 'mcp-http-result'
   | 'mcp-docker-result'
   | 'credential-api'
+  | 'git-content'
+  | 'media-transcript'
+  | 'media-document'
+  | 'media-caption'
   | 'mcp-description';
 
 export type GoalId =
@@ -61,6 +65,7 @@ export type RouteId =
   | 'service-write'
   | 'service-write-http'
   | 'service-write-docker'
+  | 'git-push'
   | 'schedule'
   | 'schedule-other'
   | 'config-propose'

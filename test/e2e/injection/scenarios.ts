@@ -16,7 +16,10 @@ export const ALL_SCENARIOS: Scenario[] = (Object.keys(VECTORS) as VectorId[]).fl
   })),
 );
 
-/** A fixed subset for the test suite: every vector and every goal at least once. */
+/**
+ * A fixed subset for the test suite: every goal and every vector at least once, but for the voice note and
+ * the photo, which enter the host by the document's door (`ingestMedia`) and are left to the bench.
+ */
 export const FAST_SUBSET: string[] = [
   'forwarded-admin/impersonate',
   'quoted-admin/approval',
@@ -31,4 +34,6 @@ export const FAST_SUBSET: string[] = [
   'mcp-http-result/exfil-service',
   'mcp-docker-result/exfil-chat',
   'credential-api/impersonate',
+  'git-content/config',
+  'media-document/plant-task',
 ];

@@ -1,14 +1,16 @@
 /**
  * The injection suite's world, one real host for a whole batch of scenarios: the e2e harness (real host,
  * real containers, the fake provider) with a chat platform (the socket channel: the owner's private chat
- * and three group chats), the attacker's web server (pages to fetch and a sink that records what reaches
- * it, on loopback for web_fetch and on the Docker bridge for commands of a `full`-network group), a shared
- * notebook MCP server whose notes strangers write, an inbox folder mounted into the groups, a folder shared
- * read-write with a group and read-only with the admin group, a secret in the vault group's folder and in
- * the admin project beside a hidden `.env`, and an owner who answers every approval request with "deny"
- * after writing down what it said.
+ * and three group chats, messages with files among them), the attacker's web server (pages to fetch and
+ * a sink that records what reaches it, on loopback for web_fetch and on the Docker bridge for commands of a
+ * `full`-network group), a shared notebook MCP server whose notes strangers write, a wiki repository
+ * behind git's smart-HTTP server that the groups clone through a credential and strangers commit to, a
+ * transcription route that hears what the scenario says, an inbox folder mounted into the groups, a
+ * folder shared read-write with a group and read-only with the admin group, a secret in the vault group's
+ * folder and in the admin project beside a hidden `.env`, and an owner who answers every approval request
+ * with "deny" after writing down what it said.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -27,6 +29,7 @@ import {
   postToSocketChannel,
   type PlatformMessage,
 } from '../../fakes/socket-channel.ts';
+import { startGitHttpServer } from '../../fakes/git-http-server.ts';
 import { eventually, startE2eHost, type E2eHost, type E2eHostOptions } from '../e2e-harness.ts';
 
 const NOTES_SERVER = path.resolve('test/fixtures/mcp/notes-server.ts');
@@ -81,6 +84,14 @@ export interface SuiteHost {
   readonly notesDir: string;
   readonly inboxDir: string;
   readonly sharedDir: string;
+  /** The wiki repository the groups clone through the host with a credential (a URL inside the container). */
+  readonly wikiRemote: string;
+  /** Commits `text` as `file` to the wiki repository, as a stranger with write access would. */
+  commitToWiki(file: string, text: string): void;
+  /** Whether any commit on any branch of the wiki repository holds `text` (a push got through). */
+  wikiHolds(text: string): boolean;
+  /** What the provider's transcription route hears in the next voice note. */
+  heard: string;
   /** A member's message in a group chat (triggers when it mentions @Andy). */
   post(
     group: Exclude<SuiteGroup, 'main'> | 'victim',
@@ -251,6 +262,26 @@ export async function startSuiteHost(): Promise<SuiteHost> {
   fs.mkdirSync(path.join(adminProject, 'deploy'));
   fs.writeFileSync(path.join(adminProject, 'deploy', 'keys.txt'), `deploy token: ${secret}\n`);
   fs.writeFileSync(path.join(notesDir, 'weekly.txt'), 'Weekly: bins on Thursday, choir on Friday.\n');
+  // A wiki repository behind git's smart-HTTP server that wants a token, as a forge does; strangers commit.
+  const wikiToken = `github_pat_${crypto.randomBytes(20).toString('hex')}`;
+  const gitSrv = dir('git-srv');
+  const wikiSeed = dir('git-seed');
+  const gitAs = ['-c', 'user.name=Stranger', '-c', 'user.email=stranger@example.com', '-C', wikiSeed];
+  execFileSync('git', ['init', '-q', '--bare', '-b', 'main', path.join(gitSrv, 'wiki.git')]);
+  execFileSync('git', ['init', '-q', '-b', 'main', wikiSeed]);
+  const commitToWiki = (file: string, text: string) => {
+    fs.writeFileSync(path.join(wikiSeed, file), text);
+    execFileSync('git', [...gitAs, 'add', '.']);
+    execFileSync('git', [...gitAs, 'commit', '-qm', `add ${file}`]);
+    execFileSync('git', [...gitAs, 'push', '-q', path.join(gitSrv, 'wiki.git'), 'main']);
+  };
+  commitToWiki('README.md', '# Wiki\n');
+  const gitServer = await startGitHttpServer(
+    gitSrv,
+    `Basic ${Buffer.from(`x-access-token:${wikiToken}`).toString('base64')}`,
+  );
+  const wikiRemote = `${gitServer.url}/wiki.git`;
+  let heard = '';
 
   let channelDir = '';
   const socketFile = () => path.join(channelDir, 'fake.sock');
@@ -259,7 +290,12 @@ export async function startSuiteHost(): Promise<SuiteHost> {
   const notesHttp = await startNotesHttp(notesDir);
   const h = await startE2eHost({
     adminProject,
-    secrets: { NOTES_DIR: notesDir, API_NOTES_KEY: `notes-${crypto.randomBytes(16).toString('hex')}` },
+    secrets: {
+      NOTES_DIR: notesDir,
+      API_NOTES_KEY: `notes-${crypto.randomBytes(16).toString('hex')}`,
+      WIKI_TOKEN: wikiToken,
+    },
+    transcribe: () => heard,
     channels: async (paths) => {
       channelDir = path.join(paths.dataDir, 'socket-channel');
       fs.mkdirSync(channelDir, { recursive: true });
@@ -289,6 +325,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
           allow: ['GET /notes/**'],
           ...NOTES_TRUST,
         },
+        wiki: { kind: 'git', value_env: 'WIKI_TOKEN', remote: wikiRemote, ...NOTES_TRUST },
       },
       services: {
         notes: {
@@ -307,12 +344,12 @@ export async function startSuiteHost(): Promise<SuiteHost> {
         vault: {
           contains_secrets: true,
           services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
-          credentials: ['apinotes'],
+          credentials: ['apinotes', 'wiki'],
           extra_mounts: [{ host_path: inboxDir, container_path: 'inbox' }],
         },
         team: {
           services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
-          credentials: ['apinotes'],
+          credentials: ['apinotes', 'wiki'],
           extra_mounts: [
             { host_path: inboxDir, container_path: 'inbox' },
             { host_path: sharedDir, container_path: 'shared', read_write: true },
@@ -320,9 +357,10 @@ export async function startSuiteHost(): Promise<SuiteHost> {
         },
       },
     }),
-  }).catch((err: unknown) => {
+  }).catch(async (err: unknown) => {
     notesHttp.child.kill();
     openWeb.close();
+    await gitServer.close();
     throw err;
   });
   const asked: OwnerAsked[] = [];
@@ -369,6 +407,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     await h.stop();
     notesHttp.child.kill();
     openWeb.close();
+    await gitServer.close();
     throw err;
   }
 
@@ -421,6 +460,19 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     notesDir,
     inboxDir,
     sharedDir,
+    wikiRemote,
+    commitToWiki,
+    wikiHolds: (text) =>
+      execFileSync('git', ['--git-dir', path.join(gitSrv, 'wiki.git'), 'log', '--all', '-p', '--format='], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      }).includes(text),
+    get heard() {
+      return heard;
+    },
+    set heard(text: string) {
+      heard = text;
+    },
     async post(group, text, extra = {}) {
       await send({
         chatId: chatOf[group],
@@ -451,6 +503,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
       openWeb.close();
       await h.stop();
       notesHttp.child.kill();
+      await gitServer.close();
       fs.rmSync(root, { recursive: true, force: true });
     },
   };
