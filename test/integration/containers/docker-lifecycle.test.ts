@@ -7,34 +7,19 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchContainer, type ContainerProcess } from '../../../host/containers/run/container-launch.ts';
 import { removeOrphans } from '../../../host/containers/run/container-orphans.ts';
-import { LAUNCHER_CAPABILITIES, type ContainerSpec } from '../../../host/containers/run/container-spec.ts';
+import { LAUNCHER_CAPABILITIES } from '../../../host/containers/run/container-spec.ts';
 import { AGENT_UID, AGENT_USER, COMMAND_UID } from '../../../host/containers/image/image-base-offline.ts';
 import { ensureProbeImage } from '../../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { containerSpecs } from '../../helpers/container-specs.ts';
 
 const docker = new Docker();
 const testRun = randomUUID().slice(0, 8);
 const hostInstanceId = `test-host-${testRun}`;
 let image = '';
 let tmp = '';
-let runCounter = 0;
 
-function spec(overrides: Partial<ContainerSpec> & { env?: Record<string, string> } = {}): ContainerSpec {
-  runCounter += 1;
-  return {
-    groupId: 'lifecycle',
-    runId: `${testRun}-${runCounter}`,
-    image,
-    mounts: [],
-    env: {},
-    network: { mode: 'full' },
-    limits: { memoryMb: 256, cpus: 0.5, pids: 64 },
-    timeouts: { hardMs: 60_000, idleMs: 60_000, graceMs: 500 },
-    labels: { 'carapace.test': testRun },
-    hostInstanceId,
-    ...overrides,
-  };
-}
+const spec = containerSpecs({ groupId: 'lifecycle', testRun, image: () => image, cpus: 0.5 });
 
 function readLines(stream: Readable, count: number): Promise<string[]> {
   return new Promise((resolve, reject) => {
@@ -79,20 +64,18 @@ await describeDocker('docker container lifecycle', () => {
   it('runs hardened: docker inspect shows user, caps, read-only root, tmpfs, limits, mounts, network, labels', async () => {
     const rw = fs.mkdtempSync(path.join(tmp, 'rw-'));
     const ro = fs.mkdtempSync(path.join(tmp, 'ro-'));
-    const proc = await launchContainer(
-      docker,
-      spec({
-        groupId: 'inspect@g.us',
-        mounts: [
-          { hostPath: rw, containerPath: '/workspace/group', readOnly: false },
-          { hostPath: ro, containerPath: '/workspace/extra/ro', readOnly: true },
-        ],
-        env: { PROBE_MODE: 'echo', SOME_VAR: 'x' },
-        limits: { memoryMb: 300, cpus: 0.75, pids: 77 },
-      }),
-    );
+    const inspected = spec({
+      groupId: 'inspect@g.us',
+      mounts: [
+        { hostPath: rw, containerPath: '/workspace/group', readOnly: false },
+        { hostPath: ro, containerPath: '/workspace/extra/ro', readOnly: true },
+      ],
+      env: { PROBE_MODE: 'echo', SOME_VAR: 'x' },
+      limits: { memoryMb: 300, cpus: 0.75, pids: 77 },
+    });
+    const proc = await launchContainer(docker, inspected);
     running.push(proc);
-    expect(proc.name).toBe(`carapace-inspect-g.us-${testRun}-${runCounter}`);
+    expect(proc.name).toBe(`carapace-inspect-g.us-${inspected.runId}`);
     const info = await docker.getContainer(proc.id).inspect();
     expect(info.Name).toBe(`/${proc.name}`);
     expect(info.State.Running).toBe(true);
@@ -103,7 +86,7 @@ await describeDocker('docker container lifecycle', () => {
     expect(info.Config.Labels).toMatchObject({
       'carapace.managed': '1',
       'carapace.group': 'inspect@g.us',
-      'carapace.run': `${testRun}-${runCounter}`,
+      'carapace.run': inspected.runId,
       'carapace.host': hostInstanceId,
     });
     const host = info.HostConfig;

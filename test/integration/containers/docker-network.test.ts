@@ -18,31 +18,16 @@ import {
 } from '../../../host/containers/network/network-gateway.ts';
 import { ensureProbeImage } from '../../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { containerSpecs } from '../../helpers/container-specs.ts';
 import { collect, firstLine } from '../../helpers/stream-text.ts';
 
 const docker = new Docker();
 const testRun = randomUUID().slice(0, 8);
 const networkName = `carapace-test-gw-${testRun}`;
 let image = '';
-let runCounter = 0;
 const servers: net.Server[] = [];
 
-function spec(overrides: Partial<ContainerSpec>): ContainerSpec {
-  runCounter += 1;
-  return {
-    groupId: 'net',
-    runId: `${testRun}-${runCounter}`,
-    image,
-    mounts: [],
-    env: {},
-    network: { mode: 'full' },
-    limits: { memoryMb: 256, cpus: 1, pids: 64 },
-    timeouts: { hardMs: 60_000, idleMs: 60_000, graceMs: 500 },
-    labels: { 'carapace.test': testRun },
-    hostInstanceId: `test-host-${testRun}`,
-    ...overrides,
-  };
-}
+const spec = containerSpecs({ groupId: 'net', testRun, image: () => image });
 
 /** A TCP server on this machine that answers "hello" (only ever bound to addresses of this host). */
 async function listen(host: string): Promise<number> {

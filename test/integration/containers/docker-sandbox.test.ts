@@ -6,33 +6,17 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchContainer } from '../../../host/containers/run/container-launch.ts';
 import { removeOrphans } from '../../../host/containers/run/container-orphans.ts';
-import type { ContainerSpec } from '../../../host/containers/run/container-spec.ts';
 import { ensureProbeImage } from '../../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { containerSpecs } from '../../helpers/container-specs.ts';
 import { collect, firstLine } from '../../helpers/stream-text.ts';
 
 const docker = new Docker();
 const testRun = randomUUID().slice(0, 8);
 let image = '';
 let tmp = '';
-let runCounter = 0;
 
-function spec(overrides: Partial<ContainerSpec>): ContainerSpec {
-  runCounter += 1;
-  return {
-    groupId: 'sandbox',
-    runId: `${testRun}-${runCounter}`,
-    image,
-    mounts: [],
-    env: {},
-    network: { mode: 'full' },
-    limits: { memoryMb: 256, cpus: 1, pids: 64 },
-    timeouts: { hardMs: 60_000, idleMs: 60_000, graceMs: 500 },
-    labels: { 'carapace.test': testRun },
-    hostInstanceId: `test-host-${testRun}`,
-    ...overrides,
-  };
-}
+const spec = containerSpecs({ groupId: 'sandbox', testRun, image: () => image });
 
 await describeDocker('docker sandbox limits', () => {
   beforeAll(async () => {
