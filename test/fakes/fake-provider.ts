@@ -21,6 +21,7 @@ import {
   type Frame,
   type NormalizedReply,
 } from './fake-provider-formats.ts';
+import { readMultipart } from './multipart-form.ts';
 import {
   echoResponder,
   estimateTokens,
@@ -263,13 +264,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
    * by its bytes, as a provider would, and answers with what `transcribe` hears and the seconds it billed.
    */
   const transcription = async (req: IncomingMessage, raw: Buffer, res: ServerResponse) => {
-    const form = await new Request('http://fake/', {
-      method: 'POST',
-      headers: { 'content-type': single(req.headers['content-type']) ?? '' },
-      body: raw,
-    })
-      .formData()
-      .catch(() => undefined);
+    const form = await readMultipart(single(req.headers['content-type']) ?? '', raw).catch(() => undefined);
     const file = form?.get('file');
     const model = form?.get('model');
     if (!(file instanceof File) || typeof model !== 'string') {

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { waitFor } from '../helpers/processes.ts';
+import { readMultipart } from './multipart-form.ts';
 
 /**
  * A fake Telegram Bot API: a real HTTP server that the real grammY client talks to. It covers what
@@ -318,11 +319,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       const text = raw.toString('utf8');
       return text ? (JSON.parse(text) as Record<string, unknown>) : {};
     }
-    const form = await new Request('http://fake/', {
-      method: 'POST',
-      headers: { 'content-type': type },
-      body: raw,
-    }).formData();
+    const form = await readMultipart(type, raw);
     const params: Record<string, unknown> = {};
     for (const [key, value] of form)
       params[key] =
