@@ -1,9 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createBashClassifier, type BashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
-import { resolveBashGateWasmPaths } from '../../../container-agent/src/bash-gate/wasm-files.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type BashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
 import { createFrameBudget } from '../../../host/ipc/frame-budget.ts';
 import type { RunIdentity } from '../../../host/security/decisions.ts';
 import { createBashLedger } from '../../../host/security/policies/bash-ledger.ts';
@@ -12,21 +8,13 @@ import { createBashReports } from '../../../host/security/taint/bash-reports.ts'
 import { createSecretReads } from '../../../host/security/taint/secret-reads.ts';
 import { createCop } from '../../../host/security/cop/cop.ts';
 import { createTaintRegistry } from '../../../host/security/taint/taint.ts';
-import { openStore, type Store } from '../../../host/store/store.ts';
+import type { Store } from '../../../host/store/store.ts';
+import { usePolicyGround } from '../../helpers/policy-ground.ts';
 
 let classifier: BashClassifier;
-let dir: string;
 let store: Store;
-
-beforeAll(async () => {
-  classifier = await createBashClassifier(resolveBashGateWasmPaths());
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-bash-reports-'));
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-beforeEach(() => {
-  store = openStore({ file: path.join(dir, `${Date.now()}-${Math.random()}.db`) });
-});
-afterEach(() => store.close());
+const ground = usePolicyGround();
+beforeEach(() => ({ classifier, store } = ground()));
 
 const identity: RunIdentity = {
   runId: 3,

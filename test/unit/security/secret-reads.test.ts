@@ -1,9 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createBashClassifier, type BashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
-import { resolveBashGateWasmPaths } from '../../../container-agent/src/bash-gate/wasm-files.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type BashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
 import type { RunIdentity } from '../../../host/security/decisions.ts';
 import { createBashLedger } from '../../../host/security/policies/bash-ledger.ts';
 import { createBashReports } from '../../../host/security/taint/bash-reports.ts';
@@ -13,21 +9,14 @@ import {
   secretMountOf,
 } from '../../../host/security/taint/secret-reads.ts';
 import { createTaintRegistry } from '../../../host/security/taint/taint.ts';
-import { openStore, type Store } from '../../../host/store/store.ts';
+import type { Store } from '../../../host/store/store.ts';
+import { usePolicyGround } from '../../helpers/policy-ground.ts';
 
 const PROJECT = '/workspace/project';
 let classifier: BashClassifier;
-let dir: string;
 let store: Store;
-
-beforeAll(async () => {
-  classifier = await createBashClassifier(resolveBashGateWasmPaths());
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-secret-reads-'));
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-beforeEach(() => {
-  store = openStore({ file: path.join(dir, `${Date.now()}-${Math.random()}.db`) });
-});
+const ground = usePolicyGround();
+beforeEach(() => ({ classifier, store } = ground()));
 
 const reads = (command: string) => commandReadsSecretMount([PROJECT], command, classifier.classify(command));
 

@@ -1,10 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createBashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
-import { resolveBashGateWasmPaths } from '../../../container-agent/src/bash-gate/wasm-files.ts';
 import type { BashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
 import type { RunIdentity } from '../../../host/security/decisions.ts';
 import { assertAdminCleanRoom, CleanRoomError } from '../../../host/security/policies/admin-clean-room.ts';
@@ -20,24 +15,14 @@ import { createServicePolicy } from '../../../host/security/policies/service-pol
 import { createTaintRegistry } from '../../../host/security/taint/taint.ts';
 import { createServiceRegistry } from '../../../host/services/service-registry.ts';
 import type { ServiceTrust } from '../../../host/services/service-trust.ts';
-import { openStore, type Store } from '../../../host/store/store.ts';
+import type { Store } from '../../../host/store/store.ts';
+import { usePolicyGround } from '../../helpers/policy-ground.ts';
 
 const HELD = 'sk-live-host-held-secret-0123456789';
 let classifier: BashClassifier;
-let dir: string;
 let store: Store;
-
-beforeAll(async () => {
-  classifier = await createBashClassifier(resolveBashGateWasmPaths());
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-policy-'));
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-beforeEach(() => {
-  store?.close();
-  // As the host does: the audit table redacts every secret the host holds.
-  const redact = createSecretScanner({ heldSecrets: [HELD] }).redact;
-  store = openStore({ file: path.join(dir, `${Date.now()}-${Math.random()}.db`), redact });
-});
+const ground = usePolicyGround({ heldSecrets: [HELD] });
+beforeEach(() => ({ classifier, store } = ground()));
 
 const group = (isAdmin: boolean) => ({
   id: isAdmin ? 'main' : 'fam',
