@@ -45,8 +45,13 @@ interface StreamShaping {
   /** After this many content chunks, wait for `resume` before sending the rest. */
   pauseAfterChunks?: number;
   resume?: Promise<unknown>;
-  /** After this many content chunks, destroy the connection (an upstream failure mid-stream). */
-  dropAfterChunks?: number;
+  /**
+   * An upstream failure mid-stream: after `afterChunks` content chunks, once `when` settles, the connection
+   * is closed with the written frames flushed. `when` is how the test says it has read those chunks: a
+   * fetch body is a WHATWG stream, whose error discards chunks still queued, so a close that reaches the
+   * client together with the last chunk loses it (Node 24.22 delivers both in one tick).
+   */
+  drop?: { afterChunks: number; when: Promise<unknown> };
 }
 
 interface ReplyCommon extends StreamShaping {

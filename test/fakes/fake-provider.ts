@@ -211,7 +211,9 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     for (const frame of frames) {
       if (res.destroyed) return;
       if (frame.content) {
-        if (reply.dropAfterChunks !== undefined && contentSent >= reply.dropAfterChunks) {
+        if (reply.drop !== undefined && contentSent >= reply.drop.afterChunks) {
+          await reply.drop.when;
+          if (res.destroyed) return;
           dropped.add(request);
           // end() flushes what was written, then closes mid-body: the client sees a truncated stream.
           res.socket?.end();

@@ -281,21 +281,4 @@ describe('fake provider', () => {
       error: { type: 'authentication_error' },
     });
   });
-
-  it('drops the connection mid-stream when scripted to', async () => {
-    fake.script(reply.text('', { chunks: ['a', 'b', 'c'], dropAfterChunks: 1 }));
-    const stream = await client.chat.completions.create({
-      model: 'm',
-      messages: [{ role: 'user', content: 'x' }],
-      stream: true,
-    });
-    const seen: string[] = [];
-    const failure = await (async () => {
-      for await (const chunk of stream)
-        if (chunk.choices[0]?.delta.content) seen.push(chunk.choices[0].delta.content);
-    })().catch((e: unknown) => e);
-    expect(failure).toBeInstanceOf(Error);
-    expect(seen).toEqual(['a']);
-    expect(fake.requests[0]?.aborted).toBe(false);
-  });
 });

@@ -495,8 +495,10 @@ describe('gateway retries, timeouts and aborts', () => {
 
   it('does not retry once bytes were streamed to the client', async () => {
     h = await startHarness({ provider: { fallback_models: ['fake-model-mini'] } });
+    let read!: () => void;
+    const firstChunkRead = new Promise<void>((resolve) => (read = resolve));
     h.fake.script(
-      reply.text('', { chunks: ['partial ', 'rest'], dropAfterChunks: 1 }),
+      reply.text('', { chunks: ['partial ', 'rest'], drop: { afterChunks: 1, when: firstChunkRead } }),
       reply.text('a retry would show this'),
     );
     const stream = await h.client.chat.completions.create({
@@ -506,12 +508,16 @@ describe('gateway retries, timeouts and aborts', () => {
     });
     const seen: string[] = [];
     const failure = await (async () => {
-      for await (const chunk of stream)
+      for await (const chunk of stream) {
         if (chunk.choices[0]?.delta.content) seen.push(chunk.choices[0].delta.content);
+        if (seen.length === 1) read();
+      }
     })().catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(Error);
     expect(seen).toEqual(['partial ']);
     expect(h.fake.requests).toHaveLength(1);
+    // The fake's own close is not a client abort, and no second request was made.
+    expect(h.fake.requests[0]?.aborted).toBe(false);
     expect(h.fake.pending).toBe(1);
   });
 
