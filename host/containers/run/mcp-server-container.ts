@@ -11,6 +11,7 @@ import { isDockerNotFound } from '../docker-errors.ts';
 import { mergeBlockedPatterns, findBlockedComponent } from '../mounts/mount-patterns.ts';
 import { overlaps } from '../mounts/mount-paths.ts';
 import { applyGatewayFirewall, removeGatewayFirewall } from '../network/network-host-firewall.ts';
+import { gatewayHostAddress } from '../network/network-gateway.ts';
 import { resolveProtectedPath } from '../mounts/mount-validation.ts';
 import { dataFolderLabel, LABEL_DATA } from './data-folder-label.ts';
 import { LABEL_DATA_DIR } from './docker-leftovers.ts';
@@ -236,10 +237,7 @@ async function createEgressNetwork(
     Labels: labels,
     Options: { 'com.docker.network.bridge.enable_icc': 'false' },
   });
-  const info = (await docker.getNetwork(name).inspect()) as {
-    IPAM?: { Config?: { Gateway?: string }[] | null };
-  };
-  const hostAddress = (info.IPAM?.Config ?? []).find((c) => c.Gateway && !c.Gateway.includes(':'))?.Gateway;
+  const hostAddress = await gatewayHostAddress(docker, name).catch(() => undefined);
   const firewall = hostAddress
     ? await applyGatewayFirewall(docker, { networkName: name, hostAddress, allowTcpPorts: [] })
     : { applied: false, reason: 'the network has no IPv4 gateway' };

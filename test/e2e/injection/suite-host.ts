@@ -21,6 +21,7 @@ import Docker from 'dockerode';
 import * as esbuild from 'esbuild';
 import { stringify } from 'smol-toml';
 import { ensureAgentImage } from '../../../host/containers/image/image-ensure.ts';
+import { defaultBridgeAddress } from '../../../host/containers/network/network-gateway.ts';
 import { base62, crc32 } from '../../../host/security/secrets/checksums.ts';
 import type { ApprovalRecord } from '../../../host/store/approvals-store.ts';
 import {
@@ -119,13 +120,6 @@ export function fakeGithubToken(): string {
   const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
   const body = Array.from(crypto.randomBytes(30), (b) => alphabet[b % 62]).join('');
   return `ghp_${body}${base62(crc32(body), 6)}`;
-}
-
-async function dockerBridgeAddress(docker: Docker): Promise<string> {
-  const bridge = await docker.getNetwork('bridge').inspect();
-  const gateway = (bridge as { IPAM?: { Config?: { Gateway?: string }[] } }).IPAM?.Config?.[0]?.Gateway;
-  if (!gateway) throw new Error('the Docker bridge network has no gateway address');
-  return gateway;
 }
 
 async function listen(server: http.Server, host: string, port = 0): Promise<number> {
@@ -286,7 +280,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
   let channelDir = '';
   const socketFile = () => path.join(channelDir, 'fake.sock');
   const notesDocker = await notesDockerService(bundleDir, notesDir);
-  const openWeb = await startAttackerWeb(await dockerBridgeAddress(new Docker()));
+  const openWeb = await startAttackerWeb(await defaultBridgeAddress(new Docker()));
   const notesHttp = await startNotesHttp(notesDir);
   const h = await startE2eHost({
     adminProject,

@@ -10,6 +10,10 @@ import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { ensureAgentImage } from '../../../host/containers/image/image-ensure.ts';
 import { AGENT_USER } from '../../../host/containers/image/image-base-offline.ts';
+import {
+  defaultBridgeAddress,
+  gatewayHostAddress,
+} from '../../../host/containers/network/network-gateway.ts';
 import { LABEL_HOST } from '../../../host/containers/run/container-spec.ts';
 import { LABEL_DATA_DIR } from '../../../host/containers/run/docker-leftovers.ts';
 import { createMcpServerContainers } from '../../../host/containers/run/mcp-server-container.ts';
@@ -143,10 +147,7 @@ await describeDocker('MCP servers in containers (type = "docker")', () => {
       'console.log(Object.keys(require("os").networkInterfaces()).join())',
     );
     expect(interfaces).toBe('lo');
-    const bridge = (await docker.getNetwork('bridge').inspect()) as {
-      IPAM: { Config: { Gateway?: string }[] };
-    };
-    const hostAddress = bridge.IPAM.Config.find((c) => c.Gateway)?.Gateway ?? '172.17.0.1';
+    const hostAddress = await defaultBridgeAddress(docker);
     expect(await inContainer(name, connectScript(hostAddress, 22))).toBe('ENETUNREACH');
   });
 
@@ -168,11 +169,10 @@ await describeDocker('MCP servers in containers (type = "docker")', () => {
       const netInfo = (await docker.getNetwork(network).inspect()) as {
         Internal: boolean;
         Containers: Record<string, unknown>;
-        IPAM: { Config: { Gateway?: string }[] };
       };
       expect(netInfo.Internal).toBe(false);
       expect(Object.keys(netInfo.Containers)).toEqual([info.Id]);
-      const hostOnNetwork = netInfo.IPAM.Config.find((c) => c.Gateway)!.Gateway!;
+      const hostOnNetwork = await gatewayHostAddress(docker, network);
       expect(await inContainer(name, connectScript(hostOnNetwork, port))).toMatch(
         /^(ECONNREFUSED|EHOSTUNREACH)$/,
       );
