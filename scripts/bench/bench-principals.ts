@@ -112,6 +112,7 @@ async function benchCommands(tmp: string): Promise<Record<string, number | strin
       'Uid:\t1\t1\t1\t1\n' +
       ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].map((s) => `${s}:\t0`).join('\n'),
     environOwner: () => 0,
+    sessionFolder: () => ({ isDirectory: true, uid: 1, mode: 0o40700 }),
   }));
   const cwd = fs.mkdtempSync(path.join(tmp, 'cwd-'));
   fs.chmodSync(cwd, 0o777);

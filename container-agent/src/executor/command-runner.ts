@@ -25,7 +25,7 @@ const HELLO_TIMEOUT_MS = 15_000;
 
 export function executorCommands(
   executor: CommandExecutor,
-  facts: (commandUid: number) => SeparationFacts = procFacts,
+  facts: (commandUid: number) => SeparationFacts,
   wake: () => void = () => undefined,
 ): CommandRunner {
   let verdict: Promise<string | null> | undefined;
@@ -55,8 +55,11 @@ export function noCommands(why: string): CommandRunner {
   };
 }
 
-/** The executor on the launcher's pipes, or a runner that refuses when the agent was started without them. */
-export function launcherCommands(): CommandRunner {
+/**
+ * The executor on the launcher's pipes, or a runner that refuses when the agent was started without them.
+ * `sessionDir` is the folder the separation check requires to be the agent's alone.
+ */
+export function launcherCommands(sessionDir: string): CommandRunner {
   const isPipe = (fd: number) => {
     try {
       return fs.fstatSync(fd).isFIFO();
@@ -80,5 +83,9 @@ export function launcherCommands(): CommandRunner {
     output.write('start\n');
   };
   setTimeout(wake, EXECUTOR_WAKE_DELAY_MS).unref();
-  return executorCommands(connectCommandExecutor({ input, output }), procFacts, wake);
+  return executorCommands(
+    connectCommandExecutor({ input, output }),
+    (commandUid) => procFacts(commandUid, sessionDir),
+    wake,
+  );
 }

@@ -76,6 +76,6 @@ export function wireRunController(options: ControllerWiringOptions): RunControll
     logger,
     exit: options.exit,
     ripgrep: createRipgrepLocator(),
-    commands: launcherCommands(),
+    commands: launcherCommands(path.join(env.CARAPACE_WORKSPACE, 'session')),
   });
 }

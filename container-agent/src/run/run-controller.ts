@@ -34,6 +34,8 @@ import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
 import { createInbox, type Inbox } from './inbox.ts';
 import { errorMessage } from '../rpc/errors.ts';
 
+const PRIVATE_FOLDER = 0o700;
+
 export interface RunControllerSettings {
   workspaceRoot: string;
   defaultModel?: string;
@@ -121,13 +123,18 @@ export function createRunController(deps: RunControllerDeps): RunController {
     const groupDir = path.join(root, 'group');
     const sessionDir = path.join(root, 'session');
     await fs.mkdir(groupDir, { recursive: true });
-    await fs.mkdir(sessionDir, { recursive: true });
+    // The session folder is the agent's alone (commands share its gid): nothing a command writes is ever
+    // loaded as the agent's own. The separation check refuses commands until this holds.
+    await fs.mkdir(sessionDir, { recursive: true, mode: PRIVATE_FOLDER });
+    await fs.chmod(sessionDir, PRIVATE_FOLDER);
     const workspace = createWorkspace({ root, cwd: groupDir });
     const history = createHistoryStore({ sessionDir, now: deps.now });
 
     const loaded = await history.load();
     if (loaded.skippedLines > 0)
       logger.warn({ skippedLines: loaded.skippedLines }, 'history: unreadable lines skipped');
+    if (loaded.setAside)
+      logger.warn({ reason: loaded.setAside }, "history: a file not the agent's set aside");
     const compacted = compactConversation(loaded.messages, settings.historyTokens);
     if (compacted.dropped > 0 || compacted.shortened > 0 || loaded.skippedLines > 0) {
       await history.replace(compacted.messages);

@@ -119,7 +119,8 @@ export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
  * The agent runs as uid 10001 in the image. A root host hands it the folders it writes; any other host
  * cannot chown, so it runs the agent under its own ids (never root) instead. Commands run under another
  * uid with the agent's gid (commandUser), so the group folder is group-writable (both sides run with umask
- * 002): what commands write stays usable by the agent and by the owner's group.
+ * 002): what commands write stays usable by the agent and by the owner's group. The session folder is not
+ * shared: it is the agent's alone.
  */
 function prepareOwnership(
   plan: GroupMountPlan,
@@ -130,6 +131,9 @@ function prepareOwnership(
     if (m.readOnly || (m.kind !== 'group' && m.kind !== 'session')) continue;
     if (root) fs.chownSync(m.hostPath, AGENT_UID, AGENT_UID);
     if (m.kind === 'group') fs.chmodSync(m.hostPath, fs.statSync(m.hostPath).mode | GROUP_WRITABLE);
+    // The session folder is the agent's alone (its conversation; commands share its gid): the agent
+    // narrows it too, and its separation check refuses commands until it is so.
+    if (m.kind === 'session') fs.chmodSync(m.hostPath, PRIVATE_FOLDER);
     if (!root) continue;
     for (const entry of fs.readdirSync(m.hostPath, { withFileTypes: true })) {
       // Only what the host itself creates (AGENT.md); files the agent made are its own already.
@@ -145,6 +149,7 @@ function prepareOwnership(
 }
 
 const GROUP_WRITABLE = 0o020;
+const PRIVATE_FOLDER = 0o700;
 
 export interface DockerAgentRunner extends AgentRunner {
   /** Pre-starts the group's next container when the pre-start budget allows. */

@@ -105,6 +105,7 @@ describe('commands through the executor', () => {
       'Uid:\t10001\t10001\t10001\t10001\n' +
       ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].map((s) => `${s}:\t0000000000000000`).join('\n'),
     environOwner: () => 0,
+    sessionFolder: () => ({ isDirectory: true, uid: 10001, mode: 0o40700 }),
   });
 
   it('checks the separation once the executor said who it is', async () => {

@@ -191,4 +191,33 @@ describe('history store', () => {
     const withoutCalls = (await store.load()).messages;
     expect(withoutCalls.some((m) => m.role === 'tool')).toBe(false);
   });
+
+  it("writes the conversation 0600, narrows an older image's 0664 file, and sets aside a link or a file of two names", async () => {
+    const sessionDir = path.join(tmp, 'session');
+    const store = createHistoryStore({ sessionDir, now: () => new Date(7) });
+    await store.append(turn(1));
+    expect(fs.statSync(store.file).mode & 0o777).toBe(0o600);
+    await store.replace(turn(2));
+    expect(fs.statSync(store.file).mode & 0o777).toBe(0o600);
+
+    fs.chmodSync(store.file, 0o664);
+    expect((await store.load()).messages).toEqual(turn(2));
+    expect(fs.statSync(store.file).mode & 0o777).toBe(0o600);
+
+    // A link to a file elsewhere (a conversation someone else wrote) is never read through.
+    const planted = path.join(tmp, 'planted.jsonl');
+    fs.writeFileSync(planted, fs.readFileSync(store.file));
+    fs.rmSync(store.file);
+    fs.symlinkSync(planted, store.file);
+    expect(await store.load()).toEqual({
+      messages: [],
+      skippedLines: 0,
+      setAside: `${store.file} is a symbolic link`,
+    });
+    expect(fs.readdirSync(sessionDir)).toEqual(['history.jsonl.foreign-7']);
+
+    fs.linkSync(planted, store.file);
+    expect((await store.load()).setAside).toMatch(/has other names/);
+    expect(fs.existsSync(store.file)).toBe(false);
+  });
 });

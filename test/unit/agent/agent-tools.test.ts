@@ -416,6 +416,7 @@ describe('bash tool and gate', () => {
       launcherCommandUid: 10002,
       status: () => separated(10001),
       environOwner: () => 0,
+      sessionFolder: () => ({ isDirectory: true, uid: 10001, mode: 0o40700 }),
       ...over,
     });
 
@@ -447,6 +448,26 @@ describe('bash tool and gate', () => {
       );
       expect(checkSeparation(facts({ environOwner: (pid) => (pid === 'self' ? 10001 : 0) }))).toBe(
         'the agent is dumpable',
+      );
+    });
+
+    it("fails when the session folder is not the agent's alone: commands share the agent's gid", () => {
+      const folder = (over: object) => () => ({ isDirectory: true, uid: 10001, mode: 0o40700, ...over });
+      expect(checkSeparation(facts({ sessionFolder: folder({ mode: 0o40770 }) }))).toBe(
+        'commands could change the session folder (mode 770)',
+      );
+      expect(checkSeparation(facts({ sessionFolder: folder({ mode: 0o40701 }) }))).toMatch(/mode 701/);
+      expect(checkSeparation(facts({ sessionFolder: folder({ uid: 10002 }) }))).toBe(
+        'the session folder belongs to uid 10002, not the agent',
+      );
+      expect(checkSeparation(facts({ sessionFolder: folder({ isDirectory: false }) }))).toBe(
+        'the session folder is not a folder',
+      );
+      const missing = () => {
+        throw new Error('ENOENT');
+      };
+      expect(checkSeparation(facts({ sessionFolder: missing }))).toBe(
+        'cannot check the session folder (ENOENT)',
       );
     });
   });
