@@ -109,9 +109,10 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
       const override = toolOverride(declaration, tool);
       const shown = { service, tool, arguments: args as Record<string, unknown> };
       details = shown;
+      const trust = toolTrust(serviceTrust, override);
       target = {
-        trust: toolTrust(serviceTrust, override),
-        kind: toolKind(found, override),
+        trust,
+        kind: toolKind(found, override, trust),
         hostMutating: declaration?.type === 'stdio',
         details: shown,
         reviewed: shown,

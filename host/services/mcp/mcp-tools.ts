@@ -3,6 +3,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import { LIMITS, TOOL_NAME_PATTERN, type ServiceTool } from '../../../container-agent/src/protocol.ts';
 import { fenceStrangerText, sanitizeUntrustedText } from '../untrusted-fence.ts';
+import type { ServiceTrust } from '../service-trust.ts';
 import type { ToolOverride } from './mcp-config.ts';
 
 export type ToolKind = 'read' | 'write';
@@ -10,10 +11,17 @@ export type ToolKind = 'read' | 'write';
 /**
  * A tool is a write unless the server says it only reads (`readOnlyHint`) and the owner has not said
  * otherwise: annotations are the server's claim, so they may only make a tool look safer when nobody
- * overrode them, and a missing or malformed annotation counts as a write.
+ * overrode them, and a missing or malformed annotation counts as a write. On a tool the owner declared (or
+ * left, by default) a public sink, the claim counts for nothing: its arguments leave for the server's
+ * author whatever the server says the tool does, so only the owner's own `kind` can make it a read.
  */
-export function toolKind(tool: Pick<Tool, 'annotations'>, override: ToolOverride | undefined): ToolKind {
+export function toolKind(
+  tool: Pick<Tool, 'annotations'>,
+  override: ToolOverride | undefined,
+  trust: Pick<ServiceTrust, 'public_sink'>,
+): ToolKind {
   if (override?.kind) return override.kind;
+  if (trust.public_sink !== false) return 'write';
   return tool.annotations?.readOnlyHint === true ? 'read' : 'write';
 }
 

@@ -244,6 +244,36 @@ describe('MCP services under the trust matrix', () => {
     expect(h.audit().at(-1)).toMatchObject({ decision: 'allowed', approver: 'owner' });
   });
 
+  it('counts a tool the server marks read-only as a write to a declared public sink: its arguments leave, whatever the server claims', async () => {
+    const record = 'Flat 3, 14 Elm Road: rent paid from the joint account on the 1st';
+    const sink = host({
+      config: remote({ ...clean, public_sink: true }),
+      taint: { corruption: true, secret: true },
+      human: true,
+    });
+    await sink.call('demo', 'echo', { message: record });
+    expect(sink.human.asked).toEqual([
+      {
+        operation: 'service.demo.echo',
+        reason: 'a run that read secrets and untrusted content wants to send data out',
+        params: { service: 'demo', tool: 'echo', arguments: { message: record } },
+      },
+    ]);
+
+    // Where the owner declared no sink, the server's readOnlyHint still makes it a read: nobody is asked.
+    const notSink = host({ config: remote(clean), taint: { corruption: true, secret: true }, human: true });
+    await notSink.call('demo', 'echo', { message: record });
+    expect(notSink.human.asked).toEqual([]);
+    // And the owner's own word for a tool outranks the sink: a tool declared a read is a read.
+    const declared = host({
+      config: remote({ ...clean, public_sink: true }, { echo: { kind: 'read' } }),
+      taint: { corruption: true, secret: true },
+      human: true,
+    });
+    await declared.call('demo', 'echo', { message: 'hello' });
+    expect(declared.human.asked).toEqual([]);
+  });
+
   it('refuses a forbidden tool without asking anyone, and does not offer it to the agent', async () => {
     const h = host({
       config: remote(clean, { 'toggle-simulated-logging': { public_sink: 'forbidden' } }),
