@@ -19,7 +19,15 @@ import {
   type CredentialsConfig,
 } from '../services/credential/credential-config.ts';
 import { credentialTrust } from '../services/credential/credential-trust.ts';
-import { advertisedDefaultBranch, isDeletion, parsePush } from '../services/credential/git-push.ts';
+import { isDeletion, parsePush } from '../services/credential/git-push.ts';
+import {
+  defaultBranchOf,
+  lsRefsRequest,
+  parseLsRefs,
+  refsUpdatedBy,
+  UNRESOLVED,
+  type RemoteRefs,
+} from '../services/credential/git-refs.ts';
 import { createRedactingStream, redactionsFor, redactText } from '../services/credential/redacting-stream.ts';
 import type { ServiceTrust } from '../services/service-trust.ts';
 
@@ -333,19 +341,34 @@ export function createCredentialRoute(deps: CredentialRouteDeps) {
     } catch (error) {
       throw new Refusal(400, `the push could not be read: ${errorMessage(error)}`);
     }
-    const protectedRefs = credential.protected_refs ?? (await defaultBranch(credential, value));
-    const isProtected = (ref: string) =>
-      protectedRefs === undefined ||
+    // Refs are judged by what they resolve to on the remote (master -> main moves main); a remote that does
+    // not say what they point to, or names no default branch when none is configured, protects them all.
+    const refs = await remoteRefs(credential, value);
+    const defaultBranch = refs === undefined ? undefined : defaultBranchOf(refs);
+    const protectedRefs = credential.protected_refs ?? (defaultBranch === undefined ? [] : [defaultBranch]);
+    const everyRef =
+      refs === undefined
+        ? 'the remote did not say what its refs point to, so every ref counts as protected'
+        : protectedRefs.length === 0 && credential.protected_refs === undefined
+          ? "the remote's default branch is unknown, so every branch counts as protected"
+          : undefined;
+    const matches = (ref: string) =>
+      ref === UNRESOLVED ||
       protectedRefs.some((p) => p === ref || (p.endsWith('*') && ref.startsWith(p.slice(0, -1))));
-    const touched = push.updates.filter((u) => isProtected(u.ref)).map((u) => u.ref);
+    const touched = push.updates.flatMap((u) => {
+      if (refs === undefined || everyRef !== undefined) return [u.ref];
+      const hit = refsUpdatedBy(u.ref, refs).find(matches);
+      if (hit === undefined) return [];
+      return [hit === u.ref ? u.ref : `${hit} (through ${u.ref})`];
+    });
     const why =
       push.unreadable > 0
         ? `${push.unreadable} objects of the pack could not be read, so they were not scanned`
-        : touched.length > 0
-          ? protectedRefs === undefined
-            ? `the remote's default branch is unknown, so every branch counts as protected (${touched.join(', ')})`
-            : `it pushes to protected ${touched.join(', ')}`
-          : undefined;
+        : touched.length === 0
+          ? undefined
+          : everyRef !== undefined
+            ? `${everyRef} (${touched.join(', ')})`
+            : `it pushes to protected ${touched.join(', ')}`;
     return {
       body,
       use: {
@@ -367,22 +390,26 @@ export function createCredentialRoute(deps: CredentialRouteDeps) {
     };
   }
 
-  /** The branch the remote's HEAD names, asked of the remote itself; undefined when it does not say. */
-  async function defaultBranch(credential: CredentialConfig, value: string): Promise<string[] | undefined> {
+  /** What the remote's refs point to (protocol v2 `ls-refs`), asked of the remote itself; undefined when it does not say. */
+  async function remoteRefs(credential: CredentialConfig, value: string): Promise<RemoteRefs | undefined> {
     const upstream = credentialUpstream(credential);
     const header = credentialHeader(credential);
     try {
-      const answer = await request(
-        `${upstream.origin}${upstream.pathname}/info/refs?service=git-upload-pack`,
-        {
-          dispatcher: deps.dispatcher,
-          headers: { [header.name]: header.render(value), 'user-agent': 'git/carapace' },
-          signal: AbortSignal.timeout(15_000),
+      const answer = await request(`${upstream.origin}${upstream.pathname}/git-upload-pack`, {
+        method: 'POST',
+        dispatcher: deps.dispatcher,
+        headers: {
+          [header.name]: header.render(value),
+          'user-agent': 'git/carapace',
+          'git-protocol': 'version=2',
+          'content-type': 'application/x-git-upload-pack-request',
+          accept: 'application/x-git-upload-pack-result',
         },
-      );
+        body: lsRefsRequest(),
+        signal: AbortSignal.timeout(15_000),
+      });
       const text = Buffer.from(await answer.body.arrayBuffer());
-      const branch = answer.statusCode === 200 ? advertisedDefaultBranch(text) : undefined;
-      return branch === undefined ? undefined : [branch];
+      return answer.statusCode === 200 ? parseLsRefs(text) : undefined;
     } catch {
       return undefined;
     }

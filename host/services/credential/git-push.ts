@@ -27,7 +27,7 @@ const ZERO_ID = /^0+$/;
 export const isDeletion = (u: RefUpdate) => ZERO_ID.test(u.newId);
 
 /** Reads pkt-lines from `start` up to and including a flush; returns their payloads and where it stopped. */
-function readPktLines(body: Buffer, start: number): { lines: Buffer[]; end: number } {
+export function readPktLines(body: Buffer, start: number): { lines: Buffer[]; end: number } {
   const lines: Buffer[] = [];
   let pos = start;
   while (pos + 4 <= body.length) {
@@ -134,10 +134,4 @@ export function parsePush(body: Buffer, maxTextBytes = 8 * 1024 * 1024): ParsedP
   if (pack.length === 0) return { updates, text: '', unreadable: 0 };
   const read = readPack(pack, maxTextBytes);
   return { updates, text: read.text.join('\n'), unreadable: read.unreadable };
-}
-
-/** The default branch a remote advertises (`symref=HEAD:refs/heads/main` in its upload-pack refs). */
-export function advertisedDefaultBranch(advertisement: Buffer): string | undefined {
-  const match = /symref=HEAD:(refs\/[^\s\0]+)/.exec(advertisement.toString('latin1'));
-  return match?.[1];
 }

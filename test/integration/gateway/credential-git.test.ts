@@ -170,6 +170,40 @@ describe('git through the host', () => {
     expect(serverRef('refs/heads/main')).toBe(before);
   });
 
+  it('asks the owner before a push to a ref that is a symbolic ref to the protected branch, by any name', async () => {
+    // Kept after a rename from master to main, as self-hosted forges allow: a push to master moves main.
+    const bare = path.join(dir, 'srv', 'recipes.git');
+    execFileSync('git', ['--git-dir', bare, 'symbolic-ref', 'refs/heads/master', 'refs/heads/main']);
+    execFileSync('git', ['--git-dir', bare, 'symbolic-ref', 'refs/heads/trunk', 'refs/heads/master']);
+    await setUp({ owner: () => false });
+    const { keys } = h.startRun();
+    const before = serverRef('refs/heads/main');
+    const work = await cloneAndCommit(keys.credentialKey, 'waffles.md', '# Waffles\n');
+    for (const name of ['master', 'trunk']) {
+      const pushed = await git(
+        work,
+        ['push', 'origin', `HEAD:refs/heads/${name}`],
+        clientEnv(keys.credentialKey),
+      );
+      expect(pushed.status).not.toBe(0);
+      expect(pushed.stderr).toContain('403');
+    }
+    expect(h.asked.map((a) => a.reason)).toEqual([
+      'it pushes to protected refs/heads/main (through refs/heads/master)',
+      'it pushes to protected refs/heads/main (through refs/heads/trunk)',
+    ]);
+    expect(serverRef('refs/heads/main')).toBe(before);
+
+    // A plain branch still goes through unasked.
+    const tagged = await git(
+      work,
+      ['push', '-q', 'origin', 'HEAD:refs/heads/waffles'],
+      clientEnv(keys.credentialKey),
+    );
+    expect(tagged.status, tagged.stderr).toBe(0);
+    expect(h.asked).toHaveLength(2);
+  });
+
   it("finds a secret added to a long file, which git sends as a delta against the remote's copy", async () => {
     await setUp();
     const seed = path.join(dir, 'seed');
