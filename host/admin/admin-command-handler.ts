@@ -12,6 +12,11 @@ export interface AdminCommandHandlerDeps {
   /** The spend report as text (`usage`, `usage <group>`); absent: the command says it is not available. */
   usage?(groupId: string | undefined): string;
   /**
+   * Cancels any group's task (`cancel <task id>`) and says what happened; `by` is the owner's channel id.
+   * Undefined when there is no such task: then the words were conversation ("cancel payments"), not a command.
+   */
+  cancelTask?(taskId: string, by: string): string | undefined;
+  /**
    * Whether the sender is the owner, from channel metadata the host trusts (never from message text).
    * Channel-agnostic: `isOwnerMessage` (the adapter's `fromOwner`). A throw counts as "not the owner".
    */
@@ -33,7 +38,9 @@ export interface AdminCommandHandlerDeps {
 
 /** How a refusal names the command: approvals are the ones that matter, the rest are admin commands. */
 const commandsLike = (command: AdminCommand) =>
-  command.kind === 'usage' ? 'admin commands' : 'approval commands';
+  command.kind === 'approve' || command.kind === 'deny' || command.kind === 'pending'
+    ? 'approval commands'
+    : 'admin commands';
 
 /** What the audit says an ignored approval attempt tried; the operation column is this constant. */
 export const IGNORED_COMMAND_OPERATION = 'admin.command';
@@ -53,6 +60,7 @@ export function createAdminCommandHandler({
   logger,
   onDecided,
   usage,
+  cancelTask,
   webLogin,
 }: AdminCommandHandlerDeps) {
   const send = (text: string, group: GroupRecord, m: InboundMessage) => {
@@ -110,6 +118,7 @@ export function createAdminCommandHandler({
     handle(m: InboundMessage, group: GroupRecord): boolean {
       const command = parseAdminCommand(m.text);
       if (!command) return false;
+      if (command.kind === 'cancel-task' && !group.isAdmin) return false;
       if (!group.isAdmin)
         return ignore(m, group, command, `${commandsLike(command)} are only accepted in the admin chat`);
       if (!ownerSent(m, group))
@@ -127,6 +136,10 @@ export function createAdminCommandHandler({
           send(formatPendingList(approvals.pending(), redact), group, m);
         } else if (command.kind === 'usage') {
           send(usage ? usage(command.groupId) : 'Spend is not recorded by this host.', group, m);
+        } else if (command.kind === 'cancel-task') {
+          const answer = cancelTask?.(command.taskId, `${m.channel}:${m.senderId}`);
+          if (answer === undefined) return false;
+          send(answer, group, m);
         } else if (command.kind === 'web-login') {
           const link = webLogin?.(`${m.channel}:${m.senderId}`);
           send(

@@ -366,6 +366,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           reviewMutation: deps.policy.reviewMutation,
           taint: deps.taint,
           audit: store.audit,
+          notifyOwner: deps.notifyOwner,
           maxTasksPerGroup: config.scheduler.max_tasks_per_group,
         }),
       }),

@@ -8,6 +8,7 @@ import { createApprovalButtons } from '../admin/approval-buttons.ts';
 import { approvalActions, approvalNoticeKey } from '../admin/approval-message.ts';
 import { createScheduler, type Scheduler } from '../scheduler/scheduler.ts';
 import { createTaskDelivery } from '../scheduler/task-delivery.ts';
+import { createOwnerTaskCancel } from '../scheduler/tainted-task-notice.ts';
 import { ensureAdminGroup } from '../admin/admin-group.ts';
 import { isOwnerMessage } from '../admin/owner-check.ts';
 import { createAdminChats } from '../admin/admin-chats.ts';
@@ -409,6 +410,7 @@ export async function startHost({
       adminCommands: createAdminCommandHandler({
         approvals,
         usage: (groupId) => spend.text(groupId === undefined ? {} : { groupId }),
+        cancelTask: createOwnerTaskCancel({ tasks: store.tasks, scheduler, audit: store.audit }),
         isOwnerMessage: isOwnerMessage,
         // The answer goes back to the admin chat the command came from, whichever channel that is.
         reply: (text, group, m) =>

@@ -13,6 +13,7 @@ import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupsStore } from '../store/groups-store.ts';
 import type { TaskRecord, TasksStore } from '../store/tasks-store.ts';
 import { firstRunAt, ScheduleError } from './next-run.ts';
+import { taintedTaskNotice } from './tainted-task-notice.ts';
 import type { Scheduler } from './scheduler.ts';
 import { errorMessage } from '../errors/error-message.ts';
 
@@ -47,6 +48,8 @@ export interface TaskHandlerDeps {
   /** The run's taint: a task takes it on, and reading a stranger's prompt adds corruption. */
   taint: { get(runId: number): Taint; markCorrupted(runId: number): void };
   audit: Pick<AuditStore, 'record'>;
+  /** Tells the owner once (by key) about a task a corrupted run scheduled or changed. */
+  notifyOwner(key: string, text: string): void;
   now?: () => number;
   maxTasksPerGroup?: number;
 }
@@ -174,6 +177,12 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
 
   const WAITED = 'while the request waited for review: ';
 
+  const announceIfTainted = (task: TaskRecord, changed: boolean) => {
+    if (!task.taint.corruption) return;
+    const notice = taintedTaskNotice(task, { runId, changed }, timezone);
+    deps.notifyOwner(notice.key, notice.text);
+  };
+
   return {
     async 'task.schedule'({ prompt, schedule, group }) {
       const target = targetGroup('task.schedule', group);
@@ -202,6 +211,7 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
       });
       scheduler.reschedule();
       record('task.schedule', 'allowed', reviewReason, { ...details, taskId: task.id, nextRunAt });
+      announceIfTainted(task, false);
       return { taskId: task.id };
     },
 
@@ -254,6 +264,8 @@ export function createTaskHandlers(deps: TaskHandlerDeps): TaskHandlers {
         ...details,
         nextRunAt: nextRunAt ?? current.nextRunAt,
       });
+      const updated = tasks.get(taskId);
+      if (updated) announceIfTainted(updated, true);
       return { ok: true };
     },
 

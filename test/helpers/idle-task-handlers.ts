@@ -25,6 +25,7 @@ export function idleTaskHandlers(
     }),
     timezone: 'UTC',
     reviewMutation,
+    notifyOwner: () => undefined,
     taint: createTaintRegistry({
       initial: () => ({ corruption: false, secret: false }),
       onTainted: () => undefined,

@@ -29,6 +29,8 @@ describe('parseAdminCommand', () => {
     ['usage family', { kind: 'usage', groupId: 'family' }],
     [' USAGE  Family_2 ', { kind: 'usage', groupId: 'family_2' }],
     ['web login', { kind: 'web-login' }],
+    ['cancel k7m2q9ab', { kind: 'cancel-task', taskId: 'k7m2q9ab' }],
+    [' /Cancel  PAYMENTS ', { kind: 'cancel-task', taskId: 'payments' }],
     [' /Web_Login ', { kind: 'web-login' }],
   ])('%j is a command', (text, expected) => {
     expect(parseAdminCommand(text)).toEqual(expected);
@@ -52,6 +54,9 @@ describe('parseAdminCommand', () => {
     'usage?',
     'what is our usage',
     'web login please',
+    'cancel tomorrow', // o is not in a task id's alphabet
+    'cancel k7m2q9a', // too short
+    'cancel the k7m2q9ab task',
     '',
   ])('%j is not a command', (text) => {
     expect(parseAdminCommand(text)).toBeUndefined();
@@ -322,6 +327,36 @@ describe('admin command handler', () => {
     await flush();
     expect(replies.map((r) => r.text)).toEqual([
       'No approval request has the id "zz22zz". Send "pending" to list the open ones.',
+    ]);
+  });
+
+  it('cancels a task on "cancel <id>" from the owner, and leaves words that name no task to the agent', async () => {
+    const cancelled: { taskId: string; by: string }[] = [];
+    const h = createAdminCommandHandler({
+      approvals: service,
+      isOwnerMessage,
+      cancelTask: (taskId, by) => {
+        if (taskId !== 'k7m2q9ab') return undefined;
+        cancelled.push({ taskId, by });
+        return `Task ${taskId} of family is cancelled.`;
+      },
+      reply: (text, group) => void replies.push({ text, group: group.id }),
+      audit: store.audit,
+      redact,
+      logger: silent,
+    });
+    expect(h.handle(message('cancel K7M2Q9AB'), admin)).toBe(true);
+    expect(h.handle(message('cancel payments'), admin)).toBe(false);
+    // Elsewhere it is conversation, whoever says it: nothing is cancelled and nothing is audited.
+    expect(h.handle(message('cancel k7m2q9ab', { chatId: 'family' }), family)).toBe(false);
+    await flush();
+    expect(cancelled).toEqual([{ taskId: 'k7m2q9ab', by: 'local:owner' }]);
+    expect(replies).toEqual([{ text: 'Task k7m2q9ab of family is cancelled.', group: 'main' }]);
+    // A stranger in the admin chat cannot cancel: an ignored attempt, audited.
+    expect(h.handle(message('cancel k7m2q9ab', { fromOwner: false, senderId: 'guest' }), admin)).toBe(false);
+    expect(cancelled).toHaveLength(1);
+    expect(store.audit.tail(10).map((r) => r.reason)).toEqual([
+      'admin commands are only accepted from the owner',
     ]);
   });
 

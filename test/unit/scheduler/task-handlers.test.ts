@@ -7,6 +7,7 @@ import { toRpcError } from '../../../host/ipc/domain-error-codes.ts';
 import type { RunIdentity, Verdict } from '../../../host/security/decisions.ts';
 import { createScheduler, type Scheduler } from '../../../host/scheduler/scheduler.ts';
 import type { createMutationReview } from '../../../host/security/policies/mutation-review.ts';
+import { createOwnerTaskCancel } from '../../../host/scheduler/tainted-task-notice.ts';
 import {
   createTaskHandlers,
   type TaskHandlers,
@@ -31,12 +32,14 @@ let scheduler: Scheduler;
 let timers: { at: number; cancelled: boolean }[];
 let reviews: { identity: RunIdentity; operation: TaskMutation; params: Record<string, unknown> }[];
 let taint: TaintRegistry;
+let notices: { key: string; text: string }[];
 let verdict: (operation: TaskMutation, params: Record<string, unknown>) => Promise<Verdict>;
 
 beforeEach(() => {
   now = T0;
   timers = [];
   reviews = [];
+  notices = [];
   verdict = async () => ({ allowed: true, reason: 'cop: not flagged' });
   // As the host starts runs: other groups' runs read strangers' messages, the admin's start clean.
   taint = createTaintRegistry({
@@ -96,6 +99,7 @@ function handlersFor(groupId: keyof typeof RUN_IDS, maxTasksPerGroup?: number): 
     },
     taint,
     audit: store.audit,
+    notifyOwner: (key, text) => notices.push({ key, text }),
     now: () => now,
     maxTasksPerGroup,
   });
@@ -384,6 +388,43 @@ describe('changing tasks', () => {
     ]);
     expect(liveTimers()).toEqual([T0 + 30 * MIN]);
     expect(lastAudit()).toMatchObject({ operation: 'task.update', decision: 'allowed' });
+  });
+
+  it("tells the owner once about a task a corrupted run scheduled or changed, with a one-word cancel; a clean run's tasks are not announced", async () => {
+    await scheduleAs('main');
+    expect(notices).toEqual([]);
+    const taskId = await scheduleAs('family');
+    expect(notices).toEqual([
+      {
+        key: `task-tainted:${taskId}:${RUN_IDS.family}`,
+        text:
+          `A run of family that had read untrusted content scheduled task ${taskId} in family: ` +
+          'on the schedule "0 9 * * *" (cron), next 2 Jun 2025, 09:00, asking "task of family". Its runs ' +
+          `start with that taint (they cannot send data out without you). Send "cancel ${taskId}" to cancel it.`,
+      },
+    ]);
+    await call(handlersFor('family'), 'task.update', {
+      taskId,
+      schedule: { kind: 'interval', everyMs: 120 * MIN },
+    });
+    expect(notices).toHaveLength(2);
+    expect(notices[1]?.text).toMatch(new RegExp(`changed task ${taskId} in family: every 2 h, next `));
+  });
+
+  it("cancels any group's task on the owner's word, audited, and says when there is nothing to cancel", async () => {
+    const taskId = await scheduleAs('family');
+    const cancel = createOwnerTaskCancel({ tasks: store.tasks, scheduler, audit: store.audit });
+    expect(cancel(taskId, 'telegram:42')).toBe(`Task ${taskId} of family is cancelled.`);
+    expect(store.tasks.get(taskId)?.status).toBe('cancelled');
+    expect(liveTimers()).toEqual([]);
+    expect(lastAudit()).toMatchObject({
+      operation: 'task.cancel',
+      decision: 'allowed',
+      approver: 'telegram:42',
+      groupId: 'family',
+    });
+    expect(cancel(taskId, 'telegram:42')).toBe(`Task ${taskId} is cancelled already.`);
+    expect(cancel('zzzzzzzz', 'telegram:42')).toBeUndefined();
   });
 
   it('leaves the task untouched when the review of an update denies', async () => {
