@@ -56,6 +56,7 @@ import type { CredentialStatus } from '../services/credential/credential-status.
 import { HostStartError } from './start-error.ts';
 import { createSpendReporter } from '../gateway/spend-report.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import { startWalCheckpoints } from '../store/wal-checkpoints.ts';
 import { registerGroup } from '../admin/register-group.ts';
 import { createWebAuth } from '../web/web-auth.ts';
 import { startWebConsole, type WebConsole } from '../web/web-server.ts';
@@ -165,8 +166,14 @@ export async function startHost({
     const lock = acquireHostLock(paths.dataDir);
     closers.push('host lock', () => lock.release());
     step = 'opening the database';
-    const store = openStore({ file: paths.databaseFile, redact });
+    const store = openStore({ file: paths.databaseFile, redact, scheduledCheckpoints: true });
     closers.push('database', () => store.close());
+    const checkpoints = startWalCheckpoints({
+      db: store.db,
+      clock,
+      logger: logger.child({ subsystem: 'store' }),
+    });
+    closers.push('WAL checkpoints', () => checkpoints.stop());
     ensureAdminGroup(store);
     const events = createHostEvents();
     const channels = new Map<string, Channel>();

@@ -7,6 +7,8 @@ import { createGroupsStore } from './groups-store.ts';
 import { createMessagesStore } from './messages-store.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
 import { openDatabase, type Db } from './open-database.ts';
+
+const WAL_SIZE_AFTER_RESET = 8 * 1024 * 1024;
 import { createOutboxStore } from './outbox-store.ts';
 import { createRetentionStore } from './retention-store.ts';
 import { createRunsStore } from './runs-store.ts';
@@ -18,6 +20,11 @@ export interface StoreOptions {
   now?: () => Date;
   redact?: (s: string) => string;
   migrationsDir?: string;
+  /**
+   * The host's own connection: SQLite's automatic checkpoint is off and `startWalCheckpoints` runs them
+   * when the host is idle (wal-checkpoints.ts). Other processes (the CLI) keep the automatic one.
+   */
+  scheduledCheckpoints?: boolean;
 }
 
 /** Opens and migrates the database and hands out one store per domain over the same connection. */
@@ -26,8 +33,14 @@ export function openStore({
   now = () => new Date(),
   redact,
   migrationsDir = DEFAULT_MIGRATIONS_DIR,
+  scheduledCheckpoints = false,
 }: StoreOptions) {
   const db = openDatabase(file);
+  if (scheduledCheckpoints) {
+    db.pragma('wal_autocheckpoint = 0');
+    // A WAL that a checkpoint emptied is cut back to this when it is next rewritten from its start.
+    db.pragma(`journal_size_limit = ${WAL_SIZE_AFTER_RESET}`);
+  }
   try {
     migrate(db, readMigrations(migrationsDir));
   } catch (err) {
