@@ -38,6 +38,7 @@ function countedPrice(model: string, pricing: Pricing): { short: CountedRates; l
   return { short: counted(ratesAt(price, 0)), long: counted(ratesAt(price, Number.MAX_SAFE_INTEGER)) };
 }
 
+const differs = (a: CountedRates, b: CountedRates) => a.input !== b.input || a.output !== b.output;
 const free = (rates: CountedRates) => rates.input === 0 || rates.output === 0;
 const lowered = (was: CountedRates, is: CountedRates) => was.input > is.input || was.output > is.output;
 
@@ -89,7 +90,7 @@ function spendEffects(before: HostConfig, after: HostConfig): ConfigEffect[] {
         effect:
           `lowers the price counted for model ${model} (input ${usd(was.input)} → ${usd(is.input)}, ` +
           `output ${usd(was.output)} → ${usd(is.output)} per million tokens` +
-          (lowered(wasLong, isLong)
+          (lowered(wasLong, isLong) && (differs(was, wasLong) || differs(is, isLong))
             ? `; for long prompts input ${usd(wasLong.input)} → ${usd(isLong.input)}, output ${usd(wasLong.output)} → ${usd(isLong.output)}`
             : '') +
           `): the spend cap then allows more of it`,
