@@ -242,13 +242,11 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
       (b[1][last] as SpendFigures).costMicros - (a[1][last] as SpendFigures).costMicros ||
       a[0].localeCompare(b[0]);
     const modelList = (map: Map<string, SpendFigures[]>): ModelSpend[] =>
-      [...map.entries()]
-        .sort(dearestFirst)
-        .map(([model, figures]) => ({
-          model,
-          priced: isPriced(model, config.prices) || isTranscriptionListed(model),
-          periods: figures,
-        }));
+      [...map.entries()].sort(dearestFirst).map(([model, figures]) => ({
+        model,
+        priced: isPriced(model, config.prices) || isTranscriptionListed(model),
+        periods: figures,
+      }));
 
     return {
       today,
