@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { allowedModels, type Pricing, type Rates } from '../gateway/config.ts';
-import { priceFor } from '../gateway/price-table.ts';
+import { priceFor, priceSource } from '../gateway/price-table.ts';
 import { ratesAt } from '../gateway/pricing.ts';
 import type { HostConfig } from './schema.ts';
 import { formatConfigPath } from './toml-edit.ts';
@@ -68,7 +68,11 @@ function spendEffects(before: HostConfig, after: HostConfig): ConfigEffect[] {
   for (const model of [...allowedModels(after.gateway, after.provider)].sort()) {
     const prices = { was: countedPrice(model, before.gateway), is: countedPrice(model, after.gateway) };
     const [was, is] = [prices.was.short, prices.is.short];
-    const key = formatConfigPath(['gateway', 'prices', model]);
+    // An unpriced model's counted price is the ceiling, which unknown_model_price (or a dearer entry) sets.
+    const key =
+      priceSource(model, after.gateway.prices) === 'ceiling'
+        ? 'gateway.unknown_model_price'
+        : formatConfigPath(['gateway', 'prices', model]);
     if (free(is) || free(prices.is.long)) {
       if (!reachableBefore.has(model)) {
         effects.push({
