@@ -15,6 +15,7 @@ import { createAdminChats } from '../admin/admin-chats.ts';
 import { createChannelNotices } from '../admin/channel-notices.ts';
 import { createSpendView } from '../admin/spend-view.ts';
 import { createDailySummary } from '../admin/daily-summary.ts';
+import { createPriceNotes } from '../admin/price-notes.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
@@ -532,10 +533,11 @@ export async function startHost({
     });
     retention.start();
     closers.push('retention', () => retention.stop());
+    const priceNotes = createPriceNotes({ spend, config: live, now: clock.now });
     const dailySummary = createDailySummary({
       clock,
       settings: () => ({ at: live().admin.daily_summary, timezone: live().assistant.timezone }),
-      summary: () => spend.text({ days: 1 }),
+      summary: () => [spend.text({ days: 1 }), ...priceNotes()].join('\n'),
       notify: (key, text) => adminChats.notify(key, text),
       onError: (err) => logger.error({ err }, 'the daily summary failed'),
     });

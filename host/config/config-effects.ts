@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { allowedModels } from '../gateway/config.ts';
-import { costMicros } from '../gateway/pricing.ts';
+import { allowedModels, type Pricing, type Rates } from '../gateway/config.ts';
+import { priceFor, priceSource } from '../gateway/price-table.ts';
+import { ratesAt } from '../gateway/pricing.ts';
 import type { HostConfig } from './schema.ts';
 import { formatConfigPath } from './toml-edit.ts';
 
@@ -21,22 +22,25 @@ export interface ConfigEffect {
   verdict: 'refuse' | 'ask';
 }
 
-const TOKENS = 1_000_000;
+interface CountedRates {
+  input: number;
+  output: number;
+}
 
 /**
- * A model's counted price per million tokens, in USD, read through the gateway's own cost function, so
- * this judges prices exactly as the spend cap will count them (a default price table or a non-zero
- * price for unknown models in the gateway is followed here without a change).
+ * A model's counted price per million tokens, in USD, for a short prompt and for one past any long-context
+ * threshold, read through the gateway's own price rules, so this judges prices exactly as the spend cap
+ * will count them (the shipped table and the ceiling for unpriced models are followed here without a change).
  */
-function countedPrice(
-  model: string,
-  prices: HostConfig['gateway']['prices'],
-): { input: number; output: number } {
-  return {
-    input: costMicros(model, { promptTokens: TOKENS, completionTokens: 0 }, prices) / TOKENS,
-    output: costMicros(model, { promptTokens: 0, completionTokens: TOKENS }, prices) / TOKENS,
-  };
+function countedPrice(model: string, pricing: Pricing): { short: CountedRates; long: CountedRates } {
+  const price = priceFor(model, pricing);
+  const counted = (rates: Rates) => ({ input: rates.input_per_mtok_usd, output: rates.output_per_mtok_usd });
+  return { short: counted(ratesAt(price, 0)), long: counted(ratesAt(price, Number.MAX_SAFE_INTEGER)) };
 }
+
+const differs = (a: CountedRates, b: CountedRates) => a.input !== b.input || a.output !== b.output;
+const free = (rates: CountedRates) => rates.input === 0 || rates.output === 0;
+const lowered = (was: CountedRates, is: CountedRates) => was.input > is.input || was.output > is.output;
 
 const usd = (n: number) => `${n} USD`;
 
@@ -62,29 +66,38 @@ function spendEffects(before: HostConfig, after: HostConfig): ConfigEffect[] {
 
   const reachableBefore = allowedModels(before.gateway, before.provider);
   for (const model of [...allowedModels(after.gateway, after.provider)].sort()) {
-    const was = countedPrice(model, before.gateway.prices);
-    const is = countedPrice(model, after.gateway.prices);
-    const key = formatConfigPath(['gateway', 'prices', model]);
-    if (is.input === 0 || is.output === 0) {
+    const prices = { was: countedPrice(model, before.gateway), is: countedPrice(model, after.gateway) };
+    const [was, is] = [prices.was.short, prices.is.short];
+    // An unpriced model's counted price is the ceiling, which unknown_model_price (or a dearer entry) sets.
+    const key =
+      priceSource(model, after.gateway.prices) === 'ceiling'
+        ? 'gateway.unknown_model_price'
+        : formatConfigPath(['gateway', 'prices', model]);
+    if (free(is) || free(prices.is.long)) {
       if (!reachableBefore.has(model)) {
         effects.push({
           key,
           effect: `lets agents use model ${model}, which has no price: the spend cap does not count its use`,
           verdict: 'ask',
         });
-      } else if (was.input > is.input || was.output > is.output) {
+      } else if (lowered(was, is) || lowered(prices.was.long, prices.is.long)) {
         effects.push({
           key,
           effect: `removes the spend cap for model ${model}: its use would be counted as costing nothing`,
           verdict: 'ask',
         });
       }
-    } else if (was.input > is.input || was.output > is.output) {
+    } else if (lowered(was, is) || lowered(prices.was.long, prices.is.long)) {
+      const [wasLong, isLong] = [prices.was.long, prices.is.long];
       effects.push({
         key,
         effect:
           `lowers the price counted for model ${model} (input ${usd(was.input)} → ${usd(is.input)}, ` +
-          `output ${usd(was.output)} → ${usd(is.output)} per million tokens): the spend cap then allows more of it`,
+          `output ${usd(was.output)} → ${usd(is.output)} per million tokens` +
+          (lowered(wasLong, isLong) && (differs(was, wasLong) || differs(is, isLong))
+            ? `; for long prompts input ${usd(wasLong.input)} → ${usd(isLong.input)}, output ${usd(wasLong.output)} → ${usd(isLong.output)}`
+            : '') +
+          `): the spend cap then allows more of it`,
         verdict: 'ask',
       });
     }

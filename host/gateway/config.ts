@@ -7,10 +7,24 @@ const httpUrl = z
 
 const modelName = z.string().trim().min(1, 'model names must not be empty');
 
+const rates = {
+  input_per_mtok_usd: z.number().nonnegative(),
+  output_per_mtok_usd: z.number().nonnegative(),
+};
+
+const ratesSchema = z.object(rates).strict();
+
+/**
+ * A model's price. `long_context`: a prompt of more than `above_prompt_tokens` tokens is charged at its rates,
+ * input and output, for the whole request (as Gemini and Anthropic price long prompts).
+ */
 const priceSchema = z
   .object({
-    input_per_mtok_usd: z.number().nonnegative(),
-    output_per_mtok_usd: z.number().nonnegative(),
+    ...rates,
+    long_context: z
+      .object({ above_prompt_tokens: z.number().int().positive(), ...rates })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -52,11 +66,20 @@ export const gatewayConfigSchema = z
     allowed_models: z.array(modelName).optional(),
     /** USD per million tokens, keyed by the model name sent upstream; over the shipped table (price-table.ts). */
     prices: z.record(z.string(), priceSchema).default({}),
+    /**
+     * What a model without a price is charged at least. It can only raise the ceiling an unpriced model is
+     * charged at (the dearest rate of the table and of `prices`, per direction), never lower it.
+     */
+    unknown_model_price: ratesSchema.optional(),
   })
   .strict();
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type ModelPrice = z.output<typeof priceSchema>;
+/** USD per million tokens, in and out, at one tier. */
+export type Rates = z.output<typeof ratesSchema>;
+/** What prices a model: the owner's `[gateway.prices]` and `unknown_model_price`, over the shipped table. */
+export type Pricing = Pick<GatewayConfig, 'prices' | 'unknown_model_price'>;
 
 export const PROVIDER_DEFAULTS = {
   openai: { base_url: 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY', model: 'gpt-4.1-mini' },

@@ -197,7 +197,7 @@ export function createRequestHandler(
           chainFor(model),
           read.body.length - images.chars + images.count * IMAGE_WORST_TOKENS,
           prepared.maxOutputTokens,
-          ctx.config().prices,
+          ctx.config(),
         );
         const reserved = await ctx.spendCap.reserve(owner.groupId, day, worst);
         if (!reserved.ok) {
@@ -447,7 +447,7 @@ async function record(
       ? reservedMicros
       : usage.costUsd !== undefined
         ? usdToMicros(usage.costUsd)
-        : costMicros(model, tokens, ctx.config().prices);
+        : costMicros(model, tokens, ctx.config());
   if (usage === undefined) {
     ctx.logger.warn(
       { runId: owner.runId, groupId: owner.groupId, model, costMicros: cost },

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { GatewayConfig } from './config.ts';
-import { isPriced } from './price-table.ts';
+import { isPriced, isTranscriptionListed } from './price-table.ts';
 import { groupCap } from './spend-cap.ts';
 import { transcriptionOf } from './transcription-run-id.ts';
 import type { TotalsRow } from './usage-store-sqlite.ts';
@@ -49,7 +49,10 @@ export interface GroupPeriodSpend extends SpendFigures {
 
 export interface ModelSpend {
   model: string;
-  /** False: the gateway charged it the dearest known price (no `[gateway.prices]` entry, not in the table). */
+  /**
+   * False: the gateway charged it the ceiling (no `[gateway.prices]` entry, not in the table; a voice model
+   * counts as priced when the table lists it).
+   */
   priced: boolean;
   /** One per period, in the order of `SpendReport.periods`. */
   periods: SpendFigures[];
@@ -239,9 +242,11 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
       (b[1][last] as SpendFigures).costMicros - (a[1][last] as SpendFigures).costMicros ||
       a[0].localeCompare(b[0]);
     const modelList = (map: Map<string, SpendFigures[]>): ModelSpend[] =>
-      [...map.entries()]
-        .sort(dearestFirst)
-        .map(([model, figures]) => ({ model, priced: isPriced(model, config.prices), periods: figures }));
+      [...map.entries()].sort(dearestFirst).map(([model, figures]) => ({
+        model,
+        priced: isPriced(model, config.prices) || isTranscriptionListed(model),
+        periods: figures,
+      }));
 
     return {
       today,

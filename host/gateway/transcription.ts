@@ -2,6 +2,7 @@ import { fetch, FormData, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { errorMessage } from '../errors/error-message.ts';
 import type { LogLevels } from '../logging/logger.ts';
+import { transcriptionPricePerMinute } from './price-table.ts';
 import { usdToMicros } from './pricing.ts';
 import type { SpendCap } from './spend-cap.ts';
 import { transcriptionRunId } from './transcription-run-id.ts';
@@ -14,7 +15,8 @@ export interface TranscriptionSettings {
   base_url?: string | undefined;
   api_key_env?: string | undefined;
   max_seconds: number;
-  price_per_minute_usd: number;
+  /** The owner's price for `model`; unset: the table's (`transcriptionPricePerMinute`). */
+  price_per_minute_usd?: number | undefined;
   timeout_ms: number;
 }
 
@@ -59,7 +61,8 @@ const costOf = (seconds: number, pricePerMinute: number) => usdToMicros((seconds
 /**
  * Voice → text, for the host (never for a container: no route of the gateway's server leads here, so a
  * run cannot spend on audio it made up). It counts like any request of the group: the worst case (the
- * longest note `max_seconds` allows, at `price_per_minute_usd`) is reserved against the group's spend cap
+ * longest note `max_seconds` allows, at the model's price per minute: the owner's `price_per_minute_usd`, else
+ * the table's, else the dearest listed) is reserved against the group's spend cap
  * before anything is sent, and settled at the seconds the server says it billed, else the declared
  * duration, else the reservation. The real key goes only to the provider's own base URL; a local server
  * gets its own key variable or none.
@@ -68,7 +71,8 @@ export function createTranscription(deps: TranscriptionDeps) {
   return async function transcribe(req: TranscriptionRequest): Promise<TranscriptionResult> {
     const s = deps.settings();
     const day = deps.day();
-    const worst = costOf(s.max_seconds, s.price_per_minute_usd);
+    const perMinute = transcriptionPricePerMinute(s.model, s.price_per_minute_usd);
+    const worst = costOf(s.max_seconds, perMinute);
     const reserved = await deps.spendCap.reserve(req.groupId, day, worst);
     if (!reserved.ok) return { ok: false, reason: 'the group reached its daily spending cap' };
     let billedSeconds: number | undefined;
@@ -101,7 +105,7 @@ export function createTranscription(deps: TranscriptionDeps) {
     } finally {
       // A refused or failed request is not billed; an answered one at what it says it billed.
       const seconds = billedSeconds ?? req.durationSec;
-      const cost = !answered ? 0 : seconds === undefined ? worst : costOf(seconds, s.price_per_minute_usd);
+      const cost = !answered ? 0 : seconds === undefined ? worst : costOf(seconds, perMinute);
       await reserved.reservation.settle(async () => {
         if (answered)
           await deps.usageStore.recordUsage({

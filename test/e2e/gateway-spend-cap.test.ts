@@ -110,3 +110,55 @@ await describeDocker('e2e gateway: the cap binds with the price table that ships
     expect(h.fake.requests.slice(from).filter((r) => r.api === 'chat')).toEqual([]);
   }, 180_000);
 });
+
+await describeDocker(
+  'e2e gateway: a model without a price is charged the ceiling, and a small cap stops it',
+  () => {
+    let h: E2eHost;
+    const CEILING = { input: 150, output: 600 }; // o1-pro's rates, the dearest the shipped table knows
+    beforeAll(async () => {
+      h = await startE2eHost({
+        // A model neither the table nor [gateway.prices] knows (the harness prices only fake-model).
+        config: {
+          provider: { model: 'brand-new-model' },
+          runs: { max_attempts: 1, max_output_tokens: MAX_OUTPUT_TOKENS },
+          gateway: { daily_cap_usd: 0.01 },
+        },
+      });
+      await h.addLocalGroups('gamma');
+    }, 180_000);
+    afterAll(async () => {
+      await h?.stop();
+    }, 60_000);
+
+    it('stops the run within one reservation, charging its tokens at the ceiling', async () => {
+      const from = h.fake.requests.length;
+      h.fake.setResponder(
+        securityResponder({ gamma: turnResponder(() => reply.toolCalls([bash('echo again')])) }),
+      );
+      const res = await h.send('gamma', '@Andy keep going');
+      expect(res.stdout).toContain('reached its daily spending limit');
+      const forwarded = h.fake.requests.slice(from).filter((r) => r.api === 'chat');
+      const rows = h.host.store.db
+        .prepare(
+          'SELECT model, prompt_tokens AS prompt, completion_tokens AS completion, cost_micros AS cost FROM gateway_usage WHERE group_id = ?',
+        )
+        .all('gamma') as { model: string; prompt: number; completion: number; cost: number }[];
+      // One request's real cost at the ceiling is already past $0.01: the next one is refused unsent.
+      expect(forwarded).toHaveLength(1);
+      expect(rows).toHaveLength(1);
+      const [row] = rows as [(typeof rows)[number]];
+      expect(row.model).toBe('brand-new-model');
+      expect(row.cost).toBe(row.prompt * CEILING.input + row.completion * CEILING.output);
+      const spent = row.cost;
+      const worstRequest =
+        Buffer.byteLength((forwarded[0] as { rawBody: string }).rawBody) * CEILING.input +
+        MAX_OUTPUT_TOKENS * CEILING.output;
+      expect(spent).toBeGreaterThanOrEqual(10_000);
+      expect(spent - 10_000).toBeLessThan(worstRequest);
+      expect(h.runs('gamma').at(-1)?.exitReason).toMatch(
+        /daily spend cap of \$0\.01 reached for group gamma/,
+      );
+    }, 180_000);
+  },
+);

@@ -17,6 +17,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
+import { checkModelPrices } from './doctor-price-checks.ts';
 import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
 import { errorMessage } from '../../errors/error-message.ts';
@@ -123,6 +124,7 @@ export function doctorChecks(): Check[] {
     checkDataDir,
     checkStartable,
     checkProvider,
+    checkModelPrices(),
     checkEnvFile,
     checkServiceNames,
     checkMcpServers,

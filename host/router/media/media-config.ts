@@ -54,8 +54,11 @@ export const mediaConfigSchema = z
         api_key_env: z.string().min(1).optional(),
         /** Voice notes longer than this are not transcribed (a placeholder says so). */
         max_seconds: z.number().int().min(1).max(7_200).default(600),
-        /** What one minute of audio costs, counted against the group's spend cap (0 only for a local server). */
-        price_per_minute_usd: z.number().nonnegative().default(0.006),
+        /**
+         * What one minute of the model's audio costs, counted against the group's spend cap (0 only for a local
+         * server). Unset: the shipped table's price for the model (price-table.ts), else the dearest one listed.
+         */
+        price_per_minute_usd: z.number().nonnegative().optional(),
         timeout_ms: z.number().int().min(1_000).max(600_000).default(120_000),
       })
       .strict()

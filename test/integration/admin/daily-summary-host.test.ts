@@ -33,13 +33,14 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const start = (clock: ReturnType<typeof fakeClock>['clock']) =>
+const start = (clock: ReturnType<typeof fakeClock>['clock'], provider: Record<string, unknown> = {}) =>
   startHost({
     paths,
     config: hostConfigSchema.parse({
       assistant: { timezone: 'UTC' },
       admin: { daily_summary: '21:00' },
       gateway: { group_caps_usd: { family: 2 } },
+      provider,
     }),
     logger: pino({ level: 'silent' }),
     redact: (s) => s,
@@ -99,4 +100,32 @@ it('sends the day’s spend to the admin chat at the set time, and only once tha
   expect(summaries().map((s) => s.key)).toEqual([`daily-summary:${DAY}`]);
   later.advanceTo(Date.parse('2026-03-28T21:00:00Z'));
   expect(summaries().map((s) => s.key)).toEqual([`daily-summary:${DAY}`, 'daily-summary:2026-03-28']);
+});
+
+it('says in the summary which models in use have no price, and which listed prices are over six months old', async () => {
+  // A year after the table: its rows are stale, and a fallback model nobody priced is charged the ceiling.
+  const day = '2027-06-15';
+  const time = fakeClock(Date.parse(`${day}T20:00:00Z`));
+  host = await start(time.clock, { fallback_models: ['gpt-9-mini'] });
+  createSqliteUsageStore(host.store.db).recordUsage({
+    runId: '8',
+    groupId: 'main',
+    day,
+    model: 'seen-only-model',
+    promptTokens: 10,
+    completionTokens: 1,
+    costMicros: 2100,
+  });
+  time.advanceTo(Date.parse(`${day}T21:00:00Z`));
+  const text = summaries()[0]?.text ?? '';
+  const notes = text.slice(text.indexOf('\nPrices:\n') + 1).split('\n');
+  expect(notes[0]).toBe('Prices:');
+  expect(notes.filter((l) => l.includes('has no price')).map((l) => l.split(' ')[1])).toEqual([
+    'gpt-9-mini',
+    'seen-only-model',
+  ]);
+  expect(notes).toContain(
+    '- The listed price of gpt-4.1-mini is from 2025-10-01, more than six months old: check https://platform.openai.com/docs/pricing and set [gateway.prices."gpt-4.1-mini"] if it changed.',
+  );
+  expect(notes.some((l) => l.startsWith('- The price table is from '))).toBe(true);
 });

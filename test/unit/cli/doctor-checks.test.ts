@@ -13,6 +13,8 @@ import {
   checkStartable,
 } from '../../../host/cli/commands/doctor-config-checks.ts';
 import { checkConfig } from '../../../host/cli/commands/doctor-command.ts';
+import { checkModelPrices } from '../../../host/cli/commands/doctor-price-checks.ts';
+import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
 import { loadConfig } from '../../../host/config/load-config.ts';
 import { lastGoodFile, saveLastGood } from '../../../host/config/safe-start.ts';
 import { CleanRoomError } from '../../../host/security/policies/admin-clean-room.ts';
@@ -200,5 +202,60 @@ describe('doctor checks beyond start', () => {
       `[[allowed_roots]]\npath = "${real}"\nallow_read_write = false\n`,
     );
     expect((await checkAllowlistSymlinks(context(''))).ok).toBe(true);
+  });
+});
+
+describe('doctor checks the prices of the models in use', () => {
+  const on = (day: string) => () => Date.parse(`${day}T12:00:00Z`);
+
+  it('passes when every model in use is priced, and says which prices come from where', async () => {
+    const r = await checkModelPrices(on('2026-01-10'))(
+      context(
+        '[provider]\nmodel = "gpt-4.1-mini"\nfallback_models = ["my-llama"]\n' +
+          '[gateway.prices]\n"my-llama" = { input_per_mtok_usd = 0, output_per_mtok_usd = 0 }\n',
+      ),
+    );
+    expect(r).toMatchObject({ name: 'model prices', ok: true });
+    expect(r.detail).toContain('gpt-4.1-mini (table), my-llama ([gateway.prices])');
+    expect(r.detail).not.toContain('six months');
+  });
+
+  it('fails on a configured model without a price, naming it and the setting that prices it', async () => {
+    const r = await checkModelPrices(on('2026-01-10'))(
+      context('[provider]\nfallback_models = ["gpt-9-mini"]\n'),
+    );
+    expect(r.ok).toBe(false);
+    expect(r.detail).toContain('gpt-9-mini has no price: it is charged the ceiling ($150 in, $600 out');
+    expect(r.fix).toContain('[gateway.prices]');
+    expect(r.fix).toContain('"gpt-9-mini" = { input_per_mtok_usd');
+  });
+
+  it('fails on a model the records show in use this week without a price, but not on a voice model', async () => {
+    const store = openStore({ file: path.join(dataDir, 'carapace.db') });
+    const usage = createSqliteUsageStore(store.db);
+    for (const model of ['unlisted-router-model', 'whisper-1'])
+      await usage.recordUsage({
+        runId: '1',
+        groupId: 'main',
+        day: '2026-01-09',
+        model,
+        promptTokens: 1,
+        completionTokens: 1,
+        costMicros: 1,
+      });
+    store.close();
+    const r = await checkModelPrices(on('2026-01-10'))(context(''));
+    expect(r.ok).toBe(false);
+    expect(r.detail).toContain('unlisted-router-model has no price');
+    expect(r.detail).not.toContain('whisper-1');
+  });
+
+  it('says, without failing, when a listed price in use and the table are more than six months old', async () => {
+    const r = await checkModelPrices(on('2027-03-01'))(context(''));
+    expect(r.ok).toBe(true);
+    expect(r.detail).toContain(
+      'The listed price of gpt-4.1-mini is from 2025-10-01, more than six months old',
+    );
+    expect(r.detail).toMatch(/The price table is from \d{4}-\d{2}-\d{2}, more than six months old/);
   });
 });

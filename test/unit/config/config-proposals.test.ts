@@ -426,6 +426,17 @@ describe('config proposals judged by their effect', () => {
         ],
         'this lets agents use model tiny-unpriced, which has no price: the spend cap does not count its use',
       ],
+      // A flat price for a model the table prices higher past 200K prompt tokens lowers its long prompts.
+      [
+        [
+          { key: 'gateway.allowed_models', value: ['gemini-2.5-pro'] },
+          {
+            key: 'gateway.prices."gemini-2.5-pro"',
+            value: { input_per_mtok_usd: 1.25, output_per_mtok_usd: 10 },
+          },
+        ],
+        'this lowers the price counted for model gemini-2.5-pro (input 1.25 USD → 1.25 USD, output 10 USD → 10 USD per million tokens; for long prompts input 2.5 USD → 1.25 USD, output 15 USD → 10 USD): the spend cap then allows more of it',
+      ],
       [
         [{ key: 'web_fetch.allow_private_hosts', value: ['nas.lan', '10.0.0.5'] }],
         'this lets web_fetch reach 10.0.0.5, a host on the private network',

@@ -34,14 +34,16 @@ describe('spend cap arithmetic', () => {
 
   it('prices the worst case at every prompt byte plus the full output bound, at the dearest model of the chain', () => {
     const prices = {
-      cheap: { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
-      dear: { input_per_mtok_usd: 3, output_per_mtok_usd: 15 },
+      prices: {
+        cheap: { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
+        dear: { input_per_mtok_usd: 3, output_per_mtok_usd: 15 },
+      },
     };
     // 1000 bytes × $3/Mtok + 4096 × $15/Mtok = 3000 + 61440 micro-dollars.
     expect(worstCaseMicros(['cheap', 'dear'], 1000, 4096, prices)).toBe(64_440);
     expect(worstCaseMicros(['cheap'], 1000, 4096, prices)).toBe(9_192);
-    // A model without a price reserves at the dearest known price, never 0: it cannot slip past the cap.
-    expect(worstCaseMicros(['unpriced'], 1000, 4096, prices)).toBe(1000 * 15 + 4096 * 75);
+    // A model without a price reserves at the ceiling (the dearest known rates, o1-pro's), never 0.
+    expect(worstCaseMicros(['unpriced'], 1000, 4096, prices)).toBe(1000 * 150 + 4096 * 600);
   });
 
   it('checks a lowered cap from a config reload at the next request', async () => {

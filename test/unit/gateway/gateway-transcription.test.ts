@@ -87,6 +87,20 @@ describe('transcription through the gateway', () => {
     ]);
   });
 
+  it("prices each model's minutes by the table, an unlisted model at the dearest listed price, the owner's price over both", async () => {
+    const fake = await provider(REAL_KEY);
+    const billed = async (transcription: Record<string, unknown>) => {
+      const { gateway, usageStore } = gatewayFor(fake, { transcription });
+      await gateway.transcribe(voice(voiceNote('hello'), 2));
+      return usageStore.records.map((r) => r.costMicros);
+    };
+    // The fake bills 3 s: $0.003 per minute is 150 micro-dollars, $0.006 is 300.
+    expect(await billed({ model: 'gpt-4o-mini-transcribe' })).toEqual([150]);
+    expect(await billed({ model: 'gpt-4o-transcribe' })).toEqual([300]);
+    expect(await billed({ model: 'whisper-2-unreleased' })).toEqual([300]);
+    expect(await billed({ model: 'whisper-2-unreleased', price_per_minute_usd: 0.02 })).toEqual([1000]);
+  });
+
   it('sends nothing once the group reached its spend cap, and says so', async () => {
     const fake = await provider(REAL_KEY);
     const { gateway, usageStore, capped } = gatewayFor(fake, { capUsd: 0 });

@@ -384,28 +384,34 @@ describe('gateway usage parsing', () => {
     expect(limited.finish().usage).toBeUndefined();
   });
 
-  it("prices tokens in integer micro-dollars, from the owner's prices, then the shipped table, else the dearest known", () => {
-    const prices = { m: { input_per_mtok_usd: 2.5, output_per_mtok_usd: 10 } };
-    const tokens = { promptTokens: 1_000_000, completionTokens: 1_000_000 };
-    expect(costMicros('m', { promptTokens: 1234, completionTokens: 56 }, prices)).toBe(3645);
+  it("prices tokens in integer micro-dollars, from the owner's prices, then the shipped table, else the ceiling", () => {
+    const none = { prices: {} };
+    const tokens = { promptTokens: 100_000, completionTokens: 100_000 };
+    expect(
+      costMicros(
+        'm',
+        { promptTokens: 1234, completionTokens: 56 },
+        { prices: { m: { input_per_mtok_usd: 2.5, output_per_mtok_usd: 10 } } },
+      ),
+    ).toBe(3645);
     // The shipped table, under a router's prefix, a snapshot date or a dotted version.
-    expect(costMicros('gpt-4.1-mini', tokens, {})).toBe(2_000_000);
-    expect(costMicros('openai/gpt-4.1-mini', tokens, {})).toBe(2_000_000);
-    expect(costMicros('gpt-4.1-mini-2025-04-14', tokens, {})).toBe(2_000_000);
-    expect(costMicros('anthropic/claude-sonnet-4.5', tokens, {})).toBe(18_000_000);
+    expect(costMicros('gpt-4.1-mini', tokens, none)).toBe(200_000);
+    expect(costMicros('openai/gpt-4.1-mini', tokens, none)).toBe(200_000);
+    expect(costMicros('gpt-4.1-mini-2025-04-14', tokens, none)).toBe(200_000);
+    expect(costMicros('anthropic/claude-sonnet-4.5', tokens, none)).toBe(1_800_000);
     // The owner's entry wins, a price of 0 included (their local model).
     expect(
       costMicros('gpt-4.1-mini', tokens, {
-        'gpt-4.1-mini': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 },
+        prices: { 'gpt-4.1-mini': { input_per_mtok_usd: 0, output_per_mtok_usd: 0 } },
       }),
     ).toBe(0);
-    // Unknown: the dearest input and output price known, never 0; an owner's dearer entry raises it.
-    const dearest = costMicros('local-llama', tokens, {});
-    expect(dearest).toBe(90_000_000);
-    expect(costMicros('constructor', tokens, {})).toBe(dearest);
-    expect(costMicros('other', tokens, { big: { input_per_mtok_usd: 100, output_per_mtok_usd: 1 } })).toBe(
-      175_000_000,
-    );
+    // Unknown: the ceiling (the dearest input and output rates known), never 0; an owner's dearer entry raises it.
+    const ceiling = costMicros('local-llama', tokens, none);
+    expect(ceiling).toBe(100_000 * 150 + 100_000 * 600);
+    expect(costMicros('constructor', tokens, none)).toBe(ceiling);
+    expect(
+      costMicros('other', tokens, { prices: { big: { input_per_mtok_usd: 1000, output_per_mtok_usd: 1 } } }),
+    ).toBe(100_000 * 1000 + 100_000 * 600);
   });
 
   it('dates its price table', () => {

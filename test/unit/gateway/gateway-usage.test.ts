@@ -85,7 +85,7 @@ describe('gateway usage accounting', () => {
     });
   });
 
-  it('charges a model without a price at the dearest known price, and one the owner priced at 0 as free', async () => {
+  it('charges a model without a price at the ceiling, and one the owner priced at 0 as free', async () => {
     h = await startHarness({
       usageStore: store,
       gateway: {
@@ -100,11 +100,11 @@ describe('gateway usage accounting', () => {
     for (const model of ['local-llama', 'local-free'])
       await h.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'a' }] });
     const rows = store.totalsForRun('run-1');
-    // The dearest known price: $15 in, $75 out per million tokens (the shipped table's dearest model).
+    // The ceiling: $150 in, $600 out per million tokens (the dearest rates the shipped table knows, o1-pro's).
     expect(rows.find((r) => r.model === 'local-llama')).toMatchObject({
       promptTokens: 7,
       completionTokens: 3,
-      costMicros: 330,
+      costMicros: 7 * 150 + 3 * 600,
     });
     expect(rows.find((r) => r.model === 'local-free')).toMatchObject({
       promptTokens: 7,

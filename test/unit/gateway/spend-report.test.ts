@@ -157,10 +157,13 @@ describe('spend report', () => {
   it('marks a model without a price, which the gateway charged at the dearest known price', () => {
     spend('1', 'main', TODAY, 'my-unknown-model', 10);
     spend('2', 'main', TODAY, 'local-free', 0);
+    // A voice model is priced per minute by its own table.
+    spend('transcription:main:2026-03-31T08:00Z', 'main', TODAY, 'gpt-4o-mini-transcribe', 0);
     const report = createSpendReporter(store.db)({ today: TODAY }, CONFIG);
     expect(Object.fromEntries(report.models.map((m) => [m.model, m.priced]))).toEqual({
       'my-unknown-model': false,
       'local-free': true,
+      'gpt-4o-mini-transcribe': true,
     });
     expect(formatSpendReport(report)).toContain('my-unknown-model: $0.0000 / $0.0000 / $0.0000 (no price');
   });
