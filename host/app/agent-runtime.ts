@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import type { Logger } from '../logging/logger.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { outboxFilesDir, type CarapacePaths } from '../config/paths.ts';
-import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps } from '../gateway/index.ts';
+import { createGateway, PROVIDER_DEFAULTS, type CredentialRouteDeps, type Review } from '../gateway/index.ts';
 import { credentialCommandSetup } from '../services/credential/command-setup.ts';
 import { createCredentialStatusBook } from '../services/credential/credential-status.ts';
 import { createOutboundFiles } from '../router/media/outbound-file.ts';
@@ -90,6 +90,11 @@ export interface AgentRuntimeDeps {
   logger: Logger;
 }
 
+/** The runtime, and the Cop's way to the provider: through its gateway (absent when nothing runs). */
+export interface AgentRuntime extends RunnerRuntime {
+  review?: Review;
+}
+
 /** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
 function recentlyActiveGroups(store: Store, withinMs: number) {
   const since = Date.now() - withinMs;
@@ -113,7 +118,7 @@ export function providerConfigured(config: HostConfig, apiKey: string | undefine
  * earlier host, the agent image, the networks, the LLM gateway and the gateway network's firewall.
  * Anything missing turns into a runner that tells the group what to fix, so the host still starts.
  */
-export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<RunnerRuntime> {
+export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<AgentRuntime> {
   const { docker, config, paths, logger } = deps;
   if (!providerConfigured(config, deps.providerApiKey)) {
     const env = config.provider.api_key_env;
@@ -147,7 +152,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<Runner
   }
 }
 
-async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStack): Promise<RunnerRuntime> {
+async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStack): Promise<AgentRuntime> {
   const { docker, config, paths, store, logger } = deps;
   const hostInstanceId = deps.hostInstanceId ?? crypto.randomUUID();
   const dataLabel = dataFolderLabel(paths.dataDir);
@@ -211,6 +216,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
     transcription: () => deps.live().media.transcription,
+    // The Cop's reviews are spent here too, charged to the reviewed run's group (security applies at restart).
+    review: {
+      model: config.security.cop.model ?? config.provider.model,
+      max_output_tokens: config.security.cop.max_output_tokens,
+      max_reviews_per_run: config.security.cop.max_reviews_per_run,
+    },
     ...(deps.secret ? { secret: deps.secret } : {}),
     // Keyed by the day the gateway counted on, the one the cap resets on: once per group and day each.
     onSpendCapReached: spendNotices.capReached,
@@ -390,6 +401,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         ),
     },
     transcribe: gateway.transcribe,
+    review: gateway.review,
     prestart: {
       status: () => {
         const { budget, containers } = runner.prestartStatus();

@@ -10,7 +10,6 @@ import { createConfigFileStore } from '../config/config-file-store.ts';
 import { reloadOnRestart } from '../config/config-reload.ts';
 import { adminGroupId } from '../admin/admin-group.ts';
 import { createAgentRuntime } from './agent-runtime.ts';
-import { upstreamApiBase } from '../gateway/config.ts';
 import type { HostDeps, RunnerFactoryDeps } from './host.ts';
 import { EXAMPLE_CONFIG_FILE } from '../config/project-files.ts';
 import { createMessagePolicy } from '../security/policies/message-policy.ts';
@@ -29,7 +28,9 @@ import { createBashReports } from '../security/taint/bash-reports.ts';
 import { createCop } from '../security/cop/cop.ts';
 import { createSecretReads } from '../security/taint/secret-reads.ts';
 import { createAttachmentReads } from '../security/taint/attachment-reads.ts';
-import { createOpenAiCopComplete } from '../security/cop/cop-openai-complete.ts';
+import { createGatewayCopComplete } from '../security/cop/cop-gateway-complete.ts';
+import { lateBound } from './late-bound.ts';
+import type { Review } from '../gateway/index.ts';
 import type { SecretScanner } from '../security/secrets/index.ts';
 import { createFinalFailures } from '../router/final-failures.ts';
 import { createRunSignals } from '../router/run-signals.ts';
@@ -87,12 +88,11 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         if (group) store.groups.markTainted(group.id, t);
       },
     });
+    // The Cop asks through the runtime's gateway, which exists only further down: reviews happen in runs,
+    // after it is set; one asked without it is refused (a flag), never sent around the gateway's accounting.
+    const gatewayReview = lateBound<Review>();
     const cop = createCop({
-      complete: createOpenAiCopComplete({
-        baseURL: upstreamApiBase(config.provider),
-        apiKey: providerApiKey ?? 'none',
-        model: config.security.cop.model ?? config.provider.model,
-      }),
+      complete: createGatewayCopComplete(() => gatewayReview.get()),
       config: config.security.cop,
       logger: logger.child({ subsystem: 'cop' }),
     });
@@ -258,6 +258,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       await mcp.close();
       throw err;
     }
+    if (runtime.review) gatewayReview.set(runtime.review);
     return {
       ...runtime,
       services: { status: () => mcp.status() },

@@ -14,6 +14,7 @@ import {
 import { gatewayKeyFrom } from './headers.ts';
 import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-registry.ts';
 import type { LogLevels } from '../logging/logger.ts';
+import { createReviews, type Review, type ReviewSettings } from './review.ts';
 import { createRunSlots } from './run-slots.ts';
 import { createSpendCap } from './spend-cap.ts';
 import { createTranscription, type TranscriptionSettings, type Transcribe } from './transcription.ts';
@@ -51,6 +52,8 @@ export interface GatewayDeps {
   dispatcher?: Dispatcher;
   /** `[media.transcription]`, read at each voice note; absent: the gateway transcribes nothing. */
   transcription?: () => TranscriptionSettings;
+  /** `[security.cop]`'s model and bounds: absent, the gateway makes no reviews (each is refused, so flagged). */
+  review?: ReviewSettings;
   /** Secret lookup by variable name: a local transcription server's key. */
   secret?: (name: string) => string | undefined;
   /** The credential routes (`/credentials/<name>/…`); without them, those paths are unknown routes. */
@@ -81,6 +84,8 @@ export interface Gateway {
   readonly port: number | undefined;
   /** Voice → text for the host, counted against the group's spend cap like its runs' requests. */
   transcribe: Transcribe;
+  /** One Cop review for a run, counted against its group's cap and the run's review budget (review.ts). */
+  review: Review;
   close(): Promise<void>;
 }
 
@@ -132,6 +137,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
     onNotifyError: (error, groupId) =>
       logger.error({ groupId, err: errorMessage(error) }, 'gateway: a spend notice failed'),
   });
+  const upstream = {
+    dispatcher,
+    apiBase: upstreamApiBase(deps.provider),
+    timeoutMs: startConfig.upstream_timeout_ms,
+    retryAttempts: startConfig.retry_attempts,
+    retryBaseMs: startConfig.retry_base_ms,
+    retryMaxDelayMs: startConfig.retry_max_delay_ms,
+    sleep: deps.sleep ?? ((ms: number, signal: AbortSignal) => delay(ms, undefined, { signal })),
+    now: () => deps.clock.now(),
+    logger,
+  };
   const handler = createRequestHandler({
     config: deps.config,
     provider: deps.provider,
@@ -151,17 +167,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       spendCapRefused: () => undefined,
       providerTimedOut: () => undefined,
     },
-    upstream: {
-      dispatcher,
-      apiBase: upstreamApiBase(deps.provider),
-      timeoutMs: startConfig.upstream_timeout_ms,
-      retryAttempts: startConfig.retry_attempts,
-      retryBaseMs: startConfig.retry_base_ms,
-      retryMaxDelayMs: startConfig.retry_max_delay_ms,
-      sleep: deps.sleep ?? ((ms, signal) => delay(ms, undefined, { signal })),
-      now: () => deps.clock.now(),
-      logger,
-    },
+    upstream,
   });
 
   const credentialRoute = deps.credentials
@@ -210,6 +216,24 @@ export function createGateway(deps: GatewayDeps): Gateway {
         logger,
       });
 
+  const reviews = deps.review
+    ? createReviews({
+        settings: deps.review,
+        config: deps.config,
+        provider: deps.provider,
+        providerApiKey: deps.providerApiKey,
+        maxOutputTokens: deps.maxOutputTokens,
+        upstream,
+        spendCap,
+        usageStore: deps.usageStore,
+        day: () => dayOf(deps.clock.now()),
+        logger,
+      })
+    : undefined;
+  const review: Review = reviews
+    ? (call) => reviews.review(call)
+    : async () => ({ ok: false, refused: 'the Cop has no reviews set up in this gateway' });
+
   const servers: Server[] = [];
   let boundPort: number | undefined;
   let state: 'idle' | 'listening' | 'closed' = 'idle';
@@ -245,6 +269,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         revoke: () => {
           llm.revoke();
           credential.revoke();
+          reviews?.forget(owner.runId);
         },
       };
     },
@@ -262,6 +287,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return boundPort;
     },
     transcribe,
+    review,
     async close() {
       state = 'closed';
       await Promise.all(servers.map(closeServer));

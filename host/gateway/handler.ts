@@ -6,7 +6,7 @@ import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
 import type { KeyOwner, KeyRegistry } from './key-registry.ts';
 import type { LogLevels } from '../logging/logger.ts';
-import { costMicros, usdToMicros, worstCaseMicros } from './pricing.ts';
+import { worstCaseMicros } from './pricing.ts';
 import { readBodyLimited } from './request-body.ts';
 import { filterModelList, readUpstreamBody, relayStream, sendBuffered } from './response-relay.ts';
 import { isRetryableStatus } from './retry-policy.ts';
@@ -14,6 +14,7 @@ import { matchRoute, type Route } from './routes.ts';
 import type { RunSlots } from './run-slots.ts';
 import type { Reservation, SpendCap } from './spend-cap.ts';
 import { callUpstream, type UpstreamSettings } from './upstream.ts';
+import { chargedMicros } from './usage-cost.ts';
 import type { PartialUsage } from './usage-extract.ts';
 import type { UsageStore } from './usage-store.ts';
 import { errorMessage } from '../errors/error-message.ts';
@@ -440,14 +441,7 @@ async function record(
   reservedMicros: number,
 ): Promise<number> {
   const tokens = { promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 };
-  // The provider's own figure when it gives one (OpenRouter's usage.cost: what it bills, whatever the
-  // routing), else the tokens at the model's price.
-  const cost =
-    usage === undefined
-      ? reservedMicros
-      : usage.costUsd !== undefined
-        ? usdToMicros(usage.costUsd)
-        : costMicros(model, tokens, ctx.config());
+  const cost = chargedMicros(model, usage, reservedMicros, ctx.config());
   if (usage === undefined) {
     ctx.logger.warn(
       { runId: owner.runId, groupId: owner.groupId, model, costMicros: cost },

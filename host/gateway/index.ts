@@ -34,3 +34,4 @@ export type {
   TranscriptionResult,
   TranscriptionSettings,
 } from './transcription.ts';
+export type { Review, ReviewCall, ReviewResult, ReviewSettings } from './review.ts';

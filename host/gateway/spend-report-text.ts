@@ -43,6 +43,10 @@ export function formatSpendReport(report: SpendReport): string {
       if (longest && longest.costMicros + longest.requests > 0)
         lines.push(`    ${m.model}: ${formatUsd(longest.costMicros)} (${tokens(longest)})`);
     }
+    // The host's own calls for the group's runs: already in the lines above, named here on their own.
+    const reviews = g.reviews[last];
+    if (reviews && reviews.requests > 0)
+      lines.push(`    of which Cop reviews: ${formatUsd(reviews.costMicros)} (${tokens(reviews)})`);
   }
 
   if (spending.length > 0 && idle.length > 0) lines.push(`- nothing spent: ${idle.join(', ')}`);
@@ -59,7 +63,12 @@ export function formatSpendReport(report: SpendReport): string {
   for (const r of report.topRuns) {
     // The run's start is stored in UTC; a run no longer stored is named by its first day of spend.
     const when = r.startedAt ? `${r.startedAt.slice(0, 16).replace('T', ' ')} UTC` : r.firstDay;
-    const what = r.kind === 'transcription' ? 'voice transcription' : `run ${r.runId}`;
+    const what =
+      r.kind === 'transcription'
+        ? 'voice transcription'
+        : r.kind === 'review'
+          ? `Cop reviews of run ${r.reviewedRunId ?? '?'}`
+          : `run ${r.runId}`;
     lines.push(`- ${what} in ${r.groupId}, ${when}: ${formatUsd(r.costMicros)} (${r.models.join(', ')})`);
   }
 

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { GatewayConfig } from './config.ts';
 import { isPriced, isTranscriptionListed } from './price-table.ts';
+import { reviewOf } from './review-run-id.ts';
 import { groupCap } from './spend-cap.ts';
 import { transcriptionOf } from './transcription-run-id.ts';
 import type { TotalsRow } from './usage-store-sqlite.ts';
@@ -67,16 +68,27 @@ export interface GroupSpend {
   /** One per period, in the order of `SpendReport.periods`. */
   periods: GroupPeriodSpend[];
   models: ModelSpend[];
+  /**
+   * The Cop's reviews of the group's runs, one per period: part of `periods` and of the models' figures, shown
+   * on their own. Counted from the per-run records: days older than `[retention] usage_days` count their reviews
+   * under the model only.
+   */
+  reviews: SpendFigures[];
 }
 
 export interface RunSpend {
-  /** `transcription`: a group's voice notes of one minute, which belong to no run (`transcription-run-id.ts`). */
-  kind: 'run' | 'transcription';
+  /**
+   * `transcription`: a group's voice notes of one minute, which belong to no run (`transcription-run-id.ts`);
+   * `review`: the Cop's reviews of one run (`review-run-id.ts`), the run being `reviewedRunId`.
+   */
+  kind: 'run' | 'transcription' | 'review';
   runId: string;
+  /** The reviewed run, for `kind: 'review'`. */
+  reviewedRunId?: string;
   groupId: string;
   /**
-   * When the run started (the runs table's ISO time), or a transcription's minute; null once retention removed
-   * the run, and for transcriptions recorded before their minute was.
+   * When the run started (the runs table's ISO time; for reviews, the reviewed run's), or a transcription's
+   * minute; null once retention removed the run, and for transcriptions recorded before their minute was.
    */
   startedAt: string | null;
   /** The first and last day it spent on within the report's longest period. */
@@ -132,11 +144,16 @@ export function spendPeriods(today: string, days: number): SpendPeriod[] {
 
 interface DayRow extends TotalsRow {
   day: string;
+  /** 1: the Cop's reviews (`review:<group>:<run>`); the daily roll-ups no longer know. */
+  review: number;
 }
 
-function kindAndStart(r: RunRow): Pick<RunSpend, 'kind' | 'startedAt'> {
+function kindAndStart(r: RunRow): Pick<RunSpend, 'kind' | 'startedAt' | 'reviewedRunId'> {
   const t = transcriptionOf(r.run_id);
-  return t ? { kind: 'transcription', startedAt: t.at } : { kind: 'run', startedAt: r.started_at };
+  if (t) return { kind: 'transcription', startedAt: t.at };
+  const review = reviewOf(r.run_id);
+  if (review) return { kind: 'review', reviewedRunId: review.reviewedRunId, startedAt: r.started_at };
+  return { kind: 'run', startedAt: r.started_at };
 }
 
 interface RunRow {
@@ -170,23 +187,27 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
   // Each usage row is in exactly one table (retention moves a row and deletes it in one transaction), so the
   // union counts each request once.
   const byDay = db.prepare<{ from: string; to: string; group: string | null }, DayRow>(`
-    SELECT day, group_id, model, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+    SELECT day, group_id, model, review, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
            SUM(completion_tokens) AS completion_tokens, SUM(cost_micros) AS cost_micros
     FROM (
-      SELECT day, group_id, model, requests, prompt_tokens, completion_tokens, cost_micros
+      SELECT day, group_id, model, run_id LIKE 'review:%' AS review, requests, prompt_tokens,
+             completion_tokens, cost_micros
       FROM gateway_usage WHERE day >= @from AND day <= @to AND (@group IS NULL OR group_id = @group)
       UNION ALL
-      SELECT day, group_id, model, requests, prompt_tokens, completion_tokens, cost_micros
+      SELECT day, group_id, model, 0 AS review, requests, prompt_tokens, completion_tokens, cost_micros
       FROM gateway_usage_daily WHERE day >= @from AND day <= @to AND (@group IS NULL OR group_id = @group)
     )
-    GROUP BY day, group_id, model
+    GROUP BY day, group_id, model, review
   `);
+  // A review row's run is the reviewed run (`review:<group>:<run>`; group ids have no colon), for its start.
   const dearestRuns = db.prepare<{ from: string; to: string; group: string | null; limit: number }, RunRow>(`
     SELECT u.run_id, u.group_id, r.started_at, MIN(u.day) AS first_day, MAX(u.day) AS last_day,
            json_group_array(DISTINCT u.model) AS models, SUM(u.requests) AS requests,
            SUM(u.prompt_tokens) AS prompt_tokens, SUM(u.completion_tokens) AS completion_tokens,
            SUM(u.cost_micros) AS cost_micros
-    FROM gateway_usage u LEFT JOIN runs r ON r.id = CAST(u.run_id AS INTEGER)
+    FROM gateway_usage u LEFT JOIN runs r ON r.id = CAST(
+      CASE WHEN u.run_id LIKE 'review:%' THEN substr(u.run_id, instr(substr(u.run_id, 8), ':') + 8)
+           ELSE u.run_id END AS INTEGER)
     WHERE u.day >= @from AND u.day <= @to AND (@group IS NULL OR u.group_id = @group)
     GROUP BY u.run_id
     ORDER BY cost_micros DESC, u.run_id
@@ -209,11 +230,18 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
 
     const totals = periods.map(zero);
     const daily = new Map<string, DailySpend>();
-    const groups = new Map<string, { periods: SpendFigures[]; models: Map<string, SpendFigures[]> }>();
+    const groups = new Map<
+      string,
+      { periods: SpendFigures[]; models: Map<string, SpendFigures[]>; reviews: SpendFigures[] }
+    >();
     const models = new Map<string, SpendFigures[]>();
     const groupEntry = (id: string) => {
       let entry = groups.get(id);
-      if (!entry) groups.set(id, (entry = { periods: periods.map(zero), models: new Map() }));
+      if (!entry)
+        groups.set(
+          id,
+          (entry = { periods: periods.map(zero), models: new Map(), reviews: periods.map(zero) }),
+        );
       return entry;
     };
     const modelEntry = (map: Map<string, SpendFigures[]>, model: string) => {
@@ -234,6 +262,7 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
       periods.forEach((p, i) => {
         if (row.day < p.from) return;
         for (const figures of [totals[i], g.periods[i], gm[i], m[i]]) add(figures as SpendFigures, row);
+        if (row.review) add(g.reviews[i] as SpendFigures, row);
       });
     }
 
@@ -266,6 +295,7 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
               capMicros: cap.micros * (periods[i] as SpendPeriod).days,
             })),
             models: modelList(g.models),
+            reviews: g.reviews,
           };
         }),
       daily: [...daily.values()].sort(

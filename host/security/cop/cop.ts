@@ -15,13 +15,36 @@ export const copConfigSchema = z
     model: z.string().min(1).optional(),
     /** Longer parameters are flagged unseen rather than truncated: a cut payload could hide the attack. */
     max_review_chars: z.number().int().min(1_000).max(1_000_000).default(60_000),
+    /**
+     * The answer's bound, reserved against the group's cap with the prompt (the gateway clamps it to
+     * `[runs] max_output_tokens`). A verdict is a few dozen tokens; a reasoning model spends its hidden
+     * reasoning from this too, and an answer cut short is a flag (raise it for such a model).
+     */
+    max_output_tokens: z.number().int().min(64).max(200_000).default(512),
+    /**
+     * Reviews one run may ask for. Past it, each further operation that needs a review goes to the owner:
+     * one model answer with many tool calls cannot buy reviews without end.
+     */
+    max_reviews_per_run: z.number().int().min(1).max(10_000).default(20),
   })
   .strict();
 
 export type CopConfig = z.infer<typeof copConfigSchema>;
 
-/** One chat-completion call to the configured provider; must honour `signal` (the Cop also stops waiting). */
-export type CopComplete = (messages: CopMessage[], signal: AbortSignal) => Promise<string>;
+/** The run whose operation is reviewed, from the host's identity of it: it pays for the review. */
+export interface CopRun {
+  runId: string;
+  groupId: string;
+}
+
+/**
+ * One chat-completion call to the configured provider, charged to `run`; must honour `signal` (the Cop also
+ * stops waiting). Throws a `CopRefusal` when the call was not made for a reason the owner should read.
+ */
+export type CopComplete = (messages: CopMessage[], signal: AbortSignal, run: CopRun) => Promise<string>;
+
+/** A review that was not sent (the group's spend cap, the run's review budget): a flag, with this reason. */
+export class CopRefusal extends Error {}
 
 export interface CopReviewRequest {
   kind: CopReviewKind;
@@ -42,8 +65,11 @@ export interface CopVerdict {
 }
 
 export interface Cop {
-  /** Never rejects and never passes on failure: every error is a flagged verdict with `source: 'error'`. */
-  review(request: CopReviewRequest): Promise<CopVerdict>;
+  /**
+   * Never rejects and never passes on failure: every error, a refused review included, is a flagged
+   * verdict with `source: 'error'`.
+   */
+  review(request: CopReviewRequest, run: CopRun): Promise<CopVerdict>;
 }
 
 const MAX_REASON_CHARS = 500;
@@ -77,7 +103,17 @@ export function createCop(deps: {
     return { flagged: true, reason: `cop unavailable: ${why}`, source: 'error' };
   }
 
-  async function ask(messages: CopMessage[]): Promise<string> {
+  /** Refused before it was sent: the owner reads why, and decides. */
+  function notReviewed(request: CopReviewRequest, why: string): CopVerdict {
+    log(
+      'warn',
+      { kind: request.kind, operation: request.operation, why },
+      'cop review refused; counted as flagged',
+    );
+    return { flagged: true, reason: `not reviewed: ${why.slice(0, 300)}`, source: 'error' };
+  }
+
+  async function ask(messages: CopMessage[], run: CopRun): Promise<string> {
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
@@ -91,7 +127,7 @@ export function createCop(deps: {
       // Raced rather than trusted to honour the signal: a `complete` that ignores it must not hold the
       // review open. `Promise.resolve().then` also turns a synchronous throw into a rejection.
       return await Promise.race([
-        Promise.resolve().then(() => deps.complete(messages, controller.signal)),
+        Promise.resolve().then(() => deps.complete(messages, controller.signal, run)),
         timedOut,
       ]);
     } finally {
@@ -100,14 +136,15 @@ export function createCop(deps: {
   }
 
   return {
-    async review(request) {
+    async review(request, run) {
       try {
         const built = buildCopMessages(request, config.max_review_chars);
         if ('error' in built) return unavailable(request, built.error);
         let answer: unknown;
         try {
-          answer = await ask(built.messages);
+          answer = await ask(built.messages, run);
         } catch (err) {
+          if (err instanceof CopRefusal) return notReviewed(request, err.message);
           return unavailable(
             request,
             err instanceof CopTimeout ? err.message : `the provider call failed: ${errorText(err)}`,

@@ -90,7 +90,11 @@ export async function copThenOwner(
   // A verdict that could not be written is no verdict: nothing is reviewed without its row.
   if (!record)
     throw new Error(`copThenOwner for ${request.operation} has neither an audit store nor a verdict row`);
-  const review = await deps.cop.review(request);
+  // The run pays for its review: its group's cap, its review budget (a refused review is a flag).
+  const review = await deps.cop.review(request, {
+    runId: String(identity.runId),
+    groupId: identity.group.id,
+  });
   record(review.flagged ? 'flagged' : 'passed', (ask.verdictRow?.reason ?? cut1000)(review.reason));
   const shown = review.reason.slice(0, 300);
   const why = review.flagged ? ask.flagged(shown) : ask.passed?.(shown);

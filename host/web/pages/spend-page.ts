@@ -1,5 +1,5 @@
 import { formatUsd } from '../../gateway/pricing.ts';
-import { addDays, type GroupSpend, type SpendReport } from '../../gateway/spend-report.ts';
+import { addDays, type GroupSpend, type RunSpend, type SpendReport } from '../../gateway/spend-report.ts';
 import { h, table, type Html } from '../html.ts';
 
 const periodName = (days: number) => (days === 1 ? 'Today' : `${days} days`);
@@ -24,6 +24,14 @@ function dayChart(r: SpendReport, g: GroupSpend): Html {
     return h`<rect x="${i * CHART_W}" y="${CHART_H - height}" width="${CHART_W - 1}" height="${height}" fill="#3b82f6"><title>${day}: ${formatUsd(micros)}</title></rect>`;
   });
   return h`<svg class="chart" width="${days * CHART_W}" height="${CHART_H}" viewBox="0 0 ${days * CHART_W} ${CHART_H}" role="img" aria-label="${g.groupId}: spend per day, last ${days} days">${bars}${g.cap.micros > 0 ? h`<line x1="0" x2="${days * CHART_W}" y1="${capY}" y2="${capY}" stroke="#a32020" stroke-dasharray="2 2"><title>daily cap ${formatUsd(g.cap.micros)}</title></line>` : ''}</svg>`;
+}
+
+/** A top-runs row's first cell: a run links to its page, the Cop's reviews to the page of the run reviewed. */
+function runCell(t: RunSpend): Html | string {
+  if (t.kind === 'transcription') return 'voice transcription';
+  if (t.kind === 'review')
+    return h`Cop reviews of <a href="/runs/${t.reviewedRunId ?? ''}">${t.reviewedRunId ?? ''}</a>`;
+  return h`<a href="/runs/${t.runId}">${t.runId}</a>`;
 }
 
 /** The spend report (`carapace usage`'s): per group against its cap, per model, the dearest runs. */
@@ -56,7 +64,7 @@ ${table(
   ['Run', 'Group', 'Started', 'Models', 'Tokens in / out', 'Cost'],
   r.topRuns.map(
     (t) =>
-      h`<tr data-run="${t.runId}"><td>${t.kind === 'transcription' ? 'voice transcription' : h`<a href="/runs/${t.runId}">${t.runId}</a>`}</td><td>${t.groupId}</td><td>${t.startedAt ?? t.firstDay}</td><td>${t.models.join(', ')}</td><td>${t.promptTokens} / ${t.completionTokens}</td><td class="cost">${formatUsd(t.costMicros)}</td></tr>`,
+      h`<tr data-run="${t.runId}"><td>${runCell(t)}</td><td>${t.groupId}</td><td>${t.startedAt ?? t.firstDay}</td><td>${t.models.join(', ')}</td><td>${t.promptTokens} / ${t.completionTokens}</td><td class="cost">${formatUsd(t.costMicros)}</td></tr>`,
   ),
 )}`;
 }

@@ -138,6 +138,40 @@ describe('spend report', () => {
     ]);
   });
 
+  it('shows the Cop’s reviews of a group’s runs on their own lines, within the group’s spend', () => {
+    const run = store.runs.start('family', 1, 0);
+    spend(String(run.id), 'family', TODAY, 'gpt-4.1-mini', 5_000);
+    spend(`review:family:${run.id}`, 'family', TODAY, 'gpt-4.1-mini', 900, 1000);
+    spend(`review:family:${run.id}`, 'family', TODAY, 'gpt-4.1-mini', 800, 1000); // a second review
+    spend('review:main:5', 'main', addDays(TODAY, -2), 'gpt-4.1-mini', 300, 1000);
+    const report = createSpendReporter(store.db)({ today: TODAY }, CONFIG);
+
+    const family = report.groups.find((g) => g.groupId === 'family');
+    expect(family?.periods[0]).toMatchObject({ costMicros: 6_700, requests: 3 });
+    expect(family?.reviews[0]).toEqual({
+      costMicros: 1_700,
+      requests: 2,
+      promptTokens: 2000,
+      completionTokens: 2000,
+    });
+    const main = report.groups.find((g) => g.groupId === 'main');
+    expect(main?.reviews.map((p) => p.costMicros)).toEqual([0, 300, 300]);
+    expect(report.totals[0]?.costMicros).toBe(6_700);
+
+    // A run's reviews are their own entry, dated by the reviewed run's start.
+    expect(report.topRuns.map((r) => [r.kind, r.runId, r.reviewedRunId, r.startedAt, r.costMicros])).toEqual([
+      ['run', String(run.id), undefined, run.startedAt, 5_000],
+      ['review', `review:family:${run.id}`, String(run.id), run.startedAt, 1_700],
+      ['review', 'review:main:5', '5', null, 300],
+    ]);
+    const text = formatSpendReport(report).split('\n');
+    expect(text).toContain('    of which Cop reviews: $0.0017 (2 req, 2,000 in / 2,000 out)');
+    expect(text).toContain(
+      `- Cop reviews of run ${run.id} in family, ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC: $0.0017 (gpt-4.1-mini)`,
+    );
+    expect(text).toContain(`- Cop reviews of run 5 in main, ${addDays(TODAY, -2)}: $0.0003 (gpt-4.1-mini)`);
+  });
+
   it('keeps to one group when asked, and cuts the periods at --days', () => {
     spend('1', 'family', TODAY, 'gpt-4.1-mini', 10);
     spend('2', 'main', TODAY, 'gpt-4.1-mini', 20);

@@ -370,7 +370,8 @@ describe('web console pages', () => {
       .prepare(
         `INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
          VALUES ('12', 'alpha', '2026-11-27', 'gpt-test', 2, 100, 20, 4321),
-                ('transcription:alpha:2026-11-27T07:59Z', 'alpha', '2026-11-27', 'whisper-1', 1, 0, 0, 300)`,
+                ('transcription:alpha:2026-11-27T07:59Z', 'alpha', '2026-11-27', 'whisper-1', 1, 0, 0, 300),
+                ('review:alpha:12', 'alpha', '2026-11-27', 'gpt-test', 3, 3000, 30, 200)`,
       )
       .run();
     const { cookie } = await signIn();
@@ -381,8 +382,12 @@ describe('web console pages', () => {
     expect(page).toMatch(
       /data-run="transcription:alpha:2026-11-27T07:59Z"><td>voice transcription<\/td><td>alpha<\/td><td>2026-11-27T07:59:00.000Z<\/td>/,
     );
+    // The Cop's reviews of run 12 are their own entry, linked to the run they reviewed.
+    expect(page).toMatch(
+      /data-run="review:alpha:12"><td>Cop reviews of <a href="\/runs\/12">12<\/a><\/td><td>alpha<\/td>/,
+    );
     // The per-day chart has the day's bar, and the cap's line.
-    expect(page).toContain('<title>2026-11-27: $0.0046</title>'); // the run's and the transcription's
+    expect(page).toContain('<title>2026-11-27: $0.0048</title>'); // the run's, the transcription's, the reviews'
     expect(page).toContain('<title>daily cap $5.0000</title>');
   });
 
