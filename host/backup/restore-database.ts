@@ -11,8 +11,12 @@ export function inspectArchivedDatabase(file: string): number {
   try {
     const result = db.pragma('integrity_check', { simple: true });
     if (result !== 'ok') {
+      // One problem a line, the first behind a heading: the first few, on one line, say enough.
+      const problems = String(result)
+        .split('\n')
+        .filter((line) => line && !line.startsWith('***'));
       throw new RestoreRefused(
-        `the archive's database fails its integrity check (${String(result)}); nothing was restored: use another archive`,
+        `the archive's database fails its integrity check (${problems.slice(0, 3).join('; ')}); nothing was restored: use another archive`,
       );
     }
     return schemaVersion(db);
