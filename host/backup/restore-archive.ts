@@ -76,7 +76,10 @@ export async function restoreBackup(
         `a Carapace host is running on ${paths.dataDir}; stop it first (carapace stop, or Ctrl+C in its console), then restore`,
       );
     }
-    throw failed('unpack', err, paths);
+    throw new RestoreRefused(
+      `restore could not take ${paths.dataDir}'s host lock (${oneLine(err)}); nothing was changed: fix that and restore again`,
+      { cause: err },
+    );
   }
 
   let step: RestoreStep = 'unpack';
@@ -103,7 +106,7 @@ export async function restoreBackup(
 
     enter('migrate');
     const migrated = migrateStagedDatabase(stagedDb, {
-      ...(deps.migrationsDir ? { migrationsDir: deps.migrationsDir } : {}),
+      migrationsDir: deps.migrationsDir,
       outboxFiles: {
         stagedDir: path.join(staging, 'data', OUTBOX_FILES_FOLDER),
         finalDir: path.join(paths.dataDir, OUTBOX_FILES_FOLDER),

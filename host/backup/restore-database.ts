@@ -38,7 +38,7 @@ export function migrateStagedDatabase(
 ): { version: number; report: string[] } {
   let store: Store;
   try {
-    store = openStore({ file, ...(deps.migrationsDir ? { migrationsDir: deps.migrationsDir } : {}) });
+    store = openStore({ file, migrationsDir: deps.migrationsDir });
   } catch (err) {
     if (!(err instanceof MigrationError)) throw err;
     throw new RestoreRefused(
