@@ -24,11 +24,14 @@ export interface Swap {
 export function createSwap(rename: Rename = fs.renameSync): Swap {
   const undos: { what: string; run: () => void }[] = [];
   const exists = (p: string) => fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+  const renameOnlyInto = (from: string, to: string) => {
+    if (exists(to)) throw new Error(`${to} is in the way`);
+    rename(from, to);
+  };
   const swap: Swap = {
     move(from, to) {
-      if (exists(to)) throw new Error(`${to} is in the way`);
-      rename(from, to);
-      undos.push({ what: `${to} back to ${from}`, run: () => rename(to, from) });
+      renameOnlyInto(from, to);
+      undos.push({ what: `${to} back to ${from}`, run: () => renameOnlyInto(to, from) });
     },
     mkdir(dir) {
       if (exists(dir)) return;
