@@ -53,7 +53,7 @@ export async function restoreBackup(
 ): Promise<string[]> {
   const { now = new Date(), rename = fs.renameSync, beforeStep = () => undefined } = deps;
   if (!fs.existsSync(file)) throw new RestoreRefused(`there is no archive at ${file}`);
-  const made: MadeOnTheWay = { dataDirs: makeDirs(paths.dataDir), configDirs: [], configTemps: [] };
+  const made: MadeOnTheWay = { dataDirs: makeDataDir(paths.dataDir), configDirs: [], configTemps: [] };
   const lock = lockDataFolder(paths.dataDir, made);
   let step: RestoreStep = 'unpack';
   const enter = (next: RestoreStep) => {
@@ -111,6 +111,17 @@ interface MadeOnTheWay {
   staging?: string;
   /** Set when a failed swap could not be taken back: the unpacked files are then the owner's to move. */
   keepStaging?: boolean;
+}
+
+function makeDataDir(dataDir: string): string[] {
+  try {
+    return makeDirs(dataDir);
+  } catch (err) {
+    throw new RestoreRefused(
+      `restore could not create the data folder ${dataDir} (${oneLine(err)}); nothing was changed: fix that and restore again`,
+      { cause: err },
+    );
+  }
 }
 
 function lockDataFolder(dataDir: string, made: MadeOnTheWay): QuietHostLock {
