@@ -2,131 +2,273 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
 import type { BackupPaths } from './backup-paths.ts';
-import { acquireHostLock, HostLockedError } from '../store/host-lock.ts';
-import { rotateInstallSecret } from '../store/install-secret.ts';
-import { rebaseOutboxFiles } from '../store/outbox-restore.ts';
+import { holdHostLockQuietly, HostLockedError, type QuietHostLock } from '../store/host-lock.ts';
 import { OUTBOX_FILES_FOLDER } from '../store/outbox-store.ts';
-import { CONFIG_FILES } from './backup-archive.ts';
 import { BackupVerifyError, verifyUnpacked } from './backup-manifest.ts';
+import { inspectArchivedDatabase, migrateStagedDatabase } from './restore-database.ts';
+import { RestoreRefused } from './restore-refused.ts';
+import { REPLACED_FOLDERS, stageConfig, swapIntoPlace, type StagedConfig } from './restore-place.ts';
+import { createSwap, type Rename } from './restore-swap.ts';
 import { errorMessage } from '../errors/error-message.ts';
 
 const run = promisify(execFile);
 
-export class RestoreRefused extends Error {}
+/** A restore's steps in order. Until `swap` they work on the unpacked copy only. */
+export const RESTORE_STEPS = ['unpack', 'verify', 'migrate', 'repoint', 'stage-config', 'swap'] as const;
+export type RestoreStep = (typeof RESTORE_STEPS)[number];
+
+const DOING: Record<RestoreStep, string> = {
+  unpack: 'unpacking the archive',
+  verify: 'checking the archive',
+  migrate: "migrating the archive's database",
+  repoint: "preparing the archive's database",
+  'stage-config': 'copying the config files beside yours',
+  swap: 'putting the restored files in place',
+};
+
+export interface RestoreDeps {
+  now: Date;
+  /** The migrations the host runs at start (store/migrations). */
+  migrationsDir: string;
+  /** How the swap renames; a test passes one that fails at a chosen call. */
+  rename: Rename;
+  /** Told before each step; where a test injects a failure (a disk error) to prove nothing is left half-done. */
+  beforeStep: (step: RestoreStep) => void;
+}
 
 /**
- * Restores an archive made by createBackup into a data folder. Refuses while a host runs on it (and holds
- * the host lock throughout, so none can start midway), and before touching anything verifies every
- * checksum and the database's integrity. What it replaces is moved aside, never deleted. Returns what it
- * did, line by line.
+ * Restores an archive made by createBackup (by this version or an earlier one) into a data folder, all or
+ * nothing. It unpacks into a folder inside the data folder (so every move is a rename on one file system),
+ * verifies every checksum and the database's integrity, migrates the unpacked database with the host's own
+ * start-up code and prepares it, copies the config files beside the owner's, and only then swaps: the
+ * current files are renamed aside into `before-restore-…` and the restored ones renamed in. A failure before
+ * the swap leaves the folders as they were; one during it takes back every rename already done. Refuses
+ * while a host runs on the folder, and holds its lock throughout. Returns what it did, line by line.
  */
-export async function restoreBackup(paths: BackupPaths, file: string, now = new Date()): Promise<string[]> {
+export async function restoreBackup(
+  paths: BackupPaths,
+  file: string,
+  deps: Partial<RestoreDeps> = {},
+): Promise<string[]> {
+  const { now = new Date(), rename = fs.renameSync, beforeStep = () => undefined } = deps;
   if (!fs.existsSync(file)) throw new RestoreRefused(`there is no archive at ${file}`);
-  fs.mkdirSync(paths.dataDir, { recursive: true, mode: 0o700 });
-  let lock: { release(): void };
+  const made: MadeOnTheWay = { dataDirs: makeDataDir(paths.dataDir), configDirs: [], configTemps: [] };
+  const lock = lockDataFolder(paths.dataDir, made);
+  let step: RestoreStep = 'unpack';
+  const enter = (next: RestoreStep) => {
+    step = next;
+    beforeStep(next);
+  };
+  let committed = false;
   try {
-    lock = acquireHostLock(paths.dataDir);
+    const staged = await stageRestore(paths, file, { enter, migrationsDir: deps.migrationsDir }, made);
+
+    enter('swap');
+    const aside = path.join(paths.dataDir, `before-restore-${now.toISOString().replace(/[:.]/g, '-')}`);
+    const swapped = swapOrTakeBack({
+      paths,
+      staging: staged.dir,
+      aside,
+      config: staged.config,
+      rename,
+      made,
+    });
+    committed = true;
+    // Done: from here nothing may throw, since nothing would be taken back; an old copy the owner can
+    // still delete by hand is no reason to report a failed restore.
+    for (const replaced of swapped.replacedBackups) removeQuietly(replaced);
+    return [
+      `restored the database, groups and sessions into ${paths.dataDir}`,
+      ...(staged.toVersion > staged.fromVersion
+        ? [`migrated the archive's database from schema version ${staged.fromVersion} to ${staged.toVersion}`]
+        : []),
+      ...staged.report,
+      ...(fs.existsSync(aside) ? [`what was there before is in ${aside}`] : []),
+      ...swapped.report,
+      'secrets (.env) are not in archives: they stay as they are',
+    ];
   } catch (err) {
-    if (err instanceof HostLockedError) {
-      throw new RestoreRefused(
-        `a Carapace host is running on ${paths.dataDir}; stop it first (carapace stop, or Ctrl+C in its console), then restore`,
-      );
-    }
-    throw err;
-  }
-  // Next to the data folder, so every move below is a rename on one file system.
-  const staging = fs.mkdtempSync(path.join(path.dirname(paths.dataDir), '.carapace-restore-'));
-  try {
-    try {
-      await run('tar', ['-xzf', file, '-C', staging, '--no-same-owner']);
-    } catch (err) {
-      throw new RestoreRefused(`${file} is not a readable archive: ${errorMessage(err).split('\n')[0]}`);
-    }
-    try {
-      verifyUnpacked(staging);
-    } catch (err) {
-      if (err instanceof BackupVerifyError) throw new RestoreRefused(err.message);
-      throw err;
-    }
-    const db = path.join(staging, 'data', 'carapace.db');
-    const check = new Database(db, { readonly: true, fileMustExist: true });
-    try {
-      const result = check.pragma('integrity_check', { simple: true });
-      if (result !== 'ok')
-        throw new RestoreRefused(`the archive's database fails its integrity check: ${String(result)}`);
-    } finally {
-      check.close();
-    }
-    return moveIntoPlace(paths, staging, now);
+    throw failed(step, err, paths);
   } finally {
-    fs.rmSync(staging, { recursive: true, force: true });
-    lock.release();
+    for (const temp of made.configTemps) fs.rmSync(temp, { force: true });
+    if (made.staging && !made.keepStaging) fs.rmSync(made.staging, { recursive: true, force: true });
+    // A restored folder holds no lock or pid file: the next host makes its own. A refused restore leaves
+    // the folder's own as they were.
+    lock.release({ removeFiles: committed || lock.created });
+    if (!committed) {
+      removeDirs(made.configDirs);
+      removeDirs(made.dataDirs);
+    }
   }
 }
 
-function moveIntoPlace(paths: BackupPaths, staging: string, now: Date): string[] {
-  const report: string[] = [];
-  const aside = path.join(paths.dataDir, `before-restore-${now.toISOString().replace(/[:.]/g, '-')}`);
-  const moveAside = (name: string) => {
-    const current = path.join(paths.dataDir, name);
-    if (!fs.existsSync(current)) return;
-    fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
-    fs.renameSync(current, path.join(aside, name));
-  };
-  // The WAL and shared-memory files belong to the database they sit beside: they go with it.
-  const folders = ['groups', 'sessions', OUTBOX_FILES_FOLDER];
-  for (const name of ['carapace.db', 'carapace.db-wal', 'carapace.db-shm', ...folders]) moveAside(name);
-  fs.renameSync(path.join(staging, 'data', 'carapace.db'), paths.databaseFile);
-  for (const folder of folders) {
-    const from = path.join(staging, 'data', folder);
-    if (fs.existsSync(from)) fs.renameSync(from, path.join(paths.dataDir, folder));
-    else fs.mkdirSync(path.join(paths.dataDir, folder), { mode: 0o700 });
-  }
-  report.push(`restored the database, groups and sessions into ${paths.dataDir}`);
-  // The restored state hands out idempotency keys again that were used after the backup was made: a new
-  // secret keeps the message ids made from them new (messaging apps drop a message whose id they saw).
-  const restored = new Database(paths.databaseFile, { fileMustExist: true });
-  try {
-    rotateInstallSecret(restored);
-    report.push(...rebaseOutboxFiles(restored, path.join(paths.dataDir, OUTBOX_FILES_FOLDER)));
-  } finally {
-    restored.close();
-  }
-  if (fs.existsSync(aside)) report.push(`what was there before is in ${aside}`);
+/** What a restore made before the swap, for it to remove again (all of it on failure, the scaffolding on success). */
+interface MadeOnTheWay {
+  dataDirs: string[];
+  configDirs: string[];
+  configTemps: string[];
+  staging?: string;
+  /** Set when a failed swap could not be taken back: the unpacked files are then the owner's to move. */
+  keepStaging?: boolean;
+}
 
-  // Channel login state only moves forward (WhatsApp's Signal keys ratchet with every message): an older
-  // copy over a live login breaks it, so a live one is always kept.
-  const channels = path.join(staging, 'data', 'channels');
-  for (const name of fs.existsSync(channels) ? fs.readdirSync(channels) : []) {
-    const target = path.join(paths.dataDir, 'channels', name);
-    if (fs.existsSync(target) && fs.readdirSync(target).length > 0) {
-      report.push(
-        `kept the current ${name} login: the archive's is older, and a channel's encryption state only moves forward, so restoring it over a live one would break the link`,
-      );
-      continue;
-    }
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-    fs.renameSync(path.join(channels, name), target);
-    report.push(
-      `restored the ${name} login; if that device was used after the backup, its encryption state has moved on and you will have to link it again`,
+function makeDataDir(dataDir: string): string[] {
+  try {
+    return makeDirs(dataDir);
+  } catch (err) {
+    throw new RestoreRefused(
+      `restore could not create the data folder ${dataDir} (${oneLine(err)}); nothing was changed: fix that and restore again`,
+      { cause: err },
     );
   }
+}
 
-  fs.mkdirSync(paths.configDir, { recursive: true, mode: 0o700 });
-  for (const name of CONFIG_FILES) {
-    const from = path.join(staging, 'config', name);
-    if (!fs.existsSync(from)) continue;
-    const target = path.join(paths.configDir, name);
-    if (!fs.existsSync(target)) {
-      fs.renameSync(from, target);
-      report.push(`restored ${target}`);
-    } else if (fs.readFileSync(target, 'utf8') !== fs.readFileSync(from, 'utf8')) {
-      fs.renameSync(from, `${target}.from-backup`);
-      report.push(`kept your ${target}; the archive's copy differs and is in ${target}.from-backup`);
+function lockDataFolder(dataDir: string, made: MadeOnTheWay): QuietHostLock {
+  try {
+    return holdHostLockQuietly(dataDir);
+  } catch (err) {
+    removeDirs(made.dataDirs);
+    if (err instanceof HostLockedError) {
+      throw new RestoreRefused(
+        `a Carapace host is running on ${dataDir}; stop it first (carapace stop, or Ctrl+C in its console), then restore`,
+      );
+    }
+    throw new RestoreRefused(
+      `restore could not take ${dataDir}'s host lock (${oneLine(err)}); nothing was changed: fix that and restore again`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Every step before the swap: it writes only into the unpacked folder and, for config files, temporary
+ * names beside the owner's.
+ */
+async function stageRestore(
+  paths: BackupPaths,
+  file: string,
+  deps: { enter: (step: RestoreStep) => void; migrationsDir: string | undefined },
+  made: MadeOnTheWay,
+) {
+  const { enter } = deps;
+  enter('unpack');
+  const dir = fs.mkdtempSync(path.join(paths.dataDir, '.restore-'));
+  made.staging = dir;
+  await unpack(file, dir);
+
+  enter('verify');
+  verify(dir);
+  const stagedDb = path.join(dir, 'data', 'carapace.db');
+  const fromVersion = inspectArchivedDatabase(stagedDb);
+  // An archive without one of these folders restores an empty one, replacing the current folder all the same.
+  for (const folder of REPLACED_FOLDERS)
+    fs.mkdirSync(path.join(dir, 'data', folder), { recursive: true, mode: 0o700 });
+
+  enter('migrate');
+  const migrated = migrateStagedDatabase(stagedDb, {
+    migrationsDir: deps.migrationsDir,
+    outboxFiles: {
+      stagedDir: path.join(dir, 'data', OUTBOX_FILES_FOLDER),
+      finalDir: path.join(paths.dataDir, OUTBOX_FILES_FOLDER),
+    },
+    beforeRepoint: () => enter('repoint'),
+  });
+
+  enter('stage-config');
+  made.configDirs.push(...makeDirs(paths.configDir));
+  const config = stageConfig(paths.configDir, path.join(dir, 'config'), made.configTemps);
+  return { dir, fromVersion, toVersion: migrated.version, report: migrated.report, config };
+}
+
+/** The swap; on failure every rename done is taken back, or the error says what could not be. */
+function swapOrTakeBack(args: {
+  paths: BackupPaths;
+  staging: string;
+  aside: string;
+  config: StagedConfig[];
+  rename: Rename;
+  made: MadeOnTheWay;
+}): ReturnType<typeof swapIntoPlace> {
+  const swap = createSwap(args.rename);
+  try {
+    return swapIntoPlace({ ...args, swap });
+  } catch (err) {
+    const stuck = swap.undo();
+    if (stuck.length === 0) throw err;
+    args.made.keepStaging = true;
+    throw new RestoreRefused(
+      `restore failed while ${DOING.swap} (${oneLine(err)}) and could not move everything back: ${stuck.join('; ')}. ` +
+        `What was there before is in ${args.aside}, the unpacked archive in ${args.staging}: put them back by hand before starting the host`,
+      { cause: err },
+    );
+  }
+}
+
+async function unpack(file: string, staging: string): Promise<void> {
+  try {
+    await run('tar', ['-xzf', file, '-C', staging, '--no-same-owner']);
+  } catch (err) {
+    throw new RestoreRefused(
+      `${file} is not a readable archive (${oneLine(err)}); nothing was restored: use another archive`,
+    );
+  }
+}
+
+function verify(staging: string): void {
+  try {
+    verifyUnpacked(staging);
+  } catch (err) {
+    if (!(err instanceof BackupVerifyError)) throw err;
+    throw new RestoreRefused(
+      err.message.includes('nothing was restored') ? err.message : `${err.message}; nothing was restored`,
+    );
+  }
+  if (!fs.existsSync(path.join(staging, 'data', 'carapace.db'))) {
+    throw new RestoreRefused(
+      'the archive holds no database (data/carapace.db); nothing was restored: use another archive',
+    );
+  }
+}
+
+function failed(step: RestoreStep, err: unknown, paths: BackupPaths): RestoreRefused {
+  if (err instanceof RestoreRefused) return err;
+  return new RestoreRefused(
+    `restore failed while ${DOING[step]} (${oneLine(err)}); nothing was changed, ${paths.dataDir} is as it was: fix that and restore again`,
+    { cause: err },
+  );
+}
+
+function removeQuietly(file: string): void {
+  try {
+    fs.rmSync(file, { force: true });
+  } catch {
+    // Left behind: harmless, see above.
+  }
+}
+
+function oneLine(err: unknown): string {
+  return errorMessage(err).split('\n')[0] ?? '';
+}
+
+/** Creates `dir` and its missing parents (owner-only); returns those it created, outermost first. */
+function makeDirs(dir: string): string[] {
+  const first = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (first === undefined) return [];
+  const made: string[] = [];
+  for (let d = dir; ; d = path.dirname(d)) {
+    made.unshift(d);
+    if (d === first || d === path.dirname(d)) return made;
+  }
+}
+
+/** Removes folders makeDirs created, innermost first, as long as they are empty. */
+function removeDirs(made: string[]): void {
+  for (const dir of [...made].reverse()) {
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      return;
     }
   }
-  report.push('secrets (.env) are not in archives: they stay as they are');
-  return report;
 }

@@ -4,7 +4,7 @@ import { CleanRoomError } from '../security/policies/admin-clean-room.ts';
 import { HostLockedError } from '../store/host-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { SocketInUseError } from '../channels/local/socket-server.ts';
-import { RestoreRefused } from '../backup/restore-archive.ts';
+import { RestoreRefused } from '../backup/restore-refused.ts';
 import { HostStartError } from '../app/start-error.ts';
 import { UsageError } from './cli-context.ts';
 import { errorMessage } from '../errors/error-message.ts';

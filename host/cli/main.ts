@@ -113,7 +113,8 @@ const COMMANDS: Record<string, Command> = {
   },
   restore: {
     usage: 'carapace restore <file.tar.gz>',
-    summary: 'restore an archive after checking every checksum (the host must be stopped)',
+    summary:
+      'restore an archive, all or nothing: checked, migrated, then swapped in (the host must be stopped)',
     load: async () => (await import('./commands/backup-command.ts')).restoreCommand,
   },
   service: {

@@ -54,3 +54,46 @@ export function hostIsRunning(dataDir: string): boolean {
     throw err;
   }
 }
+
+export interface QuietHostLock {
+  /** Lets go; with `removeFiles`, first deletes the lock file and any stale pid file, still holding it. */
+  release(options?: { removeFiles?: boolean }): void;
+  /** Whether the lock file was made by this call (a folder no host has run on yet). */
+  created: boolean;
+}
+
+/**
+ * The host lock for a command that replaces what a stopped host left (restore): held as a host holds it, so
+ * no host starts meanwhile, but nothing in the folder changes. An open exclusive transaction takes SQLite's
+ * lock without writing the file, and no pid file names this process, so `carapace stop` never signals a
+ * restore halfway through. Deleting the lock file while holding it is safe: a host that opened it meanwhile
+ * finds it locked, and one that starts after makes its own.
+ */
+export function holdHostLockQuietly(dataDir: string): QuietHostLock {
+  const file = path.join(dataDir, 'host.lock');
+  const created = !fs.existsSync(file);
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
+  const db = new Database(file);
+  try {
+    db.pragma('busy_timeout = 0');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (err) {
+    db.close();
+    if (created) fs.rmSync(file, { force: true });
+    if (errorCode(err)?.startsWith('SQLITE_BUSY')) {
+      throw new HostLockedError(`a Carapace host is running with this data folder (${dataDir})`);
+    }
+    throw err;
+  }
+  return {
+    created,
+    release: ({ removeFiles = false } = {}) => {
+      if (removeFiles) {
+        fs.rmSync(file, { force: true });
+        fs.rmSync(path.join(dataDir, HOST_PID_FILE), { force: true });
+      }
+      db.exec('ROLLBACK');
+      db.close();
+    },
+  };
+}

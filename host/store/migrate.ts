@@ -15,9 +15,12 @@ export interface Migration {
 }
 
 export class MigrationError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** The database was made by a newer Carapace: the fix is upgrading, not anything in the database. */
+  readonly newerDatabase: boolean;
+  constructor(message: string, options?: { cause?: unknown; newerDatabase?: boolean }) {
     super(message, options);
     this.name = 'MigrationError';
+    this.newerDatabase = options?.newerDatabase ?? false;
   }
 }
 
@@ -71,6 +74,7 @@ export function migrate(db: Db, migrations: Migration[]): { applied: number[] } 
       throw new MigrationError(
         `the database has migration ${version}, which this version of Carapace does not know; ` +
           'it was created by a newer version: upgrade Carapace or use another data directory',
+        { newerDatabase: true },
       );
     }
   }
@@ -102,4 +106,13 @@ export function migrate(db: Db, migrations: Migration[]): { applied: number[] } 
     applied.push(m.version);
   }
   return { applied };
+}
+
+/** The highest migration applied to `db`; 0 for a database that has none. */
+export function schemaVersion(db: Db): number {
+  const table = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .get();
+  if (!table) return 0;
+  return (db.prepare('SELECT max(version) FROM schema_migrations').pluck().get() as number | null) ?? 0;
 }

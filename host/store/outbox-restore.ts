@@ -20,16 +20,23 @@ function readAttachment(json: string): { path: string; fileName: string } | unde
   }
 }
 
+/** Where a restore finds the archive's file copies now, and where they will be once it is done. */
+export interface OutboxFilesPlace {
+  /** The unpacked archive's `outbox-files` (a restore prepares the database before it swaps folders). */
+  stagedDir: string;
+  /** The data folder's `outbox-files`, which the pieces must name when the host reads them. */
+  finalDir: string;
+}
+
 /**
  * After a restore: the pending pieces that send a file get their copy's path in this data folder (an archive
  * carries the copies, and may be restored into another folder than the one it was made of). A piece whose
  * copy is not there (an archive made before copies were carried, or a copy lost since) cannot be sent: it is
  * dead-lettered with the reason, so `carapace status` counts it and `carapace doctor` lists it, rather than
- * left to fail at each attempt. Returns a line for the restore's report when any was.
+ * left to fail at each attempt. Runs on a database already migrated to the current schema. Returns a line
+ * for the restore's report when any was.
  */
-export function rebaseOutboxFiles(db: Db, outboxFilesDir: string): string[] {
-  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").get();
-  if (!table) return [];
+export function rebaseOutboxFiles(db: Db, place: OutboxFilesPlace): string[] {
   const pending = db
     .prepare<[], PendingFileRow>(
       "SELECT id, chat_id, attachment FROM outbox WHERE status = 'pending' AND attachment IS NOT NULL",
@@ -41,9 +48,9 @@ export function rebaseOutboxFiles(db: Db, outboxFilesDir: string): string[] {
   db.transaction(() => {
     for (const row of pending) {
       const attachment = readAttachment(row.attachment);
-      const copy = attachment && path.join(outboxFilesDir, path.basename(attachment.path));
-      if (attachment && copy && fs.existsSync(copy)) {
-        repoint.run(JSON.stringify({ ...attachment, path: copy }), row.id);
+      const name = attachment && path.basename(attachment.path);
+      if (attachment && name && fs.existsSync(path.join(place.stagedDir, name))) {
+        repoint.run(JSON.stringify({ ...attachment, path: path.join(place.finalDir, name) }), row.id);
         continue;
       }
       kill.run(

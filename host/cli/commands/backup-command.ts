@@ -14,7 +14,7 @@ export async function backupCommand(ctx: CliContext, args: string[]): Promise<nu
   return 0;
 }
 
-/** `carapace restore <file>`: verifies everything first; refuses while a host runs on the data folder. */
+/** `carapace restore <file>`: all or nothing (restore-archive.ts); refuses while a host runs on the data folder. */
 export async function restoreCommand(ctx: CliContext, args: string[]): Promise<number> {
   const [file, ...rest] = args;
   if (!file || rest.length) throw new UsageError('usage: carapace restore <file.tar.gz>');

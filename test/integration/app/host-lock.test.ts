@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { acquireHostLock, HostLockedError } from '../../../host/store/host-lock.ts';
+import { acquireHostLock, holdHostLockQuietly, HostLockedError } from '../../../host/store/host-lock.ts';
 import { startProcess } from '../../helpers/processes.ts';
 
 const dirs: string[] = [];
@@ -23,4 +23,26 @@ it('lets one host hold a data folder, and frees it the moment that host is kille
   const lock = acquireHostLock(env.CARAPACE_DATA_DIR);
   expect(() => acquireHostLock(env.CARAPACE_DATA_DIR)).toThrow(/already running/);
   lock.release();
+});
+
+it('a quiet hold (restore) keeps hosts out without writing the lock file or a pid file', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-lock-'));
+  dirs.push(dir);
+  acquireHostLock(dir).release();
+  const lockFile = path.join(dir, 'host.lock');
+  const bytes = fs.readFileSync(lockFile);
+  const quiet = holdHostLockQuietly(dir);
+  expect(quiet.created).toBe(false);
+  expect(() => acquireHostLock(dir)).toThrow(HostLockedError);
+  expect(() => holdHostLockQuietly(dir)).toThrow(HostLockedError);
+  expect(fs.existsSync(path.join(dir, 'host.pid'))).toBe(false);
+  quiet.release();
+  expect(fs.readFileSync(lockFile).equals(bytes)).toBe(true);
+  expect(fs.readdirSync(dir)).toEqual(['host.lock']);
+
+  // Removing the files while still holding the lock: the next host makes its own and gets it.
+  fs.writeFileSync(path.join(dir, 'host.pid'), '4242\n');
+  holdHostLockQuietly(dir).release({ removeFiles: true });
+  expect(fs.readdirSync(dir)).toEqual([]);
+  acquireHostLock(dir).release();
 });
