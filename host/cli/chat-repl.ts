@@ -51,6 +51,8 @@ export async function runChat({
   const controller = new AbortController();
   const seen = new Set<string>();
   let after: number | 'latest' = 'latest';
+  // The newest message refused at the cap when the console opened: only refusals after it are news.
+  let refusedThrough: number | undefined;
   const print = (text: string) => {
     readline.clearLine(output, 0);
     readline.cursorTo(output, 0);
@@ -67,6 +69,13 @@ export async function runChat({
           (e) => {
             if (e.type === 'state') {
               if (after === 'latest') after = e.lastOutboxId;
+              // The group's line at the cap comes once a day; every later refusal is told here.
+              const refused = e.capRefusal?.through ?? 0;
+              if (refusedThrough === undefined) refusedThrough = refused;
+              else if (refused > refusedThrough) {
+                refusedThrough = refused;
+                print(`(not answered: ${e.capRefusal?.reason})`);
+              }
               return;
             }
             after = Math.max(after === 'latest' ? 0 : after, e.outboxId);
