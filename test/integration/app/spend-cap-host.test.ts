@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type RunningHost } from '../../../host/app/host.ts';
@@ -18,6 +19,8 @@ import { resolvePaths } from '../../../host/config/paths.ts';
 import { startFakeProvider, reply, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { gatewayRunnerFactory } from '../../fakes/gateway-runner.ts';
 import { runCli } from '../../helpers/processes.ts';
+import { createLocalClient } from '../../../host/channels/local/local-client.ts';
+import { runChat } from '../../../host/cli/chat-repl.ts';
 
 // $1 per million tokens in and out: a token costs one micro-dollar, the cap 10 000 of them.
 const CAP_USD = 0.01;
@@ -30,6 +33,7 @@ describe('a group at its daily spend cap, through the real host and CLI', () => 
   let env: NodeJS.ProcessEnv;
   let host: RunningHost;
   let fake: FakeProvider;
+  let socketFile: string;
 
   beforeAll(async () => {
     // One answer is dearer than the whole day's cap: the first request admitted crosses it.
@@ -55,6 +59,7 @@ describe('a group at its daily spend cap, through the real host and CLI', () => 
       ].join('\n'),
     );
     const paths = resolvePaths({ env, cwd: dir });
+    socketFile = paths.socketFile;
     host = await startHost({
       paths,
       config: loadConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE }),
@@ -125,6 +130,32 @@ describe('a group at its daily spend cap, through the real host and CLI', () => 
     expect(asked()).toBe(1);
     expect(chat('family')).toEqual(['Pasta at eight.', CAP_LINE]);
     expect(chat('main')).toHaveLength(2);
+  });
+
+  it('tells the chat console of a refused message too, though the chat has had its line today', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let printed = '';
+    const refusal = new Promise<void>((resolve) =>
+      output.on('data', (chunk: Buffer) => {
+        printed += chunk.toString();
+        if (printed.includes('(not answered')) resolve();
+      }),
+    );
+    const session = runChat({
+      client: createLocalClient(socketFile),
+      group: 'family',
+      input,
+      output,
+      assistantName: 'Andy',
+    });
+    input.write('@Andy is anyone there?\n');
+    await refusal;
+    input.end();
+    await session;
+    expect(printed).toContain(`(${REFUSED})\n`);
+    expect(runs()).toBe(1);
+    expect(chat('family')).toHaveLength(2);
   });
 
   it('keeps the admin group on its own budget, and tells the owner there when it is refused', async () => {
