@@ -196,6 +196,13 @@ export function createRunExecutor({
               if (outcome.capped) {
                 const cap = capStatus(group.id);
                 sendNotices(spendCapNotices(group, cap.day, cap.message), sinks);
+                // Cut off before its answer: what it had taken in was refused, as far as a client can tell.
+                if (!record?.lastReplyFinal)
+                  capRefusals.set(group.id, {
+                    after: group.agentCursor,
+                    through: record?.repliedThrough ?? group.agentCursor,
+                    reason: cap.message,
+                  });
               } else if (!record?.lastReplyFinal)
                 sendNotices(unfinishedNotices(group, run.id, outcome.reason), sinks);
             }

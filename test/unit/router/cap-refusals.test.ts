@@ -119,7 +119,7 @@ describe('messages at the spend cap', () => {
 
   it('tells the line instead of "not finished" when the gateway refused a run after a progress note', async () => {
     const { h, scripted } = capped();
-    h.say('fam', '@Andy one');
+    const { messageId } = h.say('fam', '@Andy one');
     const run = await scripted.run(1);
     run.accept();
     await run.callbacks.reply('Looking into it…');
@@ -129,5 +129,6 @@ describe('messages at the spend cap', () => {
     expect(scripted.runs).toHaveLength(1);
     expect(texts(h, 'chat-fam')).toEqual(['Looking into it…', SPEND_CAP_LINE]);
     expect(texts(h, 'chat-main')).toEqual([OWNER_NOTICE]);
+    expect(h.executor.capRefusal('fam')).toEqual({ after: 0, through: messageId, reason: CAP_MESSAGE });
   });
 });
