@@ -21,8 +21,7 @@ import type { GroupRecord } from '../store/groups-store.ts';
 import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { RunContext } from '../router/agent-runner.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
-import { sendNotices, slowProviderNotices } from '../router/run-notices.ts';
-import { createSpendNotices } from '../router/spend-notices.ts';
+import { gatewayEvents } from '../router/gateway-events.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, gatewayNetworkName, LABEL_DATA } from '../containers/run/data-folder-label.ts';
@@ -183,11 +182,6 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     await stopBundler();
   }
 
-  const spendNotices = createSpendNotices({
-    group: (id) => store.groups.get(id),
-    enqueue: deps.enqueueNotice,
-    notifyOwner: deps.notifyOwner,
-  });
   const credentialBook = createCredentialStatusBook();
   const gateway = createGateway({
     config: () => deps.live().gateway,
@@ -223,30 +217,12 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
       max_reviews_per_run: config.security.cop.max_reviews_per_run,
     },
     ...(deps.secret ? { secret: deps.secret } : {}),
-    // Keyed by the day the gateway counted on, the one the cap resets on: once per group and day each.
-    onSpendCapReached: spendNotices.capReached,
-    onSpendWarning: spendNotices.warning,
-    upstreamEvents: {
-      authRejected: (owner, status) =>
-        deps.finalFailures.final(
-          Number(owner.runId),
-          `the LLM provider rejected the host's API key (HTTP ${status}); the owner must check [provider].api_key_env`,
-        ),
-      // No retry, and no failure notice of its own: the cap's line and notice above say it all, once a day.
-      spendCapRefused: (owner, message) => deps.finalFailures.capped(Number(owner.runId), message),
-      // A provider that hangs now will likely hang for the next attempt too: the run ends here, once, and the
-      // owner reads the setting in the give-up notice.
-      providerTimedOut: (owner, message) => deps.finalFailures.final(Number(owner.runId), message),
-      slow: (owner, waitedMs) => {
-        const group = store.groups.get(owner.groupId);
-        const run = store.runs.get(Number(owner.runId));
-        if (!group || !run) return;
-        sendNotices(slowProviderNotices(group, run, waitedMs), {
-          enqueue: deps.enqueueNotice,
-          notifyOwner: deps.notifyOwner,
-        });
-      },
-    },
+    ...gatewayEvents({
+      store,
+      finalFailures: deps.finalFailures,
+      enqueueNotice: deps.enqueueNotice,
+      notifyOwner: deps.notifyOwner,
+    }),
   });
 
   closers.push('LLM gateway', () => gateway.close());

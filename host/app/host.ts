@@ -43,7 +43,7 @@ import { createIngest } from '../router/ingest.ts';
 import { createMediaIngest, type Transcribe } from '../router/media/media-ingest.ts';
 import { folderUsage } from '../containers/mounts/disk-quota.ts';
 import { recoverInterruptedRuns } from '../router/recover-runs.ts';
-import { createRunExecutor } from '../router/run-executor.ts';
+import { createRunExecutor, type RunExecutor } from '../router/run-executor.ts';
 import { createTypingIndicator } from '../router/typing-indicator.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { acquireHostLock } from '../store/host-lock.ts';
@@ -56,6 +56,8 @@ import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import type { CredentialStatus } from '../services/credential/credential-status.ts';
 import { HostStartError } from './start-error.ts';
 import { createSpendReporter } from '../gateway/spend-report.ts';
+import { createCapStatus } from '../gateway/cap-status.ts';
+import { createSqliteUsageStore } from '../gateway/usage-store-sqlite.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
 import { startWalCheckpoints } from '../store/wal-checkpoints.ts';
 import { registerGroup } from '../admin/register-group.ts';
@@ -190,6 +192,7 @@ export async function startHost({
     // Bound late: the console's routes exist before the queue, the runtime and the reloader do (the socket
     // is taken first).
     const lateQueue = lateBound<GroupQueue>();
+    const lateExecutor = lateBound<RunExecutor>();
     const lateRuntime = lateBound<RunnerRuntime>();
     const lateReloader = lateBound<ConfigReloader>();
     const lateWeb = lateBound<WebConsole>();
@@ -198,6 +201,7 @@ export async function startHost({
       outbox: store.outbox,
       events,
       isBusy: (id) => lateQueue.get()?.isBusy(id) ?? false,
+      capRefusal: (id) => lateExecutor.get()?.capRefusal(id),
       ownerName: os.userInfo().username,
       logger: logger.child({ channel: LOCAL_CHANNEL }),
     });
@@ -328,14 +332,23 @@ export async function startHost({
     );
     closers.push('outbox delivery', () => dispatcher.stop());
 
+    const usage = createSqliteUsageStore(store.db);
     const executor = createRunExecutor({
       store,
       runner: runtime.runner,
+      // The gateway's records and rule, read as the run would start: the caps and the zone running now.
+      capStatus: createCapStatus({
+        config: () => live().gateway,
+        spentTodayMicros: (groupId, day) => usage.spentTodayMicros(groupId, day),
+        timezone: () => live().assistant.timezone,
+        now: clock.now,
+      }),
       enqueueReply: dispatcher.enqueue,
       notifyOwner: (key, text) => adminChats.notify(key, text),
       events,
       logger: logger.child({ subsystem: 'runs' }),
     });
+    lateExecutor.set(executor);
     const activeQueue = createGroupQueue({
       executor,
       maxConcurrent: config.runs.max_concurrent,

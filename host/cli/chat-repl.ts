@@ -1,8 +1,10 @@
 import readline from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newClientMessageId } from '../channels/local/local-api.ts';
+import { newClientMessageId, type ConsoleEvent } from '../channels/local/local-api.ts';
 import type { LocalClient } from '../channels/local/local-client.ts';
 import { errorMessage } from '../errors/error-message.ts';
+
+type CapRefusal = NonNullable<Extract<ConsoleEvent, { type: 'state' }>['capRefusal']>;
 
 export interface ChatOptions {
   client: LocalClient;
@@ -51,12 +53,24 @@ export async function runChat({
   const controller = new AbortController();
   const seen = new Set<string>();
   let after: number | 'latest' = 'latest';
-  const print = (text: string) => {
+  // The group's line at the cap comes once a day; a refusal of what was typed here is told every time. The
+  // host may refuse a message before its POST returns: both the state and the POST's answer check.
+  const waiting = new Set<number>();
+  let lastRefusal: CapRefusal | undefined;
+  let cursor = 0;
+  const tellRefused = () => {
+    const refusal = lastRefusal;
+    const refused = [...waiting].filter((id) => refusal && refusal.after < id && id <= refusal.through);
+    for (const id of waiting) if (id <= cursor) waiting.delete(id);
+    if (refusal && refused.length > 0) show(`(not answered: ${refusal.reason})`);
+  };
+  const show = (line: string) => {
     readline.clearLine(output, 0);
     readline.cursorTo(output, 0);
-    output.write(`${assistantName}: ${text}\n`);
+    output.write(`${line}\n`);
     rl.prompt(true);
   };
+  const print = (text: string) => show(`${assistantName}: ${text}`);
 
   const stream = (async () => {
     while (!controller.signal.aborted) {
@@ -67,6 +81,9 @@ export async function runChat({
           (e) => {
             if (e.type === 'state') {
               if (after === 'latest') after = e.lastOutboxId;
+              lastRefusal = e.capRefusal;
+              cursor = e.cursor;
+              tellRefused();
               return;
             }
             after = Math.max(after === 'latest' ? 0 : after, e.outboxId);
@@ -97,6 +114,10 @@ export async function runChat({
     } else if (text) {
       try {
         const res = await client.postMessage({ group, text, clientMessageId: newClientMessageId() });
+        if (res.triggered && res.messageId !== null) {
+          waiting.add(res.messageId);
+          tellRefused();
+        }
         if (!res.triggered && !res.duplicate && res.commandReplyKey === null)
           output.write(`(stored as context; mention @${assistantName} for a reply)\n`);
       } catch (err) {

@@ -38,11 +38,10 @@ export interface GatewayDeps {
   /** The most output tokens one call may ask for (`[runs].max_output_tokens`); larger asks are clamped. */
   maxOutputTokens: number;
   /**
-   * Called once per group and day when the group's spend reaches its cap, with what to tell the owner and
-   * the day (in the assistant's zone) it counts on.
+   * Called once per group and day when a settled request brings its spend to SPEND_WARNING_PERCENT (80) of
+   * the cap or past it, with what to tell the owner and the day (in the assistant's zone) it counts on. A
+   * request refused at the cap is told to its run (`upstreamEvents.spendCapRefused`), not here.
    */
-  onSpendCapReached: (groupId: string, message: string, day: string) => void;
-  /** Called once per group and day when its spend reaches SPEND_WARNING_PERCENT (80) of the cap. */
   onSpendWarning?: (groupId: string, message: string, day: string) => void;
   /** What the host must hear about a run's provider calls (see UpstreamEvents); optional for tests. */
   upstreamEvents?: UpstreamEvents;
@@ -132,7 +131,6 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const spendCap = createSpendCap({
     config: deps.config,
     usageStore: deps.usageStore,
-    onSpendCapReached: deps.onSpendCapReached,
     ...(deps.onSpendWarning ? { onSpendWarning: deps.onSpendWarning } : {}),
     onNotifyError: (error, groupId) =>
       logger.error({ groupId, err: errorMessage(error) }, 'gateway: a spend notice failed'),

@@ -17,6 +17,7 @@ export {
 } from './config.ts';
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
 export type { UsageRecord, UsageStore } from './usage-store.ts';
+export { createCapStatus, type CapStatus, type CapStatusDeps } from './cap-status.ts';
 export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './usage-store-sqlite.ts';
 export {
   createSpendReporter,

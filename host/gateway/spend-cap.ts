@@ -20,7 +20,8 @@ export interface SpendCap {
   /**
    * Sets aside `micros` for a request if the group's settled spend plus what is reserved for its requests
    * in flight is still under the cap. So the cap is a bound: it is overshot by at most one reservation,
-   * whatever a container sends, in parallel or not. When refused, notifies the host (once per group and day).
+   * whatever a container sends, in parallel or not. A refusal tells nobody here: the caller reports it to
+   * the run it refused, and the host tells the group when a message goes unanswered for it.
    */
   reserve(groupId: string, day: string, micros: number): Promise<ReserveResult>;
   message(groupId: string, capUsd: number): string;
@@ -30,11 +31,10 @@ export interface SpendCapDeps {
   /** Read at each check, so a reloaded cap applies to the next request. */
   config: () => Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
   usageStore: Pick<UsageStore, 'spentTodayMicros'>;
-  /** Once per group and day; `message` names the cap and the setting that raises it. */
-  onSpendCapReached: (groupId: string, message: string, day: string) => void;
   /**
    * Once per group and day, when a settled request brings the group's spend to SPEND_WARNING_PERCENT of its
-   * cap without reaching it (a request that reaches the cap tells only the cap).
+   * cap or past the cap. Only the owner hears it: the run that crossed the cap still delivers its answer,
+   * so the group is told only when one of its messages is refused.
    */
   onSpendWarning?: (groupId: string, message: string, day: string) => void;
   onNotifyError: (error: unknown, groupId: string) => void;
@@ -64,7 +64,7 @@ export function groupCap(
 /** The share of a daily cap at which the owner is warned, in percent. */
 export const SPEND_WARNING_PERCENT = 80;
 
-/** Which notice a group's settled spend calls for: none, the warning, or the cap's. */
+/** Where a group's settled spend stands against its cap: under, at the warning share, or at the cap. */
 export function spendLevel(spentMicros: number, capMicros: number): 'under' | 'warning' | 'cap' {
   if (spentMicros >= capMicros) return 'cap';
   return spentMicros * 100 >= capMicros * SPEND_WARNING_PERCENT ? 'warning' : 'under';
@@ -75,18 +75,31 @@ export function mayReserve(capMicros: number, settledMicros: number, reservedMic
   return settledMicros + reservedMicros < capMicros;
 }
 
+/** What a refusal at the cap says: the cap, the group, and the setting that raises it. */
+export function spendCapMessage(
+  config: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>,
+  groupId: string,
+): string {
+  const cap = groupCap(config, groupId);
+  return capText(groupId, cap.usd, cap.setting);
+}
+
+function capText(groupId: string, capUsd: number, setting: string): string {
+  return `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;
+}
+
 /**
  * Settled spend is read from the usage store at each request; reservations are kept in memory (the
  * gateway is the only one forwarding this data folder's requests). The check and the reservation happen
  * in one synchronous step after the read, and a read that a settlement overtook is repeated, so parallel
- * requests cannot both slip under the cap on a stale figure. "Notified" is remembered in memory, for today:
- * the host's notices carry an outbox key per group and day, which keeps them once a day across restarts.
+ * requests cannot both slip under the cap on a stale figure. "Warned" is remembered in memory, for today:
+ * the host's notice carries an outbox key per group and day, which keeps it once a day across restarts.
  */
 export function createSpendCap(deps: SpendCapDeps): SpendCap {
   let currentDay = '';
   const groups = new Map<string, GroupDay>();
-  // `<level>:<group>` for today; the notices' outbox keys make them once per day across restarts too.
-  const notified = new Set<string>();
+  // The groups warned today; the notice's outbox key makes it once per day across restarts too.
+  const warned = new Set<string>();
 
   const capFor = (groupId: string): number => groupCap(deps.config(), groupId).usd;
 
@@ -95,7 +108,7 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
       // Requests still in flight from yesterday settle into their own, dropped, entry.
       currentDay = day;
       groups.clear();
-      notified.clear();
+      warned.clear();
     }
     let entry = groups.get(groupId);
     if (entry === undefined) {
@@ -113,30 +126,27 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
     }
   };
 
+  // The cap in the text is the one the refusal applied.
   const message = (groupId: string, capUsd: number): string =>
-    `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${groupCap(deps.config(), groupId).setting} or wait until tomorrow`;
+    capText(groupId, capUsd, groupCap(deps.config(), groupId).setting);
 
-  const once = (level: 'warning' | 'cap', groupId: string, tell: () => void) => {
-    if (notified.has(`${level}:${groupId}`)) return;
-    notified.add(`${level}:${groupId}`);
+  const warnOnce = (groupId: string, day: string, spentMicros: number) => {
+    if (warned.has(groupId)) return;
+    warned.add(groupId);
+    const cap = groupCap(deps.config(), groupId);
+    // A reload may have set the cap to 0 since the request was admitted.
+    const percent = cap.micros > 0 ? Math.floor((spentMicros * 100) / cap.micros) : 100;
     try {
-      tell();
+      deps.onSpendWarning?.(
+        groupId,
+        `group ${groupId} has spent ${formatUsd(spentMicros)} of its daily spend cap of ${formatUsd(cap.micros)} today ` +
+          `(${percent} %); at the cap it gets no answers until tomorrow (${cap.setting})`,
+        day,
+      );
     } catch (error) {
       deps.onNotifyError(error, groupId);
     }
   };
-  const notifyOnce = (groupId: string, day: string) =>
-    once('cap', groupId, () => deps.onSpendCapReached(groupId, message(groupId, capFor(groupId)), day));
-  const warnOnce = (groupId: string, day: string, spentMicros: number) =>
-    once('warning', groupId, () => {
-      const cap = groupCap(deps.config(), groupId);
-      deps.onSpendWarning?.(
-        groupId,
-        `group ${groupId} has spent ${formatUsd(spentMicros)} of its daily spend cap of ${formatUsd(cap.micros)} today ` +
-          `(${Math.floor((spentMicros * 100) / cap.micros)} %); at the cap it gets no answers until tomorrow (${cap.setting})`,
-        day,
-      );
-    });
 
   return {
     async reserve(groupId, day, micros) {
@@ -144,10 +154,8 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
       const spent = await settledSpend(groupId, day, state);
       const capUsd = capFor(groupId);
       const capMicros = usdToMicros(capUsd);
-      if (!mayReserve(capMicros, spent, state.reserved)) {
-        notifyOnce(groupId, day);
+      if (!mayReserve(capMicros, spent, state.reserved))
         return { ok: false, capUsd, spentMicros: spent, reservedMicros: state.reserved };
-      }
       state.reserved += micros;
       let open = true;
       return {
@@ -163,10 +171,8 @@ export function createSpendCap(deps: SpendCapDeps): SpendCap {
               const cost = await record();
               if (cost > 0 && day === currentDay) {
                 const after = await deps.usageStore.spentTodayMicros(groupId, day);
-                // Tell the group as soon as this request crossed the cap, not only at its next request.
-                const level = spendLevel(after, capMicros);
-                if (level === 'cap') notifyOnce(groupId, day);
-                else if (level === 'warning') warnOnce(groupId, day, after);
+                // The owner hears of the crossing at once; the group's answer is still on its way.
+                if (spendLevel(after, capMicros) !== 'under') warnOnce(groupId, day, after);
               }
             } finally {
               state.reserved -= micros;

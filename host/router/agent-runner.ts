@@ -53,8 +53,8 @@ export interface RunOutcome {
    */
   withheld?: boolean;
   /**
-   * A request of the run was refused at its group's spend cap: final for today, and the group and the owner
-   * were told once per day by the cap itself, so the run's end adds no notice of its own.
+   * A request of the run was refused at its group's spend cap: final for today. Its end tells the group
+   * and the owner the cap's notices (once per group and day), never a failure notice of its own.
    */
   capped?: boolean;
 }

@@ -11,7 +11,7 @@ export interface FinalFailures {
   withheld(runId: number, reason: string): void;
   /** Trying again cannot help until the owner fixes something. */
   final(runId: number, reason: string): void;
-  /** The group's spend cap refused a request: final, and already told by the cap. */
+  /** The group's spend cap refused a request: final for today; the run's end tells the cap's line. */
   capped(runId: number, reason: string): void;
   /** The run's outcome with what was noted applied (only to a failure); forgets the run. */
   settle(runId: number, outcome: RunOutcome): RunOutcome;

@@ -1,3 +1,4 @@
+import type { CapStatus } from '../gateway/cap-status.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
@@ -5,6 +6,7 @@ import type { NewOutboxItem, OutboxAttachment } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
 import type { HostEvents } from './host-events.ts';
 import { giveUpNotices, sendNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
+import { spendCapNotices } from './spend-notices.ts';
 import { errorMessage } from '../errors/error-message.ts';
 
 export type RunEnd =
@@ -29,9 +31,22 @@ export interface ActiveRun {
   readonly finished: Promise<RunEnd>;
 }
 
+/** Messages of a group refused at its daily spend cap: those after `after`, through `through`. */
+export interface CapRefusal {
+  after: number;
+  through: number;
+  /** The cap, the group and the setting that raises it. */
+  reason: string;
+}
+
 export interface RunExecutorDeps {
   store: Store;
   runner: AgentRunner;
+  /**
+   * The group's daily spend cap as it stands now (`createCapStatus`): a group at it gets no run, since
+   * the gateway would admit none of its requests.
+   */
+  capStatus(groupId: string): CapStatus;
   /** Must write synchronously (it is called inside store transactions) and deliver later. */
   enqueueReply(item: NewOutboxItem): void;
   /** A notice for the owner in every admin chat; must write synchronously too. */
@@ -44,22 +59,50 @@ export interface RunExecutorDeps {
 export function createRunExecutor({
   store,
   runner,
+  capStatus,
   enqueueReply,
   notifyOwner,
   events,
   logger,
 }: RunExecutorDeps) {
   const sinks = { enqueue: enqueueReply, notifyOwner };
+  // Each group's latest refusal at the cap, for the console's clients waiting on a message (`carapace
+  // send`); kept in memory, as those clients wait on this host.
+  const capRefusals = new Map<string, CapRefusal>();
+
+  /**
+   * The messages through `through` get no answer today: the group reads the cap's line (once a day, by its
+   * key) in the same transaction that moves the cursor past them.
+   */
+  const refuseAtCap = (group: GroupRecord, through: number, cap: CapStatus) => {
+    const after = store.groups.get(group.id)?.agentCursor ?? group.agentCursor;
+    store.transaction(() => {
+      store.groups.advanceCursor(group.id, through);
+      sendNotices(spendCapNotices(group, cap.day, cap.message), sinks);
+    });
+    capRefusals.set(group.id, { after, through, reason: cap.message });
+    logger.info({ groupId: group.id, after, through }, 'messages refused at the spend cap');
+    events.emit('group-state', group.id);
+  };
+
   return {
     hasPending(groupId: string): boolean {
       const group = store.groups.get(groupId);
       return !!group && store.messages.latestTriggerAfter(groupId, group.agentCursor) !== undefined;
     },
 
+    /** Starts a run for the group's pending messages; undefined when there is none to start. */
     start(groupId: string, attempt: number): ActiveRun | undefined {
       const group = store.groups.get(groupId);
-      if (!group || store.messages.latestTriggerAfter(group.id, group.agentCursor) === undefined)
+      const latestTrigger = group && store.messages.latestTriggerAfter(group.id, group.agentCursor);
+      if (!group || latestTrigger === undefined) return undefined;
+      const cap = capStatus(group.id);
+      if (cap.reached) {
+        // No request of the group would be admitted: a container started now could only fail. Later context
+        // stays for tomorrow's run.
+        refuseAtCap(group, latestTrigger, cap);
         return undefined;
+      }
       const messages = store.messages.after(group.id, group.agentCursor);
       let given = messages[messages.length - 1]?.id ?? group.agentCursor;
       // The admin group is one conversation over every admin chat the owner linked: its replies go to the
@@ -147,9 +190,20 @@ export function createRunExecutor({
             if (outcome.ok) store.groups.advanceCursor(group.id, acked);
             else if (replied) {
               store.groups.advanceCursor(group.id, record?.repliedThrough ?? group.agentCursor);
-              // A progress note the group read may look like the whole answer: say it is not, once, with
-              // the run's end. After the answer itself there is nothing to apologise for.
-              if (!record?.lastReplyFinal && !outcome.capped)
+              // A request refused at the cap left something it had taken in unanswered: the cap's line
+              // says why (once a day). Otherwise a progress note the group read may look like the whole
+              // answer: say it is not, once, with the run's end; after the answer there is nothing to add.
+              if (outcome.capped) {
+                const cap = capStatus(group.id);
+                sendNotices(spendCapNotices(group, cap.day, cap.message), sinks);
+                // Cut off before its answer: what it had taken in was refused, as far as a client can tell.
+                if (!record?.lastReplyFinal)
+                  capRefusals.set(group.id, {
+                    after: group.agentCursor,
+                    through: record?.repliedThrough ?? group.agentCursor,
+                    reason: cap.message,
+                  });
+              } else if (!record?.lastReplyFinal)
                 sendNotices(unfinishedNotices(group, run.id, outcome.reason), sinks);
             }
           });
@@ -190,6 +244,11 @@ export function createRunExecutor({
       };
     },
 
+    /** The group's latest messages refused at its cap since this host started, if any. */
+    capRefusal(groupId: string): CapRefusal | undefined {
+      return capRefusals.get(groupId);
+    },
+
     /**
      * After the last attempt failed: tell the group, and move past the messages so they do not loop
      * forever. The reason (provider error texts, configuration hints, paths) is for the owner: the admin
@@ -198,6 +257,10 @@ export function createRunExecutor({
     giveUp(groupId: string, end: Extract<RunEnd, { kind: 'failed' }>): void {
       const group = store.groups.get(groupId);
       if (!group) return;
+      if (end.failure === 'capped') {
+        refuseAtCap(group, end.givenThrough, capStatus(group.id));
+        return;
+      }
       const notices = giveUpNotices({
         group,
         givenThrough: end.givenThrough,

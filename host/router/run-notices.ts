@@ -40,15 +40,14 @@ export function sendNotices(notices: RunNotices, sinks: NoticeSinks): void {
 export interface GiveUpNotice {
   group: GroupRecord;
   givenThrough: number;
-  kind: FailureKind;
+  /** A run refused at the spend cap is told the cap's line instead (spend-notices.ts), once a day. */
+  kind: Exclude<FailureKind, 'capped'>;
   reason: string;
 }
 
 /** The run gave up before it said anything: the messages up to `givenThrough` stay unanswered. */
 export function giveUpNotices({ group, givenThrough, kind, reason }: GiveUpNotice): RunNotices {
-  // The cap told the group and the owner once for the day (spend-notices.ts); a second line would only repeat it.
-  if (kind === 'capped') return { group: [] };
-  const own: Record<Exclude<FailureKind, 'capped'>, { admin: string; others: string }> = {
+  const own: Record<GiveUpNotice['kind'], { admin: string; others: string }> = {
     retryable: {
       admin: `Sorry, I could not answer that (${reason}). Send the message again to retry.`,
       others: 'Sorry, I could not answer that. Send the message again to retry.',

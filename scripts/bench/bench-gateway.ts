@@ -258,7 +258,6 @@ export async function benchGateway(
       timezone: () => 'UTC',
       logger: logger.child({ subsystem: 'gateway' }),
       maxOutputTokens: 4096,
-      onSpendCapReached: () => undefined,
     });
     await gateway.listen(['127.0.0.1']);
     cleanups.push(() => gateway.close());

@@ -153,7 +153,6 @@ async function benchTranscription(): Promise<Record<string, number | string>> {
     timezone: () => 'UTC',
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     maxOutputTokens: 1000,
-    onSpendCapReached: () => undefined,
     transcription: () => mediaConfigSchema.parse({}).transcription,
   });
   const audio = voiceNote('hello there');

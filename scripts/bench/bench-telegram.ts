@@ -22,6 +22,7 @@ import { createHostEvents } from '../../host/router/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';
+import { capStatusOver } from '../../test/helpers/cap-status.ts';
 import { startFakeTelegram } from '../../test/fakes/fake-telegram-api.ts';
 import { channelStateIn } from '../../test/fakes/telegram-test-host.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
@@ -87,6 +88,7 @@ export async function benchTelegram(): Promise<Record<string, number | string>> 
     executor: createRunExecutor({
       store,
       runner,
+      capStatus: capStatusOver(store.db),
       enqueueReply: () => undefined,
       notifyOwner: () => undefined,
       events: createHostEvents(),

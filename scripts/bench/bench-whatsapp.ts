@@ -27,6 +27,7 @@ import { createHostEvents } from '../../host/router/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';
+import { capStatusOver } from '../../test/helpers/cap-status.ts';
 import { seedLinkedAuth, startFakeWhatsApp, waMessage } from '../../test/fakes/whatsapp-fake.ts';
 import { isMain, percentile, printFigures, round } from './stats.ts';
 
@@ -67,6 +68,7 @@ export async function benchWhatsApp(): Promise<Record<string, number | string>> 
     executor: createRunExecutor({
       store,
       runner,
+      capStatus: capStatusOver(store.db),
       enqueueReply: () => undefined,
       notifyOwner: () => undefined,
       events: createHostEvents(),

@@ -17,6 +17,7 @@ describeChannelConformance(
       outbox: store.outbox,
       events,
       isBusy: () => false,
+      capRefusal: () => undefined,
       ownerName: 'owner',
       logger: pino({ level: 'silent' }),
     });

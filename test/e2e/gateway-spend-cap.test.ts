@@ -1,7 +1,8 @@
 /**
  * Spend caps through a real container (DESIGN.md, "LLM gateway"): an agent that keeps calling the model
  * is cut off once its group's cap is reached, and the group's spend passes the cap by less than one
- * request's worst case (every prompt byte as a token plus the whole output bound).
+ * request's worst case (every prompt byte as a token plus the whole output bound). A run whose answer
+ * crossed the cap delivers it without a word about the cap; the next message is refused without a run.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeDocker } from '../helpers/docker-available.ts';
@@ -24,7 +25,7 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
         gateway: { daily_cap_usd: CAP_USD, prices: PRICES },
       },
     });
-    await h.addLocalGroups('alpha');
+    await h.addLocalGroups('alpha', 'gamma');
   }, 180_000);
   afterAll(async () => {
     await h?.stop();
@@ -41,6 +42,8 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
     const res = await h.send('alpha', '@Andy keep going');
     expect(res.stdout).toContain('reached its daily spending limit');
     expect(res.stdout).not.toContain('Sorry');
+    expect(res.stderr).toContain('not answered: daily spend cap of $0.00 reached for group alpha');
+    expect(res.code).toBe(1);
     const forwarded = h.fake.requests.slice(from).filter((r) => r.api === 'chat');
     const spent = h.host.store.db
       .prepare('SELECT COALESCE(SUM(cost_micros), 0) AS spent FROM gateway_usage WHERE group_id = ?')
@@ -55,6 +58,30 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
     // The refusal named the cap to the agent, and the group heard about the cap once.
     expect(h.runs('alpha').at(-1)?.exitReason).toMatch(/daily spend cap of \$0\.00 reached for group alpha/);
     expect(h.outbox('alpha').filter((row) => row.key.startsWith('spend-cap:alpha:'))).toHaveLength(1);
+  }, 120_000);
+
+  it('delivers the answer that crossed the cap with no word of the cap, then refuses the next message without a run', async () => {
+    // One answer costs more than the day's cap.
+    h.fake.setResponder(
+      securityResponder({
+        gamma: () =>
+          reply.text('Pasta at eight.', { usage: { promptTokens: 5_000, completionTokens: 1_000 } }),
+      }),
+    );
+    const first = await h.send('gamma', '@Andy what is for dinner?');
+    expect(first.stdout).toBe('Pasta at eight.\n');
+    expect(first.code).toBe(0);
+    expect(h.outbox('gamma').map((row) => row.text)).toEqual(['Pasta at eight.']);
+
+    const from = h.fake.requests.length;
+    const second = await h.send('gamma', '@Andy and dessert?');
+    expect(second.stdout).toBe(
+      'This group reached its daily spending limit; I cannot answer until tomorrow.\n',
+    );
+    expect(second.stderr).toContain('not answered: daily spend cap of $0.00 reached for group gamma');
+    expect(second.code).toBe(1);
+    expect(h.runs('gamma')).toHaveLength(1);
+    expect(h.fake.requests.slice(from).filter((r) => r.api === 'chat')).toEqual([]);
   }, 120_000);
 });
 
@@ -85,7 +112,7 @@ await describeDocker('e2e gateway: the cap binds with the price table that ships
       .get('beta') as { spent: number };
     expect(spent.spent).toBeGreaterThanOrEqual(1_000);
     const lines = h.outbox('beta').map((row) => row.text);
-    expect(lines).toEqual(['This group reached its daily spending limit; I will answer again tomorrow.']);
+    expect(lines).toEqual(['This group reached its daily spending limit; I cannot answer until tomorrow.']);
     expect(res.stdout).not.toMatch(/again to retry|Sorry/);
     // One run: a capped run is not tried again.
     expect(h.runs('beta')).toHaveLength(1);
@@ -99,9 +126,13 @@ await describeDocker('e2e gateway: the cap binds with the price table that ships
     expect(owner.map((row) => row.text)).toEqual([
       'Group beta gets no answers until tomorrow: daily spend cap of $0.00 reached for group beta; raise [gateway].daily_cap_usd or wait until tomorrow.',
     ]);
-    // A second message the same day: no new line, no new notice, no run that reaches the provider.
+    // A second message the same day: no new line, no new notice, no run; the CLI still says why.
     const from = h.fake.requests.length;
-    await h.send('beta', '@Andy and now?');
+    const again = await h.send('beta', '@Andy and now?');
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toContain('not answered: daily spend cap of $0.00 reached for group beta');
+    expect(again.code).toBe(1);
+    expect(h.runs('beta')).toHaveLength(1);
     expect(h.outbox('beta')).toHaveLength(1);
     expect(capNotices()).toHaveLength(1);
     expect(

@@ -103,7 +103,6 @@ export async function startCredentialGateway(opts: {
     timezone: () => 'UTC',
     logger: quiet,
     maxOutputTokens: 4096,
-    onSpendCapReached: () => undefined,
     credentials: {
       credentials: () => config.credentials,
       grantedTo: (groupId) => config.groups[groupId]?.credentials ?? [],

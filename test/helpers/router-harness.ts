@@ -12,6 +12,7 @@ import { createHostEvents } from '../../host/router/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';
+import { capStatusOver } from './cap-status.ts';
 import type { Clock } from '../../host/time/clock.ts';
 
 export interface RecordingChannel extends Channel {
@@ -82,6 +83,10 @@ export function createRouterHarness(opts: {
   retryBaseMs?: number;
   /** The queue's retry timers (default: the system clock). */
   queueClock?: Pick<Clock, 'setTimer'>;
+  /** `[gateway]` settings for the spend cap the router checks before a run (default: the defaults). */
+  gateway?: Record<string, unknown>;
+  /** The instant whose UTC day the cap counts on (default: now). */
+  capNow?: () => number;
   dir?: string;
 }) {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-router-'));
@@ -115,6 +120,7 @@ export function createRouterHarness(opts: {
   const executor = createRunExecutor({
     store,
     runner: opts.runner,
+    capStatus: capStatusOver(store.db, opts.gateway, opts.capNow),
     enqueueReply: dispatcher.enqueue,
     notifyOwner,
     events,
@@ -142,6 +148,7 @@ export function createRouterHarness(opts: {
     channel,
     dispatcher,
     queue,
+    executor,
     addGroup(id: string, isAdmin = false) {
       return store.groups.add({ id, channel: channel.name, chatId: `chat-${id}`, name: id, isAdmin });
     },

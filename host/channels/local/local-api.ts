@@ -44,6 +44,11 @@ export const stateEvent = z.object({
   busy: z.boolean(),
   /** Newest outbox id of the chat when this state was sent; a client resumes after it. */
   lastOutboxId: z.int(),
+  /**
+   * The group's latest messages refused at its daily spend cap (ids after `after`, through `through`), with
+   * the cap and the setting that raises it: the group's own line says so once a day, this at every refusal.
+   */
+  capRefusal: z.optional(z.object({ after: z.int(), through: z.int(), reason: z.string() })),
 });
 export const consoleEvent = z.discriminatedUnion('type', [replyEvent, stateEvent]);
 export type ConsoleEvent = z.infer<typeof consoleEvent>;

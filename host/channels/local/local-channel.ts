@@ -18,6 +18,8 @@ export interface LocalChannelDeps {
   outbox: OutboxStore;
   events: HostEvents;
   isBusy(groupId: string): boolean;
+  /** The group's latest messages refused at its spend cap (the router's record), if any. */
+  capRefusal(groupId: string): { after: number; through: number; reason: string } | undefined;
   ownerName: string;
   logger: Logger;
 }
@@ -27,7 +29,15 @@ export interface LocalChannelDeps {
  * is the outbox itself: a reply is shown to connected clients once it is marked sent, and a client that
  * reconnects replays everything after the last outbox id it saw, so nothing is lost or shown twice.
  */
-export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, logger }: LocalChannelDeps) {
+export function createLocalChannel({
+  groups,
+  outbox,
+  events,
+  isBusy,
+  capRefusal,
+  ownerName,
+  logger,
+}: LocalChannelDeps) {
   let host: ChannelHost | undefined;
   let status: ChannelStatus = {
     state: 'stopped',
@@ -39,6 +49,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
   const stateOf = (groupId: string): ConsoleEvent | undefined => {
     const g = groups.get(groupId);
     if (!g || g.channel !== LOCAL_CHANNEL) return undefined;
+    const refused = capRefusal(groupId);
     return {
       type: 'state',
       groupId,
@@ -46,6 +57,7 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
       pendingOutbox: outbox.pendingCount(LOCAL_CHANNEL, g.chatId),
       busy: isBusy(groupId),
       lastOutboxId: outbox.highWater(LOCAL_CHANNEL, g.chatId),
+      ...(refused ? { capRefusal: refused } : {}),
     };
   };
   const publish = (chatId: string, e: ConsoleEvent | undefined) => {

@@ -21,6 +21,8 @@ export type SendResult =
    * after a partial answer (progress messages) without finishing.
    */
   | { kind: 'failed'; replies: number }
+  /** The host refused the message at the group's daily spend cap; `reason` names the cap and its setting. */
+  | { kind: 'refused'; replies: number; reason: string }
   | { kind: 'not-triggered' }
   | { kind: 'timeout'; replies: number };
 
@@ -49,6 +51,7 @@ export async function sendAndWait({
   let lastKey: string | undefined;
   let after = posted.after;
   let done = false;
+  let refusedFor: string | undefined;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
   const onEvent = (e: ConsoleEvent) => {
@@ -64,6 +67,9 @@ export async function sendAndWait({
         controller.abort();
       }
     } else if (commandKey === null && e.cursor >= messageId && e.pendingOutbox === 0) {
+      // The cap's line reaches the chat once a day; the refusal of this very message is in the state.
+      const refusal = e.capRefusal;
+      if (refusal && refusal.after < messageId && messageId <= refusal.through) refusedFor = refusal.reason;
       done = true;
       controller.abort();
     }
@@ -82,6 +88,7 @@ export async function sendAndWait({
     clearTimeout(timer);
   }
   if (!done) return { kind: 'timeout', replies: seen.size };
+  if (refusedFor !== undefined) return { kind: 'refused', replies: seen.size, reason: refusedFor };
   return lastKey !== undefined && isUnansweredNoticeKey(lastKey)
     ? { kind: 'failed', replies: seen.size }
     : { kind: 'answered', replies: seen.size };

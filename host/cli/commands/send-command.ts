@@ -34,6 +34,9 @@ export async function sendCommand(ctx: CliContext, args: string[]): Promise<numb
     case 'failed':
       ctx.err('(the host could not answer: the reply above says why)');
       return 1;
+    case 'refused':
+      ctx.err(`not answered: ${result.reason} (carapace usage shows the day's spend)`);
+      return 1;
     case 'not-triggered': {
       const { assistant } = hostStatus.parse(await client.getJson('/v1/status'));
       ctx.err(

@@ -234,7 +234,6 @@ await describeDocker('pre-started containers', () => {
         warn: () => undefined,
         error: () => undefined,
       },
-      onSpendCapReached: () => undefined,
     });
     await gateway.listen(['127.0.0.1', await defaultBridgeAddress(docker)]);
   }, 5 * 60_000);

@@ -62,7 +62,6 @@ async function reviewHost(opts: { capUsd: number; maxReviews?: number }) {
     timezone: () => 'UTC',
     logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
     maxOutputTokens: 4096,
-    onSpendCapReached: (groupId, message) => notices.push(`cap ${groupId}: ${message}`),
     onSpendWarning: (groupId) => notices.push(`warning ${groupId}`),
     review: { model: 'cop-model', max_output_tokens: 300, max_reviews_per_run: opts.maxReviews ?? 20 },
   });
@@ -156,7 +155,8 @@ describe('Cop reviews through the gateway', () => {
     expect(h.human.asked).toEqual([`task.schedule: the Cop flagged it: not reviewed: ${capMessage}`]);
     expect(h.fake.requests).toEqual([]);
     expect(h.rows()).toHaveLength(1); // the run's own row only
-    expect(h.notices).toEqual([`cap family: ${capMessage}`]);
+    // The gateway tells nobody of a refusal but the caller: here the owner, through the question above.
+    expect(h.notices).toEqual([]);
     expect(h.db.store.audit.tail(5).map((r) => [r.operation, r.decision])).toContainEqual([
       'task.schedule.cop',
       'flagged',

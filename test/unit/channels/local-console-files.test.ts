@@ -28,6 +28,7 @@ describe('a file in the local console', () => {
       outbox: store.outbox,
       events: createHostEvents(),
       isBusy: () => false,
+      capRefusal: () => undefined,
       ownerName: 'owner',
       logger: pino({ level: 'silent' }),
     });

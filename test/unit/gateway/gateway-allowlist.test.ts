@@ -145,7 +145,7 @@ describe('request body allowlist', () => {
         ],
       });
       expect(answer.choices[0]?.message.content).toBeTruthy();
-      expect(h.capCalls).toEqual([]);
+      expect(h.upstreamEvents).toEqual([]);
       expect(IMAGE_WORST_TOKENS).toBe(6_000);
     } finally {
       await h.close();

@@ -30,7 +30,8 @@ export interface Harness {
   logs: LogEntry[];
   /** Delays the gateway asked to sleep between retries (the harness does not actually wait). */
   sleeps: number[];
-  capCalls: string[];
+  /** The groups the gateway warned the owner about (80 % of the cap, or past it), in order. */
+  warnings: string[];
   /** What the gateway told the host about the run's provider calls, in order. */
   upstreamEvents: string[];
   usageStore: UsageStore;
@@ -64,7 +65,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     error: (obj, msg) => logs.push({ level: 'error', obj, msg }),
   };
   const sleeps: number[] = [];
-  const capCalls: string[] = [];
+  const warnings: string[] = [];
   const upstreamEvents: string[] = [];
   const usageStore = options.usageStore ?? createMemoryUsageStore();
   const gateway = createGateway({
@@ -76,7 +77,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     timezone: () => 'Europe/Berlin',
     logger,
     maxOutputTokens: 4096,
-    onSpendCapReached: (groupId) => capCalls.push(groupId),
+    onSpendWarning: (groupId) => warnings.push(groupId),
     upstreamEvents: {
       authRejected: (owner, status) => upstreamEvents.push(`authRejected ${owner.runId} ${status}`),
       slow: (owner, waitedMs) => upstreamEvents.push(`slow ${owner.runId} ${waitedMs}`),
@@ -100,7 +101,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     port,
     logs,
     sleeps,
-    capCalls,
+    warnings,
     upstreamEvents,
     usageStore,
     reconfigure(gateway) {

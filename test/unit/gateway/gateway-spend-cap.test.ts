@@ -7,12 +7,12 @@ const DAY = '2024-03-11';
 
 function makeCap(capUsd: number | (() => number)) {
   const store = createMemoryUsageStore();
-  const notices: string[] = [];
+  const warnings: string[] = [];
   const capNow = typeof capUsd === 'number' ? () => capUsd : capUsd;
   const cap = createSpendCap({
     config: () => ({ daily_cap_usd: capNow(), group_caps_usd: {} }),
     usageStore: store,
-    onSpendCapReached: (groupId) => notices.push(groupId),
+    onSpendWarning: (groupId) => warnings.push(groupId),
     onNotifyError: () => undefined,
   });
   const charge = (reservation: Reservation, groupId: string, cost: number) =>
@@ -20,7 +20,7 @@ function makeCap(capUsd: number | (() => number)) {
       store.addSpend(groupId, DAY, cost);
       return cost;
     });
-  return { store, notices, cap, charge };
+  return { store, warnings, cap, charge };
 }
 
 describe('spend cap arithmetic', () => {
@@ -57,7 +57,7 @@ describe('spend cap arithmetic', () => {
   });
 
   it('bounds the overshoot by one reservation, however many requests arrive at once and whatever they cost', async () => {
-    const { cap, charge, store, notices } = makeCap(1); // 1_000_000 micro-dollars
+    const { cap, charge, store, warnings } = makeCap(1); // 1_000_000 micro-dollars
     const reservation = 300_000;
     const attempts = await Promise.all(Array.from({ length: 20 }, () => cap.reserve('g', DAY, reservation)));
     const admitted = attempts.flatMap((a) => (a.ok ? [a.reservation] : []));
@@ -69,7 +69,8 @@ describe('spend cap arithmetic', () => {
     expect(spent).toBe(1_200_000);
     expect(spent - 1_000_000).toBeLessThanOrEqual(reservation);
     expect((await cap.reserve('g', DAY, 1)).ok).toBe(false);
-    expect(notices).toEqual(['g']);
+    // The owner was warned once as the spend passed 80 % and the cap; the refusals tell the caller only.
+    expect(warnings).toEqual(['g']);
   });
 
   it('gives back what a request did not spend, and keeps counting what others hold', async () => {
@@ -108,7 +109,6 @@ describe('spend cap arithmetic', () => {
     const cap = createSpendCap({
       config: () => ({ daily_cap_usd: 1, group_caps_usd: {} }),
       usageStore: slow,
-      onSpendCapReached: () => undefined,
       onNotifyError: () => undefined,
     });
     const held = await cap.reserve('g', DAY, 1_000_000);

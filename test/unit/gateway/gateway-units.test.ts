@@ -44,7 +44,6 @@ function makeGateway(port = 0) {
     timezone: () => 'UTC',
     logger: silent,
     maxOutputTokens: 4096,
-    onSpendCapReached: () => undefined,
   });
 }
 

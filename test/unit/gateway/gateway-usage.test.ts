@@ -148,7 +148,7 @@ describe('gateway usage accounting', () => {
 });
 
 describe('gateway spend cap', () => {
-  it('refuses requests once the cap is crossed and tells the host once per group and day', async () => {
+  it('refuses requests once the cap is crossed, telling each refusal to its run and the crossing to the owner once', async () => {
     // Each request costs 14 000 micro-dollars; the cap is 10 000.
     h = await startHarness({ usageStore: store, gateway: { prices: PRICES, daily_cap_usd: 0.01 } });
     h.fake.setResponder(() => reply.text('ok', { usage: { promptTokens: 2000, completionTokens: 1000 } }));
@@ -158,7 +158,9 @@ describe('gateway spend cap', () => {
       body: chatBody(),
     });
     expect(first.status).toBe(200);
-    expect(h.capCalls).toEqual(['group-a']);
+    // The request that crossed the cap was answered: only the owner's warning, no refusal.
+    expect(h.warnings).toEqual(['group-a']);
+    expect(h.upstreamEvents).toEqual([]);
 
     const refused = await rawRequest(h.port, {
       path: '/v1/chat/completions',
@@ -179,7 +181,8 @@ describe('gateway spend cap', () => {
       headers: jsonHeaders(h.run.key),
       body: chatBody(),
     });
-    expect(h.capCalls).toEqual(['group-a']);
+    expect(h.upstreamEvents).toEqual(['spendCapRefused run-1', 'spendCapRefused run-1']);
+    expect(h.warnings).toEqual(['group-a']);
     expect(h.fake.requests).toHaveLength(1);
 
     // Another group has its own budget.
@@ -216,7 +219,7 @@ describe('gateway spend cap', () => {
     });
     expect(refused.status).toBe(429);
     expect(refused.text).toContain('[gateway].group_caps_usd.\\"group-a\\"');
-    expect(h.capCalls).toEqual(['group-a']);
+    expect(h.upstreamEvents).toEqual(['spendCapRefused run-1']);
 
     // 23:30 UTC on the 10th is the 11th in Berlin: a new day, a new budget.
     now = Date.UTC(2024, 2, 10, 23, 30);
@@ -239,7 +242,7 @@ describe('gateway spend cap', () => {
         })
       ).status,
     ).toBe(429);
-    expect(h.capCalls).toEqual(['group-a', 'group-a']);
+    expect(h.upstreamEvents).toEqual(['spendCapRefused run-1', 'spendCapRefused run-1']);
   });
 });
 

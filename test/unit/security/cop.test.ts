@@ -87,7 +87,6 @@ beforeAll(async () => {
     timezone: () => 'UTC',
     logger: quiet,
     maxOutputTokens: 4096,
-    onSpendCapReached: () => {},
     review: { model: 'cop-model', max_output_tokens: 512, max_reviews_per_run: 1_000 },
   });
 });
