@@ -363,7 +363,7 @@ export function describeChannelConformance(
             isAdmin: true,
           });
           const words = `Zanzibar ${kind.replace(/ /g, '-')} words`;
-          const { quotable } = await driver.ownerSendsContent(kind, shape, words);
+          const sent = await driver.ownerSendsContent(kind, shape, words);
           expect(h.inbound).toHaveLength(1);
           const m = h.inbound[0] as InboundMessage;
           const stored = h.ctx.store.messages.after('main', 0).map((r) => r.text);
@@ -371,30 +371,33 @@ export function describeChannelConformance(
           const text = stored[0] as string;
           const tainted = h.ctx.store.groups.get('main')?.taint.corruption;
           expect(m.fromOwner).toBe(true);
-          const quoteShape = shape === 'quote of own' || shape === 'quote of a forward';
+          // Whether the message carries a quote: a quote shape, of a kind the platform quotes.
+          const quotes = (shape === 'quote of own' || shape === 'quote of a forward') && sent.quotable;
           expect(m.origin).toMatchObject(
             shape === 'forwarded' ? { kind: 'forwarded', authorIsOwner: false } : { kind: 'own' },
           );
-          if (!quoteShape || !quotable) expect(m.quoted).toBeUndefined();
+          if (!quotes) expect(m.quoted).toBeUndefined();
           if (!stranger) {
             expect(text).not.toContain('<<<UNTRUSTED');
             expect(tainted).toBe(false);
-            if (quoteShape && quotable) {
+            if (quotes) {
               expect(m.quoted).toMatchObject({ authorIsOwner: true });
-              expect(text).toContain(`[quoting the owner's own words]\n`);
-              expect(text).toContain(words);
+              expect(text).toContain(`[quoting the owner's own words]\n${m.quoted?.text}`);
             }
             return;
           }
           // A stranger's words: never outside a fence, and wherever they arrive the group is corrupted.
           expect(outsideFences(text)).not.toContain(words.split(' ')[0]);
-          if (shape === 'forwarded' || quotable) {
+          if (shape === 'forwarded' || quotes) {
             expect(text).toContain(FENCE_START);
             expect(tainted).toBe(true);
           }
-          if (quotable) {
+          if (quotes) {
+            const quoted = m.quoted?.text ?? '';
             expect(m.quoted).toMatchObject({ authorIsOwner: false });
-            expect(text).toContain(words);
+            expect(quoted).not.toBe('');
+            expect(text).toContain(quoted);
+            expect(outsideFences(text)).not.toContain(quoted);
           }
           if (shape === 'forwarded') expect(text.startsWith(`${FENCE_START}a message `)).toBe(true);
         });

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { proto } from '@whiskeysockets/baileys';
 import pino from 'pino';
 import type { Channel, ChannelHost, InboundMessage } from '../../host/channels/channel.ts';
 import { createWhatsAppChannel } from '../../host/channels/whatsapp/whatsapp-channel.ts';
@@ -12,12 +13,65 @@ import {
   notInGroup,
   seedLinkedAuth,
   startFakeWhatsApp,
+  throughProto,
   waMessage,
 } from '../fakes/whatsapp-fake.ts';
 import { waitFor } from '../helpers/processes.ts';
-import { describeChannelConformance } from './channel-conformance.ts';
+import { describeChannelConformance, type ContentKind } from './channel-conformance.ts';
 
 const GROUP = '120363000000000001@g.us';
+const FORWARD_MARK = { isForwarded: true, forwardingScore: 1 };
+
+/** A file as a WhatsApp message carries it: where it is and its key (never fetched by these tests). */
+const file = (mimetype: string) => ({
+  url: 'https://mmg.whatsapp.net/v/t62.7118-24/file.enc',
+  directPath: '/v/t62.7118-24/file.enc',
+  mediaKey: new Uint8Array(32).fill(7),
+  fileLength: 3,
+  mimetype,
+});
+
+/** A message of `kind` with `words` in its free-text parts, carrying `contextInfo` where it has one. */
+function whatsappContent(kind: ContentKind, words: string, contextInfo?: proto.IContextInfo): proto.IMessage {
+  const here = { degreesLatitude: 52.37, degreesLongitude: 4.89 };
+  const vcard = `BEGIN:VCARD\nVERSION:3.0\nFN:${words}\nTEL:+15550001111\nEND:VCARD`;
+  switch (kind) {
+    case 'text':
+      return contextInfo ? { extendedTextMessage: { text: words, contextInfo } } : { conversation: words };
+    case 'caption':
+      return { imageMessage: { ...file('image/jpeg'), caption: words, contextInfo } };
+    case 'location':
+      return { locationMessage: { ...here, name: words, address: words, contextInfo } };
+    case 'live location':
+      return { liveLocationMessage: { ...here, caption: words, sequenceNumber: 1, contextInfo } };
+    case 'contact':
+      return { contactMessage: { displayName: words, vcard, contextInfo } };
+    case 'contacts':
+      return {
+        contactsArrayMessage: { displayName: words, contacts: [{ displayName: words, vcard }], contextInfo },
+      };
+    case 'poll':
+      return {
+        pollCreationMessageV3: {
+          name: words,
+          options: [{ optionName: 'yes' }],
+          selectableOptionsCount: 1,
+          contextInfo,
+        },
+      };
+    case 'document':
+      return {
+        documentMessage: {
+          ...file('application/pdf'),
+          fileName: `${words}.pdf`,
+          caption: words,
+          contextInfo,
+        },
+      };
+    case 'voice note':
+      return { audioMessage: { ...file('audio/ogg; codecs=opus'), ptt: true, seconds: 2, contextInfo } };
+  }
+}
 
 // The WhatsApp adapter on a real Baileys socket against crabline's WhatsApp server. Members write through
 // the server; what crabline cannot carry goes into Baileys' own event buffer (the self-chat, whose messages
@@ -54,6 +108,10 @@ describeChannelConformance(
           ingest: (m) => {
             ingested.push(m);
             return host.ingest(m);
+          },
+          ingestMedia: (m) => {
+            ingested.push(m);
+            return host.ingestMedia(m);
           },
         });
         await waitFor('connected', () => inner.status().state === 'connected');
@@ -104,6 +162,33 @@ describeChannelConformance(
               },
             }),
           ),
+        // Every message goes through WhatsApp's protobuf schema and back. A quote's copy of the quoted
+        // message keeps its own context here, as a client that keeps it sends it; one that strips it
+        // (Baileys) is fail-closed, proved in test/unit/channels/whatsapp-content-origin.test.ts.
+        async ownerSendsContent(kind, shape, words) {
+          const quotedContext = shape === 'quote of a forward' ? FORWARD_MARK : {};
+          const message: proto.IMessage =
+            shape === 'own'
+              ? whatsappContent(kind, words)
+              : shape === 'forwarded'
+                ? whatsappContent(kind, words, FORWARD_MARK)
+                : {
+                    extendedTextMessage: {
+                      text: 'what about this?',
+                      contextInfo: {
+                        stanzaId: `Q${(seq += 1)}`,
+                        participant: FAKE_SELF_JID,
+                        quotedMessage: whatsappContent(kind, words, quotedContext),
+                      },
+                    },
+                  };
+          const id = `C${(seq += 1)}`;
+          await arrives(() => {
+            const m = throughProto(waMessage({ id, remoteJid: FAKE_SELF_JID, fromMe: true, message }));
+            inner.socket()?.ev.emit('messages.upsert', { type: 'notify', messages: [m] });
+          });
+          return { quotable: true };
+        },
         memberMentionsBot: (chatId, text) =>
           arrives(() =>
             upsert({

@@ -9,7 +9,7 @@ import path from 'node:path';
 import {
   generateWAMessageContent,
   type AnyMessageContent,
-  type proto,
+  proto,
   type WAMediaUploadFunction,
   type WAMessage,
 } from '@whiskeysockets/baileys';
@@ -163,6 +163,15 @@ export function waMessage(m: {
         ? { extendedTextMessage: { text: m.text ?? '', contextInfo } }
         : { conversation: m.text ?? '' }),
   } as WAMessage;
+}
+
+/**
+ * The message as the wire carries it: encoded with WhatsApp's own protobuf schema (Baileys' `proto`) and
+ * decoded again, so a test sees what Baileys hands the adapter (absent fields, Long timestamps, bytes).
+ */
+export function throughProto(m: WAMessage): WAMessage {
+  const encoded = proto.WebMessageInfo.encode(proto.WebMessageInfo.fromObject(m)).finish();
+  return proto.WebMessageInfo.decode(encoded) as WAMessage;
 }
 
 export interface SeamOptions {
