@@ -13,66 +13,15 @@ import {
   notInGroup,
   seedLinkedAuth,
   startFakeWhatsApp,
+  FORWARD_MARK,
   throughProto,
   waMessage,
+  whatsappContent,
 } from '../fakes/whatsapp-fake.ts';
 import { waitFor } from '../helpers/processes.ts';
-import { describeChannelConformance, type ContentKind } from './channel-conformance.ts';
+import { describeChannelConformance } from './channel-conformance.ts';
 
 const GROUP = '120363000000000001@g.us';
-const FORWARD_MARK = { isForwarded: true, forwardingScore: 1 };
-
-/** A file as a WhatsApp message carries it: where it is and its key (never fetched by these tests). */
-const file = (mimetype: string) => ({
-  url: 'https://mmg.whatsapp.net/v/t62.7118-24/file.enc',
-  directPath: '/v/t62.7118-24/file.enc',
-  mediaKey: new Uint8Array(32).fill(7),
-  fileLength: 3,
-  mimetype,
-});
-
-/** A message of `kind` with `words` in its free-text parts, carrying `contextInfo` where it has one. */
-function whatsappContent(kind: ContentKind, words: string, contextInfo?: proto.IContextInfo): proto.IMessage {
-  const here = { degreesLatitude: 52.37, degreesLongitude: 4.89 };
-  const vcard = `BEGIN:VCARD\nVERSION:3.0\nFN:${words}\nTEL:+15550001111\nEND:VCARD`;
-  switch (kind) {
-    case 'text':
-      return contextInfo ? { extendedTextMessage: { text: words, contextInfo } } : { conversation: words };
-    case 'caption':
-      return { imageMessage: { ...file('image/jpeg'), caption: words, contextInfo } };
-    case 'location':
-      return { locationMessage: { ...here, name: words, address: words, contextInfo } };
-    case 'live location':
-      return { liveLocationMessage: { ...here, caption: words, sequenceNumber: 1, contextInfo } };
-    case 'contact':
-      return { contactMessage: { displayName: words, vcard, contextInfo } };
-    case 'contacts':
-      return {
-        contactsArrayMessage: { displayName: words, contacts: [{ displayName: words, vcard }], contextInfo },
-      };
-    case 'poll':
-      return {
-        pollCreationMessageV3: {
-          name: words,
-          options: [{ optionName: 'yes' }],
-          selectableOptionsCount: 1,
-          contextInfo,
-        },
-      };
-    case 'document':
-      return {
-        documentMessage: {
-          ...file('application/pdf'),
-          fileName: `${words}.pdf`,
-          caption: words,
-          contextInfo,
-        },
-      };
-    case 'voice note':
-      return { audioMessage: { ...file('audio/ogg; codecs=opus'), ptt: true, seconds: 2, contextInfo } };
-  }
-}
-
 // The WhatsApp adapter on a real Baileys socket against crabline's WhatsApp server. Members write through
 // the server; what crabline cannot carry goes into Baileys' own event buffer (the self-chat, whose messages
 // come from the linked account itself, and contextInfo for mentions and replies); group sends are taken at
