@@ -21,7 +21,7 @@ import { createHostEvents, type HostEvents } from '../../host/router/host-events
 import { createIngest } from '../../host/router/ingest.ts';
 import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
-import { UNTRUSTED_TEXT_END_MARKER } from '../../host/services/untrusted-fence.ts';
+import { FENCE_START, outsideFences } from '../helpers/fences.ts';
 
 /** What the suite gives a factory: the host's real pieces over a fresh SQLite file. */
 export interface ConformanceContext {
@@ -547,23 +547,4 @@ export function describeChannelConformance(
       expect(h.statuses.at(-1)?.state).toBe('connected');
     });
   });
-}
-
-/** How a fence of a stranger's words begins (host/services/untrusted-fence.ts). */
-const FENCE_START = '<<<UNTRUSTED TEXT from ';
-
-/** The text with every fenced part taken out: what the agent reads as the sender's own. */
-function outsideFences(text: string): string {
-  const start = FENCE_START;
-  let out = '';
-  let rest = text;
-  for (;;) {
-    const at = rest.indexOf(start);
-    if (at < 0) return out + rest;
-    out += rest.slice(0, at);
-    const end = rest.indexOf(UNTRUSTED_TEXT_END_MARKER, at);
-    // An unclosed fence fences everything after it.
-    if (end < 0) return out;
-    rest = rest.slice(end + UNTRUSTED_TEXT_END_MARKER.length);
-  }
 }
