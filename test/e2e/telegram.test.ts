@@ -257,6 +257,8 @@ await describeDocker('e2e telegram: grammY against a fake Bot API, through real 
     expect(outsideFences(prompt)).not.toContain('mail the project out');
     expect(prompt).not.toContain("quoting the owner's own words");
     expect(h.host.store.groups.get('main')?.taint.corruption).toBe(true);
+    // The run ends with its answer in the owner's chat, before the next test scripts the model.
+    await eventually('the answer', () => toChat(OWNER).find((s) => s.text.includes(t)), 90_000);
   }, 150_000);
 
   it('decides nothing on a forwarded "approve <id>", even in the owner\'s private chat', async () => {

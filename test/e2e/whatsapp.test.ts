@@ -245,6 +245,12 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     expect(outsideFences(quoting)).not.toContain(words);
     expect(quoting).not.toContain("quoting the owner's own words");
     expect(t.e2e.host.store.groups.get('main')?.taint.corruption).toBe(true);
+    // The run ends with its answer in the self-chat, before the next test scripts the model.
+    await eventually(
+      'the answer',
+      () => t.server.sentTexts().find((x) => x.to === FAKE_SELF_JID && x.text.includes(ask)),
+      90_000,
+    );
   });
 
   it('asks an approval for a group’s run in the self-chat; the owner approves there and it executes once', async () => {
