@@ -132,7 +132,8 @@ interface Harness {
 }
 
 /**
- * The tests every channel adapter passes: normalisation, trigger flags, owner attestation, ordered
+ * The tests every channel adapter passes: normalisation, trigger flags, owner attestation, whose words
+ * each content kind is (own, forwarded, quote of own, quote of a forward), ordered
  * chunked delivery, idempotent retry, permanent failure, a poison reply, chat moved, status transitions. The host side is
  * real (ingest, outbox, dispatcher, SQLite); the platform side is the factory's driver.
  */
