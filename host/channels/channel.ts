@@ -26,17 +26,20 @@ import type { z } from 'zod';
 import type { Logger } from '../logging/logger.ts';
 
 /**
- * Who wrote a message's text, as the platform says (never read from the text). Who sent a message is not
- * who wrote it: a forward carries someone else's words in the sender's hand. `authorIsOwner` is attested
- * like `fromOwner`, from platform facts only (Telegram: the forward's origin is the owner's user id);
- * where the platform does not say who wrote it (a WhatsApp forward), it is false.
+ * Who wrote a message's content, as the platform says (never read from the text), whatever its kind (text,
+ * caption, location, contact, poll, file). Who sent a message is not who wrote it: a forward carries
+ * someone else's words in the sender's hand (so does an inline bot's answer on Telegram). `authorIsOwner`
+ * is attested like `fromOwner`, from platform facts only (Telegram: the forward's origin is the owner's user
+ * id); where the platform does not say who wrote it (a WhatsApp forward), it is false.
  */
 export type MessageOrigin = { kind: 'own' } | { kind: 'forwarded'; author: string; authorIsOwner: boolean };
 
 /**
  * Someone's words the sender quoted and the adapter includes for context (Telegram: the quoted part of a
  * replied-to or external message; WhatsApp: the quoted message). A quote of the bot's own message is not
- * included (it is the agent's own reply). `authorIsOwner` as in MessageOrigin.
+ * included (it is the agent's own reply). The author is the quoted message's origin's, as in MessageOrigin:
+ * a quote of a forward is the forward's author's, and a quote whose origin the platform does not show
+ * (another chat's message, a WhatsApp quote without its context) is not the owner's.
  */
 export interface QuotedContent {
   text: string;

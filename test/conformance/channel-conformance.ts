@@ -21,6 +21,7 @@ import { createHostEvents, type HostEvents } from '../../host/router/host-events
 import { createIngest } from '../../host/router/ingest.ts';
 import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import { FENCE_START, outsideFences } from '../helpers/fences.ts';
 
 /** What the suite gives a factory: the host's real pieces over a fresh SQLite file. */
 export interface ConformanceContext {
@@ -29,6 +30,27 @@ export interface ConformanceContext {
   /** A fresh folder the channel and its platform double may use. */
   dir: string;
 }
+
+/** Kinds of content whose author the suite checks, each as its platform carries it. */
+export const CONTENT_KINDS = [
+  'text',
+  'caption',
+  'location',
+  'live location',
+  'contact',
+  'contacts',
+  'poll',
+  'document',
+  'voice note',
+] as const;
+export type ContentKind = (typeof CONTENT_KINDS)[number];
+
+/**
+ * How content reaches the owner's admin chat: the owner's own; a stranger's the owner forwarded; or a
+ * reply of the owner's quoting either of those.
+ */
+export const CONTENT_SHAPES = ['own', 'forwarded', 'quote of own', 'quote of a forward'] as const;
+export type ContentShape = (typeof CONTENT_SHAPES)[number];
 
 /**
  * The platform side of a channel under test: what people on the platform do, and what the platform shows.
@@ -43,6 +65,14 @@ export interface PlatformDriver {
   ownerWrites(text: string): Promise<void>;
   /** The owner forwards into their admin chat a message someone else (`author`, a stranger) wrote. */
   ownerForwards?(text: string, author: string): Promise<void>;
+  /**
+   * The owner, in their admin chat, sends content of `kind` in `shape`, with `words` in each free-text part
+   * the kind has (text, caption, a location's name, a contact's name, a poll's question, a file's name or
+   * caption); in a quote shape the quoted message is that content and the reply's own text is the owner's.
+   * Resolves once the host has it, with whether the platform carries a quote of this kind (Telegram quotes
+   * only the text or caption of a message).
+   */
+  ownerSendsContent?(kind: ContentKind, shape: ContentShape, words: string): Promise<{ quotable: boolean }>;
   /** A member mentions the bot by platform metadata (an entity, a mentioned JID), not by text. */
   memberMentionsBot?(chatId: string, text: string): Promise<void>;
   /** A member replies to the platform message `platformId`. */
@@ -81,6 +111,8 @@ export interface ConformanceOptions {
    * platform lacks is skipped with the reason in its name.
    */
   capabilities: ChannelCapabilities;
+  /** Content kinds the platform does not have, each with why (their tests are skipped with it). */
+  lacksContent?: Partial<Record<ContentKind, string>>;
   timeoutMs?: number;
 }
 
@@ -100,7 +132,8 @@ interface Harness {
 }
 
 /**
- * The tests every channel adapter passes: normalisation, trigger flags, owner attestation, ordered
+ * The tests every channel adapter passes: normalisation, trigger flags, owner attestation, whose words
+ * each content kind is (own, forwarded, quote of own, quote of a forward), ordered
  * chunked delivery, idempotent retry, permanent failure, a poison reply, chat moved, status transitions. The host side is
  * real (ingest, outbox, dispatcher, SQLite); the platform side is the factory's driver.
  */
@@ -308,6 +341,69 @@ export function describeChannelConformance(
         expect(h.ctx.store.groups.get('main')?.taint.corruption).toBe(true);
       },
     );
+
+    // Whose words, for every kind of content: the owner's own reach the admin run as the owner's; a stranger's
+    // (forwarded, or quoted from a forward) only inside a fence, corrupting the admin group.
+    for (const kind of CONTENT_KINDS) {
+      for (const shape of CONTENT_SHAPES) {
+        const stranger = shape === 'forwarded' || shape === 'quote of a forward';
+        const title = `whose words: ${kind}, ${shape}, is ${stranger ? "its author's, fenced" : "the owner's own"}`;
+        const lacking = opts.lacksContent?.[kind];
+        if (lacking !== undefined) {
+          it.skip(`${title} (not applicable: ${lacking})`, () => undefined);
+          continue;
+        }
+        needs('forwards', title, async (h) => {
+          const { driver, channel } = h.subject;
+          if (!driver.ownerSendsContent) throw new Error(`the ${channel.name} driver cannot send content`);
+          h.ctx.store.groups.add({
+            id: 'main',
+            channel: channel.name,
+            chatId: 'admin',
+            name: 'Admin',
+            isAdmin: true,
+          });
+          const words = `Zanzibar ${kind.replace(/ /g, '-')} words`;
+          const sent = await driver.ownerSendsContent(kind, shape, words);
+          expect(h.inbound).toHaveLength(1);
+          const m = h.inbound[0] as InboundMessage;
+          const stored = h.ctx.store.messages.after('main', 0).map((r) => r.text);
+          expect(stored).toHaveLength(1);
+          const text = stored[0] as string;
+          const tainted = h.ctx.store.groups.get('main')?.taint.corruption;
+          expect(m.fromOwner).toBe(true);
+          // Whether the message carries a quote: a quote shape, of a kind the platform quotes.
+          const quotes = (shape === 'quote of own' || shape === 'quote of a forward') && sent.quotable;
+          expect(m.origin).toMatchObject(
+            shape === 'forwarded' ? { kind: 'forwarded', authorIsOwner: false } : { kind: 'own' },
+          );
+          if (!quotes) expect(m.quoted).toBeUndefined();
+          if (!stranger) {
+            expect(text).not.toContain('<<<UNTRUSTED');
+            expect(tainted).toBe(false);
+            if (quotes) {
+              expect(m.quoted).toMatchObject({ authorIsOwner: true });
+              expect(text).toContain(`[quoting the owner's own words]\n${m.quoted?.text}`);
+            }
+            return;
+          }
+          // A stranger's words: never outside a fence, and wherever they arrive the group is corrupted.
+          expect(outsideFences(text)).not.toContain(words.split(' ')[0]);
+          if (shape === 'forwarded' || quotes) {
+            expect(text).toContain(FENCE_START);
+            expect(tainted).toBe(true);
+          }
+          if (quotes) {
+            const quoted = m.quoted?.text ?? '';
+            expect(m.quoted).toMatchObject({ authorIsOwner: false });
+            expect(quoted).not.toBe('');
+            expect(text).toContain(quoted);
+            expect(outsideFences(text)).not.toContain(quoted);
+          }
+          if (shape === 'forwarded') expect(text.startsWith(`${FENCE_START}a message `)).toBe(true);
+        });
+      }
+    }
 
     needs('members', 'never attests a member as the owner, whatever the text or name', async (h) => {
       const { driver } = h.subject;

@@ -5,10 +5,62 @@ import { telegramChannelDefinition } from '../../host/channels/telegram/telegram
 import { startFakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { channelStateIn, handledThrough } from '../fakes/telegram-test-host.ts';
 import { waitFor } from '../helpers/processes.ts';
-import { describeChannelConformance } from './channel-conformance.ts';
+import { describeChannelConformance, type ContentKind } from './channel-conformance.ts';
 
 const OWNER = 5550001;
 const GROUP = { id: -100123456, type: 'supergroup' as const, title: 'Members' };
+const OWNER_CHAT = { id: OWNER, type: 'private' as const };
+const STRANGER = { id: 66, is_bot: false, first_name: 'Eve' };
+
+/** A file as the Bot API describes one in a message. */
+const file = (id: string, extra: Record<string, unknown> = {}) => ({
+  file_id: id,
+  file_unique_id: `u-${id}`,
+  file_size: 3,
+  ...extra,
+});
+
+/** The fields a message of `kind` carries in the Bot API, with `words` in its free-text parts. */
+function telegramContent(kind: ContentKind, words: string): Record<string, unknown> {
+  const here = { latitude: 52.37, longitude: 4.89 };
+  switch (kind) {
+    case 'text':
+      return { text: words };
+    case 'caption':
+      return { photo: [file('p1', { width: 800, height: 600 })], caption: words };
+    case 'location':
+      return { location: here, venue: { location: here, title: words, address: words } };
+    case 'live location':
+      return { location: { ...here, live_period: 900 } };
+    case 'contact':
+      return { contact: { phone_number: '+15550001111', first_name: words } };
+    case 'poll':
+      return {
+        poll: {
+          id: 'poll-1',
+          question: words,
+          options: [{ text: 'yes', voter_count: 0 }],
+          total_voter_count: 0,
+          is_closed: false,
+          is_anonymous: true,
+          type: 'regular',
+          allows_multiple_answers: false,
+        },
+      };
+    case 'document':
+      return {
+        document: file('d1', { file_name: `${words}.pdf`, mime_type: 'application/pdf' }),
+        caption: words,
+      };
+    case 'voice note':
+      return { voice: file('v1', { duration: 2, mime_type: 'audio/ogg' }), caption: words };
+    case 'contacts':
+      throw new Error('Telegram has no message with several contacts');
+  }
+}
+
+/** Telegram quotes part of a message's text or caption, and nothing of other content. */
+const quotable = (content: Record<string, unknown>) => typeof (content.text ?? content.caption) === 'string';
 
 // The Telegram adapter through the real grammY client against a fake Bot API that is a real HTTP server.
 describeChannelConformance(
@@ -52,6 +104,33 @@ describeChannelConformance(
               text,
             }).updateId,
           ),
+        async ownerSendsContent(kind, shape, words) {
+          const content = telegramContent(kind, words);
+          const forwardOrigin = { type: 'user', date: 1, sender_user: STRANGER };
+          if (shape === 'own' || shape === 'forwarded') {
+            const extra = shape === 'forwarded' ? { ...content, forward_origin: forwardOrigin } : content;
+            await handled(fake.message({ chat: OWNER_CHAT, from: { id: OWNER }, extra }).updateId);
+            return { quotable: false };
+          }
+          // The owner's earlier message in the private chat: theirs, or a stranger's they forwarded there.
+          const replied = {
+            message_id: 777,
+            date: 1,
+            chat: OWNER_CHAT,
+            from: { id: OWNER, is_bot: false, first_name: 'Owner' },
+            ...content,
+            ...(shape === 'quote of a forward' ? { forward_origin: forwardOrigin } : {}),
+          };
+          const canQuote = quotable(content);
+          const extra = {
+            reply_to_message: replied,
+            ...(canQuote ? { quote: { text: words, position: 0, is_manual: true } } : {}),
+          };
+          await handled(
+            fake.message({ chat: OWNER_CHAT, from: { id: OWNER }, text: 'what about this?', extra }).updateId,
+          );
+          return { quotable: canQuote };
+        },
         memberMentionsBot: (chatId, text) => {
           const full = `@${fake.username} ${text}`;
           const entities = [{ type: 'mention', offset: 0, length: fake.username.length + 1 }];
@@ -115,6 +194,7 @@ describeChannelConformance(
   },
   {
     capabilities: telegramChannelDefinition.capabilities,
+    lacksContent: { contacts: 'Telegram sends one contact per message' },
     timeoutMs: 10_000,
   },
 );

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { proto } from '@whiskeysockets/baileys';
 import pino from 'pino';
 import type { Channel, ChannelHost, InboundMessage } from '../../host/channels/channel.ts';
 import { createWhatsAppChannel } from '../../host/channels/whatsapp/whatsapp-channel.ts';
@@ -12,13 +13,15 @@ import {
   notInGroup,
   seedLinkedAuth,
   startFakeWhatsApp,
+  FORWARD_MARK,
+  throughProto,
   waMessage,
+  whatsappContent,
 } from '../fakes/whatsapp-fake.ts';
 import { waitFor } from '../helpers/processes.ts';
 import { describeChannelConformance } from './channel-conformance.ts';
 
 const GROUP = '120363000000000001@g.us';
-
 // The WhatsApp adapter on a real Baileys socket against crabline's WhatsApp server. Members write through
 // the server; what crabline cannot carry goes into Baileys' own event buffer (the self-chat, whose messages
 // come from the linked account itself, and contextInfo for mentions and replies); group sends are taken at
@@ -54,6 +57,10 @@ describeChannelConformance(
           ingest: (m) => {
             ingested.push(m);
             return host.ingest(m);
+          },
+          ingestMedia: (m) => {
+            ingested.push(m);
+            return host.ingestMedia(m);
           },
         });
         await waitFor('connected', () => inner.status().state === 'connected');
@@ -104,6 +111,33 @@ describeChannelConformance(
               },
             }),
           ),
+        // Every message goes through WhatsApp's protobuf schema and back. A quote's copy of the quoted
+        // message keeps its own context here, as a client that keeps it sends it; one that strips it
+        // (Baileys) is fail-closed, proved in test/unit/channels/whatsapp-content-origin.test.ts.
+        async ownerSendsContent(kind, shape, words) {
+          const quotedContext = shape === 'quote of a forward' ? FORWARD_MARK : {};
+          const message: proto.IMessage =
+            shape === 'own'
+              ? whatsappContent(kind, words)
+              : shape === 'forwarded'
+                ? whatsappContent(kind, words, FORWARD_MARK)
+                : {
+                    extendedTextMessage: {
+                      text: 'what about this?',
+                      contextInfo: {
+                        stanzaId: `Q${(seq += 1)}`,
+                        participant: FAKE_SELF_JID,
+                        quotedMessage: whatsappContent(kind, words, quotedContext),
+                      },
+                    },
+                  };
+          const id = `C${(seq += 1)}`;
+          await arrives(() => {
+            const m = throughProto(waMessage({ id, remoteJid: FAKE_SELF_JID, fromMe: true, message }));
+            inner.socket()?.ev.emit('messages.upsert', { type: 'notify', messages: [m] });
+          });
+          return { quotable: true };
+        },
         memberMentionsBot: (chatId, text) =>
           arrives(() =>
             upsert({

@@ -9,11 +9,12 @@ import path from 'node:path';
 import {
   generateWAMessageContent,
   type AnyMessageContent,
-  type proto,
+  proto,
   type WAMediaUploadFunction,
   type WAMessage,
 } from '@whiskeysockets/baileys';
 import { startWhatsAppServer, type StartedWhatsAppServer } from '@openclaw/crabline';
+import type { ContentKind } from '../conformance/channel-conformance.ts';
 import { openAuthStore } from '../../host/channels/whatsapp/auth-store.ts';
 import {
   makeBaileysSocket,
@@ -163,6 +164,73 @@ export function waMessage(m: {
         ? { extendedTextMessage: { text: m.text ?? '', contextInfo } }
         : { conversation: m.text ?? '' }),
   } as WAMessage;
+}
+
+/**
+ * The message as the wire carries it: encoded with WhatsApp's own protobuf schema (Baileys' `proto`) and
+ * decoded again, so a test sees what Baileys hands the adapter (absent fields, Long timestamps, bytes).
+ */
+export function throughProto(m: WAMessage): WAMessage {
+  const encoded = proto.WebMessageInfo.encode(proto.WebMessageInfo.fromObject(m)).finish();
+  return proto.WebMessageInfo.decode(encoded) as WAMessage;
+}
+
+/** WhatsApp's mark on a forward's context. */
+export const FORWARD_MARK = { isForwarded: true, forwardingScore: 1 };
+
+/** A file as a WhatsApp message carries it: where it is and its key (never fetched by these tests). */
+const file = (mimetype: string) => ({
+  url: 'https://mmg.whatsapp.net/v/t62.7118-24/file.enc',
+  directPath: '/v/t62.7118-24/file.enc',
+  mediaKey: new Uint8Array(32).fill(7),
+  fileLength: 3,
+  mimetype,
+});
+
+/** A message of `kind` with `words` in its free-text parts, carrying `contextInfo` where it has one. */
+export function whatsappContent(
+  kind: ContentKind,
+  words: string,
+  contextInfo?: proto.IContextInfo,
+): proto.IMessage {
+  const here = { degreesLatitude: 52.37, degreesLongitude: 4.89 };
+  const vcard = `BEGIN:VCARD\nVERSION:3.0\nFN:${words}\nTEL:+15550001111\nEND:VCARD`;
+  switch (kind) {
+    case 'text':
+      return contextInfo ? { extendedTextMessage: { text: words, contextInfo } } : { conversation: words };
+    case 'caption':
+      return { imageMessage: { ...file('image/jpeg'), caption: words, contextInfo } };
+    case 'location':
+      return { locationMessage: { ...here, name: words, address: words, contextInfo } };
+    case 'live location':
+      return { liveLocationMessage: { ...here, caption: words, sequenceNumber: 1, contextInfo } };
+    case 'contact':
+      return { contactMessage: { displayName: words, vcard, contextInfo } };
+    case 'contacts':
+      return {
+        contactsArrayMessage: { displayName: words, contacts: [{ displayName: words, vcard }], contextInfo },
+      };
+    case 'poll':
+      return {
+        pollCreationMessageV3: {
+          name: words,
+          options: [{ optionName: 'yes' }],
+          selectableOptionsCount: 1,
+          contextInfo,
+        },
+      };
+    case 'document':
+      return {
+        documentMessage: {
+          ...file('application/pdf'),
+          fileName: `${words}.pdf`,
+          caption: words,
+          contextInfo,
+        },
+      };
+    case 'voice note':
+      return { audioMessage: { ...file('audio/ogg; codecs=opus'), ptt: true, seconds: 2, contextInfo } };
+  }
 }
 
 export interface SeamOptions {

@@ -99,22 +99,35 @@ function originAuthor(o: TelegramOrigin, bot: BotIdentity): { author: string; au
   }
 }
 
-/** Whose words `text` is: a forward (`forward_origin`) is its origin's, whoever forwarded it. */
+/**
+ * Whose words a message's content is: a forward (`forward_origin`) is its origin's, whoever forwarded it;
+ * what an inline bot wrote (`via_bot`) is that bot's, though the sender picked it.
+ */
 function originOf(m: Message, bot: BotIdentity): MessageOrigin {
-  if (!m.forward_origin) return { kind: 'own' };
-  return { kind: 'forwarded', ...originAuthor(m.forward_origin, bot) };
+  if (m.forward_origin) return { kind: 'forwarded', ...originAuthor(m.forward_origin, bot) };
+  if (m.via_bot) return { kind: 'forwarded', author: viaBotName(m.via_bot), authorIsOwner: false };
+  return { kind: 'own' };
 }
 
+const viaBotName = (b: User) => (b.username ? `@${b.username}` : userName(b));
+
 /**
- * The quoted part of the message replied to (`quote`), in this chat or another (`external_reply`), with
- * its author from the platform: the replied-to message's sender, or the external message's origin. A
- * quote of the bot's own message is the agent's own reply, and not included.
+ * The quoted part of the message replied to (`quote`), with its author from the platform. A message from
+ * another chat (`external_reply`) is named by its origin but never counted as the owner's own words: the
+ * Bot API does not say whether that origin is who wrote it or who last sent it on. A replied-to message
+ * here is its own origin's (a forward the owner made is still its author's), else its sender's. A quote of
+ * the bot's own message is the agent's own reply, and not included.
  */
 function quotedOf(m: Message, bot: BotIdentity): QuotedContent | undefined {
   const text = m.quote?.text;
   if (!text) return undefined;
-  if (m.external_reply) return { text, ...originAuthor(m.external_reply.origin, bot) };
-  const from = m.reply_to_message?.from;
+  if (m.external_reply) return { text, ...originAuthor(m.external_reply.origin, bot), authorIsOwner: false };
+  const replied = m.reply_to_message;
+  if (!replied) return { text, author: 'someone', authorIsOwner: false };
+  const origin = originOf(replied, bot);
+  if (origin.kind === 'forwarded')
+    return { text, author: origin.author, authorIsOwner: origin.authorIsOwner };
+  const from = replied.from;
   if (from?.id === bot.id) return undefined;
   if (!from) return { text, author: 'someone', authorIsOwner: false };
   return { text, author: userName(from), authorIsOwner: from.id === bot.ownerUserId };

@@ -67,12 +67,14 @@ export function translateInbound(msg: WAMessage, ctx: InboundContext): InboundDe
   const content = normalizeMessageContent(msg.message);
   const media = mediaOf(content);
   // A file's placeholder is the host's to write, once it knows what the file is; the text is the caption.
-  const body = media ? { text: media.caption, contextInfo: media.contextInfo } : describeContent(content);
+  const body: Body | undefined = media
+    ? { text: media.caption, bare: false, contextInfo: media.contextInfo }
+    : describeContent(content);
   if (!body) return skip('no text or media (protocol message, reaction, receipt…)');
 
   const senderId = selfChat || (fromMe && !key.participant) ? ctx.self.phone : senderOf(key, ctx);
   if (!senderId) return skip('no sender');
-  const context = body.contextInfo;
+  const context = body.bare ? undefined : body.contextInfo;
   const mentioned = context?.mentionedJid ?? [];
   const quotedId = context?.stanzaId ?? undefined;
 
@@ -92,26 +94,36 @@ export function translateInbound(msg: WAMessage, ctx: InboundContext): InboundDe
       // Attested from platform facts only: the linked account writing in its own self-chat. The owner's
       // account writing in a group is a member like any other.
       fromOwner: selfChat && fromMe,
-      origin: originOf(context),
+      origin: originOf(body),
       ...quotedOf(context, ctx, chatId, selfChat && fromMe),
     },
     ...(media ? { media: media.spec } : {}),
   };
 }
 
+const FORWARD_AUTHOR = 'someone (WhatsApp does not say who)';
+
+/** WhatsApp's forward mark on a content's own context. */
+const forwardMarked = (context: proto.IContextInfo | null | undefined) =>
+  context?.isForwarded === true || Number(context?.forwardingScore ?? 0) > 0;
+
 /**
- * A forward is someone else's words. WhatsApp marks it (`isForwarded`, `forwardingScore`) but does not
- * say whose they were, so its author is never the owner.
+ * A forward is someone else's words. WhatsApp marks it (`isForwarded`, `forwardingScore`) on the content's
+ * own context, whatever its kind, but does not say whose they were, so its author is never the owner. A
+ * message the account sends always carries the mark when it is a forward: no mark is the sender's own.
  */
-function originOf(context: proto.IContextInfo | null | undefined): MessageOrigin {
-  if (context?.isForwarded !== true && !(Number(context?.forwardingScore ?? 0) > 0)) return { kind: 'own' };
-  return { kind: 'forwarded', author: 'someone (WhatsApp does not say who)', authorIsOwner: false };
+function originOf(body: Body): MessageOrigin {
+  if (body.bare || !forwardMarked(body.contextInfo)) return { kind: 'own' };
+  return { kind: 'forwarded', author: FORWARD_AUTHOR, authorIsOwner: false };
 }
 
 /**
  * The quoted message's text, with its author. The author comes from the sender's client, so only a quote
  * the owner makes in their own self-chat of their own message counts as the owner's; a quote of the bot's
- * own message is the agent's reply and not included.
+ * own message is the agent's reply and not included. The quoted copy is made by the quoting client, which
+ * may leave out its context (Baileys does), and with it the forward mark: a quote whose kind carries a
+ * context is the owner's only when that context is there and unmarked (fail closed). A bare `conversation`
+ * has no context to lose, and a forward is never one.
  */
 function quotedOf(
   context: proto.IContextInfo | null | undefined,
@@ -119,15 +131,22 @@ function quotedOf(
   chatId: string,
   ownerWrites: boolean,
 ): { quoted?: QuotedContent } {
-  const text = describeContent(normalizeMessageContent(context?.quotedMessage ?? undefined))?.text;
-  if (!text) return {};
+  const body = describeContent(normalizeMessageContent(context?.quotedMessage ?? undefined));
+  if (!body?.text) return {};
   if (context?.stanzaId && ctx.isOwnMessage(chatId, context.stanzaId)) return {};
   const participant = context?.participant ?? undefined;
   // A quote from another chat (`remoteJid`) is never the self-chat's own history.
   const elsewhere = !!context?.remoteJid && !isSelf(ctx.self, context.remoteJid);
-  const byOwner = ownerWrites && !elsewhere && (participant === undefined || isSelf(ctx.self, participant));
-  const author = byOwner ? 'the owner' : (participant?.split('@')[0] ?? 'someone');
-  return { quoted: { text, author, authorIsOwner: byOwner } };
+  const forwarded = !body.bare && forwardMarked(body.contextInfo);
+  const unmarkedOwn = body.bare || (body.contextInfo != null && !forwarded);
+  const byOwner =
+    ownerWrites && !elsewhere && unmarkedOwn && (participant === undefined || isSelf(ctx.self, participant));
+  const author = byOwner
+    ? 'the owner'
+    : forwarded || (ownerWrites && !elsewhere)
+      ? FORWARD_AUTHOR
+      : (participant?.split('@')[0] ?? 'someone');
+  return { quoted: { text: body.text, author, authorIsOwner: byOwner } };
 }
 
 function titleOf(ctx: InboundContext, chatId: string): { chatTitle?: string } {
@@ -156,10 +175,14 @@ function sentAtOf(msg: WAMessage): string {
   return new Date(ts > 0 ? ts * 1000 : Date.now()).toISOString();
 }
 
-interface Body {
-  text: string;
-  contextInfo?: proto.IContextInfo | null;
-}
+/**
+ * What the agent reads for one content, and the content's own context (forward mark, quote, mentions).
+ * Every kind states its context, so none loses its forward mark: only a bare `conversation` has none, and
+ * a forward is never one (the mark needs a context).
+ */
+type Body =
+  | { text: string; bare: true }
+  | { text: string; bare: false; contextInfo: proto.IContextInfo | null | undefined };
 
 const withCaption = (placeholder: string, caption: string | null | undefined) =>
   caption?.trim() ? `${placeholder} ${caption}` : placeholder;
@@ -170,43 +193,47 @@ const withCaption = (placeholder: string, caption: string | null | undefined) =>
  */
 function describeContent(m: proto.IMessage | undefined): Body | undefined {
   if (!m) return undefined;
-  if (m.conversation?.trim()) return { text: m.conversation };
+  const body = (text: string, contextInfo: proto.IContextInfo | null | undefined): Body => ({
+    text,
+    bare: false,
+    contextInfo,
+  });
+  if (m.conversation?.trim()) return { text: m.conversation, bare: true };
   const x = m.extendedTextMessage;
-  if (x?.text?.trim()) return { text: x.text, contextInfo: x.contextInfo };
-  if (m.imageMessage)
-    return { text: withCaption('[photo]', m.imageMessage.caption), contextInfo: m.imageMessage.contextInfo };
+  if (x?.text?.trim()) return body(x.text, x.contextInfo);
+  if (m.imageMessage) return body(withCaption('[photo]', m.imageMessage.caption), m.imageMessage.contextInfo);
   if (m.videoMessage) {
     const kind = m.videoMessage.gifPlayback ? '[gif]' : '[video]';
-    return { text: withCaption(kind, m.videoMessage.caption), contextInfo: m.videoMessage.contextInfo };
+    return body(withCaption(kind, m.videoMessage.caption), m.videoMessage.contextInfo);
   }
-  if (m.ptvMessage) return { text: '[video message]', contextInfo: m.ptvMessage.contextInfo };
-  if (m.audioMessage) {
-    return {
-      text: m.audioMessage.ptt ? '[voice message]' : '[audio]',
-      contextInfo: m.audioMessage.contextInfo,
-    };
-  }
+  if (m.ptvMessage) return body('[video message]', m.ptvMessage.contextInfo);
+  if (m.audioMessage)
+    return body(m.audioMessage.ptt ? '[voice message]' : '[audio]', m.audioMessage.contextInfo);
   if (m.documentMessage) {
     const d = m.documentMessage;
     const name = d.fileName?.trim() || d.title?.trim();
-    return {
-      text: withCaption(name ? `[document: ${name}]` : '[document]', d.caption),
-      contextInfo: d.contextInfo,
-    };
+    return body(withCaption(name ? `[document: ${name}]` : '[document]', d.caption), d.contextInfo);
   }
-  if (m.stickerMessage) return { text: '[sticker]', contextInfo: m.stickerMessage.contextInfo };
-  if (m.locationMessage || m.liveLocationMessage) {
+  if (m.stickerMessage) return body('[sticker]', m.stickerMessage.contextInfo);
+  // A location's name and address, a live location's caption and a contact's name are the sender's words.
+  if (m.locationMessage) {
     const l = m.locationMessage;
-    const name = l?.name?.trim() || l?.address?.trim();
-    return { text: name ? `[location: ${name}]` : '[location]' };
+    const name = l.name?.trim() || l.address?.trim();
+    return body(withCaption(name ? `[location: ${name}]` : '[location]', l.comment), l.contextInfo);
+  }
+  if (m.liveLocationMessage) {
+    const l = m.liveLocationMessage;
+    return body(withCaption('[live location]', l.caption), l.contextInfo);
   }
   if (m.contactMessage) {
     const name = m.contactMessage.displayName?.trim();
-    return { text: name ? `[contact: ${name}]` : '[contact]', contextInfo: m.contactMessage.contextInfo };
+    return body(name ? `[contact: ${name}]` : '[contact]', m.contactMessage.contextInfo);
   }
-  if (m.contactsArrayMessage) return { text: '[contacts]' };
+  if (m.contactsArrayMessage) {
+    const name = m.contactsArrayMessage.displayName?.trim();
+    return body(name ? `[contacts: ${name}]` : '[contacts]', m.contactsArrayMessage.contextInfo);
+  }
   const poll = m.pollCreationMessage ?? m.pollCreationMessageV2 ?? m.pollCreationMessageV3;
-  if (poll)
-    return { text: poll.name?.trim() ? `[poll: ${poll.name}]` : '[poll]', contextInfo: poll.contextInfo };
+  if (poll) return body(poll.name?.trim() ? `[poll: ${poll.name}]` : '[poll]', poll.contextInfo);
   return undefined;
 }

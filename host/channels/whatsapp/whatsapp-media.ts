@@ -32,7 +32,7 @@ export interface WhatsAppMediaSpec {
 export interface WhatsAppMediaPart {
   spec: WhatsAppMediaSpec;
   caption: string;
-  contextInfo?: proto.IContextInfo | null;
+  contextInfo: proto.IContextInfo | null | undefined;
 }
 
 type Encrypted = {
