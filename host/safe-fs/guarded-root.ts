@@ -1,0 +1,334 @@
+/**
+ * The one way the host touches a folder a container can write (a group, session or media folder): open
+ * once, check the descriptor, use only the descriptor. A name checked and then used again can be a
+ * different file by the time it is used (a running container swaps it for a symlink in between), so every
+ * operation here opens without following the last component (`O_NOFOLLOW`), asks the kernel what it really
+ * opened (`/proc/self/fd/<fd>`, which names the file the descriptor holds, wherever the path's folders
+ * pointed) and refuses anything outside the root, then reads, stats or lists through that descriptor.
+ *
+ * Node has no `openat`, but a path through `/proc/self/fd/<dirfd>/<name>` resolves `<name>` inside the
+ * folder the descriptor holds, not inside whatever the folder's name means now: creating, renaming and
+ * removing go through an opened, checked folder that way, and folders are made one component at a time,
+ * each opened with `O_DIRECTORY | O_NOFOLLOW` before the next.
+ *
+ * Linux only (as the host is: Docker, systemd); without /proc every operation fails, closed.
+ */
+import crypto from 'node:crypto';
+import fsSync, { constants } from 'node:fs';
+import fs, { type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { errorCode } from '../errors/error-code.ts';
+import { GuardedPathError, type GuardedPathProblem } from './guarded-path-error.ts';
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants;
+/** O_NONBLOCK: a FIFO planted under the name opens at once (and is refused by fstat) instead of hanging. */
+const FILE_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+/** What the kernel appends to a descriptor's path once the name it was opened by is gone. */
+const DELETED = ' (deleted)';
+/** The largest piece read at once; a file is read to its limit plus one byte, never past. */
+const READ_CHUNK = 1024 * 1024;
+
+/** The name that resolves through an open descriptor (and then `name` inside the folder it holds). */
+function viaFd(fd: number, name?: string): string {
+  return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
+}
+
+export interface GuardedFile {
+  bytes: Buffer;
+  /** What the descriptor really was, by the kernel's account (its base name is the file's name). */
+  realPath: string;
+  stats: fsSync.Stats;
+}
+
+export interface GuardedEntry {
+  /** Relative to the root, "/"-separated. */
+  relPath: string;
+  /** The entry itself (a symlink is a symlink, never what it points to). */
+  stats: fsSync.Stats;
+}
+
+export interface GuardedRoot {
+  /** The root's real path. */
+  readonly path: string;
+  /** A regular file with one name, at most `maxBytes` long. */
+  readFile(relPath: string, options: { maxBytes: number }): Promise<GuardedFile>;
+  /** The entry at `relPath` itself (lstat), its folder checked first. */
+  stat(relPath: string): Promise<fsSync.Stats>;
+  /** `stat`, synchronous, for callers whose measurements must not interleave; null when missing. */
+  statSync(relPath: string): fsSync.Stats | null;
+  /** The names in a folder, read through its checked descriptor. */
+  readDirSync(relPath: string): fsSync.Dirent[];
+  /** Makes the folders of `relPath` one at a time, each a real folder inside the root. */
+  mkdirp(relPath: string, options?: { mode?: number }): Promise<void>;
+  /**
+   * Writes under a temporary name created exclusively in the checked folder, then renames it into place,
+   * so a reader never sees half a file and no name on the way is followed.
+   */
+  writeFileAtomic(
+    relPath: string,
+    data: Uint8Array,
+    options?: { mode?: number; dirMode?: number },
+  ): Promise<void>;
+  /** Every entry under the root, depth first; a folder swapped or removed while walked is skipped. */
+  walk(): AsyncGenerator<GuardedEntry>;
+  /** Removes a file, symlink or empty folder (the entry itself, never what a link points to). */
+  remove(relPath: string): Promise<void>;
+}
+
+/**
+ * Opens `rootPath` (which must be a real folder; the root itself is the host's, only what is inside it
+ * is a container's) as the bound of every later operation. `create` makes it first (with its parents,
+ * mode 0755) when it is missing; `label` names the root in refusals ("the group folder"), which may
+ * reach a chat, where the host's own path should not (default: the path).
+ */
+export async function openGuardedRoot(
+  rootPath: string,
+  options: { create?: boolean; label?: string } = {},
+): Promise<GuardedRoot> {
+  if (options.create) await fs.mkdir(rootPath, { recursive: true, mode: 0o755 });
+  const root = await fs.realpath(rootPath);
+  const rootStats = await fs.lstat(root);
+  if (!rootStats.isDirectory()) throw new Error(`${rootPath} is not a folder`);
+  const inside = root === '/' ? '/' : `${root}/`;
+  const label = options.label ?? root;
+
+  const refuse = (problem: GuardedPathProblem, relPath: string, what: string): GuardedPathError =>
+    new GuardedPathError(problem, relPath, `${relPath || '.'} in ${label} ${what}`);
+
+  /** `relPath` made canonical and relative ("" is the root); a path that leaves the root by its spelling is refused. */
+  function relative(relPath: string): string {
+    if (path.isAbsolute(relPath)) throw refuse('escapes-root', relPath, 'is not a relative path');
+    const full = path.resolve(root, relPath);
+    if (full !== root && !full.startsWith(inside))
+      throw refuse('escapes-root', relPath, 'leads out of the folder');
+    return path.relative(root, full).split(path.sep).join('/');
+  }
+
+  function absolute(rel: string): string {
+    return rel === '' ? root : `${inside}${rel}`;
+  }
+
+  /** `opened` is the name the failed open used: with O_DIRECTORY a symlink fails as ENOTDIR, told apart by it. */
+  function openProblem(error: unknown, relPath: string, opened?: string): Error {
+    const code = errorCode(error);
+    const symlink = () => refuse('symlink', relPath, 'is a symlink, never followed');
+    if (code === 'ENOENT') return refuse('missing', relPath, 'does not exist');
+    if (code === 'ELOOP') return symlink();
+    if (code === 'ENOTDIR' && opened && fsSync.lstatSync(opened, { throwIfNoEntry: false })?.isSymbolicLink())
+      return symlink();
+    if (code === 'ENOTDIR') return refuse('not-directory', relPath, 'is not in a folder, or is not a folder');
+    return error instanceof Error ? error : new Error(String(error));
+  }
+
+  /** Refuses a descriptor whose real file lies outside the root, however the path's folders led there. */
+  function checkReal(real: string, relPath: string): string {
+    if (real !== root && !real.startsWith(inside))
+      throw refuse('escapes-root', relPath, 'leads outside the folder');
+    return real;
+  }
+
+  async function openDir(rel: string, relPath = rel): Promise<FileHandle> {
+    const handle = await fs.open(absolute(rel), DIR_FLAGS).catch((error: unknown) => {
+      throw openProblem(error, relPath, absolute(rel));
+    });
+    try {
+      checkReal(await fs.readlink(viaFd(handle.fd)), relPath);
+      return handle;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  function withDirSync<T>(rel: string, use: (fd: number) => T): T {
+    let fd: number;
+    try {
+      fd = fsSync.openSync(absolute(rel), DIR_FLAGS);
+    } catch (error) {
+      throw openProblem(error, rel, absolute(rel));
+    }
+    try {
+      checkReal(fsSync.readlinkSync(viaFd(fd)), rel);
+      return use(fd);
+    } finally {
+      fsSync.closeSync(fd);
+    }
+  }
+
+  /** The entry's folder, opened and checked, and the entry's name in it. */
+  async function openParent(relPath: string): Promise<{ dir: FileHandle; name: string }> {
+    const rel = relative(relPath);
+    if (rel === '') throw refuse('escapes-root', relPath, 'is the folder itself');
+    return {
+      dir: await openDir(path.posix.dirname(rel).replace(/^\.$/, ''), relPath),
+      name: path.posix.basename(rel),
+    };
+  }
+
+  /** Each folder of `rel` made if missing and opened through the one before it, never by its full name. */
+  async function makeDirs(rel: string, mode: number): Promise<FileHandle> {
+    let dir = await openDir('');
+    let walked = '';
+    try {
+      for (const part of rel === '' ? [] : rel.split('/')) {
+        walked = walked === '' ? part : `${walked}/${part}`;
+        await fs.mkdir(viaFd(dir.fd, part), { mode }).catch((error: unknown) => {
+          if (errorCode(error) !== 'EEXIST') throw error;
+        });
+        const next = await fs.open(viaFd(dir.fd, part), DIR_FLAGS).catch((error: unknown) => {
+          throw openProblem(error, walked, viaFd(dir.fd, part));
+        });
+        await dir.close();
+        dir = next;
+        checkReal(await fs.readlink(viaFd(dir.fd)), walked);
+      }
+      return dir;
+    } catch (error) {
+      await dir.close();
+      throw error;
+    }
+  }
+
+  async function readFile(relPath: string, options: { maxBytes: number }): Promise<GuardedFile> {
+    const rel = relative(relPath);
+    const handle = await fs.open(absolute(rel), FILE_FLAGS).catch((error: unknown) => {
+      throw openProblem(error, relPath);
+    });
+    try {
+      // fstat before readlink: a file with one name whose name was still ours (not "(deleted)") after
+      // the count is a file of the root. Read the other way round, a hard link to an outside file, removed
+      // between the two, passes both (the outside file is left with one name).
+      const stats = await handle.stat();
+      if (!stats.isFile()) throw refuse('not-regular', relPath, 'is not a regular file');
+      if (stats.nlink !== 1)
+        throw refuse('linked', relPath, `has ${stats.nlink} names (a hard link); copy it instead`);
+      const realPath = checkReal(await fs.readlink(viaFd(handle.fd)), relPath);
+      if (realPath.endsWith(DELETED))
+        throw refuse('linked', relPath, 'was removed or replaced while it was opened');
+      if (stats.size > options.maxBytes)
+        throw refuse('too-large', relPath, `is larger than ${options.maxBytes} bytes`);
+      // Read to the limit plus one byte: a file that grew meanwhile is refused, not cut.
+      const chunks: Buffer[] = [];
+      let total = 0;
+      for (;;) {
+        const want = Math.min(options.maxBytes + 1 - total, READ_CHUNK);
+        if (want <= 0) break;
+        const chunk = Buffer.allocUnsafe(want);
+        const { bytesRead } = await handle.read(chunk, 0, want, null);
+        if (bytesRead === 0) break;
+        chunks.push(chunk.subarray(0, bytesRead));
+        total += bytesRead;
+      }
+      if (total > options.maxBytes)
+        throw refuse('too-large', relPath, `grew past ${options.maxBytes} bytes while read`);
+      return { bytes: Buffer.concat(chunks, total), realPath, stats };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async function stat(relPath: string): Promise<fsSync.Stats> {
+    if (relative(relPath) === '') {
+      const dir = await openDir('');
+      try {
+        return await dir.stat();
+      } finally {
+        await dir.close();
+      }
+    }
+    const { dir, name } = await openParent(relPath);
+    try {
+      return await fs.lstat(viaFd(dir.fd, name)).catch((error: unknown) => {
+        throw openProblem(error, relPath);
+      });
+    } finally {
+      await dir.close();
+    }
+  }
+
+  function statSync(relPath: string): fsSync.Stats | null {
+    const rel = relative(relPath);
+    if (rel === '') return withDirSync('', (fd) => fsSync.fstatSync(fd));
+    const name = path.posix.basename(rel);
+    try {
+      return withDirSync(
+        path.posix.dirname(rel).replace(/^\.$/, ''),
+        (fd) => fsSync.lstatSync(viaFd(fd, name), { throwIfNoEntry: false }) ?? null,
+      );
+    } catch (error) {
+      if (error instanceof GuardedPathError && error.problem === 'missing') return null;
+      throw error;
+    }
+  }
+
+  function readDirSync(relPath: string): fsSync.Dirent[] {
+    return withDirSync(relative(relPath), (fd) => fsSync.readdirSync(viaFd(fd), { withFileTypes: true }));
+  }
+
+  async function mkdirp(relPath: string, options: { mode?: number } = {}): Promise<void> {
+    await (await makeDirs(relative(relPath), options.mode ?? 0o755)).close();
+  }
+
+  async function writeFileAtomic(
+    relPath: string,
+    data: Uint8Array,
+    options: { mode?: number; dirMode?: number } = {},
+  ): Promise<void> {
+    const rel = relative(relPath);
+    if (rel === '') throw refuse('escapes-root', relPath, 'is the folder itself');
+    const name = path.posix.basename(rel);
+    const dir = await makeDirs(path.posix.dirname(rel).replace(/^\.$/, ''), options.dirMode ?? 0o755);
+    const tmp = viaFd(dir.fd, `${name}.${crypto.randomBytes(6).toString('hex')}.part`);
+    try {
+      const file = await fs.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, options.mode ?? 0o644);
+      try {
+        await file.writeFile(data);
+      } finally {
+        await file.close();
+      }
+      await fs.rename(tmp, viaFd(dir.fd, name)).catch(async (error: unknown) => {
+        await fs.unlink(tmp).catch(() => undefined);
+        throw error;
+      });
+    } finally {
+      await dir.close();
+    }
+  }
+
+  async function* walk(): AsyncGenerator<GuardedEntry> {
+    const pending = [''];
+    for (let rel = pending.pop(); rel !== undefined; rel = pending.pop()) {
+      // A folder that became a symlink or vanished since it was listed is not the root's to walk.
+      const dir = await openDir(rel).catch(() => null);
+      if (dir === null) continue;
+      try {
+        const names = await fs.readdir(viaFd(dir.fd)).catch(() => [] as string[]);
+        for (const name of names) {
+          const stats = await fs.lstat(viaFd(dir.fd, name)).catch(() => null);
+          if (stats === null) continue;
+          const child = rel === '' ? name : `${rel}/${name}`;
+          yield { relPath: child, stats };
+          if (stats.isDirectory()) pending.push(child);
+        }
+      } finally {
+        await dir.close();
+      }
+    }
+  }
+
+  async function remove(relPath: string): Promise<void> {
+    const { dir, name } = await openParent(relPath);
+    try {
+      const entry = viaFd(dir.fd, name);
+      const stats = await fs.lstat(entry).catch((error: unknown) => {
+        throw openProblem(error, relPath);
+      });
+      await (stats.isDirectory() ? fs.rmdir(entry) : fs.unlink(entry));
+    } finally {
+      await dir.close();
+    }
+  }
+
+  return { path: root, readFile, stat, statSync, readDirSync, mkdirp, writeFileAtomic, walk, remove };
+}
