@@ -50,7 +50,8 @@ describe('files a run sends', () => {
     fs.writeFileSync(secret, 'the host key');
     fs.symlinkSync(secret, path.join(t.groups, 'family', 'link.txt'));
     fs.symlinkSync(t.dir, path.join(t.groups, 'family', 'up'));
-    fs.linkSync(secret, path.join(t.groups, 'family', 'hard.txt'));
+    fs.writeFileSync(path.join(t.dir, 'key.txt'), 'another host key');
+    fs.linkSync(path.join(t.dir, 'key.txt'), path.join(t.groups, 'family', 'hard.txt'));
     t.put('big.txt', 'x'.repeat(101));
     t.put('empty.txt', '');
     const reason = async (p: string) => {
