@@ -74,24 +74,44 @@ export interface GuardedRoot {
   walk(): AsyncGenerator<GuardedEntry>;
   /** Removes a file, symlink or empty folder (the entry itself, never what a link points to). */
   remove(relPath: string): Promise<void>;
+  /** Change notifications (inotify) for the checked folder itself, whatever its name means later. */
+  watch(relPath: string, listener: (event: string, name: string | null) => void): fsSync.FSWatcher;
+}
+
+export interface GuardedRootOptions {
+  /** Makes the root first (with its parents, mode 0755) when it is missing. */
+  create?: boolean;
+  /**
+   * What the root is called in refusals ("the group folder"), which may reach a chat, where the host's
+   * own path should not; default: the root's path.
+   */
+  label?: string;
 }
 
 /**
  * Opens `rootPath` (which must be a real folder; the root itself is the host's, only what is inside it
- * is a container's) as the bound of every later operation. `create` makes it first (with its parents,
- * mode 0755) when it is missing; `label` names the root in refusals ("the group folder"), which may
- * reach a chat, where the host's own path should not (default: the path).
+ * is a container's) as the bound of every later operation.
  */
 export async function openGuardedRoot(
   rootPath: string,
-  options: { create?: boolean; label?: string } = {},
+  options: GuardedRootOptions = {},
 ): Promise<GuardedRoot> {
   if (options.create) await fs.mkdir(rootPath, { recursive: true, mode: 0o755 });
   const root = await fs.realpath(rootPath);
-  const rootStats = await fs.lstat(root);
-  if (!rootStats.isDirectory()) throw new Error(`${rootPath} is not a folder`);
+  if (!(await fs.lstat(root)).isDirectory()) throw new Error(`${rootPath} is not a folder`);
+  return guardedRoot(root, options.label ?? root);
+}
+
+/** `openGuardedRoot` for a caller that cannot wait (a file watcher's callback). */
+export function openGuardedRootSync(rootPath: string, options: GuardedRootOptions = {}): GuardedRoot {
+  if (options.create) fsSync.mkdirSync(rootPath, { recursive: true, mode: 0o755 });
+  const root = fsSync.realpathSync(rootPath);
+  if (!fsSync.lstatSync(root).isDirectory()) throw new Error(`${rootPath} is not a folder`);
+  return guardedRoot(root, options.label ?? root);
+}
+
+function guardedRoot(root: string, label: string): GuardedRoot {
   const inside = root === '/' ? '/' : `${root}/`;
-  const label = options.label ?? root;
 
   const refuse = (problem: GuardedPathProblem, relPath: string, what: string): GuardedPathError =>
     new GuardedPathError(problem, relPath, `${relPath || '.'} in ${label} ${what}`);
@@ -330,5 +350,14 @@ export async function openGuardedRoot(
     }
   }
 
-  return { path: root, readFile, stat, statSync, readDirSync, mkdirp, writeFileAtomic, walk, remove };
+  function watch(relPath: string, listener: (event: string, name: string | null) => void): fsSync.FSWatcher {
+    // The watch is on the folder the descriptor holds (inotify keeps the inode, not the name).
+    return withDirSync(relative(relPath), (fd) =>
+      fsSync.watch(viaFd(fd), { persistent: false }, (event, name) =>
+        listener(event, typeof name === 'string' ? name : null),
+      ),
+    );
+  }
+
+  return { path: root, readFile, stat, statSync, readDirSync, mkdirp, writeFileAtomic, walk, remove, watch };
 }
