@@ -79,8 +79,8 @@ export interface GuardedRoot {
 }
 
 export interface GuardedRootOptions {
-  /** Makes the root first (with its parents, mode 0755) when it is missing. */
-  create?: boolean;
+  /** Makes the root first (with its parents) when it is missing, with this mode. */
+  create?: { mode: number };
   /**
    * What the root is called in refusals ("the group folder"), which may reach a chat, where the host's
    * own path should not; default: the root's path.
@@ -96,7 +96,7 @@ export async function openGuardedRoot(
   rootPath: string,
   options: GuardedRootOptions = {},
 ): Promise<GuardedRoot> {
-  if (options.create) await fs.mkdir(rootPath, { recursive: true, mode: 0o755 });
+  if (options.create) await fs.mkdir(rootPath, { recursive: true, mode: options.create.mode });
   const root = await fs.realpath(rootPath);
   if (!(await fs.lstat(root)).isDirectory()) throw new Error(`${rootPath} is not a folder`);
   return guardedRoot(root, options.label ?? root);
@@ -104,7 +104,7 @@ export async function openGuardedRoot(
 
 /** `openGuardedRoot` for a caller that cannot wait (a file watcher's callback). */
 export function openGuardedRootSync(rootPath: string, options: GuardedRootOptions = {}): GuardedRoot {
-  if (options.create) fsSync.mkdirSync(rootPath, { recursive: true, mode: 0o755 });
+  if (options.create) fsSync.mkdirSync(rootPath, { recursive: true, mode: options.create.mode });
   const root = fsSync.realpathSync(rootPath);
   if (!fsSync.lstatSync(root).isDirectory()) throw new Error(`${rootPath} is not a folder`);
   return guardedRoot(root, options.label ?? root);

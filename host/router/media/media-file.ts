@@ -43,6 +43,6 @@ export function mediaPath(
 export async function storeMediaFile(groupDir: string, relPath: string, bytes: Uint8Array): Promise<void> {
   // The group's folder itself is the host's (made here before its first run, if need be); only what is
   // inside it is the containers'.
-  const root = await openGuardedRoot(groupDir, { create: true, label: 'the group folder' });
+  const root = await openGuardedRoot(groupDir, { create: { mode: 0o755 }, label: 'the group folder' });
   await root.writeFileAtomic(relPath, bytes, { mode: 0o644, dirMode: 0o755 });
 }

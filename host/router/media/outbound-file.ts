@@ -1,5 +1,4 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import type { OutboxAttachment } from '../../store/outbox-store.ts';
@@ -95,14 +94,13 @@ export function createOutboundFiles(deps: OutboundFilesDeps) {
   }
 
   async function stage(file: OutboundFile): Promise<OutboxAttachment> {
-    await fs.mkdir(deps.stagingDir, { recursive: true, mode: 0o700 });
-    const copy = path.join(
-      deps.stagingDir,
-      `${crypto.randomUUID()}-${file.fileName.replace(/[^\w.-]+/g, '_')}`,
-    );
-    await fs.writeFile(copy, file.bytes, { mode: 0o600, flag: 'wx' });
+    // The staging folder is the host's alone; it goes through the guarded root all the same, so this
+    // folder of the router holds no raw file access (test/unit/safe-fs/fs-boundary.test.ts).
+    const staging = await openGuardedRoot(deps.stagingDir, { create: { mode: 0o700 } });
+    const name = `${crypto.randomUUID()}-${file.fileName.replace(/[^\w.-]+/g, '_')}`;
+    await staging.writeFileAtomic(name, file.bytes, { mode: 0o600 });
     return {
-      path: copy,
+      path: path.join(deps.stagingDir, name),
       fileName: file.fileName,
       mime: file.mime,
       kind: file.kind,
