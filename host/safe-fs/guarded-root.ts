@@ -53,6 +53,11 @@ export interface GuardedRoot {
   readonly path: string;
   /** A regular file with one name, at most `maxBytes` long. */
   readFile(relPath: string, options: { maxBytes: number }): Promise<GuardedFile>;
+  /**
+   * Calls `use` with the descriptor of a regular file with one name inside the root, and its fstat, for an
+   * operation this interface has no name for (fchown, fchmod): `use` works on the descriptor, never the name.
+   */
+  withFileSync<T>(relPath: string, use: (fd: number, stats: fsSync.Stats) => T): T;
   /** The entry at `relPath` itself (lstat), its folder checked first. */
   stat(relPath: string): Promise<fsSync.Stats>;
   /** `stat`, synchronous, for callers whose measurements must not interleave; null when missing. */
@@ -148,6 +153,24 @@ function guardedRoot(root: string, label: string): GuardedRoot {
     return real;
   }
 
+  /** A regular file with one name (fstat, read before `checkOneName`). */
+  function checkFile(stats: fsSync.Stats, relPath: string): void {
+    if (!stats.isFile()) throw refuse('not-regular', relPath, 'is not a regular file');
+    if (stats.nlink !== 1)
+      throw refuse('linked', relPath, `has ${stats.nlink} names (a hard link); copy it instead`);
+  }
+
+  /**
+   * The descriptor's path, read after its fstat: a file with one name whose name was still the one opened
+   * (not "(deleted)") after the count is a file of the root. Read the other way round, a hard link to an
+   * outside file, removed between the two, passes both (the outside file is left with one name).
+   */
+  function checkOneName(realPath: string, relPath: string): string {
+    if (realPath.endsWith(DELETED))
+      throw refuse('linked', relPath, 'was removed or replaced while it was opened');
+    return realPath;
+  }
+
   async function openDir(rel: string, relPath = rel): Promise<FileHandle> {
     const handle = await fs.open(absolute(rel), DIR_FLAGS).catch((error: unknown) => {
       throw openProblem(error, relPath, absolute(rel));
@@ -216,16 +239,9 @@ function guardedRoot(root: string, label: string): GuardedRoot {
       throw openProblem(error, relPath);
     });
     try {
-      // fstat before readlink: a file with one name whose name was still ours (not "(deleted)") after
-      // the count is a file of the root. Read the other way round, a hard link to an outside file, removed
-      // between the two, passes both (the outside file is left with one name).
       const stats = await handle.stat();
-      if (!stats.isFile()) throw refuse('not-regular', relPath, 'is not a regular file');
-      if (stats.nlink !== 1)
-        throw refuse('linked', relPath, `has ${stats.nlink} names (a hard link); copy it instead`);
-      const realPath = checkReal(await fs.readlink(viaFd(handle.fd)), relPath);
-      if (realPath.endsWith(DELETED))
-        throw refuse('linked', relPath, 'was removed or replaced while it was opened');
+      checkFile(stats, relPath);
+      const realPath = checkOneName(checkReal(await fs.readlink(viaFd(handle.fd)), relPath), relPath);
       if (stats.size > options.maxBytes)
         throw refuse('too-large', relPath, `is larger than ${options.maxBytes} bytes`);
       // Read to the limit plus one byte: a file that grew meanwhile is refused, not cut.
@@ -245,6 +261,24 @@ function guardedRoot(root: string, label: string): GuardedRoot {
       return { bytes: Buffer.concat(chunks, total), realPath, stats };
     } finally {
       await handle.close();
+    }
+  }
+
+  function withFileSync<T>(relPath: string, use: (fd: number, stats: fsSync.Stats) => T): T {
+    const rel = relative(relPath);
+    let fd: number;
+    try {
+      fd = fsSync.openSync(absolute(rel), FILE_FLAGS);
+    } catch (error) {
+      throw openProblem(error, relPath);
+    }
+    try {
+      const stats = fsSync.fstatSync(fd);
+      checkFile(stats, relPath);
+      checkOneName(checkReal(fsSync.readlinkSync(viaFd(fd)), relPath), relPath);
+      return use(fd, stats);
+    } finally {
+      fsSync.closeSync(fd);
     }
   }
 
@@ -359,5 +393,17 @@ function guardedRoot(root: string, label: string): GuardedRoot {
     );
   }
 
-  return { path: root, readFile, stat, statSync, readDirSync, mkdirp, writeFileAtomic, walk, remove, watch };
+  return {
+    path: root,
+    readFile,
+    withFileSync,
+    stat,
+    statSync,
+    readDirSync,
+    mkdirp,
+    writeFileAtomic,
+    walk,
+    remove,
+    watch,
+  };
 }

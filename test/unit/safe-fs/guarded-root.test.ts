@@ -107,6 +107,22 @@ describe('a guarded root', () => {
     expect(await problemOf(g.readFile('db', { maxBytes: 1000 }))).toBe('linked');
   });
 
+  it('hands a caller the descriptor of a plain file only, so an fchmod cannot reach through a link', async () => {
+    const t = setup();
+    fs.writeFileSync(path.join(t.root, 'AGENT.md'), 'memory', { mode: 0o644 });
+    fs.symlinkSync(path.join(t.outside, 'carapace.db'), path.join(t.root, 'swapped'));
+    fs.linkSync(path.join(t.outside, 'carapace.db'), path.join(t.root, 'hard'));
+    fs.chmodSync(path.join(t.outside, 'carapace.db'), 0o600);
+    const g = await openGuardedRoot(t.root);
+    const addGroupWrite = (rel: string) =>
+      g.withFileSync(rel, (fd, stats) => fs.fchmodSync(fd, stats.mode | 0o020));
+    addGroupWrite('AGENT.md');
+    expect(fs.statSync(path.join(t.root, 'AGENT.md')).mode & 0o777).toBe(0o664);
+    expect(() => addGroupWrite('swapped')).toThrow(/symlink/);
+    expect(() => addGroupWrite('hard')).toThrow(/hard link/);
+    expect(fs.statSync(path.join(t.outside, 'carapace.db')).mode & 0o777).toBe(0o600);
+  });
+
   it('refuses a FIFO without blocking on it, a folder read as a file, and a file past the limit', async () => {
     const t = setup();
     execFileSync('mkfifo', [path.join(t.root, 'pipe')]);
