@@ -17,6 +17,7 @@ import crypto from 'node:crypto';
 import fsSync, { constants } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { errorCode } from '../errors/error-code.ts';
 import { GuardedPathError, type GuardedPathProblem } from './guarded-path-error.ts';
 
@@ -58,6 +59,11 @@ export interface GuardedRoot {
    * operation this interface has no name for (fchown, fchmod): `use` works on the descriptor, never the name.
    */
   withFileSync<T>(relPath: string, use: (fd: number, stats: fsSync.Stats) => T): T;
+  /**
+   * Copies a regular file with one name to `destination` (a host-only path, created exclusively) through
+   * its descriptor, streamed: for files too large to hold in memory (a backup).
+   */
+  copyFileOut(relPath: string, destination: string, options?: { mode?: number }): Promise<void>;
   /** The entry at `relPath` itself (lstat), its folder checked first. */
   stat(relPath: string): Promise<fsSync.Stats>;
   /** `stat`, synchronous, for callers whose measurements must not interleave; null when missing. */
@@ -264,6 +270,27 @@ function guardedRoot(root: string, label: string): GuardedRoot {
     }
   }
 
+  async function copyFileOut(
+    relPath: string,
+    destination: string,
+    options: { mode?: number } = {},
+  ): Promise<void> {
+    const rel = relative(relPath);
+    const handle = await fs.open(absolute(rel), FILE_FLAGS).catch((error: unknown) => {
+      throw openProblem(error, relPath);
+    });
+    try {
+      checkFile(await handle.stat(), relPath);
+      checkOneName(checkReal(await fs.readlink(viaFd(handle.fd)), relPath), relPath);
+      await pipeline(
+        handle.createReadStream({ autoClose: false }),
+        fsSync.createWriteStream(destination, { flags: 'wx', mode: options.mode ?? 0o600 }),
+      );
+    } finally {
+      await handle.close();
+    }
+  }
+
   function withFileSync<T>(relPath: string, use: (fd: number, stats: fsSync.Stats) => T): T {
     const rel = relative(relPath);
     let fd: number;
@@ -396,6 +423,7 @@ function guardedRoot(root: string, label: string): GuardedRoot {
   return {
     path: root,
     readFile,
+    copyFileOut,
     withFileSync,
     stat,
     statSync,
