@@ -239,15 +239,27 @@ function guardedRoot(root: string, label: string): GuardedRoot {
     }
   }
 
-  async function readFile(relPath: string, options: { maxBytes: number }): Promise<GuardedFile> {
-    const rel = relative(relPath);
-    const handle = await fs.open(absolute(rel), FILE_FLAGS).catch((error: unknown) => {
+  /** A regular file with one name inside the root, opened and checked; the caller closes it. */
+  async function openFile(
+    relPath: string,
+  ): Promise<{ handle: FileHandle; stats: fsSync.Stats; realPath: string }> {
+    const handle = await fs.open(absolute(relative(relPath)), FILE_FLAGS).catch((error: unknown) => {
       throw openProblem(error, relPath);
     });
     try {
       const stats = await handle.stat();
       checkFile(stats, relPath);
       const realPath = checkOneName(checkReal(await fs.readlink(viaFd(handle.fd)), relPath), relPath);
+      return { handle, stats, realPath };
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  async function readFile(relPath: string, options: { maxBytes: number }): Promise<GuardedFile> {
+    const { handle, stats, realPath } = await openFile(relPath);
+    try {
       if (stats.size > options.maxBytes)
         throw refuse('too-large', relPath, `is larger than ${options.maxBytes} bytes`);
       // Read to the limit plus one byte: a file that grew meanwhile is refused, not cut.
@@ -275,13 +287,8 @@ function guardedRoot(root: string, label: string): GuardedRoot {
     destination: string,
     options: { mode?: number } = {},
   ): Promise<void> {
-    const rel = relative(relPath);
-    const handle = await fs.open(absolute(rel), FILE_FLAGS).catch((error: unknown) => {
-      throw openProblem(error, relPath);
-    });
+    const { handle } = await openFile(relPath);
     try {
-      checkFile(await handle.stat(), relPath);
-      checkOneName(checkReal(await fs.readlink(viaFd(handle.fd)), relPath), relPath);
       await pipeline(
         handle.createReadStream({ autoClose: false }),
         fsSync.createWriteStream(destination, { flags: 'wx', mode: options.mode ?? 0o600 }),
