@@ -5,6 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { OUTBOX_FILES_FOLDER } from '../store/outbox-store.ts';
+import { isGuardedPathError } from '../safe-fs/guarded-path-error.ts';
+import { openGuardedRoot } from '../safe-fs/guarded-root.ts';
 import type { BackupPaths } from './backup-paths.ts';
 import { listFiles, MANIFEST_FILE, sha256File, type BackupManifest } from './backup-manifest.ts';
 
@@ -49,10 +51,8 @@ export async function createBackup(
     }
     const skipped: string[] = [];
     for (const folder of DATA_FOLDERS) {
-      const from = path.join(paths.dataDir, folder);
-      const { files, other } = listFiles(from);
-      skipped.push(...other.map((o) => `data/${folder}/${o}`));
-      for (const rel of files) copyInto(path.join(from, rel), path.join(staging, 'data', folder, rel));
+      const left = await copyFolder(path.join(paths.dataDir, folder), path.join(staging, 'data', folder));
+      skipped.push(...left.map((o) => `data/${folder}/${o}`));
     }
     for (const name of CONFIG_FILES) {
       const from = path.join(paths.configDir, name);
@@ -71,6 +71,34 @@ export async function createBackup(
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
   }
+}
+
+/**
+ * Copies the regular files of a data folder, which a running group's containers may be rearranging
+ * meanwhile, through the guarded root: a file swapped for a symlink or a hard link between the listing and
+ * the copy is skipped, never read where it points. Returns what it skipped (symlinks, hard links, special
+ * files).
+ */
+async function copyFolder(from: string, to: string): Promise<string[]> {
+  if (!fs.existsSync(from)) return [];
+  const root = await openGuardedRoot(from);
+  const skipped: string[] = [];
+  for await (const { relPath, stats } of root.walk()) {
+    if (stats.isDirectory()) continue;
+    if (!stats.isFile()) {
+      skipped.push(relPath);
+      continue;
+    }
+    const target = path.join(to, relPath);
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+    try {
+      await root.copyFileOut(relPath, target);
+    } catch (error) {
+      if (!isGuardedPathError(error)) throw error;
+      if (error.problem !== 'missing') skipped.push(relPath); // a file removed meanwhile is simply gone
+    }
+  }
+  return skipped.sort();
 }
 
 function copyInto(from: string, to: string): void {

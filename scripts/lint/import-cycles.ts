@@ -175,6 +175,7 @@ export const SUBSYSTEM_LAYERS: readonly (readonly string[])[] = [
   ['admin'],
   ['channels', 'gateway', 'backup'],
   ['store', 'services'],
+  ['safe-fs'],
   ['errors', 'logging', 'time'],
 ];
 

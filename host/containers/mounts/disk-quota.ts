@@ -8,11 +8,12 @@
  * files count for what they hold) and entries too: a folder of millions of empty files is over quota
  * as well. A run over quota is killed without a grace period, since its writers would go on writing.
  */
-import fsSync from 'node:fs';
-import fs from 'node:fs/promises';
+import type { FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { toError } from '../../errors/error-message.ts';
 import { errorCode } from '../../errors/error-code.ts';
+import { isGuardedPathError } from '../../safe-fs/guarded-path-error.ts';
+import { openGuardedRoot, openGuardedRootSync, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
 
 export interface QuotaFolder {
   /** "group folder", "session folder": how the group is told. */
@@ -42,25 +43,18 @@ interface FolderMeasure extends FolderUsage {
   sizes: Map<string, number>;
 }
 
+/**
+ * The walk goes through the guarded root: a folder a run swaps for a symlink while it is walked is
+ * skipped, never followed into a host folder.
+ */
 async function measureFolder(dir: string, maxEntries: number): Promise<FolderMeasure> {
   const usage: FolderMeasure = { bytes: 0, entries: 0, sizes: new Map() };
-  const pending = [dir];
-  for (let current = pending.pop(); current !== undefined; current = pending.pop()) {
-    let names: string[];
-    try {
-      names = await fs.readdir(current);
-    } catch {
-      continue; // removed meanwhile, or not a directory
-    }
-    for (const name of names) {
-      if (++usage.entries > maxEntries) return usage;
-      const full = path.join(current, name);
-      const stat = await fs.lstat(full).catch(() => null);
-      if (stat === null) continue;
-      usage.bytes += stat.blocks * 512;
-      usage.sizes.set(path.relative(dir, full), stat.blocks * 512);
-      if (stat.isDirectory()) pending.push(full);
-    }
+  const root = await openGuardedRoot(dir).catch(() => null);
+  if (root === null) return usage; // not made yet, or removed
+  for await (const { relPath, stats } of root.walk()) {
+    if (++usage.entries > maxEntries) return usage;
+    usage.bytes += stats.blocks * 512;
+    usage.sizes.set(relPath, stats.blocks * 512);
   }
   return usage;
 }
@@ -86,13 +80,15 @@ export async function quotaProblem(folder: QuotaFolder): Promise<string | null> 
 }
 
 /**
- * Measures one path again and corrects the folder's totals. Synchronous (one lstat), so that two
- * measurements of one file never land out of order.
+ * Measures one path again and corrects the folder's totals. Synchronous (one lstat through its checked
+ * folder), so that two measurements of one file never land out of order. A path whose folder is no longer
+ * a folder inside the root counts as gone.
  */
-function remeasure(dir: string, usage: FolderMeasure, rel: string): void {
+function remeasure(root: GuardedRoot | null, usage: FolderMeasure, rel: string): void {
   let bytes: number | null;
   try {
-    bytes = fsSync.lstatSync(path.join(dir, rel)).blocks * 512;
+    const stats = root?.statSync(rel) ?? null;
+    bytes = stats === null ? null : stats.blocks * 512;
   } catch {
     bytes = null;
   }
@@ -123,44 +119,56 @@ export interface DiskQuotaWatchDeps {
 /**
  * Change notifications for every folder under `dir`: one non-recursive fs.watch (one inotify watch) per
  * folder, added as folders appear. Node's own `recursive: true` on Linux also polls every file it finds
- * with a stat watcher, which a folder of thousands of new files turns into a stall of the host.
+ * with a stat watcher, which a folder of thousands of new files turns into a stall of the host. Each
+ * folder is listed, stat'ed and watched through the guarded root, so a folder a run swaps for a symlink
+ * is never watched or listed where the link points.
  */
 function watchRecursively(
   dir: string,
   onChange: (relativePath: string | null) => void,
   onError: (error: Error) => void,
 ): { close(): void } {
-  const watchers = new Map<string, fsSync.FSWatcher>();
+  const root = openGuardedRootSync(dir);
+  const watchers = new Map<string, FSWatcher>();
   let closed = false;
+  const list = (rel: string) => {
+    try {
+      return root.readDirSync(rel);
+    } catch {
+      return []; // removed meanwhile, or no longer a folder of the root
+    }
+  };
   const add = (rel: string): void => {
     if (closed || watchers.has(rel) || watchers.size >= MAX_ENTRIES) return;
-    let watcher: fsSync.FSWatcher;
+    let watcher: FSWatcher;
     try {
-      watcher = fsSync.watch(path.join(dir, rel), { persistent: false }, (_event, name) => {
-        if (typeof name !== 'string') return onChange(null);
-        const child = rel === '' ? name : path.join(rel, name);
+      watcher = root.watch(rel, (_event, name) => {
+        if (name === null) return onChange(null);
+        const child = rel === '' ? name : path.posix.join(rel, name);
         onChange(child);
         // A new folder: watch it too, and report what was made in it before the watch was in place.
         let isDirectory = false;
         try {
-          isDirectory = fsSync.lstatSync(path.join(dir, child)).isDirectory();
+          isDirectory = root.statSync(child)?.isDirectory() ?? false;
         } catch {
-          const gone = watchers.get(child);
-          gone?.close();
-          watchers.delete(child);
+          isDirectory = false;
         }
-        if (isDirectory && !watchers.has(child)) {
+        if (!isDirectory) {
+          watchers.get(child)?.close();
+          watchers.delete(child);
+        } else if (!watchers.has(child)) {
           add(child);
-          for (const entry of fsSync.readdirSync(path.join(dir, child), { withFileTypes: true })) {
-            const grandchild = path.join(child, entry.name);
+          for (const entry of list(child)) {
+            const grandchild = path.posix.join(child, entry.name);
             onChange(grandchild);
             if (entry.isDirectory()) add(grandchild);
           }
         }
       });
     } catch (error) {
-      // Removed meanwhile: nothing to watch. Anything else (inotify limits) is the caller's to know.
-      if (errorCode(error) !== 'ENOENT') onError(toError(error));
+      // Removed meanwhile, or no longer a folder of the root: nothing to watch. Anything else (inotify
+      // limits) is the caller's to know.
+      if (errorCode(error) !== 'ENOENT' && !isGuardedPathError(error)) onError(toError(error));
       return;
     }
     watcher.on('error', (error) => {
@@ -171,16 +179,9 @@ function watchRecursively(
   };
   const addTree = (rel: string): void => {
     add(rel);
-    let entries: fsSync.Dirent[];
-    try {
-      entries = fsSync.readdirSync(path.join(dir, rel), { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const entry of entries)
-      if (entry.isDirectory()) addTree(rel === '' ? entry.name : path.join(rel, entry.name));
+    for (const entry of list(rel))
+      if (entry.isDirectory()) addTree(rel === '' ? entry.name : path.posix.join(rel, entry.name));
   };
-  if (!fsSync.statSync(dir).isDirectory()) throw new Error(`${dir} is not a folder`);
   addTree('');
   return {
     close() {
@@ -189,6 +190,14 @@ function watchRecursively(
       watchers.clear();
     },
   };
+}
+
+function guardedOrNull(dir: string): GuardedRoot | null {
+  try {
+    return openGuardedRootSync(dir);
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -222,12 +231,14 @@ export function watchDiskQuota(
       walking: false,
       changedDuringWalk: new Set<string>(),
       watcher: undefined as { close(): void } | undefined,
+      /** Null when the folder is not there (yet): only the walk measures it then. */
+      root: guardedOrNull(folder.path),
     };
     const flush = (): void => {
       state.flushQueued = false;
       if (disposed) return;
       for (const rel of state.touched) {
-        remeasure(folder.path, state.usage, rel);
+        remeasure(state.root, state.usage, rel);
         if (state.walking) state.changedDuringWalk.add(rel);
       }
       state.touched.clear();
@@ -267,7 +278,7 @@ export function watchDiskQuota(
       state.walking = false;
       if (disposed) return;
       // The walk may have seen a file before a write that was measured meanwhile: measure those again.
-      for (const rel of state.changedDuringWalk) remeasure(state.folder.path, measured, rel);
+      for (const rel of state.changedDuringWalk) remeasure(state.root, measured, rel);
       state.changedDuringWalk.clear();
       state.usage = measured;
       const problem = problemOf(state.folder, measured);

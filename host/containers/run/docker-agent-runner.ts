@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/logger.ts';
 import type { CommandSetup, RunStartParams } from '../../../container-agent/src/protocol.ts';
@@ -25,6 +24,8 @@ import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
 import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
 import { quotaFolders } from '../mounts/disk-quota-folders.ts';
 import { watchDiskQuota } from '../mounts/disk-quota.ts';
+import { isGuardedPathError } from '../../safe-fs/guarded-path-error.ts';
+import { openGuardedRootSync } from '../../safe-fs/guarded-root.ts';
 import { AGENT_UID, AGENT_USER } from '../image/image-base-offline.ts';
 import type { GroupMountPlan } from '../mounts/group-mounts.ts';
 import { errorMessage } from '../../errors/error-message.ts';
@@ -135,14 +136,21 @@ function prepareOwnership(
     // narrows it too, and its separation check refuses commands until it is so.
     if (m.kind === 'session') fs.chmodSync(m.hostPath, PRIVATE_FOLDER);
     if (!root) continue;
-    for (const entry of fs.readdirSync(m.hostPath, { withFileTypes: true })) {
+    // Through the guarded root: a running container of the group may swap a file for a symlink between
+    // a look and a chmod by name, and a root host would then make a host file group-writable.
+    const folder = openGuardedRootSync(m.hostPath);
+    for (const entry of folder.readDirSync('')) {
       // Only what the host itself creates (AGENT.md); files the agent made are its own already.
       if (!entry.isFile()) continue;
-      const file = path.join(m.hostPath, entry.name);
-      const stat = fs.lstatSync(file);
-      if (stat.uid !== 0) continue;
-      fs.lchownSync(file, AGENT_UID, AGENT_UID);
-      if (m.kind === 'group') fs.chmodSync(file, stat.mode | GROUP_WRITABLE);
+      try {
+        folder.withFileSync(entry.name, (fd, stat) => {
+          if (stat.uid !== 0) return;
+          fs.fchownSync(fd, AGENT_UID, AGENT_UID);
+          if (m.kind === 'group') fs.fchmodSync(fd, stat.mode | GROUP_WRITABLE);
+        });
+      } catch (error) {
+        if (!isGuardedPathError(error)) throw error; // swapped or linked meanwhile: not the host's file
+      }
     }
   }
   return root ? AGENT_USER : `${hostIds.uid}:${hostIds.gid}`;

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { InboundMessage } from '../../channels/channel.ts';
+import { openGuardedRoot } from '../../safe-fs/guarded-root.ts';
 
 /** A sender's file name made safe to be part of a stored name: letters, digits, "-", "_" and ".". */
 function safeBase(fileName: string | undefined, fallback: string): string {
@@ -35,29 +35,14 @@ export function mediaPath(
 
 /**
  * Writes the file under the group's folder, which the group's containers write too: a `media` or day folder
- * there may be a symlink an earlier run planted to steer the host's write elsewhere. So each folder on the
- * way is made and then proven a real directory at exactly its place (realpath), and the file is created
- * exclusively (`wx`: never through a symlink of that name) under a temporary name, then renamed, so a run
- * never reads half a file. The remaining window (a running container swapping a folder between the check
- * and the write) needs a run active in the group at that moment, and lands the file at most one folder away.
+ * there may be a symlink a run planted (or swaps in while the host writes) to steer the host's write
+ * elsewhere. The guarded root makes and opens each folder through the one before it, never following a
+ * link, and creates the file exclusively under a temporary name inside the folder it opened, then renames
+ * it there, so a run never reads half a file and no swap moves the write out of the group folder.
  */
 export async function storeMediaFile(groupDir: string, relPath: string, bytes: Uint8Array): Promise<void> {
   // The group's folder itself is the host's (made here before its first run, if need be); only what is
   // inside it is the containers'.
-  await fs.mkdir(groupDir, { recursive: true, mode: 0o755 });
-  const root = await fs.realpath(groupDir);
-  let dir = root;
-  for (const part of path.posix.dirname(relPath).split('/')) {
-    dir = path.join(dir, part);
-    await fs.mkdir(dir, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
-    const stat = await fs.lstat(dir);
-    if (!stat.isDirectory() || (await fs.realpath(dir)) !== dir)
-      throw new Error(`${path.relative(root, dir)} in the group folder is not a plain folder`);
-  }
-  const full = path.join(dir, path.posix.basename(relPath));
-  const tmp = `${full}.${crypto.randomBytes(6).toString('hex')}.part`;
-  await fs.writeFile(tmp, bytes, { mode: 0o644, flag: 'wx' });
-  await fs.rename(tmp, full);
+  const root = await openGuardedRoot(groupDir, { create: { mode: 0o755 }, label: 'the group folder' });
+  await root.writeFileAtomic(relPath, bytes, { mode: 0o644, dirMode: 0o755 });
 }

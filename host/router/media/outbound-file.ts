@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import type { OutboxAttachment } from '../../store/outbox-store.ts';
+import { errorCode } from '../../errors/error-code.ts';
+import { isGuardedPathError, type GuardedPathProblem } from '../../safe-fs/guarded-path-error.ts';
+import { openGuardedRoot, type GuardedFile } from '../../safe-fs/guarded-root.ts';
 import { isPlainText } from './media-sniff.ts';
 
 /** A file a run asked to send, read once by the host: what is reviewed is what is sent. */
@@ -30,9 +32,29 @@ export interface OutboundFilesDeps {
 
 const IMAGES = new Set(['png', 'jpg', 'webp', 'gif']);
 
+/** What the run is told when the file it named was refused. */
+function refusal(claimed: string, problem: GuardedPathProblem, limit: number): string {
+  switch (problem) {
+    case 'missing':
+      return `there is no file ${claimed} in the group folder`;
+    case 'escapes-root':
+      return `${claimed} is not in the group folder`;
+    case 'symlink':
+      return `${claimed} is a symlink; send the file itself`;
+    case 'linked':
+      return `${claimed} has more than one name (a hard link); send a copy of it`;
+    case 'too-large':
+      return `${claimed} is larger than ${limit} bytes ([media] max_send_bytes)`;
+    case 'not-regular':
+    case 'not-directory':
+      return `${claimed} is not a file`;
+  }
+}
+
 /**
  * Files a run sends with `message.send`: only from its own group folder (the path is the container's
- * claim: resolved here, symlinks followed, and refused outside the folder), within `[media]
+ * claim: opened once through the guarded root, which refuses a symlink, a hard link or a file whose
+ * descriptor lies outside the folder, and read through that descriptor), within `[media]
  * max_send_bytes`, typed by their bytes (photo, voice note, or document). A copy goes to a host-only
  * folder once the message is allowed, so the container cannot change the file between the review and the
  * send, or a retry after a restart.
@@ -43,26 +65,22 @@ export function createOutboundFiles(deps: OutboundFilesDeps) {
     if (path.posix.isAbsolute(claimed) && !claimed.startsWith(prefix))
       return { ok: false, reason: `${claimed} is not in the group folder (${deps.containerGroupDir})` };
     const relative = claimed.startsWith(prefix) ? claimed.slice(prefix.length) : claimed;
-    let real: string;
-    let root: string;
-    try {
-      root = await fs.realpath(deps.groupDir(groupId));
-      real = await fs.realpath(path.resolve(root, relative));
-    } catch {
-      return { ok: false, reason: `there is no file ${claimed} in the group folder` };
-    }
-    if (!real.startsWith(root + path.sep))
-      return { ok: false, reason: `${claimed} is not in the group folder` };
-    const stat = await fs.stat(real);
-    if (!stat.isFile()) return { ok: false, reason: `${claimed} is not a file` };
     const limit = deps.maxBytes();
-    if (stat.size > limit)
-      return { ok: false, reason: `${claimed} is larger than ${limit} bytes ([media] max_send_bytes)` };
-    if (stat.size === 0) return { ok: false, reason: `${claimed} is empty` };
-    const bytes = await fs.readFile(real);
-    if (bytes.byteLength > limit)
-      return { ok: false, reason: `${claimed} grew past ${limit} bytes while read` };
-    const fileName = path.basename(real);
+    let read: GuardedFile;
+    try {
+      const root = await openGuardedRoot(deps.groupDir(groupId));
+      read = await root.readFile(relative, { maxBytes: limit });
+    } catch (error) {
+      if (isGuardedPathError(error)) return { ok: false, reason: refusal(claimed, error.problem, limit) };
+      if (errorCode(error) === 'ENOENT')
+        return { ok: false, reason: `there is no file ${claimed} in the group folder` };
+      // The run is not told why (the error names host paths); the file is not sent.
+      return { ok: false, reason: `${claimed} could not be read from the group folder` };
+    }
+    const bytes = read.bytes;
+    if (bytes.byteLength === 0) return { ok: false, reason: `${claimed} is empty` };
+    // The last component was no symlink (the guard refuses one), so the name asked for is the file's.
+    const fileName = path.posix.basename(path.posix.normalize(relative));
     const type = await fileTypeFromBuffer(bytes);
     if (!type) {
       if (!isPlainText(bytes)) return { ok: false, reason: `the type of ${claimed} is not known` };
@@ -76,14 +94,13 @@ export function createOutboundFiles(deps: OutboundFilesDeps) {
   }
 
   async function stage(file: OutboundFile): Promise<OutboxAttachment> {
-    await fs.mkdir(deps.stagingDir, { recursive: true, mode: 0o700 });
-    const copy = path.join(
-      deps.stagingDir,
-      `${crypto.randomUUID()}-${file.fileName.replace(/[^\w.-]+/g, '_')}`,
-    );
-    await fs.writeFile(copy, file.bytes, { mode: 0o600, flag: 'wx' });
+    // The staging folder is the host's alone; it goes through the guarded root all the same, so this
+    // folder of the router holds no raw file access (test/unit/safe-fs/fs-boundary.test.ts).
+    const staging = await openGuardedRoot(deps.stagingDir, { create: { mode: 0o700 } });
+    const name = `${crypto.randomUUID()}-${file.fileName.replace(/[^\w.-]+/g, '_')}`;
+    await staging.writeFileAtomic(name, file.bytes, { mode: 0o600 });
     return {
-      path: copy,
+      path: path.join(deps.stagingDir, name),
       fileName: file.fileName,
       mime: file.mime,
       kind: file.kind,

@@ -191,7 +191,7 @@ describe('Telegram media taken in by the host (real grammY, fake Bot API, real s
     t.fake.media({ chat: GROUP, from: ANN, kind: 'photo', bytes: PNG_1X1 });
     const m = await t.nextMessage('family');
     expect(m.text).toBe(
-      '[photo, not stored: it could not be stored (media in the group folder is not a plain folder)]',
+      '[photo, not stored: it could not be stored (media in the group folder is a symlink, never followed)]',
     );
     expect(fs.readdirSync(outside)).toEqual([]);
     expect(t.auditRows()[0]).toMatchObject({ decision: 'refused' });

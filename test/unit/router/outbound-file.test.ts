@@ -49,14 +49,19 @@ describe('files a run sends', () => {
     const secret = path.join(t.dir, 'secret.txt');
     fs.writeFileSync(secret, 'the host key');
     fs.symlinkSync(secret, path.join(t.groups, 'family', 'link.txt'));
+    fs.symlinkSync(t.dir, path.join(t.groups, 'family', 'up'));
+    fs.writeFileSync(path.join(t.dir, 'key.txt'), 'another host key');
+    fs.linkSync(path.join(t.dir, 'key.txt'), path.join(t.groups, 'family', 'hard.txt'));
     t.put('big.txt', 'x'.repeat(101));
     t.put('empty.txt', '');
     const reason = async (p: string) => {
       const r = await t.files.read('family', p);
       return r.ok ? 'read' : r.reason;
     };
-    expect(await reason('link.txt')).toMatch(/is not in the group folder/);
+    expect(await reason('link.txt')).toMatch(/is a symlink; send the file itself/);
     expect(await reason('../../secret.txt')).toMatch(/is not in the group folder/);
+    expect(await reason('up/secret.txt')).toMatch(/is not in the group folder/);
+    expect(await reason('hard.txt')).toMatch(/has more than one name \(a hard link\)/);
     expect(await reason('/etc/passwd')).toMatch(/is not in the group folder/);
     expect(await reason('/workspace/group/../../secret.txt')).toMatch(/is not in the group folder/);
     expect(await reason('big.txt')).toMatch(/larger than 100 bytes/);
