@@ -19,7 +19,12 @@ import {
   type CredentialsConfig,
 } from '../services/credential/credential-config.ts';
 import { credentialTrust } from '../services/credential/credential-trust.ts';
-import { advertisedDefaultBranch, isDeletion, parsePush } from '../services/credential/git-push.ts';
+import {
+  advertisedDefaultBranch,
+  isDeletion,
+  parsePush,
+  summarizePush,
+} from '../services/credential/git-push.ts';
 import { createRedactingStream, redactionsFor, redactText } from '../services/credential/redacting-stream.ts';
 import type { ServiceTrust } from '../services/service-trust.ts';
 
@@ -361,6 +366,8 @@ export function createCredentialRoute(deps: CredentialRouteDeps) {
             from: u.oldId.slice(0, 12),
             to: isDeletion(u) ? 'deleted' : u.newId.slice(0, 12),
           })),
+          // The owner (and the Cop) see what the commits say and touch, not only their hashes.
+          ...summarizePush(push),
         },
         ...(why === undefined ? {} : { ownerMust: why }),
       },
