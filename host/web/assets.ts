@@ -53,8 +53,8 @@ table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:
 table.cards{background:none}
 table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 table.cards tr{background:#fff;border:1px solid #d8dde3;border-radius:6px;margin:0 0 .6rem;padding:.35rem .6rem}
-table.cards td{border:0;padding:.15rem 0 .15rem 6.5rem;position:relative;min-height:1.6rem;overflow-wrap:anywhere;min-width:0}
-table.cards td::before{content:attr(data-label);position:absolute;left:0;width:6rem;color:#5d6a78;font-size:.85rem;line-height:1.7}
+table.cards td{display:flow-root;border:0;padding:.15rem 0 .15rem 6.5rem;overflow-wrap:anywhere;min-width:0}
+table.cards td::before{content:attr(data-label);float:left;width:6rem;margin-left:-6.5rem;color:#5d6a78;font-size:.85rem;font-weight:400;line-height:1.7;overflow-wrap:normal}
 table.cards td:empty{display:none}
 table.cards td[data-label=""]{padding-left:0}
 table.cards td[data-label=""]::before{content:none}
