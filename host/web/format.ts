@@ -142,3 +142,42 @@ export function exactCost(micros: number): string {
 /** A cost with its exact amount on hover. */
 export const costHtml = (micros: number): Html =>
   h`<span class="cost" title="${exactCost(micros)}">${formatCost(micros)}</span>`;
+
+/**
+ * A wall-clock time the owner typed ("2026-11-27", "2026-11-27T09:00", "…T09:00:30") in `timeZone`, as
+ * the UTC ISO instant the store keeps; one ending in "Z" is already UTC. Undefined when it is no such time.
+ * Across a clock change the earlier of two readings is taken, and a skipped hour reads as after the change.
+ */
+export function wallTimeToUtc(text: string, timeZone: string): string | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z)?$/.exec(text.trim());
+  if (!m) return undefined;
+  const [, y, mo, d, hh = '0', mi = '0', ss = '0', z] = m;
+  const wall = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(hh), Number(mi), Number(ss));
+  if (!Number.isFinite(wall)) return undefined;
+  if (z) return new Date(wall).toISOString();
+  // The zone's offset a day before and a day after: a wall time matches one reading, two (the repeated hour
+  // of autumn) or none (the skipped hour of spring, read with the offset before the change: after it).
+  const offset = (ms: number) => {
+    const p = Object.fromEntries(
+      new Intl.DateTimeFormat('en-US', {
+        timeZone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+      })
+        .formatToParts(ms)
+        .map((x) => [x.type, Number(x.value)]),
+    );
+    return (
+      Date.UTC(p.year ?? 0, (p.month ?? 1) - 1, p.day ?? 1, p.hour ?? 0, p.minute ?? 0, p.second ?? 0) - ms
+    );
+  };
+  const before = wall - offset(wall - 86_400_000);
+  const after = wall - offset(wall + 86_400_000);
+  const readings = [before, after].filter((ms) => ms + offset(ms) === wall);
+  return new Date(readings.length > 0 ? Math.min(...readings) : before).toISOString();
+}

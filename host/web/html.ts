@@ -54,7 +54,7 @@ ${p.csrf ? h`<meta name="csrf" content="${p.csrf}">` : ''}
 <h1>${p.title}</h1>
 ${p.body}
 </main>
-${p.timeZone ? h`<footer class="muted">Times are in ${p.timeZone} (<code>[assistant] timezone</code>); hover one for UTC.</footer>` : ''}
+${p.timeZone ? h`<footer class="muted">Times are in ${p.timeZone} (<code>[assistant] timezone</code>)${p.timeZone === 'UTC' ? '' : '; hover one for UTC'}.</footer>` : ''}
 </body>
 </html>`;
 }

@@ -17,7 +17,7 @@ import type { Store } from '../store/store.ts';
 import type { AdminConversation } from '../channels/local/local-channel.ts';
 import type { Clock } from '../time/clock.ts';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
-import { createConsoleFormat, type ConsoleFormat } from './format.ts';
+import { createConsoleFormat, wallTimeToUtc, type ConsoleFormat } from './format.ts';
 import { h, layout, type Html } from './html.ts';
 import { approvalsList, approvalsPage } from './pages/approvals-page.ts';
 import { auditPage } from './pages/audit-page.ts';
@@ -96,7 +96,7 @@ const instant = z
   .string()
   .max(40)
   .transform((s) => s.trim() || undefined)
-  .refine((s) => s === undefined || /^\d{4}-\d{2}-\d{2}([T ][\d:.]+Z?)?$/.test(s), {
+  .refine((s) => s === undefined || wallTimeToUtc(s, 'UTC') !== undefined, {
     message: 'a time must look like 2026-11-27 or 2026-11-27T08:00',
   })
   .transform((s) => s?.replace(' ', 'T'))
@@ -289,7 +289,13 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       ...(q.data.until ? { until: q.data.until } : {}),
       ...(q.data.before ? { beforeId: q.data.before } : {}),
     };
-    return render(c, 'Audit', auditPage(f, store.consoleReads.auditPage(f), fmt()));
+    // The owner types times as the page shows them, in their zone; the store compares UTC instants.
+    const zone = deps.config().assistant.timezone;
+    const utc = (t: string | undefined) => (t === undefined ? undefined : wallTimeToUtc(t, zone));
+    const since = utc(f.since);
+    const until = utc(f.until);
+    const query = { ...f, ...(since ? { since } : {}), ...(until ? { until } : {}) };
+    return render(c, 'Audit', auditPage(f, store.consoleReads.auditPage(query), fmt()));
   });
 
   app.get('/spend', (c) => render(c, 'Spend', spendPage(deps.spend(), fmt())));

@@ -23,7 +23,7 @@ export function auditPage(f: AuditFilter, rows: AuditRow[], fmt: ConsoleFormat):
 ${field('group', 'Group', f.groupId)}${field('kind', 'Kind', f.kind)}${field('decision', 'Decision', f.decision)}
 ${field('since', 'Since', f.since)}${field('until', 'Until', f.until)}
 <button type="submit">Filter</button></form>
-<p class="muted">${rows.length} row(s)${f.beforeId === undefined ? '' : ` older than #${f.beforeId}`}. Since and Until are UTC (ISO 8601, e.g. 2026-11-27T08:00); the table shows ${fmt.timeZone}.</p>
+<p class="muted">${rows.length} row(s)${f.beforeId === undefined ? '' : ` older than #${f.beforeId}`}. Times are in ${fmt.timeZone}, Since and Until too (e.g. 2026-11-27 or 2026-11-27T08:00; end with Z for UTC).</p>
 ${table(
   ['#', 'When', 'Group', 'Run', 'Operation', 'Decision', 'Reason', 'By'],
   rows.map((r) =>

@@ -6,6 +6,7 @@ import {
   formatCost,
   formatDuration,
   formatRelative,
+  wallTimeToUtc,
 } from '../../../host/web/format.ts';
 
 const NOW = Date.parse('2026-11-27T08:00:00Z');
@@ -68,5 +69,20 @@ describe('console costs', () => {
     expect(String(costHtml(4321))).toBe(
       '<span class="cost" title="$0.004321 (4321 micro-dollars)">$0.0043</span>',
     );
+  });
+});
+
+describe('times the owner types', () => {
+  it('reads a wall-clock time in [assistant] timezone as the UTC instant the store keeps', () => {
+    expect(wallTimeToUtc('2026-11-27T09:00', 'Europe/Berlin')).toBe('2026-11-27T08:00:00.000Z');
+    expect(wallTimeToUtc('2026-11-27', 'Europe/Berlin')).toBe('2026-11-26T23:00:00.000Z');
+    expect(wallTimeToUtc('2026-07-01 09:00:30', 'Europe/Berlin')).toBe('2026-07-01T07:00:30.000Z');
+    expect(wallTimeToUtc('2026-11-27T09:00Z', 'Europe/Berlin')).toBe('2026-11-27T09:00:00.000Z');
+    expect(wallTimeToUtc('2026-11-27T09:00', 'America/New_York')).toBe('2026-11-27T14:00:00.000Z');
+    // The hour the clocks skip reads as after the change; the hour they repeat, as its first reading.
+    expect(wallTimeToUtc('2026-03-29T02:30', 'Europe/Berlin')).toBe('2026-03-29T01:30:00.000Z');
+    expect(wallTimeToUtc('2026-10-25T02:30', 'Europe/Berlin')).toBe('2026-10-25T00:30:00.000Z');
+    expect(wallTimeToUtc('yesterday', 'Europe/Berlin')).toBeUndefined();
+    expect(wallTimeToUtc('2026-11-27T9', 'UTC')).toBeUndefined();
   });
 });

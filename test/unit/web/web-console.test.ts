@@ -531,6 +531,13 @@ describe('web console pages', () => {
       '<td data-label="Decision" class="status">denied</td><td data-label="Reason" class="wrap">not approved by the owner</td><td data-label="By">local:owner</td>',
     );
     expect(page).toContain('Times are in Europe/Berlin');
+    // Since and Until are typed as the table shows times: 09:00 in Berlin is the row's 08:00 UTC.
+    const since = async (t: string) =>
+      (await (await req(`/audit?since=${t}&kind=bash`, { cookie })).text()).match(/<tr data-audit=/g)
+        ?.length ?? 0;
+    expect(await since('2026-11-27T08:59')).toBe(1);
+    expect(await since('2026-11-27T09:01')).toBe(0);
+    expect(await since('2026-11-27T08:01Z')).toBe(0);
     expect(page).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z<\/td>/);
     // Every table of every page labels its cells: the stylesheet turns rows into cards under 40rem.
     const css = await (await req('/assets/console.css')).text();
