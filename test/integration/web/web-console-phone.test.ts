@@ -183,6 +183,17 @@ suite('the web console on a 390 px phone', () => {
     });
   });
 
+  it('sends a message to the admin group from the Message page, and shows the answer live', async () => {
+    await page.goto(`${base}/message`);
+    await page.fill('#message-text', 'what is for dinner?');
+    await Promise.all([page.waitForURL(/\/message\?after=\d+$/), page.click('#message-form button')]);
+    // The answer arrives after the page was rendered: the event stream makes the page fetch it.
+    await page.locator('pre.reply', { hasText: 'echo: what is for dinner?' }).waitFor({ timeout: 20_000 });
+    const box = await page.locator('#message-form').boundingBox();
+    expect((box?.x ?? -1) >= 0 && (box?.x ?? 0) + (box?.width ?? 0) <= PHONE.width).toBe(true);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'phone-cards-message.png'), fullPage: true });
+  });
+
   it('shows the pending push’s commits and files inside the viewport, with times in the owner’s zone', async () => {
     await page.goto(`${base}/approvals`);
     const commit = page.locator('li[data-commit="8f21d0c6e5a4"]');
