@@ -219,7 +219,6 @@ export function createLocalChannel({ groups, outbox, events, isBusy, ownerName, 
   logger.debug({}, 'local console channel ready');
   return {
     channel,
-    ownerMessage,
     adminConversation,
     routes: { 'POST /v1/messages': postMessage, 'GET /v1/events': streamEvents } as Record<
       string,

@@ -30,7 +30,10 @@ export interface ParsedPush {
    * with `…/`, and a changed file whose name is only on the remote is not here but counted in `unnamed`.
    */
   files: string[];
-  /** Objects whose name (or whether they are a file) only the remote's copies could tell. */
+  /**
+   * Objects the pack does not name: deltas against the remote's copies (whose folder only the remote's
+   * trees could tell), and deltas against a blob of the pack (blobs are hashed, not kept, to bound memory).
+   */
   unnamed: number;
 }
 
@@ -273,14 +276,16 @@ function describePack(objects: PackObject[]): Pick<ParsedPush, 'commits' | 'file
   const byId = new Map(objects.filter((o) => o.id !== undefined).map((o) => [o.id ?? '', o]));
   const files = new Set<string>();
   const named = new Set<string>();
-  const walk = (entries: TreeEntry[], prefix: string, seen: Set<string>) => {
+  // Each tree is read once for the whole push: a thousand commits of one big tree cost one walk, not a thousand.
+  const seen = new Set<string>();
+  const walk = (entries: TreeEntry[], prefix: string) => {
     for (const e of entries) {
       const inPack = byId.get(e.id);
       if (!inPack || files.size >= MAX_FILES) continue;
       named.add(e.id);
       if (inPack.type === 2 && inPack.data && !seen.has(e.id)) {
         seen.add(e.id);
-        walk(treeEntries(inPack.data), `${prefix}${e.name}/`, seen);
+        walk(treeEntries(inPack.data), `${prefix}${e.name}/`);
       } else if (inPack.type === 3) files.add(`${prefix}${e.name}`);
     }
   };
@@ -291,11 +296,14 @@ function describePack(objects: PackObject[]): Pick<ParsedPush, 'commits' | 'file
       commits.push(c);
       named.add(c.tree);
       const root = byId.get(c.tree);
-      if (root?.data) walk(treeEntries(root.data), '', new Set([c.tree]));
+      if (root?.data && !seen.has(c.tree)) {
+        seen.add(c.tree);
+        walk(treeEntries(root.data), '');
+      }
     }
   // A tree sent as a delta against the remote's copy: what it inserts whole is an added entry, in a folder
   // whose path only the remote's trees could tell.
-  for (const o of objects) if (o.delta) walk(insertedEntries(o.delta), '…/', new Set());
+  for (const o of objects) if (o.delta) walk(insertedEntries(o.delta), '…/');
   const unnamed = objects.filter(
     (o) => o.type !== 1 && o.type !== 4 && !(o.id !== undefined && named.has(o.id)),
   ).length;
@@ -403,6 +411,6 @@ export function summarizePush(p: ParsedPush, budget = 1600): PushSummary {
     }
   }
   if (p.unnamed > 0)
-    summary.filesNotNamed = `${p.unnamed} changed object${p.unnamed === 1 ? ' is a change' : 's are changes'} against the remote's copies; the push does not name their files`;
+    summary.filesNotNamed = `${p.unnamed} more changed object${p.unnamed === 1 ? ' was' : 's were'} sent as a delta (against the remote's copy or a file's earlier version), so the push does not name ${p.unnamed === 1 ? 'its file' : 'their files'}`;
   return summary;
 }

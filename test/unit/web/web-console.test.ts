@@ -603,7 +603,7 @@ describe('web console pages', () => {
         ],
         files: ['recipes/waffles.md'],
         filesNotNamed:
-          "1 changed object is a change against the remote's copies; the push does not name their files",
+          "1 more changed object was sent as a delta (against the remote's copy or a file's earlier version), so the push does not name its file",
       },
     });
     const { cookie } = await signIn();
@@ -613,7 +613,7 @@ describe('web console pages', () => {
     expect(card).toContain('Family bot &lt;bot@example.com&gt;, <time datetime="2026-11-27T07:58:00.000Z"');
     expect(card).toContain('<pre>With &lt;b&gt;syrup&lt;/b&gt;.</pre>');
     expect(card).toContain('<ul class="files"><li>recipes/waffles.md</li></ul>');
-    expect(card).toContain('the push does not name their files.');
+    expect(card).toContain('so the push does not name its file.');
     // The chat's text carries the same detail: it renders the same stored parameters.
     expect(card).toContain(
       '&quot;message&quot;: &quot;add waffles\\n\\nWith &lt;b&gt;syrup&lt;/b&gt;.&quot;',
