@@ -413,6 +413,8 @@ export async function startHost({
               }
             : {}),
           notifyOwner: (key, text) => adminChats.notify(key, text),
+          adminChat: local.adminConversation,
+          clock,
           logger: logger.child({ subsystem: 'web' }),
         },
       );

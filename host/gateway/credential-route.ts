@@ -19,7 +19,7 @@ import {
   type CredentialsConfig,
 } from '../services/credential/credential-config.ts';
 import { credentialTrust } from '../services/credential/credential-trust.ts';
-import { isDeletion, parsePush } from '../services/credential/git-push.ts';
+import { isDeletion, parsePush, summarizePush } from '../services/credential/git-push.ts';
 import {
   defaultBranchOf,
   lsRefsRequest,
@@ -384,6 +384,8 @@ export function createCredentialRoute(deps: CredentialRouteDeps) {
             from: u.oldId.slice(0, 12),
             to: isDeletion(u) ? 'deleted' : u.newId.slice(0, 12),
           })),
+          // The owner (and the Cop) see what the commits say and touch, not only their hashes.
+          ...summarizePush(push),
         },
         ...(why === undefined ? {} : { ownerMust: why }),
       },

@@ -31,6 +31,35 @@ meter{width:5rem;vertical-align:middle}
 .filters{display:flex;flex-wrap:wrap;gap:.5rem;margin-bottom:.8rem}
 .filters input,.filters select{font:inherit;padding:.25rem;max-width:12rem}
 .notice{background:#fff7d6;border:1px solid #e8d27a;padding:.6rem;border-radius:4px}
+.ago,.offset{color:#5d6a78;font-size:.85em;white-space:nowrap}
+time{white-space:nowrap}
+footer{max-width:70rem;margin:0 auto;padding:0 1rem 1rem;font-size:.85rem}
+form.message{display:grid;gap:.5rem;max-width:40rem}
+form.message textarea{font:inherit;width:100%;padding:.4rem;border:1px solid #8895a7;border-radius:4px}
+form.message button{justify-self:start}
+pre.reply{margin:.5rem 0}
+.push h3{font-size:1rem;margin:.2rem 0 .4rem}
+.push ul{margin:.2rem 0 .6rem;padding-left:1.2rem}
+.push li{margin:.2rem 0;overflow-wrap:anywhere}
+.push .sha{font-family:ui-monospace,monospace;font-size:.85em}
+/*
+ * A phone: each table row becomes a card, each cell a line with its column's name (data-label) before the
+ * value, so the decision, the reason and who decided are read without scrolling sideways.
+ */
+@media (max-width:40rem){
+main{padding:.6rem}
+.scroll{overflow-x:visible}
+table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:100%}
+table.cards{background:none}
+table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+table.cards tr{background:#fff;border:1px solid #d8dde3;border-radius:6px;margin:0 0 .6rem;padding:.35rem .6rem}
+table.cards td{display:flow-root;border:0;padding:.15rem 0 .15rem 6.5rem;overflow-wrap:anywhere;min-width:0}
+table.cards td::before{content:attr(data-label);float:left;width:6rem;margin-left:-6.5rem;color:#5d6a78;font-size:.85rem;font-weight:400;line-height:1.7;overflow-wrap:normal}
+table.cards td:empty{display:none}
+table.cards td[data-label=""]{padding-left:0}
+table.cards td[data-label=""]::before{content:none}
+time{white-space:normal}
+}
 `;
 
 export const CONSOLE_JS = `
@@ -47,12 +76,12 @@ export const CONSOLE_JS = `
         .catch(function () { el.setAttribute('data-stale', 'true'); });
     });
   };
-  ['approvals', 'runs'].forEach(function (name) {
+  ['approvals', 'runs', 'chat'].forEach(function (name) {
     source.addEventListener(name, function () { refresh(name); });
   });
   // What changed between the page's render and the stream's start is fetched once it is open.
   source.addEventListener('open', function () {
-    ['approvals', 'runs'].forEach(refresh);
+    ['approvals', 'runs', 'chat'].forEach(refresh);
     document.body.setAttribute('data-live-ready', 'true');
   });
   source.addEventListener('bye', function () { source.close(); });

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
@@ -13,7 +14,10 @@ import type { HostConfig } from '../config/schema.ts';
 import type { SpendReport } from '../gateway/spend-report.ts';
 import type { HostEvents } from '../router/host-events.ts';
 import type { Store } from '../store/store.ts';
+import type { AdminConversation } from '../channels/local/local-channel.ts';
+import type { Clock } from '../time/clock.ts';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
+import { createConsoleFormat, wallTimeToUtc, type ConsoleFormat } from './format.ts';
 import { h, layout, type Html } from './html.ts';
 import { approvalsList, approvalsPage } from './pages/approvals-page.ts';
 import { auditPage } from './pages/audit-page.ts';
@@ -21,6 +25,7 @@ import { configOffPage, configPage } from './pages/config-page.ts';
 import { groupsPage } from './pages/groups-page.ts';
 import { healthPage, type DoctorResult } from './pages/health-page.ts';
 import { loginPage, loginRefusedPage } from './pages/login-page.ts';
+import { messagePage, repliesList } from './pages/message-page.ts';
 import { runsList, runsPage, runTimelinePage, type QueueView } from './pages/runs-page.ts';
 import { sessionsPage } from './pages/sessions-page.ts';
 import { spendPage } from './pages/spend-page.ts';
@@ -57,6 +62,13 @@ export interface WebConsoleDeps {
   doctor?(): Promise<DoctorResult[]>;
   /** `carapace groups add`'s registration, then the running host told (`registerGroup` plus a refresh). */
   registerGroup(r: GroupRegistration): GroupRecord;
+  /**
+   * The local console's admin group (`carapace send main`): the Message page sends the owner's words
+   * through its path and shows what the host delivered there after them. Absent: no Message page.
+   */
+  adminChat?: AdminConversation;
+  /** Now, for relative times and an approval's time left (default: the system clock). */
+  clock?: Pick<Clock, 'now'>;
   /** Tells the admin chats (a decision taken here is confirmed there). */
   notifyOwner(key: string, text: string): void;
   /** `host:port` values a request's Host (and a POST's Origin) may name: a rebound DNS name gets nothing. */
@@ -84,7 +96,7 @@ const instant = z
   .string()
   .max(40)
   .transform((s) => s.trim() || undefined)
-  .refine((s) => s === undefined || /^\d{4}-\d{2}-\d{2}([T ][\d:.]+Z?)?$/.test(s), {
+  .refine((s) => s === undefined || wallTimeToUtc(s, 'UTC') !== undefined, {
     message: 'a time must look like 2026-11-27 or 2026-11-27T08:00',
   })
   .transform((s) => s?.replace(' ', 'T'))
@@ -103,19 +115,41 @@ const registerForm = z.object({
   chat: z.string().min(1).max(200),
 });
 const approvalAction = z.object({ id: z.string().min(1).max(40), action: z.enum(['approve', 'deny']) });
+const messageForm = z.object({
+  text: z
+    .string()
+    .trim()
+    .min(1, 'the message is empty')
+    .max(32_000, 'the message is longer than 32000 characters'),
+  // Drawn when the form was rendered: sending the same form twice (a reload, a double tap) stores it once.
+  clientMessageId: z.string().regex(/^web-[A-Za-z0-9_-]{16,40}$/),
+});
+const repliesQuery = z.object({ after: z.coerce.number().int().min(0) });
+const REPLIES_SHOWN = 50;
 
 /** The console as a Hono app: every route but the sign-in and the assets needs a live session. */
 export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
   const { auth, store } = deps;
+  const now = () => (deps.clock ?? Date).now();
   const app = new Hono<Env>();
+  // Read at each request: a reloaded [assistant] timezone applies to the next page.
+  const fmt = (): ConsoleFormat => createConsoleFormat({ timeZone: deps.config().assistant.timezone, now });
   const render = (
     c: Context<Env>,
     title: string,
     body: Html,
-    status: 200 | 400 | 401 | 403 | 404 | 409 = 200,
+    status: 200 | 400 | 401 | 403 | 404 | 409 | 503 = 200,
   ) => {
     const csrf = c.get('auth')?.csrf;
-    return c.html(layout({ title, path: c.req.path, body, ...(csrf ? { csrf } : {}) }), status);
+    return c.html(
+      layout({
+        title,
+        path: c.req.path,
+        body,
+        ...(csrf ? { csrf, timeZone: deps.config().assistant.timezone } : {}),
+      }),
+      status,
+    );
   };
 
   app.onError((err, c) => {
@@ -188,15 +222,24 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
 
   app.get('/', (c) => c.redirect('/approvals', 303));
 
-  const pendingViews = () =>
+  const pendingViews = (at: number) =>
     deps.approvals.pending().map((p) => ({
       id: p.id,
       groupId: p.groupId,
       text: deps.approvals.describe(p.id),
-      expiresAt: Date.now() + p.expiresInMs,
+      paramsJson: store.approvals.get(p.id)?.paramsJson,
+      expiresAt: at + p.expiresInMs,
     }));
-  const approvalsFragment = (csrf: string) =>
-    approvalsList(pendingViews(), store.consoleReads.decidedApprovals(DECIDED_SHOWN), csrf);
+  const approvalsFragment = (csrf: string) => {
+    const at = now();
+    return approvalsList(
+      pendingViews(at),
+      store.consoleReads.decidedApprovals(DECIDED_SHOWN),
+      csrf,
+      fmt(),
+      at,
+    );
+  };
 
   app.get('/approvals', (c) => {
     const decided = c.req.query('decided');
@@ -218,14 +261,14 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     return c.redirect(`/approvals?decided=${encodeURIComponent(id)}`, 303);
   });
 
-  const runsFragment = () => runsList(deps.queue(), store.runs.recent(RECENT_RUNS));
+  const runsFragment = () => runsList(deps.queue(), store.runs.recent(RECENT_RUNS), fmt());
   app.get('/runs', (c) => render(c, 'Runs', runsPage(runsFragment())));
   app.get('/runs/list', (c) => c.html(runsFragment()));
   app.get('/runs/:id{[0-9]+}', (c) => {
     const id = Number(c.req.param('id'));
     const run = store.runs.get(id);
     if (!run) return render(c, 'Run', h`<p>No run has the id ${id}.</p>`, 404);
-    return render(c, `Run ${id}`, runTimelinePage(run, store.consoleReads.runTimeline(run)));
+    return render(c, `Run ${id}`, runTimelinePage(run, store.consoleReads.runTimeline(run), fmt()));
   });
 
   app.get('/audit', (c) => {
@@ -246,10 +289,16 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       ...(q.data.until ? { until: q.data.until } : {}),
       ...(q.data.before ? { beforeId: q.data.before } : {}),
     };
-    return render(c, 'Audit', auditPage(f, store.consoleReads.auditPage(f)));
+    // The owner types times as the page shows them, in their zone; the store compares UTC instants.
+    const zone = deps.config().assistant.timezone;
+    const utc = (t: string | undefined) => (t === undefined ? undefined : wallTimeToUtc(t, zone));
+    const since = utc(f.since);
+    const until = utc(f.until);
+    const query = { ...f, ...(since ? { since } : {}), ...(until ? { until } : {}) };
+    return render(c, 'Audit', auditPage(f, store.consoleReads.auditPage(query), fmt()));
   });
 
-  app.get('/spend', (c) => render(c, 'Spend', spendPage(deps.spend())));
+  app.get('/spend', (c) => render(c, 'Spend', spendPage(deps.spend(), fmt())));
   const showGroups = (c: Context<Env>, notice?: string, status: 200 | 400 = 200) =>
     render(
       c,
@@ -259,6 +308,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
         deps.config(),
         store.chatsSeen.list().filter((s) => !store.groups.findByChat(s.channel, s.chatId)),
         c.get('auth').csrf,
+        fmt(),
         notice,
       ),
       status,
@@ -287,7 +337,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
   app.get('/health', async (c) => {
     // The doctor starts MCP servers and asks Docker: only when asked for, never on every view.
     const checks = c.req.query('doctor') === '1' && deps.doctor ? await deps.doctor() : undefined;
-    return render(c, 'Health', healthPage(deps.status(), checks, deps.doctor !== undefined));
+    return render(c, 'Health', healthPage(deps.status(), checks, deps.doctor !== undefined, fmt()));
   });
 
   const showConfig = (c: Context<Env>, files: NonNullable<WebConsoleDeps['configFile']>, notice?: string) =>
@@ -302,6 +352,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
           ...(notice === undefined ? {} : { notice }),
         },
         c.get('auth').csrf,
+        fmt(),
       ),
     );
   app.get('/config', (c) =>
@@ -332,9 +383,73 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
     return showConfig(c, files, `Put back version ${n}. ${outcome.detail}`);
   });
 
+  const chat = deps.adminChat;
+  const showMessage = (
+    c: Context<Env>,
+    p: { notice?: string; after?: number; text?: string },
+    status: 200 | 400 | 404 | 503 = 200,
+  ) =>
+    render(
+      c,
+      'Message',
+      messagePage({
+        csrf: c.get('auth').csrf,
+        groupId: chat?.groupId(),
+        clientMessageId: `web-${crypto.randomBytes(18).toString('base64url')}`,
+        ...p,
+        ...(p.after === undefined || !chat
+          ? {}
+          : { replies: repliesList(chat.repliesAfter(p.after, REPLIES_SHOWN)) }),
+      }),
+      status,
+    );
+  app.get('/message', (c) => {
+    const q = repliesQuery.safeParse(c.req.query());
+    return showMessage(c, q.success ? { after: q.data.after } : {});
+  });
+  app.get('/message/replies', (c) => {
+    const q = repliesQuery.safeParse(c.req.query());
+    if (!q.success || !chat) return c.html(repliesList([]), 400);
+    return c.html(repliesList(chat.repliesAfter(q.data.after, REPLIES_SHOWN)));
+  });
+  app.post('/message', async (c) => {
+    if (!chat) return showMessage(c, { notice: 'This host has no local console admin group.' }, 404);
+    const body = await c.req.parseBody();
+    const form = messageForm.safeParse(body);
+    if (!form.success)
+      return showMessage(
+        c,
+        {
+          notice: `Not sent: ${form.error.issues.map((i) => i.message).join('; ')}.`,
+          ...(typeof body.text === 'string' ? { text: body.text.slice(0, 32_000) } : {}),
+        },
+        400,
+      );
+    const who = `web:${c.get('auth').session.id}`;
+    // The console channel's own path for the owner's words, as `carapace send` takes.
+    const sent = chat.send(form.data.text, form.data.clientMessageId);
+    if (!sent.ok)
+      return showMessage(c, { notice: `Not sent: ${sent.error}.`, text: form.data.text }, sent.status);
+    store.audit.record({
+      groupId: sent.groupId,
+      operation: 'web.message',
+      decision: sent.duplicate ? 'duplicate' : 'sent',
+      approver: who,
+      reason: 'the owner wrote to the admin group from the web console',
+      details: {
+        messageId: sent.messageId,
+        chars: form.data.text.length,
+        triggered: sent.triggered,
+        command: sent.commandReplyKey !== null,
+      },
+    });
+    // After a POST, a GET: a reload does not ask to send again, and the page follows the answers.
+    return c.redirect(`/message?after=${sent.after}`, 303);
+  });
+
   app.get('/sessions', (c) => {
     const a = c.get('auth');
-    return render(c, 'Sessions', sessionsPage(auth.list(), a.session.id, a.csrf));
+    return render(c, 'Sessions', sessionsPage(auth.list(), a.session.id, a.csrf, fmt()));
   });
   app.post('/sessions/:id/revoke', (c) => {
     const a = c.get('auth');
@@ -377,8 +492,10 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       };
       const onApproval = () => push('approvals');
       const onGroup = () => push('runs');
+      const onDelivered = () => push('chat');
       deps.events.on('approval-changed', onApproval);
       deps.events.on('group-state', onGroup);
+      deps.events.on('outbox-delivered', onDelivered);
       const beat = setInterval(() => void stream.write(': keep-alive\n\n'), deps.heartbeatMs ?? 25_000);
       beat.unref();
       await new Promise<void>((resolve) => stream.onAbort(resolve));
@@ -387,6 +504,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<Env> {
       clearInterval(beat);
       deps.events.off('approval-changed', onApproval);
       deps.events.off('group-state', onGroup);
+      deps.events.off('outbox-delivered', onDelivered);
     });
   });
 

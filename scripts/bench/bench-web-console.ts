@@ -19,6 +19,7 @@ import { sendAndWait } from '../../host/channels/local/send-and-wait.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
 import { hostConfigSchema } from '../../host/config/schema.ts';
 import { auditPage } from '../../host/web/pages/audit-page.ts';
+import { createConsoleFormat } from '../../host/web/format.ts';
 import { layout } from '../../host/web/html.ts';
 import { createEchoRunner } from '../../test/fakes/echo-runner.ts';
 import { staticRunner } from '../../test/helpers/static-runner.ts';
@@ -153,7 +154,11 @@ export async function benchWebConsole(): Promise<Record<string, number | string>
         title: 'Audit',
         path: '/audit',
         csrf: 'x',
-        body: auditPage({ limit: 1000 }, host.store.consoleReads.auditPage({ limit: 1000 })),
+        body: auditPage(
+          { limit: 1000 },
+          host.store.consoleReads.auditPage({ limit: 1000 }),
+          createConsoleFormat({ timeZone: 'Europe/Berlin', now: Date.now }),
+        ),
       });
       render.push(performance.now() - t);
       bytes = html.length;

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatUsd } from '../../host/gateway/pricing.ts';
+import { formatCost } from '../../host/web/format.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { bash, resultsOf, runTools, securityResponder } from '../fakes/security-responders.ts';
 import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
@@ -199,10 +199,10 @@ await suite(
         .get(String(runId));
       expect(cost?.micros).toBeGreaterThan(0);
       await owner.goto(`${base}/spend`);
-      expect(await owner.textContent(`tr[data-run="${runId}"] .cost`)).toBe(formatUsd(cost?.micros ?? 0));
+      expect(await owner.textContent(`tr[data-run="${runId}"] .cost`)).toBe(formatCost(cost?.micros ?? 0));
       await shot(owner, 'spend');
       await owner.goto(`${base}/runs/${runId}`);
-      expect(await owner.textContent('#run-cost')).toBe(formatUsd(cost?.micros ?? 0));
+      expect(await owner.textContent('#run-cost')).toBe(formatCost(cost?.micros ?? 0));
       await shot(owner, 'run-timeline');
     }, 180_000);
   },

@@ -6,7 +6,12 @@ import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';
 import { consoleLine } from './console-line.ts';
 import { LOCAL_TEXT_LIMIT } from './local-definition.ts';
 import { LOCAL_CHANNEL } from './local-names.ts';
-import { type ConsoleEvent, postMessageBody } from './local-api.ts';
+import {
+  type ConsoleEvent,
+  type PostMessageBody,
+  type PostMessageResult,
+  postMessageBody,
+} from './local-api.ts';
 import { BadRequest, readJsonBody, sendJson, type RouteHandler } from './socket-server.ts';
 import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 import { errorMessage } from '../../errors/error-message.ts';
@@ -88,41 +93,74 @@ export function createLocalChannel({
     return g;
   };
 
-  const postMessage: RouteHandler = async (req, res) => {
-    const parsed = postMessageBody.safeParse(await readJsonBody(req));
-    if (!parsed.success) throw new BadRequest(describeZodIssues(parsed.error));
+  /**
+   * The owner's own words into a local group: what `carapace send` and `carapace chat` post on the socket,
+   * and what the web console's message box sends. One path, so both are stored, triggered and answered
+   * alike (and an owner command in them gets the host's answer).
+   */
+  const ownerMessage = (m: PostMessageBody): OwnerMessageOutcome => {
     let group;
     try {
-      group = localGroup(parsed.data.group);
+      group = localGroup(m.group);
     } catch (err) {
-      return sendJson(res, 404, { error: errorMessage(err) });
+      return { ok: false, status: 404, error: errorMessage(err) };
     }
-    if (!host) return sendJson(res, 503, { error: 'the host is starting; try again in a moment' });
+    if (!host) return { ok: false, status: 503, error: 'the host is starting; try again in a moment' };
     const after = outbox.highWater(LOCAL_CHANNEL, group.chatId);
     const result = host.ingest({
       channel: LOCAL_CHANNEL,
       chatId: group.chatId,
       chatTitle: group.name,
-      externalId: parsed.data.clientMessageId,
+      externalId: m.clientMessageId,
       senderId: 'owner',
       senderName: ownerName,
-      text: parsed.data.text,
+      text: m.text,
       sentAt: new Date().toISOString(),
       mentionsBot: false,
       repliesToBot: false,
-      // Only the owner can open the host's socket (0600 in a 0700 folder), so every console message is theirs.
+      // Only the owner can open the host's socket (0600 in a 0700 folder) or hold a web console session,
+      // so every console message is theirs.
       fromOwner: true,
       // Typed at the console by the owner: there is nothing to forward or quote.
       origin: { kind: 'own' },
     });
-    sendJson(res, 200, {
+    return {
+      ok: true,
       groupId: group.id,
       messageId: result.messageId ?? null,
       triggered: result.triggered,
       duplicate: result.duplicate,
       after,
       commandReplyKey: result.commandReplyKey ?? null,
-    });
+    };
+  };
+
+  const adminGroup = () => groups.list().find((g) => g.isAdmin && g.channel === LOCAL_CHANNEL);
+  /** The console's admin group as the web console's message box reaches it: `carapace send <admin>`. */
+  const adminConversation: AdminConversation = {
+    groupId: () => adminGroup()?.id,
+    send(text, clientMessageId) {
+      const admin = adminGroup();
+      if (!admin) return { ok: false, status: 404, error: 'the local console has no admin group' };
+      return ownerMessage({ group: admin.id, text, clientMessageId });
+    },
+    repliesAfter(outboxId, limit) {
+      const admin = adminGroup();
+      if (!admin) return [];
+      return outbox
+        .sentAfter(LOCAL_CHANNEL, admin.chatId, outboxId)
+        .slice(0, limit)
+        .map((item) => ({ id: item.id, text: consoleLine(item) }));
+    },
+  };
+
+  const postMessage: RouteHandler = async (req, res) => {
+    const parsed = postMessageBody.safeParse(await readJsonBody(req));
+    if (!parsed.success) throw new BadRequest(describeZodIssues(parsed.error));
+    const outcome = ownerMessage(parsed.data);
+    if (!outcome.ok) return sendJson(res, outcome.status, { error: outcome.error });
+    const { ok: _ok, ...result } = outcome;
+    sendJson(res, 200, result);
   };
 
   const streamEvents: RouteHandler = (req, res, url) => {
@@ -193,6 +231,7 @@ export function createLocalChannel({
   logger.debug({}, 'local console channel ready');
   return {
     channel,
+    adminConversation,
     routes: { 'POST /v1/messages': postMessage, 'GET /v1/events': streamEvents } as Record<
       string,
       RouteHandler
@@ -201,3 +240,16 @@ export function createLocalChannel({
 }
 
 class NotFound extends Error {}
+
+/** The owner's message was stored (and maybe answered), or why not: the socket's status code and reason. */
+export type OwnerMessageOutcome =
+  ({ ok: true } & PostMessageResult) | { ok: false; status: 404 | 503; error: string };
+
+/** The local admin group, for a sender other than the socket (the web console's message box). */
+export interface AdminConversation {
+  groupId(): string | undefined;
+  /** The owner's words, through the socket's own path (`ownerMessage`). */
+  send(text: string, clientMessageId: string): OwnerMessageOutcome;
+  /** What the host delivered to the admin chat after an outbox id (the `after` a send answered), oldest first. */
+  repliesAfter(outboxId: number, limit: number): { id: number; text: string }[];
+}

@@ -1,24 +1,35 @@
 import type { ApprovalRecord } from '../../store/approvals-store.ts';
-import { h, postButton, table, when, type Html } from '../html.ts';
+import { formatDuration, type ConsoleFormat } from '../format.ts';
+import { cell, h, postButton, row, table, type Html } from '../html.ts';
+import { pushDetail } from './push-detail.ts';
 
 export interface PendingView {
   id: string;
   groupId: string;
   /** The text the admin chat was shown, or undefined when it could not be shown there either. */
   text: string | undefined;
+  /** The stored parameters (canonical JSON), for what the console shows beside the text. */
+  paramsJson: string | undefined;
   expiresAt: number;
 }
 
 /** The live part of the approvals page: pending requests with their full text and buttons, then decided ones. */
-export function approvalsList(pending: PendingView[], decided: ApprovalRecord[], csrf: string): Html {
+export function approvalsList(
+  pending: PendingView[],
+  decided: ApprovalRecord[],
+  csrf: string,
+  f: ConsoleFormat,
+  now: number,
+): Html {
   return h`<h2>Waiting (${pending.length})</h2>
 ${
   pending.length === 0
     ? h`<p class="muted" id="none-pending">No approval requests are waiting.</p>`
     : pending.map(
         (p) => h`<div class="card pending" data-approval="${p.id}">
+${pushDetail(p.paramsJson, f)}
 <pre>${p.text ?? `Request ${p.id} of group ${p.groupId} (its parameters cannot be shown)`}</pre>
-<p class="muted">Expires ${when(p.expiresAt)} UTC</p>
+<p class="muted">Expires in ${formatDuration(Math.max(0, p.expiresAt - now))}, at ${f.clock(p.expiresAt)}.</p>
 ${postButton(`/approvals/${p.id}/approve`, csrf, 'Approve', 'approve')} ${postButton(`/approvals/${p.id}/deny`, csrf, 'Deny', 'deny')}
 </div>`,
       )
@@ -26,9 +37,11 @@ ${postButton(`/approvals/${p.id}/approve`, csrf, 'Approve', 'approve')} ${postBu
 <h2>Decided</h2>
 ${table(
   ['Id', 'Group', 'Operation', 'Outcome', 'By', 'When'],
-  decided.map(
-    (a) =>
-      h`<tr data-approval="${a.id}"><td>${a.id}</td><td>${a.groupId}</td><td>${a.operation}</td><td class="status">${a.status}</td><td>${a.decidedBy ?? ''}</td><td>${when(a.decidedAt)}</td></tr>`,
+  decided.map((a) =>
+    row(
+      [a.id, a.groupId, a.operation, cell(a.status, 'status'), a.decidedBy ?? '', f.at(a.decidedAt)],
+      h` data-approval="${a.id}"`,
+    ),
   ),
 )}`;
 }

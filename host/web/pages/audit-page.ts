@@ -1,12 +1,13 @@
 import type { AuditFilter } from '../../store/console-reads.ts';
 import type { AuditRow } from '../../store/audit-store.ts';
-import { h, table, type Html } from '../html.ts';
+import type { ConsoleFormat } from '../format.ts';
+import { cell, h, row, table, type Html } from '../html.ts';
 
 const field = (name: string, label: string, value: string | undefined, type = 'text') =>
   h`<label>${label} <input name="${name}" type="${type}" value="${value ?? ''}"></label>`;
 
 /** The filter form and one page of rows, newest first, with a link to the next page. */
-export function auditPage(f: AuditFilter, rows: AuditRow[]): Html {
+export function auditPage(f: AuditFilter, rows: AuditRow[], fmt: ConsoleFormat): Html {
   const last = rows.at(-1);
   const next = new URLSearchParams();
   for (const [k, v] of [
@@ -22,12 +23,23 @@ export function auditPage(f: AuditFilter, rows: AuditRow[]): Html {
 ${field('group', 'Group', f.groupId)}${field('kind', 'Kind', f.kind)}${field('decision', 'Decision', f.decision)}
 ${field('since', 'Since', f.since)}${field('until', 'Until', f.until)}
 <button type="submit">Filter</button></form>
-<p class="muted">${rows.length} row(s)${f.beforeId === undefined ? '' : ` older than #${f.beforeId}`}. Times are UTC (ISO 8601, e.g. 2026-11-27T08:00).</p>
+<p class="muted">${rows.length} row(s)${f.beforeId === undefined ? '' : ` older than #${f.beforeId}`}. Times are in ${fmt.timeZone}, Since and Until too (e.g. 2026-11-27 or 2026-11-27T08:00; end with Z for UTC).</p>
 ${table(
   ['#', 'When', 'Group', 'Run', 'Operation', 'Decision', 'Reason', 'By'],
-  rows.map(
-    (r) =>
-      h`<tr><td>${r.id}</td><td>${r.at.replace('T', ' ').slice(0, 19)}</td><td>${r.groupId ?? ''}</td><td>${r.runId ?? ''}</td><td>${r.operation}</td><td>${r.decision}</td><td class="wrap">${r.reason ?? ''}</td><td>${r.approver ?? ''}</td></tr>`,
+  rows.map((r) =>
+    row(
+      [
+        r.id,
+        fmt.at(r.at),
+        r.groupId ?? '',
+        r.runId === null ? '' : h`<a href="/runs/${r.runId}">${r.runId}</a>`,
+        r.operation,
+        cell(r.decision, 'status'),
+        cell(r.reason ?? '', 'wrap'),
+        r.approver ?? '',
+      ],
+      h` data-audit="${r.id}"`,
+    ),
   ),
 )}
 ${rows.length === f.limit && last ? h`<p><a href="/audit?${next.toString()}" id="older">Older rows</a></p>` : ''}`;

@@ -1,7 +1,8 @@
 import type { HostConfig } from '../../config/schema.ts';
 import type { SeenChat } from '../../store/chats-seen-store.ts';
 import type { GroupRecord } from '../../store/groups-store.ts';
-import { h, table, type Html } from '../html.ts';
+import type { ConsoleFormat } from '../format.ts';
+import { cell, h, row, table, type Html } from '../html.ts';
 
 /** A register form for a chat that wrote: the owner names the group; the host checks as groups add does. */
 function registerForm(s: SeenChat, csrf: string): Html {
@@ -14,6 +15,7 @@ export function groupsPage(
   config: HostConfig,
   seen: SeenChat[],
   csrf: string,
+  f: ConsoleFormat,
   notice?: string,
 ): Html {
   return h`${notice ? h`<p class="notice" id="notice">${notice}</p>` : ''}${table(
@@ -21,7 +23,16 @@ export function groupsPage(
     groups.map((g) => {
       const c = config.groups[g.id];
       const taint = [g.taint.corruption ? 'untrusted' : '', g.taint.secret ? 'secret' : ''].filter(Boolean);
-      return h`<tr><td>${g.id}</td><td>${g.channel}</td><td class="wrap">${g.chatId}</td><td>${g.isAdmin ? 'always' : (c?.trigger ?? 'mention')}</td><td>${c?.services ? c.services.join(', ') || 'none' : 'default'}</td><td>${g.networkMode}</td><td>${taint.join(', ') || 'clean'}</td><td>${g.isAdmin ? 'yes' : ''}</td></tr>`;
+      return row([
+        g.id,
+        g.channel,
+        cell(g.chatId, 'wrap'),
+        g.isAdmin ? 'always' : (c?.trigger ?? 'mention'),
+        c?.services ? c.services.join(', ') || 'none' : 'default',
+        g.networkMode,
+        taint.join(', ') || 'clean',
+        g.isAdmin ? 'yes' : '',
+      ]);
     }),
   )}
 <h2>Chats that wrote but are not registered</h2>
@@ -30,9 +41,8 @@ ${
     ? h`<p class="muted">None.</p>`
     : table(
         ['Channel', 'Chat', 'Title', 'Last seen', 'Register'],
-        seen.map(
-          (s) =>
-            h`<tr><td>${s.channel}</td><td class="wrap">${s.chatId}</td><td>${s.title}</td><td>${s.lastSeenAt}</td><td>${registerForm(s, csrf)}</td></tr>`,
+        seen.map((s) =>
+          row([s.channel, cell(s.chatId, 'wrap'), s.title, f.at(s.lastSeenAt), registerForm(s, csrf)]),
         ),
       )
 }`;

@@ -1,5 +1,6 @@
 import type { HostStatus } from '../../channels/local/local-api.ts';
-import { h, table, type Html } from '../html.ts';
+import type { ConsoleFormat } from '../format.ts';
+import { cell, h, row, table, type Html } from '../html.ts';
 
 const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 
@@ -18,22 +19,34 @@ function doctorPart(checks: DoctorResult[] | undefined, available: boolean): Htm
     return h`<p><a href="/health?doctor=1" id="run-doctor">Run the doctor's checks</a> (Docker, the agent image, config, channels; takes a few seconds).</p>`;
   return table(
     ['Check', 'Result', 'Detail', 'Fix'],
-    checks.map(
-      (r) =>
-        h`<tr data-check="${r.name}"><td>${r.name}</td><td class="status">${r.ok ? 'ok' : 'FAIL'}</td><td class="wrap">${r.detail}</td><td class="wrap">${r.fix ?? ''}</td></tr>`,
+    checks.map((r) =>
+      row(
+        [r.name, cell(r.ok ? 'ok' : 'FAIL', 'status'), cell(r.detail, 'wrap'), cell(r.fix ?? '', 'wrap')],
+        h` data-check="${r.name}"`,
+      ),
     ),
   );
 }
 
 /** `carapace status`'s facts (channels, pre-started containers, services, outbox, database) and the doctor's checks. */
-export function healthPage(s: HostStatus, checks: DoctorResult[] | undefined, doctor: boolean): Html {
-  return h`<p>Host pid ${s.pid}, assistant <strong>${s.assistant}</strong>, running since ${s.startedAt}.</p>
+export function healthPage(
+  s: HostStatus,
+  checks: DoctorResult[] | undefined,
+  doctor: boolean,
+  f: ConsoleFormat,
+): Html {
+  return h`<p>Host pid ${s.pid}, assistant <strong>${s.assistant}</strong>, running since ${f.at(s.startedAt)}.</p>
 <h2>Channels</h2>
 ${table(
   ['Channel', 'State', 'Since', 'Reason', 'Admin chat'],
-  s.channels.map(
-    (c) =>
-      h`<tr><td>${c.name}</td><td class="status">${c.state}</td><td>${c.since}</td><td class="wrap">${c.reason ?? ''}</td><td>${c.adminChat ? 'linked' : 'not linked'}</td></tr>`,
+  s.channels.map((c) =>
+    row([
+      c.name,
+      cell(c.state, 'status'),
+      f.at(c.since),
+      cell(c.reason ?? '', 'wrap'),
+      c.adminChat ? 'linked' : 'not linked',
+    ]),
   ),
 )}
 <h2>Containers</h2>
@@ -47,9 +60,15 @@ ${
   s.services && s.services.length > 0
     ? h`<h2>Services</h2>${table(
         ['Service', 'Type', 'State', 'Tools', 'Restarts', 'Last error'],
-        s.services.map(
-          (v) =>
-            h`<tr><td>${v.name}</td><td>${v.type}</td><td class="status">${v.state}</td><td>${v.tools ?? ''}</td><td>${v.restarts}</td><td class="wrap">${v.lastError ?? ''}</td></tr>`,
+        s.services.map((v) =>
+          row([
+            v.name,
+            v.type,
+            cell(v.state, 'status'),
+            v.tools ?? '',
+            v.restarts,
+            cell(v.lastError ?? '', 'wrap'),
+          ]),
         ),
       )}`
     : ''
@@ -58,9 +77,15 @@ ${
   s.credentials && s.credentials.length > 0
     ? h`<h2>Credentials</h2>${table(
         ['Credential', 'Kind', 'Upstream', 'Value', 'Groups', 'Last use'],
-        s.credentials.map(
-          (c) =>
-            h`<tr><td>${c.name}</td><td>${c.kind}</td><td class="wrap">${c.upstream}</td><td class="status">${c.value}</td><td>${c.groups.join(', ')}</td><td>${c.last ? `${c.last.at} (${c.last.status})` : ''}</td></tr>`,
+        s.credentials.map((c) =>
+          row([
+            c.name,
+            c.kind,
+            cell(c.upstream, 'wrap'),
+            cell(c.value, 'status'),
+            c.groups.join(', '),
+            c.last ? h`${f.at(c.last.at)} (${c.last.status})` : '',
+          ]),
         ),
       )}`
     : ''
@@ -71,9 +96,8 @@ ${
   s.outboxFailing.length > 0
     ? table(
         ['Piece', 'Group', 'Begins', 'Attempts', 'Last error'],
-        s.outboxFailing.map(
-          (o) =>
-            h`<tr><td>${o.id}</td><td>${o.groupId ?? ''}</td><td class="wrap">${o.begins}</td><td>${o.attempts}</td><td class="wrap">${o.lastError ?? ''}</td></tr>`,
+        s.outboxFailing.map((o) =>
+          row([o.id, o.groupId ?? '', cell(o.begins, 'wrap'), o.attempts, cell(o.lastError ?? '', 'wrap')]),
         ),
       )
     : ''

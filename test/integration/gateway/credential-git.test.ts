@@ -167,6 +167,19 @@ describe('git through the host', () => {
         reason: 'it pushes to protected refs/heads/main',
       }),
     ]);
+    // The owner is shown what the commits say and touch, read from the pack, not only their hashes.
+    const head = (await git(work, ['rev-parse', 'HEAD'])).stdout.trim();
+    expect(h.asked[0]?.params).toMatchObject({
+      commits: [
+        {
+          id: head.slice(0, 12),
+          author: 'Family bot <bot@example.com>',
+          date: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+          message: 'add waffles.md',
+        },
+      ],
+      files: ['waffles.md'],
+    });
     expect(serverRef('refs/heads/main')).toBe(before);
   });
 

@@ -1,6 +1,7 @@
 /**
  * The web console in the real host wiring (startHost, echo runner): off unless `[web] listen` is set, a
- * sign-in link from the owner's admin chat, and a start that cannot take the port fails naming the step.
+ * sign-in link from the owner's admin chat, the Message page writing to the admin group through the
+ * console channel's path, and a start that cannot take the port fails naming the step.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -74,6 +75,77 @@ it('gives the owner a sign-in link in the admin chat that signs a browser in onc
   const cookie = (first.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
   expect((await fetch(new URL('/approvals', url), { headers: { cookie } })).status).toBe(200);
   expect((await signIn()).status).toBe(403);
+});
+
+/** Signs a client in through `carapace web login`'s socket route; returns the base URL and the cookie. */
+async function webSession(socketFile: string): Promise<{ base: URL; cookie: string }> {
+  const { url } = await createLocalClient(socketFile).webLogin();
+  const token = new URL(url).searchParams.get('token') ?? '';
+  const res = await fetch(new URL('/login', url), {
+    method: 'POST',
+    body: new URLSearchParams({ token }),
+    redirect: 'manual',
+  });
+  expect(res.status).toBe(303);
+  return { base: new URL(url), cookie: (res.headers.get('set-cookie') ?? '').split(';')[0] ?? '' };
+}
+
+it("sends the Message page's text to the admin group as the owner's own message, once, audited, and shows the answer", async () => {
+  const { host: running, socketFile } = await host({ listen: '127.0.0.1:0' });
+  const { base, cookie } = await webSession(socketFile);
+  const page = await (await fetch(new URL('/message', base), { headers: { cookie } })).text();
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+  const clientMessageId = /name="clientMessageId" value="([^"]+)"/.exec(page)?.[1] ?? '';
+  expect(page).toContain('To the admin group <strong>main</strong>');
+  const post = (form: Record<string, string>) =>
+    fetch(new URL('/message', base), {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form),
+      redirect: 'manual',
+    });
+
+  // Without the session's CSRF token nothing is stored.
+  expect((await post({ text: 'forged', clientMessageId })).status).toBe(403);
+  const sent = await post({ _csrf: csrf, text: 'what is on today?', clientMessageId });
+  expect(sent.status).toBe(303);
+  const follow = sent.headers.get('location') ?? '';
+  expect(follow).toMatch(/^\/message\?after=\d+$/);
+  // The same form sent twice (a double tap) is one message.
+  expect((await post({ _csrf: csrf, text: 'what is on today?', clientMessageId })).status).toBe(303);
+
+  const stored = running.store.messages.after('main', 0);
+  expect(stored.map((m) => [m.text, m.senderId, m.triggers])).toEqual([['what is on today?', 'owner', true]]);
+  expect(
+    running.store.audit
+      .tail(20)
+      .filter((r) => r.operation === 'web.message')
+      .map((r) => [r.groupId, r.decision, r.approver?.startsWith('web:')]),
+  ).toEqual([
+    ['main', 'sent', true],
+    ['main', 'duplicate', true],
+  ]);
+
+  // The admin group answered (the echo runner), as the console's own client sees it; then the page the
+  // redirect names shows the answer.
+  const after = Number(follow.split('=')[1]);
+  const answered = new AbortController();
+  await createLocalClient(socketFile)
+    .events(
+      'main',
+      after,
+      (e) => {
+        if (e.type === 'reply' && e.text === 'echo: what is on today?') answered.abort();
+      },
+      answered.signal,
+    )
+    .catch((err: unknown) => {
+      if (!answered.signal.aborted) throw err;
+    });
+  const shown = await (
+    await fetch(new URL(follow.replace('/message', '/message/replies'), base), { headers: { cookie } })
+  ).text();
+  expect(shown).toMatch(/<pre class="reply" data-outbox="\d+">echo: what is on today\?<\/pre>/);
 });
 
 it('fails to start, naming the step, when the port is taken', async () => {

@@ -15,6 +15,7 @@ import type { HostEventMap } from '../../../host/router/host-events.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { createWebApp, CONTENT_SECURITY_POLICY, SESSION_COOKIE } from '../../../host/web/web-app.ts';
 import { createWebAuth, type WebAuth } from '../../../host/web/web-auth.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 const HOST = '127.0.0.1:8750';
@@ -30,20 +31,26 @@ interface Harness {
   configFile: string;
   reloads: number;
   events: EventEmitter<HostEventMap>;
-  ask(): Promise<{ id: string; result: Promise<ApprovalResult> }>;
+  ask(r?: {
+    operation: string;
+    reason: string;
+    params: Record<string, unknown>;
+  }): Promise<{ id: string; result: Promise<ApprovalResult> }>;
   close(): void;
 }
 
 function harness(): Harness {
   const dir = makeTempDir();
-  const store = openStore({ file: path.join(dir, 'carapace.db') });
+  const now = { t: Date.parse('2026-11-27T08:00:00Z') };
+  const store = openStore({ file: path.join(dir, 'carapace.db'), now: () => new Date(now.t) });
   store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'main', isAdmin: true });
   store.groups.add({ id: 'alpha', channel: 'local', chatId: 'alpha', name: 'alpha', isAdmin: false });
-  const now = { t: Date.parse('2026-11-27T08:00:00Z') };
   const events = new EventEmitter<HostEventMap>();
   const shown: string[] = [];
   const approvals = createApprovalService({
     store,
+    // The test's now, so a request's time left is exact; its expiry timer stays a real (unref'd) one.
+    clock: { now: () => now.t, setTimer: systemClock.setTimer },
     redact: (s) => s,
     logger: silent,
     notifyAdmin: async (text) => {
@@ -59,7 +66,8 @@ function harness(): Harness {
     sessionTtlMs: 86_400_000,
   });
   const told: string[] = [];
-  const config = hostConfigSchema.parse({});
+  // Times are shown in the owner's zone: Berlin is UTC+1 in November.
+  const config = hostConfigSchema.parse({ assistant: { timezone: 'Europe/Berlin' } });
   const configFile = path.join(dir, 'config.toml');
   fs.writeFileSync(configFile, '[assistant]\nname = "Andy"\n');
   const files = createConfigFileStore({ configFile });
@@ -121,6 +129,7 @@ function harness(): Harness {
         return { ok: true, detail: 'applied to the running host, no restart needed' };
       },
     },
+    clock: { now: () => now.t },
     allowedHosts: new Set([HOST]),
     secureCookie: false,
     logger: silent,
@@ -137,15 +146,15 @@ function harness(): Harness {
     get reloads() {
       return reloads;
     },
-    async ask() {
-      const before = shown.length;
-      const result = approvals.request({
-        runId: 7,
-        groupId: 'alpha',
+    async ask(
+      r = {
         operation: 'bash',
         reason: 'the agent wants to run it',
         params: { command: 'touch /workspace/group/x' },
-      });
+      },
+    ) {
+      const before = shown.length;
+      const result = approvals.request({ runId: 7, groupId: 'alpha', ...r });
       await new Promise((r) => setImmediate(r));
       const text = shown[before] ?? '';
       const id = /Approval needed: (\S+)/.exec(text)?.[1] ?? '';
@@ -356,12 +365,15 @@ describe('web console pages', () => {
       });
     const { cookie } = await signIn();
     const page = await (await req('/audit', { cookie })).text();
-    expect(page.match(/<tr><td>\d+<\/td>/g)?.length).toBe(1000);
+    expect(page.match(/<tr data-audit="\d+">/g)?.length).toBe(1000);
     expect(page).toContain('id="older"');
     const filtered = await (await req('/audit?group=alpha&kind=bash.cop', { cookie })).text();
-    const rows = filtered.match(/<tr><td>\d+<\/td>.*?<\/tr>/g) ?? [];
+    const rows = filtered.match(/<tr data-audit="\d+">.*?<\/tr>/g) ?? [];
     expect(rows.length).toBeGreaterThan(0);
-    for (const r of rows) expect(r).toContain('<td>alpha</td><td></td><td>bash.cop</td>');
+    for (const r of rows)
+      expect(r).toContain(
+        '<td data-label="Group">alpha</td><td data-label="Run"></td><td data-label="Operation">bash.cop</td>',
+      );
     expect((await req('/audit?since=yesterday', { cookie })).status).toBe(400);
   });
 
@@ -379,8 +391,8 @@ describe('web console pages', () => {
     expect(page).toContain('$0.0043');
     expect(page).toMatch(/data-run="12"/);
     // Voice notes belong to no run: named as such, at their minute, with no link to a run page.
-    expect(page).toMatch(
-      /data-run="transcription:alpha:2026-11-27T07:59Z"><td>voice transcription<\/td><td>alpha<\/td><td>2026-11-27T07:59:00.000Z<\/td>/,
+    expect(page).toContain(
+      '<tr data-run="transcription:alpha:2026-11-27T07:59Z"><td data-label="Run">voice transcription</td><td data-label="Group">alpha</td><td data-label="Started"><time datetime="2026-11-27T07:59:00.000Z" title="2026-11-27 07:59:00 UTC">08:59:00 <span class="ago">1 min ago</span></time></td>',
     );
     // The Cop's reviews of run 12 are their own entry, linked to the run they reviewed.
     expect(page).toMatch(
@@ -504,16 +516,128 @@ describe('web console pages', () => {
     expect(done).toBe(true);
   });
 
+  it('shows times in [assistant] timezone with how long ago, and names each cell’s column for the phone’s cards', async () => {
+    t.store.audit.record({
+      groupId: 'alpha',
+      runId: 12,
+      operation: 'bash',
+      decision: 'denied',
+      reason: 'not approved by the owner',
+      approver: 'local:owner',
+    });
+    t.now.t += 3 * 60_000;
+    const { cookie } = await signIn();
+    const page = await (await req('/audit', { cookie })).text();
+    // 08:00 UTC is 09:00 in Berlin; the UTC instant stays in the markup.
+    expect(page).toContain(
+      '<td data-label="When"><time datetime="2026-11-27T08:00:00.000Z" title="2026-11-27 08:00:00 UTC">09:00:00 <span class="ago">3 min ago</span></time></td>',
+    );
+    expect(page).toContain(
+      '<td data-label="Decision" class="status">denied</td><td data-label="Reason" class="wrap">not approved by the owner</td><td data-label="By">local:owner</td>',
+    );
+    expect(page).toContain('Times are in Europe/Berlin');
+    // Since and Until are typed as the table shows times: 09:00 in Berlin is the row's 08:00 UTC.
+    const since = async (t: string) =>
+      (await (await req(`/audit?since=${t}&kind=bash`, { cookie })).text()).match(/<tr data-audit=/g)
+        ?.length ?? 0;
+    expect(await since('2026-11-27T08:59')).toBe(1);
+    expect(await since('2026-11-27T09:01')).toBe(0);
+    expect(await since('2026-11-27T08:01Z')).toBe(0);
+    expect(page).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z<\/td>/);
+    // Every table of every page labels its cells: the stylesheet turns rows into cards under 40rem.
+    const css = await (await req('/assets/console.css')).text();
+    expect(css).toContain('@media (max-width:40rem)');
+    expect(css).toContain('content:attr(data-label)');
+    for (const p of [
+      '/approvals',
+      '/runs',
+      '/spend',
+      '/audit',
+      '/groups',
+      '/health',
+      '/config',
+      '/sessions',
+    ]) {
+      const html = await (await req(p, { cookie })).text();
+      expect(html.match(/<td(?! data-label=)[ >]/g), p).toBeNull();
+    }
+  });
+
+  it('shows a run’s times as offsets from its start and its duration, and a cost below $0.0001 to the micro-dollar', async () => {
+    const run = t.store.runs.start('alpha', 1, 0);
+    t.now.t += 2_400;
+    t.store.audit.record({ runId: run.id, groupId: 'alpha', operation: 'bash', decision: 'allowed' });
+    t.now.t += 180_000;
+    t.store.runs.finish(run.id, 'succeeded', 'answered');
+    t.store.db
+      .prepare(
+        `INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
+         VALUES (?, 'alpha', '2026-11-27', 'cheap-model', 1, 12, 3, 42)`,
+      )
+      .run(String(run.id));
+    const { cookie } = await signIn();
+    const page = await (await req(`/runs/${run.id}`, { cookie })).text();
+    expect(page).toContain('<span class="offset">+2.4 s</span> <span class="muted">09:00:02</span>');
+    expect(page).toContain('took <span id="run-took">3 min</span>');
+    expect(page).toContain(
+      '<strong id="run-cost"><span class="cost" title="$0.000042 (42 micro-dollars)">$0.000042</span></strong>',
+    );
+    const runs = await (await req('/runs', { cookie })).text();
+    expect(runs).toContain(`<tr data-run="${run.id}">`);
+    expect(runs).toContain('<td data-label="Took">3 min</td>');
+    const spend = await (await req('/spend', { cookie })).text();
+    expect(spend).toContain('$0.000042');
+    expect(spend).not.toContain('>$0.0000<');
+  });
+
+  it('shows a push waiting for the owner with its commits’ messages, authors and files, not only hashes', async () => {
+    const { id } = await t.ask({
+      operation: 'credential.recipes',
+      reason: 'it pushes to protected refs/heads/main',
+      params: {
+        credential: 'recipes',
+        remote: 'https://git.example/family/recipes.git',
+        push: [{ ref: 'refs/heads/main', from: 'aaaaaaaaaaaa', to: 'bbbbbbbbbbbb' }],
+        commits: [
+          {
+            id: 'bbbbbbbbbbbb',
+            author: 'Family bot <bot@example.com>',
+            date: '2026-11-27T07:58:00.000Z',
+            message: 'add waffles\n\nWith <b>syrup</b>.',
+          },
+        ],
+        files: ['recipes/waffles.md'],
+        filesNotNamed:
+          "1 more changed object was sent as a delta (against the remote's copy or a file's earlier version), so the push does not name its file",
+      },
+    });
+    const { cookie } = await signIn();
+    const page = await (await req('/approvals', { cookie })).text();
+    const card = page.slice(page.indexOf(`data-approval="${id}"`));
+    expect(card).toContain('<li data-commit="bbbbbbbbbbbb"><strong>add waffles</strong>');
+    expect(card).toContain('Family bot &lt;bot@example.com&gt;, <time datetime="2026-11-27T07:58:00.000Z"');
+    expect(card).toContain('<pre>With &lt;b&gt;syrup&lt;/b&gt;.</pre>');
+    expect(card).toContain('<ul class="files"><li>recipes/waffles.md</li></ul>');
+    expect(card).toContain('so the push does not name its file.');
+    // The chat's text carries the same detail: it renders the same stored parameters.
+    expect(card).toContain(
+      '&quot;message&quot;: &quot;add waffles\\n\\nWith &lt;b&gt;syrup&lt;/b&gt;.&quot;',
+    );
+    expect(card).toMatch(/Expires in 5 min, at 09:05:00\./);
+  });
+
   it('shows the host’s health, and the doctor’s checks only when asked for', async () => {
     const { cookie } = await signIn();
     const page = await (await req('/health', { cookie })).text();
-    expect(page).toContain('<td>local</td><td class="status">connected</td>');
+    expect(page).toContain(
+      '<td data-label="Channel">local</td><td data-label="State" class="status">connected</td>',
+    );
     expect(page).toContain('id="run-doctor"');
-    expect(page).toContain('<td>github</td><td>git</td>');
+    expect(page).toContain('<td data-label="Credential">github</td><td data-label="Kind">git</td>');
     expect(page).not.toContain('data-check=');
     const checked = await (await req('/health?doctor=1', { cookie })).text();
     expect(checked).toContain(
-      '<tr data-check="agent image"><td>agent image</td><td class="status">FAIL</td>',
+      '<tr data-check="agent image"><td data-label="Check">agent image</td><td data-label="Result" class="status">FAIL</td>',
     );
     expect(checked).toContain('carapace image build');
   });
