@@ -396,7 +396,7 @@ describe('web console pages', () => {
     );
     // The Cop's reviews of run 12 are their own entry, linked to the run they reviewed.
     expect(page).toMatch(
-      /data-run="review:alpha:12"><td>Cop reviews of <a href="\/runs\/12">12<\/a><\/td><td>alpha<\/td>/,
+      /data-run="review:alpha:12"><td data-label="Run">Cop reviews of <a href="\/runs\/12">12<\/a><\/td><td data-label="Group">alpha<\/td>/,
     );
     // The per-day chart has the day's bar, and the cap's line.
     expect(page).toContain('<title>2026-11-27: $0.0048</title>'); // the run's, the transcription's, the reviews'
