@@ -15,7 +15,7 @@ export const whatsappUsage =
 
 export const serviceUsage = 'carapace service install [--user | --system] | uninstall [--user | --system]';
 
-export const logsUsage = 'carapace logs [-f] [-n <lines>]';
+export const logsUsage = 'carapace logs [-f] [-n <lines>] [--json]';
 
 export const configUsage = `carapace config get <key>
 carapace config set <key> <TOML value>

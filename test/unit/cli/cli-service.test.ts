@@ -84,6 +84,27 @@ describe('carapace logs', () => {
     expect(r.stderr).toBe(`(${path.join(root, 'data', 'logs', 'carapace.log')})\n`);
   });
 
+  it('shows log lines for a person by default (local time, level, message, details) and as written with --json', async () => {
+    const raw = JSON.stringify({
+      level: 40,
+      time: Date.UTC(2026, 10, 28, 13, 38, 19, 286),
+      pid: 1,
+      hostname: 'vm',
+      channel: 'telegram',
+      msg: 'channel lost',
+    });
+    fs.mkdirSync(path.join(root, 'data', 'logs'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'data', 'logs', 'carapace.log'), `${raw}\nnot json\n`);
+    const pretty = await cli('logs');
+    expect(pretty.code).toBe(0);
+    // The machine's own zone (the formatter's test pins zones).
+    expect(pretty.stdout).toMatch(
+      /^2026-11-2[89] \d\d:\d\d:19\.286 WARN {2}channel lost channel=telegram\nnot json\n$/,
+    );
+    const json = await cli('logs', '--json');
+    expect(json.stdout).toBe(`${raw}\nnot json\n`);
+  });
+
   it('reads the file, and says so, when the service is installed but not running', async () => {
     const unit = path.join(root, 'xdg', 'systemd', 'user', 'carapace.service');
     fs.mkdirSync(path.dirname(unit), { recursive: true });
