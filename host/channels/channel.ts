@@ -132,6 +132,8 @@ export interface InboundResult {
   groupId?: string;
   /** Set when the message was an owner command (approve, deny, pending): the key of the host's answer. */
   commandReplyKey?: string;
+  /** What an approve or deny did, in a word or two ("Approved", "Already decided"): a button press's toast. */
+  commandBrief?: string;
 }
 
 /** Called by adapters for every inbound message; synchronous: the message is stored when it returns. */

@@ -259,6 +259,27 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     expect(answers.map((a) => a.params.callback_query_id)).toEqual(['q1', 'q2']);
   });
 
+  it("answers the owner's press with what the host did (its brief), never the raw command", async () => {
+    const t = await setup();
+    const briefs = ['Approved', 'Already decided'];
+    t.host.ingest = (m) => {
+      t.inbound.push(m);
+      return { stored: false, duplicate: false, triggered: false, commandBrief: briefs.shift() };
+    };
+    const message = { message_id: 1, date: 1, chat: { id: OWNER, type: 'private' }, text: 'Approve?' };
+    const owner = { id: OWNER, is_bot: false, first_name: 'Own' };
+    for (const id of ['p1', 'p2'])
+      t.fake.push({ callback_query: { id, from: owner, chat_instance: 'c', data: 'approve k3x9', message } });
+    const answers = await t.fake.waitFor(() => {
+      const a = t.fake.calls.filter((c) => c.method === 'answerCallbackQuery');
+      return a.length >= 2 && a;
+    });
+    expect(answers.map((a) => [a.params.callback_query_id, a.params.text])).toEqual([
+      ['p1', 'Approved'],
+      ['p2', 'Already decided'],
+    ]);
+  });
+
   it('falls back to plain text when Telegram cannot parse the entities', async () => {
     const t = await setup();
     t.fake.failNext('sendMessage', {
