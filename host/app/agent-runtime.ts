@@ -223,9 +223,9 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         ),
       // No retry, and no failure notice of its own: the cap's line and notice above say it all, once a day.
       spendCapRefused: (owner, message) => deps.finalFailures.capped(Number(owner.runId), message),
-      // A provider that hangs now will likely hang for the next attempt too: the run ends here, once, and the
-      // owner reads the setting in the give-up notice.
-      providerTimedOut: (owner, message) => deps.finalFailures.final(Number(owner.runId), message),
+      // A provider that hangs now will likely hang for an immediate retry too: the run ends here, once, and the
+      // owner reads the setting in the give-up notice. One hang is no broken setup: the next message tries again.
+      providerTimedOut: (owner, message) => deps.finalFailures.transient(Number(owner.runId), message),
       slow: (owner, waitedMs) => {
         const group = store.groups.get(owner.groupId);
         const run = store.runs.get(Number(owner.runId));
