@@ -45,9 +45,14 @@ const commandsLike = (command: AdminCommand) =>
 /** What the audit says an ignored approval attempt tried; the operation column is this constant. */
 export const IGNORED_COMMAND_OPERATION = 'admin.command';
 
+/** A consumed command; `brief` is what an approve or deny did, in a word or two (DecideResult.brief). */
+export interface AdminCommandDone {
+  brief?: string;
+}
+
 /**
  * Handles the owner's admin commands. Call `handle` for every inbound message of a registered group before it
- * is stored or triggers a run: true means the message was a command and is done with. A command from any
+ * is stored or triggers a run: an object means the message was a command and is done with. A command from any
  * chat but an admin group, or from anyone but the owner, is not consumed (it stays an ordinary message) and
  * is audited as an ignored attempt: approvals come only from the owner in the admin chat.
  */
@@ -103,7 +108,7 @@ export function createAdminCommandHandler({
       { groupId: group?.id, senderId: m.senderId, command: command.kind, reason },
       'admin command ignored',
     );
-    return false;
+    return false as const;
   };
 
   return {
@@ -115,7 +120,7 @@ export function createAdminCommandHandler({
       const command = parseAdminCommand(m.text);
       if (command) ignore(m, undefined, command, `${commandsLike(command)} are only accepted from the owner`);
     },
-    handle(m: InboundMessage, group: GroupRecord): boolean {
+    handle(m: InboundMessage, group: GroupRecord): false | AdminCommandDone {
       const command = parseAdminCommand(m.text);
       if (!command) return false;
       if (command.kind === 'cancel-task' && !group.isAdmin) return false;
@@ -153,6 +158,7 @@ export function createAdminCommandHandler({
           const decision = approvals.decide(command.id, command.kind, `${m.channel}:${m.senderId}`);
           send(decision.message, group, m);
           if (decision.ok) onDecided?.(decision.message, m);
+          return { brief: decision.brief };
         }
       } catch (err) {
         logger.error({ err, command: command.kind }, 'admin command failed');
@@ -162,7 +168,7 @@ export function createAdminCommandHandler({
           m,
         );
       }
-      return true;
+      return {};
     },
   };
 }

@@ -27,6 +27,8 @@ export interface ApprovalResult {
 export interface DecideResult {
   ok: boolean;
   message: string;
+  /** What happened in a word or two, for a platform's short notice (Telegram's button toast). */
+  brief: 'Approved' | 'Denied' | 'Already decided' | 'Expired' | 'Unknown request';
 }
 
 /** Values written to `audit.decision` (the operation column holds the operation that was asked for). */
@@ -345,6 +347,7 @@ export function createApprovalService({
         return {
           ok: false,
           message: `No approval request has the id "${rawId.trim().slice(0, 20)}". Send "pending" to list the open ones.`,
+          brief: 'Unknown request',
         };
       }
       if (row.status === 'pending') {
@@ -364,12 +367,23 @@ export function createApprovalService({
         );
         return true;
       });
-      if (!changed) return { ok: false, message: describeFinished(approvals.get(id) ?? row) };
+      if (!changed) {
+        const finished = approvals.get(id) ?? row;
+        return {
+          ok: false,
+          message: describeFinished(finished),
+          brief: finished.status === 'expired' ? 'Expired' : 'Already decided',
+        };
+      }
       logger.info({ approvalId: id, decision, by }, 'approval request decided');
       settle(id, { outcome: status, id, by });
       return decision === 'approve'
-        ? { ok: true, message: `Approved ${id}: ${row.operation} may run once, with the parameters shown.` }
-        : { ok: true, message: `Denied ${id}: ${row.operation} will not run.` };
+        ? {
+            ok: true,
+            message: `Approved ${id}: ${row.operation} may run once, with the parameters shown.`,
+            brief: 'Approved',
+          }
+        : { ok: true, message: `Denied ${id}: ${row.operation} will not run.`, brief: 'Denied' };
     },
 
     /**

@@ -135,6 +135,8 @@ export interface InboundResult {
   groupId?: string;
   /** Set when the message was an owner command (approve, deny, pending): the key of the host's answer. */
   commandReplyKey?: string;
+  /** What an approve or deny did, in a word or two ("Approved", "Already decided"): a button press's toast. */
+  commandBrief?: string;
 }
 
 /** Called by adapters for every inbound message; synchronous: the message is stored when it returns. */
@@ -326,6 +328,11 @@ export interface ChannelDefinition<C = unknown> {
    * neither. Without it every well-formed id is a group.
    */
   chatKind?(chatId: string, facts: ChatFacts<C>): ChatKind;
+  /**
+   * Why no group can be registered on the channel yet, with the fix (WhatsApp before its login: a group
+   * registered then only fails later, at the first reply); undefined when one can.
+   */
+  registrationBlocked?(facts: ChatFacts<C>): string | undefined;
   /** How to configure the channel, for the error when it is used without being configured. */
   setupHint: string;
   create(deps: ChannelDeps<C>): Channel;

@@ -52,7 +52,7 @@ export function createChannelRegistry({ definitions, config, alwaysOn, dataDirOf
     },
     /**
      * Checks that a group may be registered on `channel` (with `chatId`, when given); throws ChannelNotConfiguredError
-     * (unknown or unconfigured channel) or a plain Error (a chat id of the wrong shape, the owner's admin chat,
+     * (unknown or unconfigured channel, or one not set up for groups yet: WhatsApp unlinked) or a plain Error (a chat id of the wrong shape, the owner's admin chat,
      * a chat the channel never reads), each with the fix.
      */
     checkRegistration(channel: string, chatId?: string): void {
@@ -75,6 +75,12 @@ export function createChannelRegistry({ definitions, config, alwaysOn, dataDirOf
       if (kind?.kind === 'unserved') {
         throw new Error(`${channel} chat ${chatId} cannot be a group: ${kind.reason}`);
       }
+      // Last, with the chat: a chat that could never be a group says so even before the channel is set up.
+      const blocked =
+        chatId === undefined
+          ? undefined
+          : d.registrationBlocked?.({ config: config()[channel], dataDir: dataDirOf(channel) });
+      if (blocked) throw new ChannelNotConfiguredError(blocked);
     },
     /** Creates the configured channels; `depsFor` gives each its own state, folder and logger. */
     create(depsFor: (d: ChannelDefinition) => Omit<ChannelDeps<unknown>, 'config'>): Channel[] {

@@ -13,9 +13,10 @@ carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;
 export const whatsappUsage =
   'carapace whatsapp login [--phone <digits with country code>] [--timeout <seconds>] | carapace whatsapp logout';
 
-export const serviceUsage = 'carapace service install [--user | --system] | uninstall [--user | --system]';
+export const serviceUsage =
+  'carapace service install [--user | --system [--run-as <user>]] | uninstall [--user | --system]';
 
-export const logsUsage = 'carapace logs [-f] [-n <lines>]';
+export const logsUsage = 'carapace logs [-f] [-n <lines>] [--json]';
 
 export const configUsage = `carapace config get <key>
 carapace config set <key> <TOML value>

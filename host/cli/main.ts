@@ -124,7 +124,8 @@ const COMMANDS: Record<string, Command> = {
   },
   logs: {
     usage: logsUsage,
-    summary: "show the host's log (the journal under the service, else data/logs/carapace.log)",
+    summary:
+      "show the host's log, readable or --json (the journal under the service, else data/logs/carapace.log)",
     load: async () => (await import('./commands/logs-command.ts')).logsCommand,
   },
   audit: {

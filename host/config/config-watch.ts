@@ -21,8 +21,12 @@ export function watchConfigFile({
   onError,
 }: ConfigWatchOptions): () => void {
   const name = path.basename(configFile);
+  const dir = path.dirname(configFile);
+  // A first start runs on the example's defaults with no config folder yet (`npm install && npm start`
+  // on a new machine): the folder is made, owner-only as it will hold .env, so the file written later is seen.
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   let timer: NodeJS.Timeout | undefined;
-  const watcher = fs.watch(path.dirname(configFile), { persistent: false }, (_event, file) => {
+  const watcher = fs.watch(dir, { persistent: false }, (_event, file) => {
     if (file !== null && file !== name) return;
     clearTimeout(timer);
     timer = setTimeout(onChange, debounceMs);

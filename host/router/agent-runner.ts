@@ -57,4 +57,9 @@ export interface RunOutcome {
    * and the owner the cap's notices (once per group and day), never a failure notice of its own.
    */
   capped?: boolean;
+  /**
+   * Failed once in a way that running it again now would only repeat (a provider that hung): not retried,
+   * but nothing needs fixing, and the group's next message tries again. Said so, not "until fixed".
+   */
+  transient?: boolean;
 }

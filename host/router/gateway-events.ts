@@ -7,7 +7,7 @@ import { createSpendNotices } from './spend-notices.ts';
 
 export interface GatewayEventsDeps {
   store: Pick<Store, 'groups' | 'runs'>;
-  finalFailures: Pick<FinalFailures, 'final' | 'capped'>;
+  finalFailures: Pick<FinalFailures, 'final' | 'capped' | 'transient'>;
   /** Stores a host notice in the outbox and wakes its delivery. */
   enqueueNotice(item: NewOutboxItem): void;
   notifyOwner(key: string, text: string): void;
@@ -36,9 +36,9 @@ export function gatewayEvents(
         ),
       // No retry: the run ends, and its end tells the group the cap's line (once a day).
       spendCapRefused: (owner, message) => finalFailures.capped(Number(owner.runId), message),
-      // A provider that hangs now will likely hang for the next attempt too: the run ends here, once, and the
-      // owner reads the setting in the give-up notice.
-      providerTimedOut: (owner, message) => finalFailures.final(Number(owner.runId), message),
+      // A provider that hangs now will likely hang for an immediate retry too: the run ends here, once, and the
+      // owner reads the setting in the give-up notice. One hang is no broken setup: the next message tries again.
+      providerTimedOut: (owner, message) => finalFailures.transient(Number(owner.runId), message),
       slow: (owner, waitedMs) => {
         const group = store.groups.get(owner.groupId);
         const run = store.runs.get(Number(owner.runId));

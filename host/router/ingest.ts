@@ -9,9 +9,12 @@ import { DEFAULT_TRIGGER, shouldTrigger, triggerPattern, type TriggerSettings } 
 
 export interface IngestDeps {
   store: Pick<Store, 'groups' | 'messages'> & Partial<Pick<Store, 'chatsSeen'>>;
-  /** Owner commands in the admin chat (approve, deny, pending); true when it consumed the message. */
+  /**
+   * Owner commands in the admin chat (approve, deny, pending); truthy when it consumed the message, with
+   * what a decision did in a word or two (`brief`).
+   */
   adminCommands?: {
-    handle(m: InboundMessage, group: GroupRecord): boolean;
+    handle(m: InboundMessage, group: GroupRecord): boolean | { brief?: string };
     auditStray?(m: InboundMessage): void;
   };
   /** Read for every message: a reloaded `[assistant] name` is the trigger word from the next one on. */
@@ -69,13 +72,16 @@ export function createIngest({
     }
     // Decided before storing: an approval is an instruction to the host, never context for an agent. A
     // message with media is never one: a caption or a transcript is not the owner typing a command.
-    if (!extras.media && adminCommands?.handle(m, group)) {
+    const command = extras.media ? false : adminCommands?.handle(m, group);
+    if (command) {
+      const brief = typeof command === 'object' ? command.brief : undefined;
       return {
         stored: false,
         duplicate: false,
         triggered: false,
         groupId: group.id,
         commandReplyKey: adminCommandReplyKey(m),
+        ...(brief ? { commandBrief: brief } : {}),
       };
     }
     const triggers = shouldTrigger(group, m, currentPattern(), triggerSettings(group.id));

@@ -180,9 +180,11 @@ export function createRunExecutor({
             ? 'withheld'
             : outcome.capped
               ? 'capped'
-              : outcome.retryable === false
-                ? 'final'
-                : 'retryable';
+              : outcome.transient
+                ? 'transient'
+                : outcome.retryable === false
+                  ? 'final'
+                  : 'retryable';
           store.transaction(() => {
             store.runs.finish(run.id, outcome.ok ? 'succeeded' : 'failed', outcome.reason);
             // A success covers everything the agent took in. A failure after a reply covers only what it

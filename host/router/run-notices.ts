@@ -10,8 +10,12 @@ import type { NewOutboxItem } from '../store/outbox-store.ts';
  * however many paths (a run ending, the recovery after a host crash) try to.
  */
 
-/** Why a run failed in a way that decides what its group is told. */
-export type FailureKind = 'retryable' | 'final' | 'withheld' | 'capped';
+/**
+ * Why a run failed in a way that decides what its group is told: `final` only for what the owner must fix
+ * (a refused key, no provider); `transient` for one failure not retried (a provider that hung), which the
+ * next message tries again.
+ */
+export type FailureKind = 'retryable' | 'transient' | 'final' | 'withheld' | 'capped';
 
 /** A notice for the owner: it goes to every admin chat (or those `[admin] notify` names), once each. */
 export interface OwnerNotice {
@@ -52,6 +56,10 @@ export function giveUpNotices({ group, givenThrough, kind, reason }: GiveUpNotic
       admin: `Sorry, I could not answer that (${reason}). Send the message again to retry.`,
       others: 'Sorry, I could not answer that. Send the message again to retry.',
     },
+    transient: {
+      admin: `Sorry, I could not answer that (${reason}). That was one failure, not retried: your next message tries again.`,
+      others: 'Sorry, I could not answer that. Send the message again to try once more.',
+    },
     final: {
       admin: `I cannot answer yet: ${reason}.`,
       others: 'Sorry, I cannot answer right now. The owner has been told.',
@@ -72,6 +80,7 @@ export function giveUpNotices({ group, givenThrough, kind, reason }: GiveUpNotic
   if (group.isAdmin) return { group: items };
   const outlook = {
     retryable: 'it may ask again',
+    transient: 'one failure, not retried; its next message tries again',
     final: 'it cannot be answered until this is fixed',
     withheld: 'its answer was withheld',
   }[kind];

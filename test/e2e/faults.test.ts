@@ -75,7 +75,7 @@ await describeDocker('e2e: faults between the group, the container and the provi
     const res = await h.send('main', 'are you there?');
     expect(res.stdout).toMatch(
       new RegExp(
-        `^I cannot answer yet: the LLM provider did not start answering within ${UPSTREAM_TIMEOUT_MS / 1000} s \\(\\[gateway\\] first_byte_timeout_ms\\) \\(agent error: .*\\)\\.\\n$`,
+        `^Sorry, I could not answer that \\(the LLM provider did not start answering within ${UPSTREAM_TIMEOUT_MS / 1000} s \\(\\[gateway\\] first_byte_timeout_ms\\) \\(agent error: .*\\)\\)\\. That was one failure, not retried: your next message tries again\\.\\n$`,
       ),
     );
     // A failure notice is not an answer: send says so in its exit code.

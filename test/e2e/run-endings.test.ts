@@ -146,9 +146,10 @@ await describeDocker('e2e: runs that cannot answer end with one honest notice', 
     const message = '@Andy are you there?';
     const res = await h.send('fam', message, 120);
     const givenThrough = h.messageId('fam', message);
+    // One hang is one failure, not a broken setup: the group may simply ask again.
     expect(res.stdout).toBe(
       'Still working on it, this is taking longer than usual.\n' +
-        'Sorry, I cannot answer right now. The owner has been told.\n',
+        'Sorry, I could not answer that. Send the message again to try once more.\n',
     );
     // One attempt of three allowed: a hung provider is not asked again by a retry of the run.
     const runs = h.runs('fam').slice(runsBefore);
@@ -157,7 +158,7 @@ await describeDocker('e2e: runs that cannot answer end with one honest notice', 
     const owner = h.outbox('main').slice(ownerBefore);
     expect(owner.map((r) => r.key)).toEqual([`giveup-owner:fam:${givenThrough}`]);
     expect(owner[0]?.text).toMatch(
-      /^Group fam got no answer \(it cannot be answered until this is fixed\): the LLM provider did not start answering within 5 s \(\[gateway\] first_byte_timeout_ms\)/,
+      /^Group fam got no answer \(one failure, not retried; its next message tries again\): the LLM provider did not start answering within 5 s \(\[gateway\] first_byte_timeout_ms\)/,
     );
   }, 150_000);
 

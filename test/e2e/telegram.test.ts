@@ -176,8 +176,15 @@ await describeDocker('e2e telegram: grammY against a fake Bot API, through real 
     expect(decisions.filter((d) => d === 'approval-executed')).toHaveLength(1);
     const answered = tg.calls
       .filter((c) => c.method === 'answerCallbackQuery')
-      .map((c) => c.params.callback_query_id);
-    expect(answered).toEqual(expect.arrayContaining(['cb-stranger', 'cb-owner', 'cb-owner-again']));
+      .map((c) => [c.params.callback_query_id, c.params.text]);
+    // The toast says what happened, not the raw "approve <id>".
+    expect(answered).toEqual(
+      expect.arrayContaining([
+        ['cb-stranger', 'Only the owner can decide this.'],
+        ['cb-owner', 'Approved'],
+        ['cb-owner-again', 'Already decided'],
+      ]),
+    );
     h.fake.setResponder(undefined);
   }, 150_000);
 

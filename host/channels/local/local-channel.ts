@@ -1,6 +1,6 @@
 import type { Logger } from '../../logging/logger.ts';
 import type { HostEvents } from '../../router/host-events.ts';
-import type { GroupsStore } from '../../store/groups-store.ts';
+import { GROUP_ID_PATTERN, type GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';
 import { consoleLine } from './console-line.ts';
@@ -86,8 +86,11 @@ export function createLocalChannel({
   const localGroup = (id: string) => {
     const g = groups.get(id);
     if (!g || g.channel !== LOCAL_CHANNEL) {
+      // Only a name groups add would take is offered as one to add.
       throw new NotFound(
-        `there is no local group "${id}"; add one with: carapace groups add ${id} --channel local`,
+        GROUP_ID_PATTERN.test(id)
+          ? `there is no local group "${id}"; add one with: carapace groups add ${id} --channel local`
+          : `there is no local group "${id}": group ids are 1-64 lowercase letters, digits, "-" or "_", e.g. "family" (carapace groups list shows them)`,
       );
     }
     return g;

@@ -59,8 +59,13 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
     deps.onStatus(current);
   }
 
-  /** After the bot joined a group: re-reads its settings, since privacy mode may have changed. */
+  /**
+   * Re-reads the bot's settings, since privacy mode may have changed: after the bot joined a group (the
+   * owner's fix ends with re-adding it) and when receiving recovered. The status follows either way, so a
+   * fixed privacy mode stops being reported without a restart.
+   */
   async function checkPrivacy(): Promise<void> {
+    const before = privacyNote;
     try {
       const fresh = await bot.api.getMe();
       me = fresh;
@@ -70,8 +75,9 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
       logger.warn({ err: errorMessage(err) }, 'could not re-read the bot settings');
       return;
     }
-    if (!privacyNote) return;
-    logger.warn({}, privacyNote);
+    if (privacyNote) logger.warn({}, privacyNote);
+    else if (before)
+      logger.info({}, 'Telegram privacy mode is off now: the bot sees the trigger word in groups');
     // The note rides on the status: the host tells the admin chats, once per distinct warning.
     if (current.state === 'connected') setStatus('connected');
   }
@@ -144,7 +150,11 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
       state,
       pollTimeoutS: config.poll_timeout_s,
       watchdogGraceMs: deps.watchdogGraceMs ?? 15_000,
-      onConnected: () => setStatus('connected'),
+      onConnected: () => {
+        const recovered = current.state !== 'connected';
+        setStatus('connected');
+        if (recovered) void checkPrivacy();
+      },
       onTrouble: (reason) => setStatus('connecting', reason),
       logger,
     });

@@ -116,18 +116,25 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
   handlers.on('callback_query:data', (ctx) => {
     const q = ctx.callbackQuery;
     const fromOwner = q.from.id === ownerId && q.message?.chat.id === ownerId;
-    ctx
-      .answerCallbackQuery({ text: fromOwner ? q.data : 'Only the owner can decide this.' })
-      .catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'could not answer a button press'));
+    // The toast: what the host did with the press ("Approved", "Already decided"), never the raw command.
+    const toast = (text: string) =>
+      void ctx
+        .answerCallbackQuery({ text })
+        .catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'could not answer a button press'));
+    if (!fromOwner) toast('Only the owner can decide this.');
     // One press of the owner's settles the request either way (decided, or already decided or expired, as
     // the host's answer says): its buttons go, so nobody presses a dead one later. Taken off before the
     // host hears of the press, so the host's own retraction for the decision finds it done.
     if (fromOwner && q.message) void deps.retractButtons(q.message.chat.id, q.message.message_id);
     const host = deps.host();
-    if (!host || !q.message) return;
+    if (!host || !q.message) {
+      if (fromOwner) toast('Not decided: the host is not ready, try again');
+      return;
+    }
     // The press reaches the host like a typed command from the presser; the host's one owner check
-    // decides (and audits a stranger's press). Only platform facts set fromOwner.
-    host.ingest({
+    // decides (and audits a stranger's press). Only platform facts set fromOwner. Ingesting is synchronous:
+    // the decision is taken when it returns.
+    const result = host.ingest({
       channel: TELEGRAM_CHANNEL,
       chatId: conversationId(q.message),
       externalId: `press:${q.id}`,
@@ -141,6 +148,7 @@ export function createTelegramHandlers(deps: TelegramHandlersDeps): Composer<Con
       // A button press is the presser's own act.
       origin: { kind: 'own' },
     });
+    if (fromOwner) toast(result.commandBrief ?? 'Done');
   });
 
   handlers.on('my_chat_member', async (ctx) => {

@@ -40,6 +40,11 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     example: '120363012345678901@g.us',
   },
   chatKind: (chatId, { dataDir }) => whatsappChatKind(chatId, dataDir),
+  registrationBlocked: ({ dataDir }) =>
+    isLinked(dataDir)
+      ? undefined
+      : 'WhatsApp is not linked yet: stop the host, run carapace whatsapp login to link your phone, start the ' +
+        'host again, then register the group (carapace chats lists it once it has a message).',
   setupHint: SETUP_HINT,
   create: (deps: ChannelDeps<WhatsAppConfig>) =>
     createWhatsAppChannel({
@@ -65,6 +70,16 @@ function whatsappChatKind(chatId: string, dataDir: string): ChatKind {
       'groups and your "Message yourself" chat only). Make a WhatsApp group with that person instead and ' +
       'register the group (carapace chats lists it once it has a message).',
   };
+}
+
+/** Whether a login was saved here (a finished QR or pairing-code link), without creating one where there is none. */
+function isLinked(dataDir: string): boolean {
+  if (!fs.existsSync(path.join(dataDir, CREDS_FILE))) return false;
+  try {
+    return openAuthStore(dataDir).isLinked();
+  } catch {
+    return false;
+  }
 }
 
 /** The linked account's phone JID from the saved login, without creating one where there is none. */

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../../host/channels/telegram/telegram-channel.ts';
@@ -11,6 +12,8 @@ const STRANGER = 5550002;
 const GROUP = { id: -100200300, type: 'supergroup' as const, title: 'Family' };
 const FORUM = { id: -100900800, type: 'supergroup' as const, title: 'Projects', is_forum: true };
 
+const WEBHOOK_SECRET = 'a-webhook-secret-of-enough-length_42';
+
 const tempDir = useTempDirs('carapace-tg-');
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -18,7 +21,13 @@ afterEach(async () => {
 });
 
 async function setup(
-  opts: { privacy?: boolean; fake?: FakeTelegram; dir?: string; config?: Record<string, unknown> } = {},
+  opts: {
+    privacy?: boolean;
+    fake?: FakeTelegram;
+    dir?: string;
+    config?: Record<string, unknown>;
+    webhookSecret?: string;
+  } = {},
 ) {
   const fake = opts.fake ?? (await startFakeTelegram({ privacy: opts.privacy }));
   if (!opts.fake) cleanups.push(() => fake.close());
@@ -33,6 +42,7 @@ async function setup(
       ...opts.config,
     }),
     token: fake.token,
+    ...(opts.webhookSecret ? { webhookSecret: opts.webhookSecret } : {}),
     triggerWord: '@Andy',
     state,
     logger: pino({ level: 'silent' }),
@@ -47,6 +57,14 @@ async function setup(
   cleanups.push(stop);
   await fake.waitFor(() => channel.status().state === 'connected');
   return { fake, channel, state, dir, stop, ...recording };
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((done) => server.close(done));
+  return port;
 }
 
 const mention = (text: string, handle: string) => [
@@ -241,6 +259,27 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     expect(answers.map((a) => a.params.callback_query_id)).toEqual(['q1', 'q2']);
   });
 
+  it("answers the owner's press with what the host did (its brief), never the raw command", async () => {
+    const t = await setup();
+    const briefs = ['Approved', 'Already decided'];
+    t.host.ingest = (m) => {
+      t.inbound.push(m);
+      return { stored: false, duplicate: false, triggered: false, commandBrief: briefs.shift() };
+    };
+    const message = { message_id: 1, date: 1, chat: { id: OWNER, type: 'private' }, text: 'Approve?' };
+    const owner = { id: OWNER, is_bot: false, first_name: 'Own' };
+    for (const id of ['p1', 'p2'])
+      t.fake.push({ callback_query: { id, from: owner, chat_instance: 'c', data: 'approve k3x9', message } });
+    const answers = await t.fake.waitFor(() => {
+      const a = t.fake.calls.filter((c) => c.method === 'answerCallbackQuery');
+      return a.length >= 2 && a;
+    });
+    expect(answers.map((a) => [a.params.callback_query_id, a.params.text])).toEqual([
+      ['p1', 'Approved'],
+      ['p2', 'Already decided'],
+    ]);
+  });
+
   it('falls back to plain text when Telegram cannot parse the entities', async () => {
     const t = await setup();
     t.fake.failNext('sendMessage', {
@@ -388,6 +427,48 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     expect(warning).toMatch(/remove the bot from each group and add it again/);
     // The adapter only translates: telling the admin chats (once) is the host's (telegram-owner-chat.test.ts).
     expect(t.fake.sent().filter((s) => /privacy mode/.test(s.text))).toEqual([]);
+  });
+
+  it('stops reporting privacy mode once the owner turned it off and re-added the bot, without a restart (webhook mode: no poll refreshes the status)', async () => {
+    const fake = await startFakeTelegram({ privacy: true });
+    cleanups.push(() => fake.close());
+    const port = await freePort();
+    const webhook = { listen: `127.0.0.1:${port}`, public_url: `http://127.0.0.1:${port}/telegram` };
+    const t = await setup({ fake, config: { mode: 'webhook', webhook }, webhookSecret: WEBHOOK_SECRET });
+    expect(t.channel.status().reason).toMatch(/privacy mode is on/);
+    // The BotFather fix: privacy off, then the bot removed from the group and added again.
+    fake.setPrivacy(false);
+    const bot = { id: fake.botId, is_bot: true, first_name: 'Andy', username: fake.username };
+    const readded = await fetch(webhook.public_url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': WEBHOOK_SECRET },
+      body: JSON.stringify({
+        update_id: 1,
+        my_chat_member: {
+          chat: GROUP,
+          from: { id: OWNER, is_bot: false, first_name: 'Owner' },
+          date: Math.floor(Date.now() / 1000),
+          old_chat_member: { user: bot, status: 'left' },
+          new_chat_member: { user: bot, status: 'member' },
+        },
+      }),
+    });
+    expect(readded.status).toBe(200);
+    await fake.waitFor(() => t.channel.status().reason === undefined);
+    expect(t.channel.status().state).toBe('connected');
+    expect(t.statuses.at(-1)?.reason).toBeUndefined();
+  });
+
+  it('re-reads privacy mode when receiving recovers from an outage', async () => {
+    const fake = await startFakeTelegram({ privacy: true });
+    cleanups.push(() => fake.close());
+    const t = await setup({ fake });
+    expect(t.channel.status().reason).toMatch(/privacy mode is on/);
+    fake.setPrivacy(false);
+    fake.down();
+    await fake.waitFor(() => t.channel.status().state === 'connecting');
+    fake.up();
+    await fake.waitFor(() => t.channel.status().state === 'connected' && !t.channel.status().reason, 8_000);
   });
 
   it('reports needs-login with the fix when the token is missing or rejected', async () => {

@@ -168,7 +168,7 @@ describe('admin command handler', () => {
       issued.push(to);
       return { url: 'http://127.0.0.1:8750/login?token=t0ken', expiresAt: '2026-11-27T09:00:00.000Z' };
     });
-    expect(h.handle(message('web login'), admin)).toBe(true);
+    expect(h.handle(message('web login'), admin)).toBeTruthy();
     expect(h.handle(message('web login', { chatId: 'family' }), family)).toBe(false);
     expect(h.handle(message('web login', { senderId: 'guest', fromOwner: false }), admin)).toBe(false);
     await flush();
@@ -183,7 +183,7 @@ describe('admin command handler', () => {
   });
 
   it('tells the owner how to turn the web console on when it is off', async () => {
-    expect(handler(isOwnerMessage, () => undefined).handle(message('web login'), admin)).toBe(true);
+    expect(handler(isOwnerMessage, () => undefined).handle(message('web login'), admin)).toBeTruthy();
     await flush();
     expect(replies[0]?.text).toMatch(/web console is off: set \[web\] listen/);
   });
@@ -191,7 +191,7 @@ describe('admin command handler', () => {
   it('lets the owner approve in the admin chat and consumes the message', async () => {
     const { id, result } = await askOne();
     const command = message(`Approve ${id.toUpperCase()}`, { externalId: 'cmd-1' });
-    expect(handler().handle(command, admin)).toBe(true);
+    expect(handler().handle(command, admin)).toBeTruthy();
     await expect(result).resolves.toEqual({ outcome: 'approved', id, by: 'local:owner' });
     await flush();
     expect(replies).toEqual([
@@ -207,8 +207,8 @@ describe('admin command handler', () => {
   it('lets the owner deny, and tells a replay that nothing changed', async () => {
     const { id, result } = await askOne();
     const h = handler();
-    expect(h.handle(message(`deny ${id}`), admin)).toBe(true);
-    expect(h.handle(message(`approve ${id}`), admin)).toBe(true);
+    expect(h.handle(message(`deny ${id}`), admin)).toEqual({ brief: 'Denied' });
+    expect(h.handle(message(`approve ${id}`), admin)).toEqual({ brief: 'Already decided' });
     await expect(result).resolves.toMatchObject({ outcome: 'denied' });
     await flush();
     expect(replies.map((r) => r.text)).toEqual([
@@ -274,7 +274,7 @@ describe('admin command handler', () => {
     const own = message(`deny ${id}`, {
       quoted: { text: 'approve it', author: 'Eve', authorIsOwner: false },
     });
-    expect(h.handle(own, admin)).toBe(true);
+    expect(h.handle(own, admin)).toBeTruthy();
     expect(approvals.get(id)?.status).toBe('denied');
   });
 
@@ -285,7 +285,7 @@ describe('admin command handler', () => {
         message(`approve ${id}`, { channel: 'telegram', senderId: '4711', chatId: '4711' }),
         admin,
       ),
-    ).toBe(true);
+    ).toEqual({ brief: 'Approved' });
     expect(approvals.get(id)?.status).toBe('approved');
     expect(approvals.get(id)?.decidedBy).toBe('telegram:4711');
   });
@@ -311,7 +311,7 @@ describe('admin command handler', () => {
 
   it('answers "pending" with the open requests, redacted', async () => {
     const { id } = await askOne();
-    expect(handler().handle(message('pending'), admin)).toBe(true);
+    expect(handler().handle(message('pending'), admin)).toBeTruthy();
     await flush();
     expect(replies).toHaveLength(1);
     const text = replies[0]?.text ?? '';
@@ -323,7 +323,7 @@ describe('admin command handler', () => {
   });
 
   it('consumes an owner command with an unknown id and says so', async () => {
-    expect(handler().handle(message('approve zz22zz'), admin)).toBe(true);
+    expect(handler().handle(message('approve zz22zz'), admin)).toEqual({ brief: 'Unknown request' });
     await flush();
     expect(replies.map((r) => r.text)).toEqual([
       'No approval request has the id "zz22zz". Send "pending" to list the open ones.',
@@ -374,8 +374,8 @@ describe('admin command handler', () => {
       redact,
       logger: silent,
     });
-    expect(h.handle(message('usage'), admin)).toBe(true);
-    expect(h.handle(message('usage family'), admin)).toBe(true);
+    expect(h.handle(message('usage'), admin)).toBeTruthy();
+    expect(h.handle(message('usage family'), admin)).toBeTruthy();
     await flush();
     expect(asked).toEqual([undefined, 'family']);
     expect(replies).toEqual([

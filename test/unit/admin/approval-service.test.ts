@@ -145,6 +145,7 @@ describe('approval service', () => {
     expect(h.service.decide(id, 'approve', 'local:owner')).toEqual({
       ok: true,
       message: `Approved ${id}: web_fetch may run once, with the parameters shown.`,
+      brief: 'Approved',
     });
     await expect(result).resolves.toEqual({ outcome: 'approved', id, by: 'local:owner' });
     expect(h.clock.live().length).toBe(0);
@@ -180,6 +181,7 @@ describe('approval service', () => {
     expect(h.service.decide(id, 'deny', 'local:owner')).toMatchObject({
       ok: true,
       message: `Denied ${id}: web_fetch will not run.`,
+      brief: 'Denied',
     });
     await expect(result).resolves.toEqual({ outcome: 'denied', id, by: 'local:owner' });
     expect(h.service.consume(id, PARAMS)).toBe(false);
@@ -213,6 +215,7 @@ describe('approval service', () => {
 
     const late = h.service.decide(id, 'approve', 'local:owner');
     expect(late.ok).toBe(false);
+    expect(late.brief).toBe('Expired');
     expect(late.message).toMatch(
       new RegExp(`^Request ${id} expired at .*counts as denied and nothing changed`),
     );
@@ -256,6 +259,7 @@ describe('approval service', () => {
     expect(h.service.decide(id, 'approve', 'local:owner').ok).toBe(true);
     const again = h.service.decide(id, 'approve', 'local:owner');
     expect(again.ok).toBe(false);
+    expect(again.brief).toBe('Already decided');
     expect(again.message).toMatch(
       new RegExp(`^Request ${id} was already approved by local:owner at .*nothing changed`),
     );
@@ -272,6 +276,7 @@ describe('approval service', () => {
     expect(h.service.decide('zz22zz', 'approve', 'local:owner')).toEqual({
       ok: false,
       message: 'No approval request has the id "zz22zz". Send "pending" to list the open ones.',
+      brief: 'Unknown request',
     });
     expect(h.service.decide('hello', 'deny', 'local:owner').ok).toBe(false);
     expect(h.service.consume('zz22zz', PARAMS)).toBe(false);

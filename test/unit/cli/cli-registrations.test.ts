@@ -82,6 +82,13 @@ describe('groups add refuses a chat kind the channel never reads, exit 2, with t
     expect(await groupIds()).toEqual(['main']);
   });
 
+  it('whatsapp: any group while WhatsApp is not linked, saying to link first', async () => {
+    const r = await add('whatsapp', WA_GROUP);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/WhatsApp is not linked yet: .*carapace whatsapp login/);
+    expect(await groupIds()).toEqual(['main']);
+  });
+
   it('still registers the groups of each channel', async () => {
     await linkWhatsApp();
     expect((await cli('groups', 'add', 'wa', '--channel', 'whatsapp', '--chat', WA_GROUP)).code).toBe(0);

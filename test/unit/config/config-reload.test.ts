@@ -253,6 +253,27 @@ describe('safe start', () => {
 });
 
 describe('config file watch', () => {
+  it('watches a config folder that does not exist yet: a first start makes it (0700) and sees the file written later', async () => {
+    const dir = path.join(tempDir(), 'fresh', 'carapace');
+    const file = path.join(dir, 'config.toml');
+    let changes = 0;
+    const errors: Error[] = [];
+    const stop = watchConfigFile({
+      configFile: file,
+      debounceMs: 20,
+      onChange: () => changes++,
+      onError: (e) => errors.push(e),
+    });
+    try {
+      expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
+      fs.writeFileSync(file, ANDY);
+      await vi.waitFor(() => expect(changes).toBeGreaterThanOrEqual(1), { timeout: 5_000 });
+      expect(errors).toEqual([]);
+    } finally {
+      stop();
+    }
+  });
+
   it('reports an atomic replace and an in-place edit of the file, not of its neighbours', async () => {
     fs.writeFileSync(configFile, ANDY);
     let changes = 0;

@@ -23,6 +23,28 @@ describe('final failures', () => {
     });
   });
 
+  it('makes a run whose provider hung a transient failure: not retried, and not one the owner must fix', () => {
+    const f = createFinalFailures();
+    f.transient(12, 'the LLM provider did not start answering within 5 s');
+    expect(f.settle(12, { ok: false, reason: 'agent error: aborted' })).toEqual({
+      ok: false,
+      reason: 'the LLM provider did not start answering within 5 s (agent error: aborted)',
+      retryable: false,
+      transient: true,
+    });
+    // Something the owner must fix outranks a passing failure, whichever came first.
+    f.transient(13, 'hung');
+    f.final(13, 'provider 401');
+    expect(f.settle(13, { ok: false, reason: 'x' })).toEqual({
+      ok: false,
+      reason: 'provider 401 (x)',
+      retryable: false,
+    });
+    f.final(14, 'provider 401');
+    f.transient(14, 'hung');
+    expect(f.settle(14, { ok: false, reason: 'x' })).not.toHaveProperty('transient');
+  });
+
   it('lets a denial win over an earlier note, leaves successes alone, and forgets a run once settled', () => {
     const f = createFinalFailures();
     f.final(9, 'provider 401');
