@@ -1,3 +1,4 @@
+import { wallClockIn } from '../time/wall-clock.ts';
 import { h, type Html } from './html.ts';
 
 /**
@@ -157,24 +158,10 @@ export function wallTimeToUtc(text: string, timeZone: string): string | undefine
   if (z) return new Date(wall).toISOString();
   // The zone's offset a day before and a day after: a wall time matches one reading, two (the repeated hour
   // of autumn) or none (the skipped hour of spring, read with the offset before the change: after it).
+  const wallClock = wallClockIn(timeZone);
   const offset = (ms: number) => {
-    const p = Object.fromEntries(
-      new Intl.DateTimeFormat('en-US', {
-        timeZone,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: '2-digit',
-        day: '2-digit',
-        hour: '2-digit',
-        minute: '2-digit',
-        second: '2-digit',
-      })
-        .formatToParts(ms)
-        .map((x) => [x.type, Number(x.value)]),
-    );
-    return (
-      Date.UTC(p.year ?? 0, (p.month ?? 1) - 1, p.day ?? 1, p.hour ?? 0, p.minute ?? 0, p.second ?? 0) - ms
-    );
+    const p = wallClock(ms);
+    return Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second, p.millisecond) - ms;
   };
   const before = wall - offset(wall - 86_400_000);
   const after = wall - offset(wall + 86_400_000);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { wallClockIn } from '../../time/wall-clock.ts';
 
 /** pino's numeric levels, as the owner reads them. */
 const LEVEL_NAMES: Record<number, string> = {
@@ -37,21 +38,11 @@ export interface LogFormatOptions {
  * host log line (a crash's stderr in the journal, a torn last line) is returned as it is.
  */
 export function createLogFormatter({ timeZone }: LogFormatOptions = {}): (line: string) => string {
-  const format = new Intl.DateTimeFormat('en-CA', {
-    ...(timeZone === undefined ? {} : { timeZone }),
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    fractionalSecondDigits: 3,
-    hourCycle: 'h23',
-  });
+  const wallClock = wallClockIn(timeZone);
+  const two = (n: number) => String(n).padStart(2, '0');
   const localTime = (epochMs: number): string => {
-    const parts = format.formatToParts(new Date(epochMs));
-    const get = (type: string) => parts.find((part) => part.type === type)?.value ?? '';
-    return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')}.${get('fractionalSecond')}`;
+    const t = wallClock(epochMs);
+    return `${t.year}-${two(t.month)}-${two(t.day)} ${two(t.hour)}:${two(t.minute)}:${two(t.second)}.${String(t.millisecond).padStart(3, '0')}`;
   };
 
   return (line) => {

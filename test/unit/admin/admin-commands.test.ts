@@ -345,7 +345,7 @@ describe('admin command handler', () => {
       redact,
       logger: silent,
     });
-    expect(h.handle(message('cancel K7M2Q9AB'), admin)).toBe(true);
+    expect(h.handle(message('cancel K7M2Q9AB'), admin)).toBeTruthy();
     expect(h.handle(message('cancel payments'), admin)).toBe(false);
     // Elsewhere it is conversation, whoever says it: nothing is cancelled and nothing is audited.
     expect(h.handle(message('cancel k7m2q9ab', { chatId: 'family' }), family)).toBe(false);

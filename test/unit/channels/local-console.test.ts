@@ -21,17 +21,21 @@ afterEach(() => {
   removeTempDir(dir);
 });
 
+/** The console channel over the test's store, with nothing running and no group refused. */
+const consoleChannel = () =>
+  createLocalChannel({
+    groups: store.groups,
+    outbox: store.outbox,
+    events: createHostEvents(),
+    isBusy: () => false,
+    capRefusal: () => undefined,
+    ownerName: 'owner',
+    logger: pino({ level: 'silent' }),
+  });
+
 describe('a file in the local console', () => {
   it('replays a delivered file piece as a line with its name and size, not an empty line', async () => {
-    const local = createLocalChannel({
-      groups: store.groups,
-      outbox: store.outbox,
-      events: createHostEvents(),
-      isBusy: () => false,
-      capRefusal: () => undefined,
-      ownerName: 'owner',
-      logger: pino({ level: 'silent' }),
-    });
+    const local = consoleChannel();
     for (const [key, text, attachment] of [
       ['t', 'here is the chart', undefined],
       [
@@ -89,5 +93,33 @@ describe('a file in the local console', () => {
       '1.5 KB',
       '5.0 MB',
     ]);
+  });
+});
+
+describe('a message to a local group that does not exist', () => {
+  it('suggests groups add only for a name groups add takes, never for one it refuses', async () => {
+    const local = consoleChannel();
+    const socketFile = path.join(dir, 'console.sock');
+    const server = await listenOnSocket(socketFile, local.routes);
+    try {
+      const client = createLocalClient(socketFile);
+      const post = (group: string) =>
+        client.postMessage({ group, text: 'hello', clientMessageId: 'client-message-1' }).then(
+          () => '',
+          (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        );
+      expect(await post('family')).toMatch(
+        /there is no local group "family"; add one with: carapace groups add family --channel local/,
+      );
+      for (const id of ['../../etc', 'Family Chat']) {
+        const refused = await post(id);
+        expect(refused).toContain(`there is no local group "${id}"`);
+        expect(refused).toMatch(/group ids are 1-64 lowercase letters.*e\.g\. "family"/);
+        expect(refused).not.toContain('groups add');
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
