@@ -428,6 +428,7 @@ export async function startHost({
       channelFor: (name) => channels.get(name),
     });
     events.on('group-state', typing.sync);
+    closers.push('typing indicator', () => typing.stop());
     const ingest = createIngest({
       store,
       adminCommands: createAdminCommandHandler({

@@ -10,13 +10,16 @@ export interface TypingIndicatorDeps {
 /**
  * A typing indicator while a group's run is active (best effort): on when a message triggers it, off once
  * the queue says the group is idle. `sync` reads the queue on the next turn of the event loop, after the
- * queue settled the change that prompted it, and tells the channel only when the state flips.
+ * queue settled the change that prompted it, and tells the channel only when the state flips. After
+ * `stop` a sync already scheduled does nothing: the store it reads may be closed by then.
  */
 export function createTypingIndicator({ groups, isBusy, channelFor }: TypingIndicatorDeps) {
   const typing = new Set<string>();
+  let stopped = false;
   return {
     sync(groupId: string): void {
       setImmediate(() => {
+        if (stopped) return;
         const g = groups.get(groupId);
         const busy = !!g && isBusy(groupId);
         if (!g || busy === typing.has(groupId)) return;
@@ -26,6 +29,9 @@ export function createTypingIndicator({ groups, isBusy, channelFor }: TypingIndi
           ?.setTyping(g.chatId, busy)
           .catch(() => undefined);
       });
+    },
+    stop(): void {
+      stopped = true;
     },
   };
 }

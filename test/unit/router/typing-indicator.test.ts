@@ -54,6 +54,15 @@ describe('typing indicator', () => {
     expect(calls).toEqual([]);
   });
 
+  it('does nothing for a sync scheduled before stop, when the store it reads may be closed', async () => {
+    const { busy, calls, typing } = setup();
+    busy.add('g1');
+    typing.sync('g1');
+    typing.stop();
+    await nextTurn();
+    expect(calls).toEqual([]);
+  });
+
   it('survives a channel whose indicator fails', async () => {
     const busy = new Set(['g1']);
     const typing = createTypingIndicator({
