@@ -85,7 +85,17 @@ export function spendCapMessage(
 }
 
 function capText(groupId: string, capUsd: number, setting: string): string {
-  return `daily spend cap of $${capUsd.toFixed(2)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;
+  return `daily spend cap of $${capAsWritten(capUsd)} reached for group ${groupId}; raise ${setting} or wait until tomorrow`;
+}
+
+/**
+ * A cap as the owner wrote it: in cents when it is whole cents ("$5.00", "$0.01"), else with the digits it
+ * has ("$0.002"), never rounded to "$0.00" or up to a cap the owner did not set.
+ */
+export function capAsWritten(capUsd: number): string {
+  const cents = capUsd * 100;
+  if (Math.abs(cents - Math.round(cents)) < 1e-9) return capUsd.toFixed(2);
+  return String(Number(capUsd.toFixed(6)));
 }
 
 /**

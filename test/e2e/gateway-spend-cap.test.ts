@@ -42,7 +42,7 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
     const res = await h.send('alpha', '@Andy keep going');
     expect(res.stdout).toContain('reached its daily spending limit');
     expect(res.stdout).not.toContain('Sorry');
-    expect(res.stderr).toContain('not answered: daily spend cap of $0.00 reached for group alpha');
+    expect(res.stderr).toContain('not answered: daily spend cap of $0.002 reached for group alpha');
     expect(res.code).toBe(1);
     const forwarded = h.fake.requests.slice(from).filter((r) => r.api === 'chat');
     const spent = h.host.store.db
@@ -56,7 +56,7 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
     for (const r of forwarded)
       expect((r.body as { max_completion_tokens?: number }).max_completion_tokens).toBe(MAX_OUTPUT_TOKENS);
     // The refusal named the cap to the agent, and the group heard about the cap once.
-    expect(h.runs('alpha').at(-1)?.exitReason).toMatch(/daily spend cap of \$0\.00 reached for group alpha/);
+    expect(h.runs('alpha').at(-1)?.exitReason).toMatch(/daily spend cap of \$0\.002 reached for group alpha/);
     expect(h.outbox('alpha').filter((row) => row.key.startsWith('spend-cap:alpha:'))).toHaveLength(1);
   }, 120_000);
 
@@ -78,7 +78,7 @@ await describeDocker('e2e gateway: a spend cap bounds what a container can spend
     expect(second.stdout).toBe(
       'This group reached its daily spending limit; I cannot answer until tomorrow.\n',
     );
-    expect(second.stderr).toContain('not answered: daily spend cap of $0.00 reached for group gamma');
+    expect(second.stderr).toContain('not answered: daily spend cap of $0.002 reached for group gamma');
     expect(second.code).toBe(1);
     expect(h.runs('gamma')).toHaveLength(1);
     expect(h.fake.requests.slice(from).filter((r) => r.api === 'chat')).toEqual([]);
@@ -116,7 +116,7 @@ await describeDocker('e2e gateway: the cap binds with the price table that ships
     expect(res.stdout).not.toMatch(/again to retry|Sorry/);
     // One run: a capped run is not tried again.
     expect(h.runs('beta')).toHaveLength(1);
-    expect(h.runs('beta')[0]?.exitReason).toMatch(/daily spend cap of \$0\.00 reached for group beta/);
+    expect(h.runs('beta')[0]?.exitReason).toMatch(/daily spend cap of \$0\.001 reached for group beta/);
     // Besides the cap's notice the owner may have had the 80 % warning (spend-notices.test.ts), once.
     const capNotices = () =>
       h
@@ -124,13 +124,13 @@ await describeDocker('e2e gateway: the cap binds with the price table that ships
         .filter((row) => row.text.includes('beta') && !row.key.startsWith('spend-warning-owner:'));
     const owner = capNotices();
     expect(owner.map((row) => row.text)).toEqual([
-      'Group beta gets no answers until tomorrow: daily spend cap of $0.00 reached for group beta; raise [gateway].daily_cap_usd or wait until tomorrow.',
+      'Group beta gets no answers until tomorrow: daily spend cap of $0.001 reached for group beta; raise [gateway].daily_cap_usd or wait until tomorrow.',
     ]);
     // A second message the same day: no new line, no new notice, no run; the CLI still says why.
     const from = h.fake.requests.length;
     const again = await h.send('beta', '@Andy and now?');
     expect(again.stdout).toBe('');
-    expect(again.stderr).toContain('not answered: daily spend cap of $0.00 reached for group beta');
+    expect(again.stderr).toContain('not answered: daily spend cap of $0.001 reached for group beta');
     expect(again.code).toBe(1);
     expect(h.runs('beta')).toHaveLength(1);
     expect(h.outbox('beta')).toHaveLength(1);

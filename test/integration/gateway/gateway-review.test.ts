@@ -151,7 +151,7 @@ describe('Cop reviews through the gateway', () => {
     const verdict = await h.reviewMutation(run, 'task.schedule', TASK);
     expect(verdict).toMatchObject({ allowed: false });
     const capMessage =
-      'daily spend cap of $0.00 reached for group family; raise [gateway].daily_cap_usd or wait until tomorrow';
+      'daily spend cap of $0.001 reached for group family; raise [gateway].daily_cap_usd or wait until tomorrow';
     expect(h.human.asked).toEqual([`task.schedule: the Cop flagged it: not reviewed: ${capMessage}`]);
     expect(h.fake.requests).toEqual([]);
     expect(h.rows()).toHaveLength(1); // the run's own row only

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { worstCaseMicros } from '../../../host/gateway/pricing.ts';
-import { createSpendCap, mayReserve, type Reservation } from '../../../host/gateway/spend-cap.ts';
+import {
+  capAsWritten,
+  createSpendCap,
+  mayReserve,
+  spendCapMessage,
+  type Reservation,
+} from '../../../host/gateway/spend-cap.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 
 const DAY = '2024-03-11';
@@ -120,5 +126,24 @@ describe('spend cap arithmetic', () => {
       return 1_000_000;
     });
     expect((await pending).ok).toBe(false);
+  });
+});
+
+describe('the cap as its refusal names it', () => {
+  it('shows a cap as the owner wrote it: whole cents in cents, smaller ones with their digits, never $0.00', () => {
+    expect([5, 1.5, 0.01, 0.1, 0.07, 0.002, 0.005, 0.0125, 0.000001].map(capAsWritten)).toEqual([
+      '5.00',
+      '1.50',
+      '0.01',
+      '0.10',
+      '0.07',
+      '0.002',
+      '0.005',
+      '0.0125',
+      '0.000001',
+    ]);
+    expect(spendCapMessage({ daily_cap_usd: 5, group_caps_usd: { family: 0.002 } }, 'family')).toBe(
+      'daily spend cap of $0.002 reached for group family; raise [gateway].group_caps_usd."family" or wait until tomorrow',
+    );
   });
 });
