@@ -11,12 +11,13 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
+import type { FakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { createGate, turnResponder } from '../fakes/e2e-responders.ts';
 import { reply } from '../fakes/fake-provider-script.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { PNG_1X1 } from '../helpers/media-samples.ts';
-import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+import { eventually, type E2eHost } from './e2e-harness.ts';
+import { startTelegramE2eHost } from './telegram-e2e-host.ts';
 
 const OWNER = 7201;
 const MEMBER = { id: 7202, first_name: 'Mia' };
@@ -47,25 +48,11 @@ await describeDocker(
     let h: E2eHost;
 
     beforeAll(async () => {
-      tg = await startFakeTelegram();
-      h = await startE2eHost({
-        config: {
-          channels: { telegram: { owner_user_id: OWNER, api_root: tg.apiRoot, poll_timeout_s: 2 } },
-          runs: { max_attempts: 1 },
-        },
-        secrets: { TELEGRAM_BOT_TOKEN: tg.token },
-      });
-      const res = await h.cli([
-        'groups',
-        'add',
-        'family',
-        '--channel',
-        'telegram',
-        '--chat',
-        String(FAMILY.id),
-      ]);
-      expect(res.code, res.stderr).toBe(0);
-      await tg.linkOwner(OWNER);
+      ({ tg, h } = await startTelegramE2eHost({
+        owner: OWNER,
+        groups: { family: String(FAMILY.id) },
+        config: { runs: { max_attempts: 1 } },
+      }));
     }, 240_000);
     afterAll(async () => {
       await h?.stop();

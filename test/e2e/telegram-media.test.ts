@@ -12,14 +12,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
+import type { FakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { sendFileResponder, turnResponder } from '../fakes/e2e-responders.ts';
 import { createRandom, tokenMakers } from '../fixtures/secret-corpus/generate.ts';
 import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
 import { auditMark, auditSince } from '../fakes/security-responders.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { PNG_1X1, pdfWithText, voiceNote } from '../helpers/media-samples.ts';
-import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+import { eventually, type E2eHost } from './e2e-harness.ts';
+import { startTelegramE2eHost } from './telegram-e2e-host.ts';
 
 const OWNER = 7101;
 const MEMBER = { id: 7102, first_name: 'Mia' };
@@ -33,28 +34,15 @@ await describeDocker('e2e telegram media: voice notes through the gateway and re
   const toChat = (chatId: number) => tg.sent().filter((s) => s.chat_id === chatId);
 
   beforeAll(async () => {
-    tg = await startFakeTelegram();
-    h = await startE2eHost({
+    ({ tg, h } = await startTelegramE2eHost({
+      owner: OWNER,
+      groups: { family: String(FAMILY.id) },
       config: {
-        channels: { telegram: { owner_user_id: OWNER, api_root: tg.apiRoot, poll_timeout_s: 2 } },
         runs: { max_attempts: 1 },
         outbox: { retry_base_ms: 200, retry_max_ms: 2_000 },
       },
-      secrets: { TELEGRAM_BOT_TOKEN: tg.token },
       transcribe: () => heard,
-    });
-    const res = await h.cli([
-      'groups',
-      'add',
-      'family',
-      '--channel',
-      'telegram',
-      '--chat',
-      String(FAMILY.id),
-    ]);
-    expect(res.code, res.stderr).toBe(0);
-    // The owner links their private chat: from now on it is an admin chat.
-    await tg.linkOwner(OWNER);
+    }));
   }, 240_000);
   afterAll(async () => {
     await h?.stop();

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TELEGRAM_CHANNEL } from '../../host/channels/telegram/telegram-config.ts';
-import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram-api.ts';
+import type { FakeTelegram } from '../fakes/fake-telegram-api.ts';
 import { lastUserText, reply } from '../fakes/fake-provider-script.ts';
 import {
   auditMark,
@@ -25,7 +25,8 @@ import {
 } from '../fakes/security-responders.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { FENCE_START, outsideFences } from '../helpers/fences.ts';
-import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
+import { eventually, type E2eHost } from './e2e-harness.ts';
+import { startTelegramE2eHost } from './telegram-e2e-host.ts';
 
 const OWNER = 7001;
 const MEMBER = { id: 7002, first_name: 'Mia' };
@@ -51,29 +52,21 @@ await describeDocker('e2e telegram: grammY against a fake Bot API, through real 
     text: string,
     thread?: number,
   ) => tg.message({ chat, from: MEMBER, text, ...(thread !== undefined ? { thread } : {}) });
-  const addGroup = async (id: string, chatId: string) => {
-    const res = await h.cli(['groups', 'add', id, '--channel', 'telegram', '--chat', chatId]);
-    expect(res.code, res.stderr).toBe(0);
-  };
-
   beforeAll(async () => {
-    tg = await startFakeTelegram();
-    h = await startE2eHost({
+    ({ tg, h } = await startTelegramE2eHost({
+      owner: OWNER,
+      groups: {
+        family: String(FAMILY.id),
+        garden: `${FORUM.id}/77`,
+        old: String(OLD_GROUP.id),
+        alpha: String(ALPHA.id),
+      },
+      telegram: { max_retry_after_s: 2 },
       config: {
-        channels: {
-          telegram: { owner_user_id: OWNER, api_root: tg.apiRoot, poll_timeout_s: 2, max_retry_after_s: 2 },
-        },
         runs: { max_attempts: 1 },
         outbox: { retry_base_ms: 200, retry_max_ms: 2_000 },
       },
-      secrets: { TELEGRAM_BOT_TOKEN: tg.token },
-    });
-    await addGroup('family', String(FAMILY.id));
-    await addGroup('garden', `${FORUM.id}/77`);
-    await addGroup('old', String(OLD_GROUP.id));
-    await addGroup('alpha', String(ALPHA.id));
-    // The owner links their private chat: from now on it is an admin chat.
-    await tg.linkOwner(OWNER);
+    }));
   }, 240_000);
   afterAll(async () => {
     await h?.stop();
