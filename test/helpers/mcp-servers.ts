@@ -2,12 +2,12 @@
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { checkMcpServers } from '../../host/cli/commands/doctor-service-checks.ts';
 import { createCliContext } from '../../host/cli/cli-context.ts';
 import { loadConfig } from '../../host/config/load-config.ts';
+import { freePort } from './loopback-server.ts';
 
 const resolve = createRequire(import.meta.url).resolve;
 export const EVERYTHING_SERVER = resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -30,14 +30,6 @@ export const memoryNotebook = () => ({
   allow_non_admin: true,
   ...CLEAN_TRUST,
 });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 /** server-everything over Streamable HTTP on a free loopback port, once it says it listens. */
 export async function startEverythingHttp(): Promise<{ url: string; stop(): void }> {

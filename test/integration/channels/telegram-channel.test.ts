@@ -1,4 +1,3 @@
-import net from 'node:net';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../../host/channels/telegram/telegram-channel.ts';
@@ -6,6 +5,7 @@ import { telegramConfigSchema } from '../../../host/channels/telegram/telegram-c
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
 import { createRecordingHost, handledThrough, openStateFile } from '../../fakes/telegram-test-host.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
+import { freePort } from '../../helpers/loopback-server.ts';
 
 const OWNER = 5550001;
 const STRANGER = 5550002;
@@ -57,14 +57,6 @@ async function setup(
   cleanups.push(stop);
   await fake.waitFor(() => channel.status().state === 'connected');
   return { fake, channel, state, dir, stop, ...recording };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((done) => server.close(done));
-  return port;
 }
 
 const mention = (text: string, handle: string) => [

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import path from 'node:path';
 import { startTelegramServer, type StartedTelegramServer } from '@openclaw/crabline';
 import pino from 'pino';
@@ -8,6 +7,7 @@ import { telegramConfigSchema } from '../../../host/channels/telegram/telegram-c
 import { createRecordingHost, openStateFile } from '../../fakes/telegram-test-host.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
+import { freePort } from '../../helpers/loopback-server.ts';
 
 /** The same adapter against @openclaw/crabline's Telegram server: long polling, webhooks, forum topics. */
 
@@ -44,14 +44,6 @@ async function startCrabline(dir: string) {
     expect(res.status, await res.clone().text()).toBe(200);
   };
   return { server, sent, inbound };
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 async function startChannel(
