@@ -22,6 +22,7 @@
  * itself with `node --cpu-prof --import tsx` to profile the gateway's process.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { systemClock } from '../../host/time/clock.ts';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -254,7 +255,7 @@ export async function benchGateway(
       provider: providerConfigSchema.parse({ base_url: ready.baseUrl, model: 'fake-model' }),
       providerApiKey: REAL_KEY,
       usageStore: createSqliteUsageStore(store.db),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       timezone: () => 'UTC',
       logger: logger.child({ subsystem: 'gateway' }),
       maxOutputTokens: 4096,

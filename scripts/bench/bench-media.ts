@@ -13,6 +13,7 @@
  *   node --import tsx scripts/bench/bench-media.ts
  */
 import fs from 'node:fs';
+import { systemClock } from '../../host/time/clock.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -149,7 +150,7 @@ async function benchTranscription(): Promise<Record<string, number | string>> {
     provider: providerConfigSchema.parse({ base_url: provider.openaiBaseUrl, model: 'fake-model' }),
     providerApiKey: 'k',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     maxOutputTokens: 1000,

@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { systemClock } from '../../host/time/clock.ts';
 import { createGateway, createSqliteUsageStore } from '../../host/gateway/index.ts';
 import type { HostDeps } from '../../host/app/host.ts';
 import type { RunOutcome } from '../../host/router/agent-runner.ts';
@@ -22,7 +23,7 @@ export function gatewayRunnerFactory(): HostDeps['createRunner'] {
       provider: config.provider,
       providerApiKey: 'not-checked-by-the-fake',
       usageStore: createSqliteUsageStore(store.db),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       timezone: () => source.current().assistant.timezone,
       logger: pino({ level: 'silent' }),
       maxOutputTokens: config.runs.max_output_tokens,

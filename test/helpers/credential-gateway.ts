@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { systemClock } from '../../host/time/clock.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { hostConfigSchema, type HostConfig } from '../../host/config/schema.ts';
@@ -99,7 +100,7 @@ export async function startCredentialGateway(opts: {
     provider: providerConfigSchema.parse({ base_url: 'http://127.0.0.1:9/v1', model: 'm' }),
     providerApiKey: '',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: quiet,
     maxOutputTokens: 4096,

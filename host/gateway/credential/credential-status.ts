@@ -7,6 +7,7 @@ import {
   type CredentialsConfig,
 } from './credential-config.ts';
 import { redactionsFor, redactText } from './redacting-stream.ts';
+import type { Clock } from '../../time/clock.ts';
 
 /** What `carapace status` says of one credential: never its value, only whether the host has one. */
 export interface CredentialStatus {
@@ -26,11 +27,11 @@ export function shownUpstream(c: CredentialConfig): string {
 }
 
 /** Remembers each credential's last answer, so `status` can say whether it is reachable in use. */
-export function createCredentialStatusBook() {
+export function createCredentialStatusBook(clock: Pick<Clock, 'now'>) {
   const last = new Map<string, { at: string; status: number }>();
   return {
-    note(name: string, status: number, at: Date = new Date()): void {
-      last.set(name, { at: at.toISOString(), status });
+    note(name: string, status: number): void {
+      last.set(name, { at: new Date(clock.now()).toISOString(), status });
     },
     status(
       credentials: CredentialsConfig,

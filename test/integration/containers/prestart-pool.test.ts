@@ -4,6 +4,7 @@
  * run.start, which brings the run's gateway key.
  */
 import { randomUUID } from 'node:crypto';
+import { systemClock } from '../../../host/time/clock.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -225,7 +226,7 @@ await describeDocker('pre-started containers', () => {
       provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'fake-model' }),
       providerApiKey: PROVIDER_KEY,
       usageStore: createMemoryUsageStore(),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       timezone: () => 'UTC',
       maxOutputTokens: 256,
       logger: {

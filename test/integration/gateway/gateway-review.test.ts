@@ -6,6 +6,7 @@
  * decides.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../host/time/clock.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
 import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
@@ -58,7 +59,7 @@ async function reviewHost(opts: { capUsd: number; maxReviews?: number }) {
     provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'agent-model' }),
     providerApiKey: REAL_KEY,
     usageStore: db.usage,
-    clock: { now: () => NOW },
+    clock: { ...systemClock, now: () => NOW },
     timezone: () => 'UTC',
     logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
     maxOutputTokens: 4096,

@@ -1,4 +1,5 @@
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import { systemClock } from '../../../host/time/clock.ts';
 import OpenAI from 'openai';
 import { createGateway, type Gateway } from '../../../host/gateway/gateway.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
@@ -73,7 +74,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     provider,
     providerApiKey: options.providerApiKey ?? REAL_KEY,
     usageStore,
-    clock: { now: options.now ?? (() => FIXED_NOW) },
+    clock: { ...systemClock, now: options.now ?? (() => FIXED_NOW) },
     timezone: () => 'Europe/Berlin',
     logger,
     maxOutputTokens: 4096,

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../host/time/clock.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
 import type { TranscriptionSettings } from '../../../host/gateway/transcription/transcription.ts';
@@ -36,7 +37,7 @@ function gatewayFor(
     provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'fake-model' }),
     providerApiKey: REAL_KEY,
     usageStore,
-    clock: { now: () => NOW },
+    clock: { ...systemClock, now: () => NOW },
     timezone: () => 'UTC',
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     maxOutputTokens: 1000,

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { systemClock } from '../../../host/time/clock.ts';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
@@ -83,7 +84,7 @@ beforeAll(async () => {
     provider: providerConfigSchema.parse({ base_url: baseURL, model: 'provider-model' }),
     providerApiKey: 'test-key',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: quiet,
     maxOutputTokens: 4096,
