@@ -22,7 +22,6 @@
  * itself with `node --cpu-prof --import tsx` to profile the gateway's process.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { systemClock } from '../../host/time/clock.ts';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -45,6 +44,7 @@ import {
   type ProviderOptions,
 } from './bench-gateway-provider-worker.ts';
 import { isMain, median, percentile, printFigures, round } from './stats.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PROJECT_ROOT = path.resolve(HERE, '..', '..');

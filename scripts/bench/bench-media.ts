@@ -13,7 +13,6 @@
  *   node --import tsx scripts/bench/bench-media.ts
  */
 import fs from 'node:fs';
-import { systemClock } from '../../host/time/clock.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -31,6 +30,7 @@ import { startFakeTelegram } from '../../test/fakes/fake-telegram-api.ts';
 import { createMemoryUsageStore } from '../../test/fakes/memory-usage-store.ts';
 import { pdfWithText, voiceNote } from '../../test/helpers/media-samples.ts';
 import { isMain, median, printFigures, round } from './stats.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 const FILE_SAMPLES = 9;
 const VOICE_SAMPLES = 15;

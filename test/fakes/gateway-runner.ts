@@ -1,10 +1,10 @@
 import pino from 'pino';
-import { systemClock } from '../../host/time/clock.ts';
 import { createGateway, createSqliteUsageStore } from '../../host/gateway/index.ts';
 import type { HostDeps } from '../../host/app/host.ts';
 import type { RunOutcome } from '../../host/router/agent-runner.ts';
 import { createFinalFailures } from '../../host/router/final-failures.ts';
 import { gatewayEvents } from '../../host/router/gateway-events.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 /**
  * A runtime for a real host whose runs spend as the agent does, through the real gateway with the run's

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { systemClock } from '../../host/time/clock.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { hostConfigSchema, type HostConfig } from '../../host/config/schema.ts';
@@ -17,6 +16,7 @@ import { createTaintRegistry, type Taint } from '../../host/security/taint/taint
 import type { AuditRow } from '../../host/store/audit-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { createMemoryUsageStore } from '../fakes/memory-usage-store.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 export interface Asked {
   operation: string;

@@ -4,7 +4,6 @@
  * run.start, which brings the run's gateway key.
  */
 import { randomUUID } from 'node:crypto';
-import { systemClock } from '../../../host/time/clock.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +32,7 @@ import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const docker = new Docker();
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');

@@ -6,7 +6,6 @@
  * decides.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../host/time/clock.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
 import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
@@ -19,6 +18,7 @@ import type { HumanApproval } from '../../../host/security/policies/reviewed-dec
 import { createTaintRegistry } from '../../../host/security/taint/taint.ts';
 import { reply, startFakeProvider } from '../../fakes/fake-provider.ts';
 import { openSpendDb } from '../../helpers/spend-db.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const REAL_KEY = 'sk-real-provider-key-0123456789abcdef';
 const NOW = Date.UTC(2026, 10, 28, 9, 0);

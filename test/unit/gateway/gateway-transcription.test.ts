@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../host/time/clock.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
 import type { TranscriptionSettings } from '../../../host/gateway/transcription/transcription.ts';
@@ -7,6 +6,7 @@ import { mediaConfigSchema } from '../../../host/router/media/media-config.ts';
 import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { PNG_1X1, voiceNote } from '../../helpers/media-samples.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const REAL_KEY = 'sk-real-provider-key-0123456789abcdef';
 const LOCAL_KEY = 'local-whisper-key';

@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { systemClock } from '../../../host/time/clock.ts';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { mentionsUsageObject } from '../../../host/gateway/proxy/usage-tap.ts';
@@ -26,6 +25,7 @@ import { createSseFramer, parseSseEvent, type SseEvent } from '../../../host/gat
 import { usageFromPayload } from '../../../host/gateway/spend/usage-extract.ts';
 import { createUsageTap } from '../../../host/gateway/proxy/usage-tap.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const silent = {
   debug: () => undefined,

@@ -1,5 +1,4 @@
 import http from 'node:http';
-import { systemClock } from '../../../host/time/clock.ts';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
@@ -12,6 +11,7 @@ import {
   type CopReviewRequest,
 } from '../../../host/security/cop/cop.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 /** What the fake provider does with the next request. */
 type Behaviour =
