@@ -13,12 +13,17 @@ import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
 import type { HostEventMap } from '../../../host/router/host-events.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
-import { createWebApp, CONTENT_SECURITY_POLICY, SESSION_COOKIE } from '../../../host/web/web-app.ts';
+import { createWebApp } from '../../../host/web/web-app.ts';
+import { SESSION_COOKIE } from '../../../host/web/web-console-deps.ts';
 import { createWebAuth, type WebAuth } from '../../../host/web/web-auth.ts';
 import { systemClock } from '../../../host/time/clock.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 const HOST = '127.0.0.1:8750';
+/** The console's policy, written out: a change to the middleware's directives must show up here. */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const silent = pino({ level: 'silent' });
 
 interface Harness {
@@ -129,7 +134,7 @@ function harness(): Harness {
         return { ok: true, detail: 'applied to the running host, no restart needed' };
       },
     },
-    clock: { now: () => now.t },
+    clock: { now: () => now.t, setTimer: systemClock.setTimer },
     allowedHosts: new Set([HOST]),
     secureCookie: false,
     logger: silent,
@@ -307,6 +312,74 @@ describe('web console sign-in', () => {
     }
     expect(CONTENT_SECURITY_POLICY).toContain("script-src 'self'");
     expect(CONTENT_SECURITY_POLICY).not.toContain('unsafe-inline');
+  });
+
+  it('sends the same security headers on every kind of answer, and none of the middleware’s others', async () => {
+    const { cookie, csrf } = await signIn();
+    const events = await req('/events', { cookie });
+    await events.body?.cancel();
+    const answers: [string, Response][] = [
+      ['a page', await req('/approvals', { cookie })],
+      ['a live fragment', await req('/runs/list', { cookie })],
+      ['the event stream', events],
+      ['the stylesheet', await req('/assets/console.css')],
+      ['the script', await req('/assets/console.js')],
+      ['the favicon', await req('/favicon.ico')],
+      ['the sign-in page', await req('/login')],
+      ['a refused sign-in', await req('/login', { form: { token: 'nope' } })],
+      ['a page without a session', await req('/approvals')],
+      ['a form without its token', await req('/logout', { cookie, form: {} })],
+      ['a redirect after a form', await req(`/sessions/none/revoke`, { cookie, form: { _csrf: csrf } })],
+      ['a 404', await req('/nowhere', { cookie })],
+      [
+        'a rebound host name',
+        await t.app.request('http://evil.example/approvals', { headers: { host: 'evil.example' } }),
+      ],
+    ];
+    expect(answers.map(([what, res]) => `${what} ${res.status}`)).toEqual([
+      'a page 200',
+      'a live fragment 200',
+      'the event stream 200',
+      'the stylesheet 200',
+      'the script 200',
+      'the favicon 204',
+      'the sign-in page 200',
+      'a refused sign-in 403',
+      'a page without a session 401',
+      'a form without its token 403',
+      'a redirect after a form 303',
+      'a 404 404',
+      'a rebound host name 421',
+    ]);
+    for (const [what, res] of answers) {
+      const sent = {
+        what,
+        csp: res.headers.get('content-security-policy'),
+        nosniff: res.headers.get('x-content-type-options'),
+        referrer: res.headers.get('referrer-policy'),
+        frames: res.headers.get('x-frame-options'),
+        cache: res.headers.get('cache-control'),
+      };
+      expect(sent).toEqual({
+        what,
+        csp: CONTENT_SECURITY_POLICY,
+        nosniff: 'nosniff',
+        referrer: 'same-origin',
+        frames: 'DENY',
+        cache: 'no-store',
+      });
+      for (const other of [
+        'strict-transport-security',
+        'cross-origin-opener-policy',
+        'cross-origin-resource-policy',
+        'origin-agent-cluster',
+        'x-dns-prefetch-control',
+        'x-download-options',
+        'x-permitted-cross-domain-policies',
+        'x-xss-protection',
+      ])
+        expect(res.headers.get(other), `${what}: ${other}`).toBeNull();
+    }
   });
 });
 
