@@ -63,6 +63,8 @@ function harness(): Harness {
   store.groups.add({ id: 'alpha', channel: 'local', chatId: 'alpha', name: 'alpha', isAdmin: false });
   const events = new EventEmitter<HostEventMap>();
   const shown: string[] = [];
+  // Resolved by the next text the admin chat is shown: a request is asked once its text has gone out.
+  let nextShown: (text: string) => void = () => {};
   const approvals = createApprovalService({
     store,
     // The test's now, so a request's time left is exact; its expiry timer stays a real (unref'd) one.
@@ -71,6 +73,7 @@ function harness(): Harness {
     logger: silent,
     notifyAdmin: async (text) => {
       shown.push(text);
+      nextShown(text);
     },
     onChange: (id) => events.emit('approval-changed', id),
   });
@@ -170,10 +173,9 @@ function harness(): Harness {
         params: { command: 'touch /workspace/group/x' },
       },
     ) {
-      const before = shown.length;
+      const told = new Promise<string>((resolve) => (nextShown = resolve));
       const result = approvals.request({ runId: 7, groupId: 'alpha', ...r });
-      await new Promise((r) => setImmediate(r));
-      const text = shown[before] ?? '';
+      const text = await told;
       const id = /Approval needed: (\S+)/.exec(text)?.[1] ?? '';
       return { id, result };
     },
