@@ -82,7 +82,12 @@ export function createFolderSource(index: PrivateIndex, options: FolderSourceOpt
           result.read++;
           known.set(rel, identity);
           if (bytes.subarray(0, BINARY_HEAD).includes(0)) index.delete(prefix + rel);
-          else index.set(prefix + rel, { scope: options.scope, label: `${rel} in ${options.label}`, text: bytes.toString('utf8') });
+          else
+            index.set(prefix + rel, {
+              scope: options.scope,
+              label: `${rel} in ${options.label}`,
+              text: bytes.toString('utf8'),
+            });
         }
       }
       for (const rel of [...known.keys()]) {

@@ -184,11 +184,18 @@ function tarMembers(bytes: Buffer): Buffer[] {
   const members: Buffer[] = [];
   let at = 0;
   while (at + 512 <= bytes.length && bytes.toString('latin1', at + 257, at + 262) === 'ustar') {
-    const size = Number.parseInt(bytes.toString('latin1', at + 124, at + 136).replace(/\0.*$/, '').trim() || '0', 8);
+    const size = Number.parseInt(
+      bytes
+        .toString('latin1', at + 124, at + 136)
+        .replace(/\0.*$/, '')
+        .trim() || '0',
+      8,
+    );
     const type = bytes.toString('latin1', at + 156, at + 157);
     const dataStart = at + 512;
     if (!Number.isFinite(size) || size < 0) break;
-    if (type === '0' || type === '\0' || type === '') members.push(bytes.subarray(dataStart, dataStart + size));
+    if (type === '0' || type === '\0' || type === '')
+      members.push(bytes.subarray(dataStart, dataStart + size));
     at = dataStart + Math.ceil(size / 512) * 512;
   }
   return members;
@@ -213,7 +220,13 @@ function inflatedBytes(bytes: Buffer, budget: Budget): Buffer | undefined {
   }
 }
 
-function bytesViewsInto(bytes: Buffer, form: string, depth: number, out: PayloadView[], budget: Budget): void {
+function bytesViewsInto(
+  bytes: Buffer,
+  form: string,
+  depth: number,
+  out: PayloadView[],
+  budget: Budget,
+): void {
   budget.opened += bytes.length;
   if (budget.opened > MAX_OPENED_BYTES) {
     budget.unread ??= `more than ${MAX_OPENED_BYTES} bytes in the file once opened`;

@@ -126,14 +126,41 @@ export function createPrivateIndex(): PrivateIndex {
         const doc = docs[docNo];
         if (doc === undefined || !scopes.has(doc.scope)) return;
         // Already inside an overlap found on this diagonal.
-        if (found.some((f) => f.docNo === docNo && f.start - f.viewStart === pos - i && f.viewStart <= i && i < f.viewStart + (f.end - f.start))) return;
+        if (
+          found.some(
+            (f) =>
+              f.docNo === docNo &&
+              f.start - f.viewStart === pos - i &&
+              f.viewStart <= i &&
+              i < f.viewStart + (f.end - f.start),
+          )
+        )
+          return;
         const text = doc.canonical.text;
         let left = 0;
-        while (i - left > 0 && pos - left > 0 && view.charCodeAt(i - left - 1) === text.charCodeAt(pos - left - 1)) left++;
+        while (
+          i - left > 0 &&
+          pos - left > 0 &&
+          view.charCodeAt(i - left - 1) === text.charCodeAt(pos - left - 1)
+        )
+          left++;
         let right = 0;
-        while (i + right < view.length && pos + right < text.length && view.charCodeAt(i + right) === text.charCodeAt(pos + right)) right++;
+        while (
+          i + right < view.length &&
+          pos + right < text.length &&
+          view.charCodeAt(i + right) === text.charCodeAt(pos + right)
+        )
+          right++;
         if (right < K) return; // a hash collision, not the k-gram
-        found.push({ key: doc.key, scope: doc.scope, label: doc.label, start: pos - left, end: pos + right, docNo, viewStart: i - left });
+        found.push({
+          key: doc.key,
+          scope: doc.scope,
+          label: doc.label,
+          start: pos - left,
+          end: pos + right,
+          docNo,
+          viewStart: i - left,
+        });
       };
       for (let i = 0; i < hashes.length; i++) {
         const at = places.get(hashes[i] as number);

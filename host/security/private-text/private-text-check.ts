@@ -1,7 +1,12 @@
 import type { RunIdentity } from '../decisions.ts';
 import { createFolderSource, type FolderRefresh } from './folder-source.ts';
 import { fileViews, textViews, type PayloadViews } from './payload-views.ts';
-import { createPrivateIndex, type PrivateIndex, type PrivateOverlap, type PrivateScope } from './private-index.ts';
+import {
+  createPrivateIndex,
+  type PrivateIndex,
+  type PrivateOverlap,
+  type PrivateScope,
+} from './private-index.ts';
 
 /**
  * Whether an outgoing payload gives away private text, by content: the group's folder, what `secret_data`
@@ -18,8 +23,11 @@ export type PrivateSink = 'own-chat' | 'elsewhere';
 
 /** Canonical characters a payload must share verbatim with one private stretch to be a match. */
 export const MIN_OVERLAP = 24;
-/** Pieces shorter than this are not kept for the split-across-calls union (ordinary words coincide). */
-const MIN_PIECE = 14;
+/**
+ * Pieces of a document that left in different payloads join when at most this many canonical characters
+ * lie between them: base64 cut at any place loses a byte or two at each cut when each piece is decoded.
+ */
+const MAX_PIECE_GAP = 4;
 /** A stretch of fewer distinct characters (`0000…`, `abababab…`) gives nothing away. */
 const MIN_DISTINCT = 8;
 /** Raw characters of a run's earlier payloads read again before each new one, per sink. */
@@ -86,7 +94,7 @@ function addPiece(list: [number, number][], start: number, end: number): [number
   let e = end;
   const kept: [number, number][] = [];
   for (const [a, b] of list) {
-    if (b < s || a > e) kept.push([a, b]);
+    if (b + MAX_PIECE_GAP < s || a > e + MAX_PIECE_GAP) kept.push([a, b]);
     else {
       s = Math.min(s, a);
       e = Math.max(e, b);
@@ -137,7 +145,13 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
   const runState = (runId: number): RunState => {
     let state = runs.get(runId);
     if (!state) {
-      state = { secret: createPrivateIndex(), secretChars: 0, answers: 0, pieces: new Map(), tail: new Map() };
+      state = {
+        secret: createPrivateIndex(),
+        secretChars: 0,
+        answers: 0,
+        pieces: new Map(),
+        tail: new Map(),
+      };
       runs.set(runId, state);
     }
     return state;
@@ -165,7 +179,11 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
       await indexesOf(identity, runState(identity.runId));
     },
 
-    async check(identity: RunIdentity, sink: PrivateSink, payload: PrivateTextPayload): Promise<PrivateTextVerdict> {
+    async check(
+      identity: RunIdentity,
+      sink: PrivateSink,
+      payload: PrivateTextPayload,
+    ): Promise<PrivateTextVerdict> {
       const scopes = scopesFor(identity, sink);
       if (scopes.size === 0) return {};
       const state = runState(identity.runId);
@@ -177,7 +195,13 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
       const unread = readings.find((r) => r.unread !== undefined)?.unread;
 
       let best: { index: PrivateIndex; overlap: PrivateOverlap; form: string; chars: number } | undefined;
-      const consider = (index: PrivateIndex, overlap: PrivateOverlap, form: string, start: number, end: number) => {
+      const consider = (
+        index: PrivateIndex,
+        overlap: PrivateOverlap,
+        form: string,
+        start: number,
+        end: number,
+      ) => {
         const chars = end - start;
         if (chars < MIN_OVERLAP || (best && best.chars >= chars)) return;
         if (distinct(index.excerpt(overlap.key, start, end, 10_000).toLowerCase()) < MIN_DISTINCT) return;
@@ -190,12 +214,12 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
           for (const index of indexes) {
             for (const overlap of index.overlaps(view.text, scopes)) {
               consider(index, overlap, view.form, overlap.start, overlap.end);
-              if (overlap.end - overlap.start < MIN_PIECE) continue;
               const key = overlap.key;
               let list = pieces.get(key);
               if (!list) pieces.set(key, (list = []));
               const [s, e] = addPiece(list, overlap.start, overlap.end);
-              if (e - s > overlap.end - overlap.start) consider(index, overlap, `${view.form}, in pieces across payloads`, s, e);
+              if (e - s > overlap.end - overlap.start)
+                consider(index, overlap, `${view.form}, in pieces across payloads`, s, e);
             }
           }
         }
@@ -221,7 +245,11 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
       if (state.secretChars + text.length > MAX_SECRET_ANSWER_CHARS) return { leftOut: true };
       state.secretChars += text.length;
       state.answers += 1;
-      state.secret.set(`answer:${state.answers}`, { scope: 'owner', label: `what ${service} returned in this run`, text });
+      state.secret.set(`answer:${state.answers}`, {
+        scope: 'owner',
+        label: `what ${service} returned in this run`,
+        text,
+      });
       return { leftOut: false };
     },
 
