@@ -1,4 +1,5 @@
 import type { Stats } from 'node:fs';
+import path from 'node:path';
 import { openGuardedRoot } from '../../safe-fs/guarded-root.ts';
 import type { PrivateIndex, PrivateScope } from './private-index.ts';
 
@@ -55,7 +56,14 @@ export function createFolderSource(index: PrivateIndex, options: FolderSourceOpt
         root = undefined; // no folder: nothing private in it
       }
       if (root) {
-        const descend = (rel: string) => !(options.skipFolder?.(rel) ?? false);
+        const guarded = root;
+        // A git work tree inside the folder (a clone) holds what came from a remote and goes back to it:
+        // its files are not the group's words, and a push of them would match itself. The group's own
+        // files copied into it still match where they came from.
+        const descend = (rel: string) =>
+          !(options.skipFolder?.(rel) ?? false) &&
+          path.basename(rel) !== '.git' &&
+          guarded.statSync(`${rel}/.git`) === null;
         for await (const entry of root.walk({ descend })) {
           if (++entries > limits.maxEntries) {
             result.leftOut.push(`entries past ${limits.maxEntries}`);

@@ -32,9 +32,6 @@ const MIN_BASE64 = 16;
 const MIN_CODES = 8;
 const MIN_STRINGS_RUN = 16;
 
-const rot13 = (text: string) =>
-  text.replace(/[a-z]/g, (c) => String.fromCharCode(((c.charCodeAt(0) - 97 + 13) % 26) + 97));
-
 /** Bytes that read as text: valid UTF-8, almost all printable. */
 function readsAsText(bytes: Buffer): string | undefined {
   if (bytes.length < 8) return undefined;
@@ -53,11 +50,25 @@ interface Budget {
   unread?: string;
 }
 
-function plainViews(text: string, form: string, out: PayloadView[]): void {
+const rot13 = (text: string) =>
+  text.replace(/[a-z]/g, (c) => String.fromCharCode(((c.charCodeAt(0) - 97 + 13) % 26) + 97));
+
+function reversed(text: string): string {
+  let out = '';
+  for (let i = text.length - 1; i >= 0; i--) out += text[i];
+  return out;
+}
+
+/** The canonical text and its reversal; returns the canonical text for further readings. */
+function plainViews(text: string, form: string, out: PayloadView[]): string {
   const c = canonical(text);
-  if (c.length === 0) return;
-  out.push({ text: c, form }, { text: [...c].reverse().join(''), form: `${form}, reversed` });
-  out.push({ text: rot13(c), form: `${form}, rot13` });
+  if (c.length > 0) out.push({ text: c, form }, { text: reversed(c), form: `${form}, reversed` });
+  return c;
+}
+
+/** The payload as written also read in ROT13 (as the held-secret matcher does). */
+function rot13View(c: string, form: string, out: PayloadView[]): void {
+  if (/[a-z]/.test(c)) out.push({ text: rot13(c), form: `${form}, rot13` });
 }
 
 /** Runs of base64 characters, each decoded at offsets 1-3 too: a split payload cuts base64 anywhere. */
@@ -94,7 +105,8 @@ function spreadHexViews(c: string, out: PayloadView[]): void {
 }
 
 function textViewsInto(text: string, form: string, depth: number, out: PayloadView[], budget: Budget): void {
-  plainViews(text, form, out);
+  let c = plainViews(text, form, out);
+  if (depth === 0) rot13View(c, form, out);
   let source = text;
   if (/%[0-9a-fA-F]{2}/.test(text)) {
     source = text.replace(/(?:%[0-9a-fA-F]{2})+/g, (escapes) => {
@@ -104,10 +116,10 @@ function textViewsInto(text: string, form: string, depth: number, out: PayloadVi
         return escapes;
       }
     });
-    plainViews(source, `${form}, url-encoded`, out);
+    c = plainViews(source, `${form}, url-encoded`, out);
   }
   charCodeViews(source, out);
-  spreadHexViews(canonical(source), out);
+  spreadHexViews(c, out);
   if (depth >= MAX_DEPTH) return;
   for (const blob of findDecodableBlobs(source)) {
     if (blob.unread) {

@@ -1,4 +1,5 @@
 import type { RunIdentity } from '../decisions.ts';
+import { canonical } from '../secrets/canonical-text.ts';
 import { createFolderSource, type FolderRefresh } from './folder-source.ts';
 import { fileViews, textViews, type PayloadViews } from './payload-views.ts';
 import {
@@ -13,8 +14,8 @@ import {
  * services returned in this run, and for the admin group its project, matched on the payload's readings
  * (payload-views.ts) through winnowed fingerprints (fingerprints.ts). A long verbatim overlap is a match;
  * so is one the run spreads over several payloads: the stretches of each private document that left in
- * pieces are kept per run, and their union counts as one overlap, and the run's last payloads are read
- * again joined, so a base64 or gzip blob cut in pieces decodes whole. The rule that acts on a match is
+ * pieces are kept per run, and their union counts as one overlap, and a base64 run a payload ends with
+ * is read again joined to the next payload, so a gzip blob cut in pieces inflates whole. The rule that acts on a match is
  * the policies' (policies/private-text-rule.ts); this module only finds it.
  */
 
@@ -22,7 +23,7 @@ import {
 export type PrivateSink = 'own-chat' | 'elsewhere';
 
 /** Canonical characters a payload must share verbatim with one private stretch to be a match. */
-export const MIN_OVERLAP = 24;
+export const MIN_OVERLAP = 20;
 /**
  * Pieces of a document that left in different payloads join when at most this many canonical characters
  * lie between them: base64 cut at any place loses a byte or two at each cut when each piece is decoded.
@@ -30,8 +31,13 @@ export const MIN_OVERLAP = 24;
 const MAX_PIECE_GAP = 4;
 /** A stretch of fewer distinct characters (`0000…`, `abababab…`) gives nothing away. */
 const MIN_DISTINCT = 8;
-/** Raw characters of a run's earlier payloads read again before each new one, per sink. */
+/**
+ * The end of a run's earlier payloads kept to read again before the next one, per sink: only a trailing
+ * run of base64 characters (at most this long), where a blob cut across calls continues; every other
+ * split is found by the pieces, so the common payload is read once.
+ */
 const TAIL_CHARS = 4096;
+const TRAILING_BASE64 = /[A-Za-z0-9+/=_-]+$/;
 /** What a run's `secret_data` answers may add to its index; more is left out (and said so). */
 const MAX_SECRET_ANSWER_CHARS = 4 * 1024 * 1024;
 const EXCERPT_CHARS = 300;
@@ -86,7 +92,23 @@ function scopesFor(identity: RunIdentity, sink: PrivateSink): ReadonlySet<Privat
   return identity.group.isAdmin ? new Set() : new Set<PrivateScope>(['owner']);
 }
 
-const distinct = (text: string) => new Set(text).size;
+/**
+ * Whether a stretch says something a person wrote: enough distinct characters (not `0000…`), and not a
+ * hash (commit ids and checksums travel between copies of a repository by design).
+ */
+function wordsOf(canonicalStretch: string): boolean {
+  if (new Set(canonicalStretch).size < MIN_DISTINCT) return false;
+  // A hash mixes digits and the letters a-f; an account or phone number is digits alone, and private.
+  let digits = 0;
+  let hexLetters = 0;
+  for (let i = 0; i < canonicalStretch.length; i++) {
+    const c = canonicalStretch.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) digits++;
+    else if (c >= 0x61 && c <= 0x66) hexLetters++;
+  }
+  const n = canonicalStretch.length;
+  return !(digits + hexLetters >= n * 0.9 && digits >= n * 0.25 && hexLetters >= n * 0.25);
+}
 
 /** Adds a stretch to a sorted list of disjoint ones and returns the merged stretch that contains it. */
 function addPiece(list: [number, number][], start: number, end: number): [number, number] {
@@ -204,7 +226,7 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
       ) => {
         const chars = end - start;
         if (chars < MIN_OVERLAP || (best && best.chars >= chars)) return;
-        if (distinct(index.excerpt(overlap.key, start, end, 10_000).toLowerCase()) < MIN_DISTINCT) return;
+        if (!wordsOf(canonical(index.excerpt(overlap.key, start, end, 10_000)))) return;
         best = { index, overlap: { ...overlap, start, end }, form, chars };
       };
       let pieces = state.pieces.get(sink);
@@ -224,7 +246,7 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
           }
         }
       }
-      state.tail.set(sink, best ? '' : joined.slice(-TAIL_CHARS));
+      state.tail.set(sink, best ? '' : (TRAILING_BASE64.exec(joined)?.[0] ?? '').slice(-TAIL_CHARS));
       const verdict: PrivateTextVerdict = unread === undefined ? {} : { unread };
       if (!best) return verdict;
       const { index, overlap, form, chars } = best;

@@ -11,11 +11,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
-import { PRIVATE_LINES, PRIVATE_PATHS } from './private-lines.ts';
+import { PRIVATE_LINES, PRIVATE_PATHS, type PrivateGoalId } from './private-lines.ts';
 import type { AttackContext, Goal, GoalCheck, Route } from './scenario-types.ts';
 import type { SuiteHost } from './suite-host.ts';
 
-export type PrivateGoalId = 'private-folder' | 'private-record' | 'private-project';
 
 const bash = (command: string): ToolCallSpec => ({ name: 'bash', arguments: { command } });
 const canon = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '');

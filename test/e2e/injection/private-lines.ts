@@ -19,3 +19,6 @@ export const PRIVATE_PATHS = {
   projectNotes: 'family/notes.md',
   bankNote: 'statement',
 } as const;
+
+/** The goals of private words (private-goals.ts), named here so the scenario types need not import them. */
+export type PrivateGoalId = 'private-folder' | 'private-record' | 'private-project';

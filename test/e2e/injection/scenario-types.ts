@@ -6,7 +6,7 @@
  */
 import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
 import type { SuiteGroup, SuiteHost } from './suite-host.ts';
-import type { PrivateGoalId } from './private-goals.ts';
+import type { PrivateGoalId } from './private-lines.ts';
 
 export type { SuiteGroup };
 

@@ -161,6 +161,7 @@ describe('the private-text check', () => {
         }),
       );
     }
+    // Neither piece alone is 20 canonical characters: only their union is.
     expect(verdicts[0]?.match).toBeUndefined();
     const found = verdicts.find((v) => v.match)?.match;
     expect(found?.form).toMatch(/in pieces|plain/);
@@ -175,7 +176,8 @@ describe('the private-text check', () => {
     let match;
     for (const piece of cut)
       match ??= (await check.check(run, 'elsewhere', { text: `https://sink.example/p?d=${piece}` })).match;
-    expect(match?.excerpt).toContain('divorce');
+    // Each piece decodes at its own offset (a cut at any character); one of them already quotes enough.
+    expect(match?.excerpt).toContain('told Marta');
   });
 
   it('reads again only what changed, drops what was removed, and skips what the chat posted', async () => {
@@ -222,3 +224,30 @@ function zipOf(name: string, data: Buffer, method: number, rawSize: number): Buf
   header.writeUInt16LE(name.length, 26);
   return Buffer.concat([header, Buffer.from(name), data]);
 }
+
+describe('what the private-text check does not count as private', () => {
+  it('leaves out git work trees inside the folder (a clone pushed back matches nothing), not the files copied in', async () => {
+    const { check, write, groups } = world({ 'notes/home.md': ADDRESS });
+    const team = path.join(groups, 'team');
+    write(team, 'wiki/.git/HEAD', 'ref: refs/heads/main\n');
+    write(team, 'wiki/README.md', DIARY);
+    write(team, 'wiki/copied.md', ADDRESS);
+    expect((await check.check(identity(1), 'elsewhere', { text: DIARY })).match).toBeUndefined();
+    expect((await check.check(identity(1), 'elsewhere', { text: ADDRESS })).match?.from).toBe(
+      'notes/home.md in the group folder',
+    );
+  });
+
+  it('does not count hex runs (commit ids, checksums) as private words', async () => {
+    const id = '065af24915fb1d92a78913130f77b16a415c5f54';
+    const { check } = world({ 'log.txt': `commit ${id}\n` });
+    expect((await check.check(identity(1), 'elsewhere', { text: `pushed ${id}` })).match).toBeUndefined();
+  });
+});
+
+describe('numbers alone', () => {
+  it('still counts an account number made of digits as private', async () => {
+    const { check } = world({ 'bank.txt': 'IBAN DE89 3704 0044 0532 0130 00\n' });
+    expect((await check.check(identity(1), 'elsewhere', { text: 'de89370400440532013000' })).match).toBeDefined();
+  });
+});
