@@ -176,7 +176,17 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       human,
       scanSecrets: (text) => opts.scanner.scan(text),
       privateText,
-      secretAnswer: (runId, service, text) => privateText.addSecretAnswer(runId, service, text),
+      secretAnswer: (runId, service, text) => {
+        if (!privateText.addSecretAnswer(runId, service, text).leftOut) return;
+        const run = store.runs.get(runId);
+        store.audit.record({
+          runId,
+          groupId: run?.groupId ?? null,
+          operation: 'private_text.index',
+          decision: 'left_out',
+          reason: `what ${service} returned is past the run's 4 MiB of secret answers and not checked`,
+        });
+      },
       audit: store.audit,
       // The longest deadline of a service (web_fetch's, an MCP server's), with room to answer.
       signalFor: (runId) =>

@@ -267,10 +267,12 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
       if (state.secretChars + text.length > MAX_SECRET_ANSWER_CHARS) return { leftOut: true };
       state.secretChars += text.length;
       state.answers += 1;
+      // The host's own fence around the answer is not the service's words (and every fenced result has it).
+      const words = text.replace(/<<<[^<>\n]{0,300}>>>/g, '\n');
       state.secret.set(`answer:${state.answers}`, {
         scope: 'owner',
         label: `what ${service} returned in this run`,
-        text,
+        text: words,
       });
       return { leftOut: false };
     },
