@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { createDayFormatter } from '../gateway/day.ts';
+import { createDayFormatter } from '../gateway/spend/day.ts';
 import type { Clock } from '../time/clock.ts';
 
 export interface DailySummaryDeps {

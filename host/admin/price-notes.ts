@@ -1,5 +1,5 @@
 import type { GatewayConfig, ProviderConfig } from '../gateway/config.ts';
-import { checkPrices, modelsInUse, priceCheckLines } from '../gateway/price-check.ts';
+import { checkPrices, modelsInUse, priceCheckLines } from '../gateway/spend/price-check.ts';
 import type { SpendView } from './spend-view.ts';
 
 export interface PriceNotesDeps {

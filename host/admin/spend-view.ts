@@ -1,6 +1,6 @@
-import { createDayFormatter } from '../gateway/day.ts';
-import type { SpendConfig, SpendQuery, SpendReport, SpendReporter } from '../gateway/spend-report.ts';
-import { formatSpendReport } from '../gateway/spend-report-text.ts';
+import { createDayFormatter } from '../gateway/spend/day.ts';
+import type { SpendConfig, SpendQuery, SpendReport, SpendReporter } from '../gateway/spend/spend-report.ts';
+import { formatSpendReport } from '../gateway/spend/spend-report-text.ts';
 
 export interface SpendViewDeps {
   reporter: SpendReporter;

@@ -7,7 +7,7 @@ import { describeReload } from '../config/config-reload.ts';
 import type { ConfigReloader } from '../config/config-reloader.ts';
 import type { GroupQueue } from '../router/group-queue.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
-import type { CredentialStatus } from '../services/credential/credential-status.ts';
+import type { CredentialStatus } from '../gateway/credential/credential-status.ts';
 import type { Store } from '../store/store.ts';
 
 export interface ControlApiDeps {

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { allowedModels, type Pricing, type Rates } from '../gateway/config.ts';
-import { priceFor, priceSource } from '../gateway/price-table.ts';
-import { ratesAt } from '../gateway/pricing.ts';
+import { priceFor, priceSource } from '../gateway/spend/price-table.ts';
+import { ratesAt } from '../gateway/spend/pricing.ts';
 import type { HostConfig } from './schema.ts';
 import { formatConfigPath } from './toml-edit.ts';
 

@@ -8,7 +8,7 @@ import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts'
 import { mediaConfigSchema } from '../router/media/media-config.ts';
 import { schedulerConfigSchema } from '../scheduler/scheduler-config.ts';
 import { copConfigSchema } from '../security/cop/cop.ts';
-import { credentialsConfigSchema } from '../services/credential/credential-config.ts';
+import { credentialsConfigSchema } from '../gateway/credential/credential-config.ts';
 import { servicesConfigSchema } from '../services/service-trust.ts';
 import { webFetchConfigSchema } from '../services/web-fetch-config.ts';
 import { webConfigSchema } from './web-config.ts';

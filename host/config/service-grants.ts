@@ -1,5 +1,5 @@
 import type { HostConfig } from './schema.ts';
-import { credentialConfigProblems } from './credential-grants.ts';
+import { credentialConfigProblems } from '../gateway/credential/credential-grants.ts';
 import { mcpServerNames } from '../services/mcp/mcp-services.ts';
 import { createServiceRegistry, type ServiceRegistry } from '../services/service-registry.ts';
 import { createWebFetchService, WEB_FETCH_SERVICE } from '../services/web-fetch.ts';

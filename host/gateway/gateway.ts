@@ -4,21 +4,21 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { validateBindAddresses } from './bind-address.ts';
 import { allowedModels, upstreamApiBase, type GatewayConfig, type ProviderConfig } from './config.ts';
-import { createLiveDayFormatter } from './day.ts';
-import { createRequestHandler, type UpstreamEvents } from './handler.ts';
+import { createLiveDayFormatter } from './spend/day.ts';
+import { createRequestHandler, type UpstreamEvents } from './proxy/handler.ts';
 import {
   CREDENTIAL_ROUTE_PREFIX,
   createCredentialRoute,
   type CredentialRouteDeps,
-} from './credential-route.ts';
-import { gatewayKeyFrom } from './headers.ts';
+} from './credential/credential-route.ts';
+import { gatewayKeyFrom } from './proxy/headers.ts';
 import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-registry.ts';
 import type { LogLevels } from '../logging/logger.ts';
-import { createReviews, type Review, type ReviewSettings } from './review.ts';
-import { createRunSlots } from './run-slots.ts';
-import { createSpendCap } from './spend-cap.ts';
-import { createTranscription, type TranscriptionSettings, type Transcribe } from './transcription.ts';
-import type { UsageStore } from './usage-store.ts';
+import { createReviews, type Review, type ReviewSettings } from './review/review.ts';
+import { createRunSlots } from './proxy/run-slots.ts';
+import { createSpendCap } from './spend/spend-cap.ts';
+import { createTranscription, type TranscriptionSettings, type Transcribe } from './transcription/transcription.ts';
+import type { UsageStore } from './spend/usage-store.ts';
 import { errorMessage } from '../errors/error-message.ts';
 
 export interface GatewayDeps {
@@ -83,7 +83,7 @@ export interface Gateway {
   readonly port: number | undefined;
   /** Voice → text for the host, counted against the group's spend cap like its runs' requests. */
   transcribe: Transcribe;
-  /** One Cop review for a run, counted against its group's cap and the run's review budget (review.ts). */
+  /** One Cop review for a run, counted against its group's cap and the run's review budget (review/review.ts). */
   review: Review;
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-export type { UpstreamEvents } from './handler.ts';
+export type { UpstreamEvents } from './proxy/handler.ts';
 export {
   createGateway,
   type Gateway,
@@ -6,7 +6,7 @@ export {
   type ListeningInfo,
   type RunKeys,
 } from './gateway.ts';
-export type { CredentialRequestRecord, CredentialRouteDeps, CredentialUse } from './credential-route.ts';
+export type { CredentialRequestRecord, CredentialRouteDeps, CredentialUse } from './credential/credential-route.ts';
 export {
   gatewayConfigSchema,
   providerConfigSchema,
@@ -16,9 +16,9 @@ export {
   type ProviderKind,
 } from './config.ts';
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
-export type { UsageRecord, UsageStore } from './usage-store.ts';
-export { createCapStatus, type CapStatus, type CapStatusDeps } from './cap-status.ts';
-export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './usage-store-sqlite.ts';
+export type { UsageRecord, UsageStore } from './spend/usage-store.ts';
+export { createCapStatus, type CapStatus, type CapStatusDeps } from './spend/cap-status.ts';
+export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './spend/usage-store-sqlite.ts';
 export {
   createSpendReporter,
   type DailySpend,
@@ -26,13 +26,13 @@ export {
   type SpendQuery,
   type SpendReport,
   type SpendReporter,
-} from './spend-report.ts';
-export { formatSpendReport } from './spend-report-text.ts';
-export { formatUsd } from './pricing.ts';
+} from './spend/spend-report.ts';
+export { formatSpendReport } from './spend/spend-report-text.ts';
+export { formatUsd } from './spend/pricing.ts';
 export type {
   Transcribe,
   TranscriptionRequest,
   TranscriptionResult,
   TranscriptionSettings,
-} from './transcription.ts';
-export type { Review, ReviewCall, ReviewResult, ReviewSettings } from './review.ts';
+} from './transcription/transcription.ts';
+export type { Review, ReviewCall, ReviewResult, ReviewSettings } from './review/review.ts';

@@ -1,4 +1,4 @@
-import type { CapStatus } from '../gateway/cap-status.ts';
+import type { CapStatus } from '../gateway/spend/cap-status.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';

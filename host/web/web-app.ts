@@ -11,7 +11,7 @@ import type { HostStatus } from '../channels/local/local-api.ts';
 import { StaleConfigError, type ConfigFileStore } from '../config/config-file-store.ts';
 import { configHistory, lastConfigChange, planRollback } from '../config/config-history.ts';
 import type { HostConfig } from '../config/schema.ts';
-import type { SpendReport } from '../gateway/spend-report.ts';
+import type { SpendReport } from '../gateway/spend/spend-report.ts';
 import type { HostEvents } from '../router/host-events.ts';
 import type { Store } from '../store/store.ts';
 import type { AdminConversation } from '../channels/local/local-channel.ts';

@@ -34,7 +34,7 @@ import { Agent, request } from 'undici';
 import type { z } from 'zod';
 import { gatewayConfigSchema, providerConfigSchema } from '../../host/gateway/config.ts';
 import { createGateway } from '../../host/gateway/gateway.ts';
-import { createSqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore } from '../../host/gateway/spend/usage-store-sqlite.ts';
 import { createLogger } from '../../host/logging/create-logger.ts';
 import { openStore } from '../../host/store/store.ts';
 import { clientResultSchema, type ClientCommand, type ClientResult } from './bench-gateway-client-worker.ts';

@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { SpendReport } from '../../host/gateway/spend-report.ts';
+import type { SpendReport } from '../../host/gateway/spend/spend-report.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { byGroup, turnResponder } from '../fakes/e2e-responders.ts';
 import { reply, type Responder } from '../fakes/fake-provider-script.ts';

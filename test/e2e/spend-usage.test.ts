@@ -4,7 +4,7 @@
  * micro-dollar, and both equal the cost worked out here from the scripted token counts and the prices.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { SpendReport } from '../../host/gateway/spend-report.ts';
+import type { SpendReport } from '../../host/gateway/spend/spend-report.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { bash, ownerSays } from '../fakes/security-responders.ts';
 import { byGroup, turnResponder } from '../fakes/e2e-responders.ts';

@@ -1,4 +1,4 @@
-import type { UsageRecord, UsageStore } from '../../host/gateway/usage-store.ts';
+import type { UsageRecord, UsageStore } from '../../host/gateway/spend/usage-store.ts';
 
 /** In-memory UsageStore for tests and benchmarks; the host uses the SQLite one. */
 export interface MemoryUsageStore extends UsageStore {

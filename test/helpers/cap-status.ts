@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { createCapStatus, type CapStatus } from '../../host/gateway/cap-status.ts';
+import { createCapStatus, type CapStatus } from '../../host/gateway/spend/cap-status.ts';
 import { gatewayConfigSchema } from '../../host/gateway/config.ts';
-import { createSqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore } from '../../host/gateway/spend/usage-store-sqlite.ts';
 
 /**
  * The host's cap check over a test's database, as `startHost` wires it: the usage the gateway recorded

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import type { ChannelHost, InboundMessage } from '../../host/channels/channel.ts';
-import type { TranscriptionRequest } from '../../host/gateway/transcription.ts';
+import type { TranscriptionRequest } from '../../host/gateway/transcription/transcription.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { mediaConfigSchema, type MediaConfig } from '../../host/router/media/media-config.ts';
 import { createMediaIngest, type Transcribe } from '../../host/router/media/media-ingest.ts';

@@ -1,4 +1,4 @@
-import { createSqliteUsageStore } from '../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore } from '../../host/gateway/spend/usage-store-sqlite.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 
 export interface HistoryShape {

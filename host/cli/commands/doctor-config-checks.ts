@@ -14,7 +14,7 @@ import { openStore } from '../../store/store.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { upstreamApiBase, type ProviderConfig } from '../../gateway/config.ts';
-import { upstreamRequestHeaders } from '../../gateway/headers.ts';
+import { upstreamRequestHeaders } from '../../gateway/proxy/headers.ts';
 
 /** The checks `start` makes before it runs (the admin clean room), through the very same function. */
 export const checkStartable: Check = async (ctx) => {

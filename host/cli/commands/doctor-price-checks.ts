@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import { createDayFormatter } from '../../gateway/day.ts';
-import { checkPrices, modelsInUse, priceCheckLines } from '../../gateway/price-check.ts';
-import { priceSource } from '../../gateway/price-table.ts';
-import { createSpendReporter } from '../../gateway/spend-report.ts';
+import { createDayFormatter } from '../../gateway/spend/day.ts';
+import { checkPrices, modelsInUse, priceCheckLines } from '../../gateway/spend/price-check.ts';
+import { priceSource } from '../../gateway/spend/price-table.ts';
+import { createSpendReporter } from '../../gateway/spend/spend-report.ts';
 import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import type { CliContext } from '../cli-context.ts';
 import type { Check } from './doctor-check.ts';

@@ -3,7 +3,7 @@ import Docker from 'dockerode';
 import { createMcpServerContainers } from '../../containers/run/mcp-server-container.ts';
 import { loadSecrets } from '../../config/secrets.ts';
 import { errorMessage } from '../../errors/error-message.ts';
-import { probeCredential } from '../../services/credential/credential-status.ts';
+import { probeCredential } from '../../gateway/credential/credential-status.ts';
 import { createMcpServices, mcpServerNames } from '../../services/mcp/mcp-services.ts';
 import type { Check } from './doctor-check.ts';
 

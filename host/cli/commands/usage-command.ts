@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createSpendView } from '../../admin/spend-view.ts';
-import { MAX_REPORT_DAYS, createSpendReporter } from '../../gateway/spend-report.ts';
+import { MAX_REPORT_DAYS, createSpendReporter } from '../../gateway/spend/spend-report.ts';
 import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 

@@ -7,7 +7,7 @@ import {
   type MediaKind,
 } from '../../channels/channel.ts';
 import { errorMessage } from '../../errors/error-message.ts';
-import type { TranscriptionRequest, TranscriptionResult } from '../../gateway/transcription.ts';
+import type { TranscriptionRequest, TranscriptionResult } from '../../gateway/transcription/transcription.ts';
 import { fenceStrangerText } from '../../services/untrusted-fence.ts';
 import type { MessageMedia } from '../../store/messages-store.ts';
 import type { Store } from '../../store/store.ts';
@@ -16,7 +16,7 @@ import type { MediaConfig } from './media-config.ts';
 import { mediaPath, storeMediaFile } from './media-file.ts';
 import { sniffMedia } from './media-sniff.ts';
 
-/** The gateway's transcription (gateway/transcription.ts); never rejects. */
+/** The gateway's transcription (gateway/transcription/transcription.ts); never rejects. */
 export type Transcribe = (req: TranscriptionRequest) => Promise<TranscriptionResult>;
 
 export interface MediaIngestDeps {

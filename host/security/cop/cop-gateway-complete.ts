@@ -1,7 +1,7 @@
 import { CopRefusal, type CopComplete } from './cop.ts';
 
 /**
- * The gateway's review call as the Cop sees it (`host/gateway/review.ts`): the provider is called by the
+ * The gateway's review call as the Cop sees it (`host/gateway/review/review.ts`): the provider is called by the
  * gateway, with the real key, against the run's group cap and review budget.
  */
 export type GatewayReview = (call: {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConsoleFormat } from '../format.ts';
 import { h, type Html } from '../html.ts';
 
-// The parameters a git push's approval carries (gateway/credential-route.ts with summarizePush). Read
+// The parameters a git push's approval carries (gateway/credential/credential-route.ts with summarizePush). Read
 // loosely: any other request, or a push recorded before commits were, shows only the chat's text.
 const pushParams = z.object({
   remote: z.string().optional(),

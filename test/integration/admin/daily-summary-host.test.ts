@@ -10,7 +10,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { startHost, type RunningHost } from '../../../host/app/host.ts';
 import { resolvePaths, type CarapacePaths } from '../../../host/config/paths.ts';
 import { hostConfigSchema } from '../../../host/config/schema.ts';
-import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { createEchoRunner } from '../../fakes/echo-runner.ts';
 import { fakeClock } from '../../helpers/fake-clock.ts';
 import { staticRunner } from '../../helpers/static-runner.ts';

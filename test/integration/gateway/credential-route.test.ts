@@ -6,8 +6,8 @@
  */
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { credentialSchema } from '../../../host/services/credential/credential-config.ts';
-import { probeCredential } from '../../../host/services/credential/credential-status.ts';
+import { credentialSchema } from '../../../host/gateway/credential/credential-config.ts';
+import { probeCredential } from '../../../host/gateway/credential/credential-status.ts';
 import { startRecordingApi, type RecordingApi } from '../../fakes/recording-api.ts';
 import {
   startCredentialGateway,

@@ -8,8 +8,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
-import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
-import { formatSpendReport } from '../../../host/gateway/spend-report-text.ts';
+import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
+import { formatSpendReport } from '../../../host/gateway/spend/spend-report-text.ts';
 import { createCop } from '../../../host/security/cop/cop.ts';
 import { createGatewayCopComplete } from '../../../host/security/cop/cop-gateway-complete.ts';
 import type { RunIdentity } from '../../../host/security/decisions.ts';

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createDayFormatter } from '../../../host/gateway/day.ts';
-import { addDays, type SpendReport } from '../../../host/gateway/spend-report.ts';
-import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createDayFormatter } from '../../../host/gateway/spend/day.ts';
+import { addDays, type SpendReport } from '../../../host/gateway/spend/spend-report.ts';
+import { createSqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { openStore } from '../../../host/store/store.ts';
 import { runCli } from '../../helpers/run-cli.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';

@@ -14,7 +14,7 @@ import {
 } from '../../../host/cli/commands/doctor-config-checks.ts';
 import { checkConfig } from '../../../host/cli/commands/doctor-command.ts';
 import { checkModelPrices } from '../../../host/cli/commands/doctor-price-checks.ts';
-import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { loadConfig } from '../../../host/config/load-config.ts';
 import { lastGoodFile, saveLastGood } from '../../../host/config/safe-start.ts';
 import { CleanRoomError } from '../../../host/security/policies/admin-clean-room.ts';

@@ -2,7 +2,7 @@
  * The admin agent's config proposals (issue 11) on the real file store, patch checker, Cop and audit log:
  * only the owner's approval and the Cop's answer are scripted.
  */
-import { DEFAULT_PRICES } from '../../../host/gateway/price-table.ts';
+import { DEFAULT_PRICES } from '../../../host/gateway/spend/price-table.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

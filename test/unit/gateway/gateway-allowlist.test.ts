@@ -4,7 +4,7 @@ import {
   clampOutputTokens,
   IMAGE_WORST_TOKENS,
   inlineImages,
-} from '../../../host/gateway/body-allowlist.ts';
+} from '../../../host/gateway/proxy/body-allowlist.ts';
 import { startHarness } from './gateway-harness.ts';
 
 const chat = (extra: Record<string, unknown> = {}) =>

@@ -4,7 +4,7 @@ import { createGateway, type Gateway } from '../../../host/gateway/gateway.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import type { IssuedKey } from '../../../host/gateway/key-registry.ts';
 import type { LogLevels } from '../../../host/logging/logger.ts';
-import type { UsageStore } from '../../../host/gateway/usage-store.ts';
+import type { UsageStore } from '../../../host/gateway/spend/usage-store.ts';
 import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { worstCaseMicros } from '../../../host/gateway/pricing.ts';
+import { worstCaseMicros } from '../../../host/gateway/spend/pricing.ts';
 import {
   capAsWritten,
   createSpendCap,
   mayReserve,
   spendCapMessage,
   type Reservation,
-} from '../../../host/gateway/spend-cap.ts';
+} from '../../../host/gateway/spend/spend-cap.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 
 const DAY = '2024-03-11';

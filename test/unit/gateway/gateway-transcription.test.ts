@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
-import type { TranscriptionSettings } from '../../../host/gateway/transcription.ts';
+import type { TranscriptionSettings } from '../../../host/gateway/transcription/transcription.ts';
 import { mediaConfigSchema } from '../../../host/router/media/media-config.ts';
 import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';

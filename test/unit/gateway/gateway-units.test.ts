@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { mentionsUsageObject } from '../../../host/gateway/usage-tap.ts';
+import { mentionsUsageObject } from '../../../host/gateway/proxy/usage-tap.ts';
 import { validateBindAddresses } from '../../../host/gateway/bind-address.ts';
 import {
   allowedModels,
@@ -9,22 +9,22 @@ import {
   providerConfigSchema,
   upstreamApiBase,
 } from '../../../host/gateway/config.ts';
-import { createDayFormatter } from '../../../host/gateway/day.ts';
+import { createDayFormatter } from '../../../host/gateway/spend/day.ts';
 import { createGateway } from '../../../host/gateway/gateway.ts';
-import { gatewayKeyFrom, upstreamRequestHeaders } from '../../../host/gateway/headers.ts';
+import { gatewayKeyFrom, upstreamRequestHeaders } from '../../../host/gateway/proxy/headers.ts';
 import { createKeyRegistry } from '../../../host/gateway/key-registry.ts';
-import { costMicros } from '../../../host/gateway/pricing.ts';
-import { PRICES_AS_OF } from '../../../host/gateway/price-table.ts';
+import { costMicros } from '../../../host/gateway/spend/pricing.ts';
+import { PRICES_AS_OF } from '../../../host/gateway/spend/price-table.ts';
 import {
   isRetryableStatus,
   retryAfterMs,
   UPSTREAM_RETRY_JITTER,
-} from '../../../host/gateway/retry-policy.ts';
+} from '../../../host/gateway/proxy/retry-policy.ts';
 import { backoffMs } from '../../../host/time/backoff.ts';
-import { createSseFramer } from '../../../host/gateway/sse-framer.ts';
-import { createSseSplitter, type SseEvent } from '../../../host/gateway/sse-splitter.ts';
-import { usageFromPayload } from '../../../host/gateway/usage-extract.ts';
-import { createUsageTap } from '../../../host/gateway/usage-tap.ts';
+import { createSseFramer } from '../../../host/gateway/proxy/sse-framer.ts';
+import { createSseSplitter, type SseEvent } from '../../../host/gateway/proxy/sse-splitter.ts';
+import { usageFromPayload } from '../../../host/gateway/spend/usage-extract.ts';
+import { createUsageTap } from '../../../host/gateway/proxy/usage-tap.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 
 const silent = {

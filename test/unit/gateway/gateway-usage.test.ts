@@ -5,7 +5,7 @@ import type Database from 'better-sqlite3';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { reply } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import {

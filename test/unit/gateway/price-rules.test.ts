@@ -8,8 +8,8 @@ import {
   priceSource,
   TRANSCRIPTION_PRICES,
   transcriptionPricePerMinute,
-} from '../../../host/gateway/price-table.ts';
-import { costMicros, ratesAt, worstCaseMicros } from '../../../host/gateway/pricing.ts';
+} from '../../../host/gateway/spend/price-table.ts';
+import { costMicros, ratesAt, worstCaseMicros } from '../../../host/gateway/spend/pricing.ts';
 
 const none: Pricing = { prices: {} };
 

@@ -4,10 +4,10 @@ import {
   spendPeriods,
   addDays,
   type SpendConfig,
-} from '../../../host/gateway/spend-report.ts';
-import { formatUsd } from '../../../host/gateway/pricing.ts';
-import { formatSpendReport } from '../../../host/gateway/spend-report-text.ts';
-import type { SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+} from '../../../host/gateway/spend/spend-report.ts';
+import { formatUsd } from '../../../host/gateway/spend/pricing.ts';
+import { formatSpendReport } from '../../../host/gateway/spend/spend-report-text.ts';
+import type { SqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import type { Store } from '../../../host/store/store.ts';
 import { openSpendDb, type SpendDb } from '../../helpers/spend-db.ts';
 

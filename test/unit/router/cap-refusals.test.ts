@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createSqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { SPEND_CAP_LINE } from '../../../host/router/spend-notices.ts';
 import { createScriptedRunner } from '../../fakes/scripted-runner.ts';
 import { createRouterHarness } from '../../helpers/router-harness.ts';

@@ -6,8 +6,8 @@ import {
   spendCapMessage,
   spendLevel,
   type SpendCap,
-} from '../../../host/gateway/spend-cap.ts';
-import type { SqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+} from '../../../host/gateway/spend/spend-cap.ts';
+import type { SqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { sendNotices } from '../../../host/router/run-notices.ts';
 import { createSpendNotices, spendCapNotices } from '../../../host/router/spend-notices.ts';
 import type { NewOutboxItem } from '../../../host/store/outbox-store.ts';

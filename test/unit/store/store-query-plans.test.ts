@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createSpendReporter } from '../../../host/gateway/spend-report.ts';
-import { createSqliteUsageStore } from '../../../host/gateway/usage-store-sqlite.ts';
+import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
+import { createSqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { openStoreReadOnly } from '../../../host/store/read-only-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { collectPreparedSql, unboundedPlans, type AllowedScan } from '../../helpers/query-plan-check.ts';

@@ -1,5 +1,5 @@
 import type { BodyKind } from './body-allowlist.ts';
-import type { ProviderKind } from './config.ts';
+import type { ProviderKind } from '../config.ts';
 import { gatewayErrors, type ErrorDialect, type GatewayError } from './errors.ts';
 
 export interface Route {

@@ -1,16 +1,16 @@
 import { z } from 'zod';
-import type { GatewayConfig, ProviderConfig } from './config.ts';
-import { errorMessage } from '../errors/error-message.ts';
-import { upstreamRequestHeaders } from './headers.ts';
-import type { LogLevels } from '../logging/logger.ts';
-import { worstCaseMicros } from './pricing.ts';
-import { readUpstreamBody } from './response-relay.ts';
-import { reviewRunId } from './review-run-id.ts';
-import type { SpendCap } from './spend-cap.ts';
-import { callUpstream, type UpstreamSettings } from './upstream.ts';
-import { chargedMicros } from './usage-cost.ts';
-import { usageFromPayload, type PartialUsage } from './usage-extract.ts';
-import type { UsageStore } from './usage-store.ts';
+import type { GatewayConfig, ProviderConfig } from '../config.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { upstreamRequestHeaders } from '../proxy/headers.ts';
+import type { LogLevels } from '../../logging/logger.ts';
+import { worstCaseMicros } from '../spend/pricing.ts';
+import { readUpstreamBody } from '../proxy/response-relay.ts';
+import { reviewRunId } from '../spend/review-run-id.ts';
+import type { SpendCap } from '../spend/spend-cap.ts';
+import { callUpstream, type UpstreamSettings } from '../proxy/upstream.ts';
+import { chargedMicros } from '../spend/usage-cost.ts';
+import { usageFromPayload, type PartialUsage } from '../spend/usage-extract.ts';
+import type { UsageStore } from '../spend/usage-store.ts';
 
 /** `[security.cop]` as the gateway reads it (the section is the Cop's; see cop.ts), taken once at start. */
 export interface ReviewSettings {

@@ -1,4 +1,4 @@
-import type { GatewayConfig } from './config.ts';
+import type { GatewayConfig } from '../config.ts';
 import { formatUsd, usdToMicros } from './pricing.ts';
 import type { UsageStore } from './usage-store.ts';
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderKind } from './config.ts';
+import type { ProviderKind } from '../config.ts';
 
 /**
  * Client headers that may reach the provider. Everything else is dropped: the gateway key, hop-by-hop

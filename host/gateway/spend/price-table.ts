@@ -1,4 +1,4 @@
-import type { ModelPrice, Pricing, Rates } from './config.ts';
+import type { ModelPrice, Pricing, Rates } from '../config.ts';
 
 /** A listed price, with the day it was read off `source`, the provider's pricing page. */
 export interface ListedPrice extends ModelPrice {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseToml } from 'smol-toml';
 import { checkConfigPatch } from '../../../host/config/config-patch.ts';
-import { credentialConfigProblems } from '../../../host/config/credential-grants.ts';
+import { credentialConfigProblems } from '../../../host/gateway/credential/credential-grants.ts';
 import { appliesAtRestart } from '../../../host/config/reload-scope.ts';
 import { hostConfigSchema } from '../../../host/config/schema.ts';
 import type { PatchEntry } from '../../../host/config/toml-edit.ts';
@@ -16,10 +16,10 @@ import {
   isAllowed,
   parseAllowRules,
   unsafePathReason,
-} from '../../../host/services/credential/credential-allowlist.ts';
-import { credentialHeader, credentialSchema } from '../../../host/services/credential/credential-config.ts';
-import { credentialTrust } from '../../../host/services/credential/credential-trust.ts';
-import { credentialCommandSetup } from '../../../host/services/credential/command-setup.ts';
+} from '../../../host/gateway/credential/credential-allowlist.ts';
+import { credentialHeader, credentialSchema } from '../../../host/gateway/credential/credential-config.ts';
+import { credentialTrust } from '../../../host/gateway/credential/credential-trust.ts';
+import { credentialCommandSetup } from '../../../host/gateway/credential/command-setup.ts';
 import { commandEnvironment } from '../../../container-agent/src/tools/bash.ts';
 
 const exampleText = fs.readFileSync(

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parsePush, summarizePush } from '../../../host/services/credential/git-push.ts';
+import { parsePush, summarizePush } from '../../../host/gateway/credential/git-push.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 let dir: string;

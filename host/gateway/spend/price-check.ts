@@ -1,4 +1,4 @@
-import type { GatewayConfig, Pricing, ProviderConfig } from './config.ts';
+import type { GatewayConfig, Pricing, ProviderConfig } from '../config.ts';
 import { ceilingRates, isTranscriptionListed, PRICES_AS_OF, priceSource, tableRow } from './price-table.ts';
 
 /** A listed price older than this may have changed, and models released since are not in the table. */

@@ -3,12 +3,12 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { request, type Dispatcher } from 'undici';
-import type { KeyOwner } from './key-registry.ts';
-import type { LogLevels } from '../logging/logger.ts';
-import { readBodyLimited } from './request-body.ts';
-import { DomainError } from '../errors/domain-error.ts';
-import { errorMessage } from '../errors/error-message.ts';
-import { isAllowed, parseAllowRules, unsafePathReason } from '../services/credential/credential-allowlist.ts';
+import type { KeyOwner } from '../key-registry.ts';
+import type { LogLevels } from '../../logging/logger.ts';
+import { readBodyLimited } from '../request-body.ts';
+import { DomainError } from '../../errors/domain-error.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { isAllowed, parseAllowRules, unsafePathReason } from './credential-allowlist.ts';
 import {
   CREDENTIAL_DEFAULT_MAX_REQUEST_BYTES,
   CREDENTIAL_NAME_PATTERN,
@@ -17,9 +17,9 @@ import {
   credentialUpstream,
   type CredentialConfig,
   type CredentialsConfig,
-} from '../services/credential/credential-config.ts';
-import { credentialTrust } from '../services/credential/credential-trust.ts';
-import { isDeletion, parsePush, summarizePush } from '../services/credential/git-push.ts';
+} from './credential-config.ts';
+import { credentialTrust } from './credential-trust.ts';
+import { isDeletion, parsePush, summarizePush } from './git-push.ts';
 import {
   defaultBranchOf,
   lsRefsRequest,
@@ -27,9 +27,9 @@ import {
   refsUpdatedBy,
   UNRESOLVED,
   type RemoteRefs,
-} from '../services/credential/git-refs.ts';
-import { createRedactingStream, redactionsFor, redactText } from '../services/credential/redacting-stream.ts';
-import type { ServiceTrust } from '../services/service-trust.ts';
+} from './git-refs.ts';
+import { createRedactingStream, redactionsFor, redactText } from './redacting-stream.ts';
+import type { ServiceTrust } from '../../services/service-trust.ts';
 
 /** Where credential routes start on the gateway: `/credentials/<name>/<path>`. */
 export const CREDENTIAL_ROUTE_PREFIX = '/credentials/';

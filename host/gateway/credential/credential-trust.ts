@@ -1,4 +1,4 @@
-import { TRUST_PROPERTIES, UNDECLARED_TRUST, type ServiceTrust } from '../service-trust.ts';
+import { TRUST_PROPERTIES, UNDECLARED_TRUST, type ServiceTrust } from '../../services/service-trust.ts';
 import type { CredentialConfig } from './credential-config.ts';
 
 /**

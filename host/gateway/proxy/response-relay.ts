@@ -3,8 +3,8 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { clientResponseHeaders } from './headers.ts';
 import { createUsageTap } from './usage-tap.ts';
-import type { PartialUsage } from './usage-extract.ts';
-import { errorMessage } from '../errors/error-message.ts';
+import type { PartialUsage } from '../spend/usage-extract.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 type UpstreamBody = Dispatcher.ResponseData['body'];
 type UpstreamHeaders = Dispatcher.ResponseData['headers'];

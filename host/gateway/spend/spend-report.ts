@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { GatewayConfig } from './config.ts';
+import type { GatewayConfig } from '../config.ts';
 import { isPriced, isTranscriptionListed } from './price-table.ts';
 import { reviewOf } from './review-run-id.ts';
 import { groupCap } from './spend-cap.ts';

@@ -1,12 +1,18 @@
-import type { HostConfig } from './schema.ts';
-import { credentialTrust } from '../services/credential/credential-trust.ts';
+import type { CredentialsConfig } from './credential-config.ts';
+import { credentialTrust } from './credential-trust.ts';
+
+/** The part of the host's config the grants are checked in (config/schema.ts's `HostConfig` is one). */
+export interface CredentialGrantsConfig {
+  credentials: CredentialsConfig;
+  groups: Record<string, { credentials?: readonly string[] | undefined }>;
+}
 
 /**
  * What `[credentials]` and the groups' `credentials` lists must not say, beyond the schema: a group given
  * a credential that does not exist (a typo grants nothing), and the admin group given one that reads
  * public content (the clean room, as for services: the one chat that approves must not read strangers).
  */
-export function credentialConfigProblems(config: HostConfig, adminGroupId: string): string[] {
+export function credentialConfigProblems(config: CredentialGrantsConfig, adminGroupId: string): string[] {
   const problems: string[] = [];
   const known = Object.keys(config.credentials).sort();
   for (const [id, group] of Object.entries(config.groups)) {

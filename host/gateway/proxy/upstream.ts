@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
-import type { LogLevels } from '../logging/logger.ts';
+import type { LogLevels } from '../../logging/logger.ts';
 import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from './retry-policy.ts';
-import { errorMessage } from '../errors/error-message.ts';
-import { backoffMs } from '../time/backoff.ts';
-import { errorCodeInChain } from '../errors/error-code.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { backoffMs } from '../../time/backoff.ts';
+import { errorCodeInChain } from '../../errors/error-code.ts';
 
 export interface UpstreamSettings {
   dispatcher: Dispatcher;

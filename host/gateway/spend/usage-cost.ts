@@ -1,4 +1,4 @@
-import type { Pricing } from './config.ts';
+import type { Pricing } from '../config.ts';
 import { costMicros, usdToMicros } from './pricing.ts';
 import type { PartialUsage } from './usage-extract.ts';
 

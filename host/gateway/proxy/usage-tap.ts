@@ -1,6 +1,6 @@
 import { createSseFramer } from './sse-framer.ts';
 import { createSseSplitter } from './sse-splitter.ts';
-import { mergeUsage, usageFromPayload, type PartialUsage } from './usage-extract.ts';
+import { mergeUsage, usageFromPayload, type PartialUsage } from '../spend/usage-extract.ts';
 
 export interface UsageTap {
   /** Returns what to send to the client for this upstream chunk (empty: nothing yet). */

@@ -1,4 +1,4 @@
-import type { GatewayConfig } from './config.ts';
+import type { GatewayConfig } from '../config.ts';
 import { createLiveDayFormatter } from './day.ts';
 import { groupCap, mayReserve, spendCapMessage } from './spend-cap.ts';
 

@@ -1,4 +1,4 @@
-import type { ModelPrice, Pricing, Rates } from './config.ts';
+import type { ModelPrice, Pricing, Rates } from '../config.ts';
 import { priceFor } from './price-table.ts';
 
 export interface TokenCounts {

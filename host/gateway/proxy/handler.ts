@@ -1,23 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { allowBody, clampOutputTokens, IMAGE_WORST_TOKENS, inlineImages } from './body-allowlist.ts';
-import type { GatewayConfig, ProviderConfig } from './config.ts';
+import type { GatewayConfig, ProviderConfig } from '../config.ts';
 import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom, upstreamRequestHeaders } from './headers.ts';
-import type { KeyOwner, KeyRegistry } from './key-registry.ts';
-import type { LogLevels } from '../logging/logger.ts';
-import { worstCaseMicros } from './pricing.ts';
-import { readBodyLimited } from './request-body.ts';
+import type { KeyOwner, KeyRegistry } from '../key-registry.ts';
+import type { LogLevels } from '../../logging/logger.ts';
+import { worstCaseMicros } from '../spend/pricing.ts';
+import { readBodyLimited } from '../request-body.ts';
 import { filterModelList, readUpstreamBody, relayStream, sendBuffered } from './response-relay.ts';
 import { isRetryableStatus } from './retry-policy.ts';
 import { matchRoute, type Route } from './routes.ts';
 import type { RunSlots } from './run-slots.ts';
-import type { Reservation, SpendCap } from './spend-cap.ts';
+import type { Reservation, SpendCap } from '../spend/spend-cap.ts';
 import { callUpstream, type UpstreamSettings } from './upstream.ts';
-import { chargedMicros } from './usage-cost.ts';
-import type { PartialUsage } from './usage-extract.ts';
-import type { UsageStore } from './usage-store.ts';
-import { errorMessage } from '../errors/error-message.ts';
+import { chargedMicros } from '../spend/usage-cost.ts';
+import type { PartialUsage } from '../spend/usage-extract.ts';
+import type { UsageStore } from '../spend/usage-store.ts';
+import { errorMessage } from '../../errors/error-message.ts';
 
 export interface HandlerContext {
   /** Read at each request: a reloaded config's caps, prices and size limit apply to the next one. */

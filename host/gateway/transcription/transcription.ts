@@ -1,12 +1,12 @@
 import { fetch, FormData, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { errorMessage } from '../errors/error-message.ts';
-import type { LogLevels } from '../logging/logger.ts';
-import { transcriptionPricePerMinute } from './price-table.ts';
-import { usdToMicros } from './pricing.ts';
-import type { SpendCap } from './spend-cap.ts';
-import { transcriptionRunId } from './transcription-run-id.ts';
-import type { UsageStore } from './usage-store.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import type { LogLevels } from '../../logging/logger.ts';
+import { transcriptionPricePerMinute } from '../spend/price-table.ts';
+import { usdToMicros } from '../spend/pricing.ts';
+import type { SpendCap } from '../spend/spend-cap.ts';
+import { transcriptionRunId } from '../spend/transcription-run-id.ts';
+import type { UsageStore } from '../spend/usage-store.ts';
 
 /** `[media.transcription]` as the gateway reads it (the section is the media step's; see media-config.ts). */
 export interface TranscriptionSettings {

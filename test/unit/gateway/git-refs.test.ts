@@ -5,7 +5,7 @@ import {
   parseLsRefs,
   refsUpdatedBy,
   UNRESOLVED,
-} from '../../../host/services/credential/git-refs.ts';
+} from '../../../host/gateway/credential/git-refs.ts';
 
 const ID = 'a'.repeat(40);
 const pkt = (line: string) => `${(line.length + 4).toString(16).padStart(4, '0')}${line}`;
