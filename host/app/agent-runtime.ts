@@ -37,6 +37,7 @@ import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/run/docker-l
 import { applyGatewayFirewall } from '../containers/network/network-host-firewall.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network/network-gateway.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { systemClock } from '../time/clock.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
@@ -182,7 +183,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     await stopBundler();
   }
 
-  const credentialBook = createCredentialStatusBook();
+  const credentialBook = createCredentialStatusBook(systemClock);
   const gateway = createGateway({
     config: () => deps.live().gateway,
     provider: config.provider,
@@ -205,7 +206,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           },
         }
       : {}),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,
