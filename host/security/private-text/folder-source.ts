@@ -1,5 +1,6 @@
 import type { Stats } from 'node:fs';
 import path from 'node:path';
+import { errorCode } from '../../errors/error-code.ts';
 import { openGuardedRoot } from '../../safe-fs/guarded-root.ts';
 import type { PrivateIndex, PrivateScope } from './private-index.ts';
 
@@ -52,8 +53,11 @@ export function createFolderSource(index: PrivateIndex, options: FolderSourceOpt
       let root;
       try {
         root = await openGuardedRoot(options.root, { label: options.label });
-      } catch {
-        root = undefined; // no folder: nothing private in it
+      } catch (error) {
+        // No folder holds nothing private; a folder that cannot be read is an error, which the rule
+        // asks the owner about in a corrupted run, never an empty index.
+        if (errorCode(error) !== 'ENOENT') throw error;
+        root = undefined;
       }
       if (root) {
         const guarded = root;

@@ -261,3 +261,14 @@ describe('numbers alone', () => {
     ).toBeDefined();
   });
 });
+
+describe('a folder that cannot be read', () => {
+  it('is an error for the rule to act on, not an empty index', async () => {
+    const groups = tempDir();
+    fs.writeFileSync(path.join(groups, 'team'), 'a file where the folder should be');
+    const check = createPrivateTextCheck({ groupFolder: (id) => path.join(groups, id) });
+    await expect(check.check(identity(1), 'elsewhere', { text: DIARY })).rejects.toThrow(/not a folder/);
+    const missing = createPrivateTextCheck({ groupFolder: (id) => path.join(groups, 'none', id) });
+    expect(await missing.check(identity(1), 'elsewhere', { text: DIARY })).toEqual({});
+  });
+});
