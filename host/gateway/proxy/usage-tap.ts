@@ -122,21 +122,23 @@ function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
     return !(stripUsageOnlyChunks && isUsageOnlyChunk(payload));
   };
 
+  // Kept events are not copied one by one: the chunk goes out in runs between dropped events.
+  let runStart = 0;
   const framer = createSseFramer((event) => {
     const keep = keepEvent(event);
     if (!stripUsageOnlyChunks) return;
     // The event's bytes in this chunk; its first `carried` bytes came in earlier chunks.
     const inChunk = Math.max(0, event.length - carried);
-    const piece = chunk.subarray(pos, pos + inChunk);
-    // An event whose start already went out must go out whole (showsChoices() said it is not usage-only).
-    if (keep || (carried > 0 && startSent)) {
-      if (carried > 0 && !startSent) for (const part of held) appendPiece(out, part);
-      appendPiece(out, piece);
-    }
     if (carried > 0) {
+      // An event whose start already went out must go out whole (showsChoices() said it is not usage-only).
+      if (keep && !startSent) for (const part of held) appendPiece(out, part);
+      else if (!keep && !startSent) runStart = inChunk;
       held = [];
       startSent = false;
       carried = 0;
+    } else if (!keep) {
+      appendPiece(out, chunk.subarray(runStart, pos));
+      runStart = pos + inChunk;
     }
     pos += inChunk;
   });
@@ -154,8 +156,10 @@ function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
       }
       chunk = data;
       pos = 0;
+      runStart = 0;
       carried = framer.pending().length;
       framer.push(data);
+      appendPiece(out, data.subarray(runStart, pos));
       const rest = data.subarray(pos);
       if (rest.length > 0) {
         if (startSent) appendPiece(out, rest);
