@@ -104,8 +104,7 @@ export function createIngest({
       return { stored: false, duplicate: true, triggered: false, groupId: group.id };
     // A stranger's words now sit in the group's history, whoever forwarded them: the group's standing
     // taint, which every run of it reads (also one already running, see taint.ts), until the owner clears it.
-    if (strangerWords)
-      store.groups.markTainted(group.id, { corruption: true, secret: false });
+    if (strangerWords) store.groups.markTainted(group.id, { corruption: true, secret: false });
     if (triggers) onTriggered(group.id);
     return { stored: true, duplicate: false, triggered: triggers, messageId, groupId: group.id };
   };

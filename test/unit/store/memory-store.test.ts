@@ -106,7 +106,11 @@ describe('memory search', () => {
   });
 
   it('filters by sender (id or name) and time range, and ranks the better match first', () => {
-    say('family', 'pizza on friday', { senderId: 'ann', senderName: 'Ann', sentAt: '2026-01-02T10:00:00.000Z' });
+    say('family', 'pizza on friday', {
+      senderId: 'ann',
+      senderName: 'Ann',
+      sentAt: '2026-01-02T10:00:00.000Z',
+    });
     const bob = say('family', 'pizza pizza pizza, pizza again', {
       senderId: 'bob',
       senderName: 'Bob',
@@ -115,7 +119,9 @@ describe('memory search', () => {
     expect(store.memory.search('family', { text: 'pizza', sender: 'bob' }).map((h) => h.id)).toEqual([bob]);
     expect(store.memory.search('family', { text: 'pizza', sender: 'BOB' }).map((h) => h.id)).toEqual([bob]);
     expect(
-      store.memory.search('family', { text: 'pizza', until: '2026-01-10T00:00:00.000Z' }).map((h) => h.senderName),
+      store.memory
+        .search('family', { text: 'pizza', until: '2026-01-10T00:00:00.000Z' })
+        .map((h) => (h.kind === 'message' ? h.senderName : h.path)),
     ).toEqual(['Ann']);
     expect(store.memory.search('family', { text: 'pizza' })[0]?.id).toBe(bob);
   });
@@ -149,7 +155,11 @@ describe('notes', () => {
 
   it('an edited note is found by its new words only, and keeps the worse taint', () => {
     const note = { groupId: 'family', path: 'memory/a.md', author: 'agent' as const };
-    const id = store.memory.putNote({ ...note, text: 'old words', taint: { corruption: true, secret: false } });
+    const id = store.memory.putNote({
+      ...note,
+      text: 'old words',
+      taint: { corruption: true, secret: false },
+    });
     store.memory.putNote({ ...note, text: 'new words', taint: { corruption: false, secret: false } });
     expect(ids('family', 'old')).toEqual([]);
     expect(store.memory.search('family', { text: 'new' })).toMatchObject([
@@ -165,7 +175,9 @@ describe('the index’s lifecycle', () => {
     const step = store.retention.pruneMessages(1, 0, 100);
     expect(step.removed).toBe(1);
     expect(ids('family', 'ephemeral')).toEqual([]);
-    expect(store.db.prepare('SELECT count(*) AS n FROM memory_fts WHERE rowid = ?').get(id)).toEqual({ n: 0 });
+    expect(store.db.prepare('SELECT count(*) AS n FROM memory_fts WHERE rowid = ?').get(id)).toEqual({
+      n: 0,
+    });
     expect(store.memory.check().ok).toBe(true);
   });
 
