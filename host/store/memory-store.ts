@@ -316,7 +316,9 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
     check(): IndexCheck {
       const problems: string[] = [];
       try {
-        db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 0)").run();
+        // FTS5's own check is an INSERT command: a read-only connection (doctor) relies on the counts below.
+        if (!db.readonly)
+          db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 0)").run();
       } catch (err) {
         problems.push(`the full-text index is damaged: ${(err as Error).message}`);
       }
