@@ -86,6 +86,9 @@ export interface IndexCheck {
 }
 
 const MAX_HITS = 50;
+/** Matches of one group ranked per search, newest first: a word the group used more often than this is
+ * ranked among its newest uses only. */
+const MAX_CANDIDATES = 1000;
 const MAX_TERMS = 16;
 const SNIPPET_CHARS = 240;
 
@@ -119,6 +122,39 @@ export function snippetOf(text: string, terms: string[]): string {
   return `${start > 0 ? '…' : ''}${body}${start + SNIPPET_CHARS < text.length ? '…' : ''}`;
 }
 
+function words(text: string): string[] {
+  return (
+    text
+      .normalize('NFD')
+      .replace(/\p{M}/gu, '')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
+}
+
+/**
+ * Okapi BM25 (k1 1.2, b 0.75, as FTS5's) over the group's own matches, negated so lower is better as FTS5
+ * reports it: the word statistics are the group's, never other groups'.
+ */
+export function bm25(bodies: string[], terms: string[]): number[] {
+  const docs = bodies.map(words);
+  const n = docs.length;
+  if (n === 0) return [];
+  const avg = docs.reduce((sum, d) => sum + d.length, 0) / n || 1;
+  const plain = terms.map((t) => words(t).join(' '));
+  const df = plain.map((t) => docs.filter((d) => d.includes(t)).length);
+  return docs.map((d) => {
+    let score = 0;
+    plain.forEach((t, i) => {
+      const tf = d.filter((w) => w === t).length;
+      if (tf === 0) return;
+      const idf = Math.log(1 + (n - (df[i] ?? 0) + 0.5) / ((df[i] ?? 0) + 0.5));
+      score += (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * d.length) / avg));
+    });
+    return -score;
+  });
+}
+
 interface MessageHitRow {
   id: number;
   sender_id: string;
@@ -127,7 +163,7 @@ interface MessageHitRow {
   channel: string;
   text: string;
   sent_at: string;
-  score: number;
+  file_name: string;
 }
 
 interface NoteRow {
@@ -158,23 +194,24 @@ function toNote(r: NoteRow): MemoryNote {
 const MESSAGE_BODY = `m.text || ' ' || m.sender_name || ' ' || coalesce(json_extract(m.media, '$.fileName'), '')`;
 
 export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
-  // The match is limited to the group by its scope token; `m.group_id = @group` checks every row again.
-  // Weights: the scope column carries no rank.
-  const searchMessages = db.prepare<Record<string, unknown>, MessageHitRow>(
-    `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
-            bm25(memory_fts, 1.0, 0.0) AS score
-     FROM memory_fts JOIN messages m ON m.id = memory_fts.rowid
-     WHERE memory_fts MATCH @match AND memory_fts.rowid > 0 AND m.group_id = @group
-       AND m.sent_at >= @since AND m.sent_at <= @until
-       AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))
-     ORDER BY score LIMIT @limit`,
+  // The newest matches of the group, from the index alone: the scope token limits the match to the group's
+  // postings, and FTS5 walks rowids backwards natively. FTS5's bm25() is not used: its word frequencies
+  // are counted over every group's rows (a read of all their postings on each query, and a ranking that
+  // would move with what other groups say); the rank is computed here over the group's own matches.
+  const matchRowids = db.prepare<[string, number], { rowid: number }>(
+    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
   );
-  const searchNotes = db.prepare<Record<string, unknown>, NoteRow & { score: number }>(
-    `SELECT n.*, bm25(memory_fts, 1.0, 0.0) AS score
-     FROM memory_fts JOIN memory_notes n ON n.id = -memory_fts.rowid
-     WHERE memory_fts MATCH @match AND memory_fts.rowid < 0 AND n.group_id = @group
-       AND n.written_at >= @since AND n.written_at <= @until
-     ORDER BY score LIMIT @limit`,
+  // Then each candidate by its id, the group checked again on every row.
+  const messagesByIds = db.prepare<Record<string, unknown>, MessageHitRow>(
+    `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
+            coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
+     FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group
+       AND m.sent_at >= @since AND m.sent_at <= @until
+       AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`,
+  );
+  const notesByIds = db.prepare<Record<string, unknown>, NoteRow>(
+    `SELECT n.* FROM memory_notes n WHERE n.id IN (SELECT value FROM json_each(@ids)) AND n.group_id = @group
+       AND n.written_at >= @since AND n.written_at <= @until`,
   );
   const insertNote = db.prepare(
     `INSERT INTO memory_notes (group_id, path, text, written_at, author, run_id, taint_corruption, taint_secret)
@@ -225,28 +262,29 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
       const terms = queryTerms(q.text);
       if (terms.length === 0) return [];
       const limit = Math.min(Math.max(1, q.limit ?? 10), MAX_HITS);
-      const params = {
-        match: matchExpression(groupId, terms),
-        group: groupId,
-        since: q.since ?? '',
-        until: q.until ?? '\uffff',
-        limit,
-      };
-      const messages: MemoryHit[] = searchMessages.all({ ...params, sender: q.sender ?? null }).map((r) => ({
-        kind: 'message',
-        id: r.id,
-        senderId: r.sender_id,
-        senderName: r.sender_name,
-        fromOwner: r.from_owner === 1,
-        channel: r.channel,
-        text: r.text,
-        snippet: snippetOf(r.text, terms),
-        score: r.score,
-        at: r.sent_at,
-      }));
+      const rowids = matchRowids.all(matchExpression(groupId, terms), MAX_CANDIDATES).map((r) => r.rowid);
+      const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
+      const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
+      const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));
+      const messages: MemoryHit[] = messagesByIds
+        .all({ ...range, ids: messageIds, sender: q.sender ?? null })
+        .map((r) => ({
+          kind: 'message',
+          id: r.id,
+          senderId: r.sender_id,
+          senderName: r.sender_name,
+          fromOwner: r.from_owner === 1,
+          channel: r.channel,
+          text: r.text,
+          snippet: snippetOf(r.text, terms),
+          score: 0,
+          at: r.sent_at,
+          // What the index holds for the row, for the rank (see MESSAGE_BODY).
+          body: `${r.text} ${r.sender_name} ${r.file_name}`,
+        }));
       const notes: MemoryHit[] =
         q.sender === undefined
-          ? searchNotes.all(params).map((r) => ({
+          ? notesByIds.all({ ...range, ids: noteIds }).map((r) => ({
               kind: 'note',
               id: r.id,
               path: r.path,
@@ -255,11 +293,22 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
               taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
               text: r.text,
               snippet: snippetOf(r.text, terms),
-              score: r.score,
+              score: 0,
               at: r.written_at,
+              body: r.text,
             }))
           : [];
-      return [...messages, ...notes].sort((a, b) => a.score - b.score).slice(0, limit);
+      const all = [...messages, ...notes] as (MemoryHit & { body?: string })[];
+      const scores = bm25(
+        all.map((h) => h.body ?? h.text),
+        terms,
+      );
+      all.forEach((h, i) => {
+        h.score = scores[i] ?? 0;
+        delete h.body;
+      });
+      // Best first; among equals, the newer.
+      return all.sort((x, y) => x.score - y.score || (x.at < y.at ? 1 : -1)).slice(0, limit);
     },
 
     /** Stores (or replaces, by path) a note; the trigger indexes it. A replaced note keeps the worse taint. */

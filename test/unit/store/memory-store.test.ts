@@ -89,20 +89,35 @@ describe('memory search', () => {
 
   it('reads the index and then each hit by its id: no scan of the history', () => {
     say('family', 'anything');
-    const plan = store.db
-      .prepare(
-        `EXPLAIN QUERY PLAN SELECT m.id, bm25(memory_fts, 1.0, 0.0) AS score
-         FROM memory_fts JOIN messages m ON m.id = memory_fts.rowid
-         WHERE memory_fts MATCH @match AND memory_fts.rowid > 0 AND m.group_id = @group
-         ORDER BY score LIMIT 10`,
-      )
-      .all({ match: `scope : "${scopeToken('family')}" AND body : ("anything")`, group: 'family' }) as {
-      detail: string;
-    }[];
-    const details = plan.map((p) => p.detail);
-    expect(details.some((d) => /SCAN memory_fts VIRTUAL TABLE INDEX \d+:M/.test(d))).toBe(true);
-    expect(details.some((d) => /SEARCH m USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d))).toBe(true);
-    expect(details.some((d) => /SCAN m\b/.test(d))).toBe(false);
+    const plan = (sql: string, ...params: unknown[]) =>
+      (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
+        (p) => p.detail,
+      );
+    const match = plan(
+      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
+      `scope : "${scopeToken('family')}" AND body : ("anything")`,
+      10,
+    );
+    expect(match).toHaveLength(1);
+    expect(match[0]).toMatch(/^SCAN memory_fts VIRTUAL TABLE INDEX \d+:D?M/);
+    const rows = plan(
+      `SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group
+         AND m.sent_at >= @since AND m.sent_at <= @until`,
+      { ids: '[1]', group: 'family', since: '', until: 'z' },
+    );
+    // Each candidate is read by its id within the group's own rows, (group_id, id) in messages_by_group.
+    expect(rows).toContain('SEARCH m USING INDEX messages_by_group (group_id=? AND id=?)');
+    expect(rows.some((d) => /SCAN m\b/.test(d))).toBe(false);
+  });
+
+  it('ranks by the group’s own word statistics: another group’s use of a word changes nothing', () => {
+    say('family', 'boiler boiler repair');
+    say('family', 'boiler');
+    const before = store.memory.search('family', { text: 'boiler repair' }).map((h) => [h.id, h.score]);
+    for (let i = 0; i < 30; i += 1) say('work', `repair ticket ${i}`);
+    expect(store.memory.search('family', { text: 'boiler repair' }).map((h) => [h.id, h.score])).toEqual(
+      before,
+    );
   });
 
   it('filters by sender (id or name) and time range, and ranks the better match first', () => {
