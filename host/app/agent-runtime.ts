@@ -39,6 +39,7 @@ import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/networ
 import { errorMessage } from '../errors/error-message.ts';
 import { createMemoryHandlers } from '../memory/memory-handlers.ts';
 import { createMemoryNotes } from '../memory/memory-notes.ts';
+import { systemClock } from '../time/clock.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
@@ -184,7 +185,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     await stopBundler();
   }
 
-  const credentialBook = createCredentialStatusBook();
+  const credentialBook = createCredentialStatusBook(systemClock);
   const gateway = createGateway({
     config: () => deps.live().gateway,
     provider: config.provider,
@@ -207,7 +208,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
           },
         }
       : {}),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => deps.live().assistant.timezone,
     logger: logger.child({ subsystem: 'gateway' }),
     maxOutputTokens: config.runs.max_output_tokens,

@@ -1,25 +1,27 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { validateBindAddresses } from './bind-address.ts';
 import { allowedModels, upstreamApiBase, type GatewayConfig, type ProviderConfig } from './config.ts';
 import { createLiveDayFormatter } from './spend/day.ts';
 import { createRequestHandler, type UpstreamEvents } from './proxy/handler.ts';
-import {
-  CREDENTIAL_ROUTE_PREFIX,
-  createCredentialRoute,
-  type CredentialRouteDeps,
-} from './credential/credential-route.ts';
+import { CREDENTIAL_ROUTE_PREFIX, createCredentialRoute } from './credential/credential-route.ts';
+import type { CredentialRouteDeps } from './credential/credential-use.ts';
 import { gatewayKeyFrom } from './proxy/headers.ts';
 import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-registry.ts';
 import type { LogLevels } from '../logging/logger.ts';
 import { createReviews, type Review, type ReviewSettings } from './review/review.ts';
 import { createRunSlots } from './proxy/run-slots.ts';
 import { createSpendCap } from './spend/spend-cap.ts';
-import { createTranscription, type TranscriptionSettings, type Transcribe } from './transcription/transcription.ts';
+import {
+  createTranscription,
+  type TranscriptionSettings,
+  type Transcribe,
+} from './transcription/transcription.ts';
 import type { UsageStore } from './spend/usage-store.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import type { Clock } from '../time/clock.ts';
+import { sleepOn } from './clock-timers.ts';
 
 export interface GatewayDeps {
   /**
@@ -31,7 +33,8 @@ export interface GatewayDeps {
   /** The real provider key, read by the host from its environment. Empty for providers without keys. */
   providerApiKey: string;
   usageStore: UsageStore;
-  clock: { now(): number };
+  /** Every timer and reading of time in the gateway: the retries' waits, the slow notice, deadlines, days. */
+  clock: Clock;
   /** IANA zone of the assistant, read at each request; spend is counted per calendar day there. */
   timezone: () => string;
   logger: LogLevels;
@@ -56,7 +59,7 @@ export interface GatewayDeps {
   /** Secret lookup by variable name: a local transcription server's key. */
   secret?: (name: string) => string | undefined;
   /** The credential routes (`/credentials/<name>/…`); without them, those paths are unknown routes. */
-  credentials?: Omit<CredentialRouteDeps, 'dispatcher' | 'logger'>;
+  credentials?: Omit<CredentialRouteDeps, 'dispatcher' | 'logger' | 'clock'>;
 }
 
 /** A run's keys: the LLM key stays in the agent; the credential key may go to its commands. */
@@ -142,7 +145,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     retryAttempts: startConfig.retry_attempts,
     retryBaseMs: startConfig.retry_base_ms,
     retryMaxDelayMs: startConfig.retry_max_delay_ms,
-    sleep: deps.sleep ?? ((ms: number, signal: AbortSignal) => delay(ms, undefined, { signal })),
+    sleep: deps.sleep ?? sleepOn(deps.clock),
     now: () => deps.clock.now(),
     logger,
   };
@@ -157,7 +160,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     runSlots: createRunSlots(),
     usageStore: deps.usageStore,
     dayOf,
-    now: () => deps.clock.now(),
+    clock: deps.clock,
     logger,
     events: deps.upstreamEvents ?? {
       authRejected: () => undefined,
@@ -169,7 +172,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
 
   const credentialRoute = deps.credentials
-    ? createCredentialRoute({ ...deps.credentials, dispatcher, logger })
+    ? createCredentialRoute({ ...deps.credentials, dispatcher, logger, clock: deps.clock })
     : undefined;
   // Credential routes take only credential keys, and LLM routes only LLM keys: a command holding the one
   // can never call the provider.
@@ -209,7 +212,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         spendCap,
         usageStore: deps.usageStore,
         day: () => dayOf(deps.clock.now()),
-        now: () => deps.clock.now(),
+        clock: deps.clock,
         dispatcher,
         logger,
       });

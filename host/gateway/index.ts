@@ -6,7 +6,11 @@ export {
   type ListeningInfo,
   type RunKeys,
 } from './gateway.ts';
-export type { CredentialRequestRecord, CredentialRouteDeps, CredentialUse } from './credential/credential-route.ts';
+export type {
+  CredentialRequestRecord,
+  CredentialRouteDeps,
+  CredentialUse,
+} from './credential/credential-use.ts';
 export {
   gatewayConfigSchema,
   providerConfigSchema,
@@ -18,7 +22,11 @@ export {
 export type { IssuedKey, KeyOwner } from './key-registry.ts';
 export type { UsageRecord, UsageStore } from './spend/usage-store.ts';
 export { createCapStatus, type CapStatus, type CapStatusDeps } from './spend/cap-status.ts';
-export { createSqliteUsageStore, type SqliteUsageStore, type UsageTotals } from './spend/usage-store-sqlite.ts';
+export {
+  createSqliteUsageStore,
+  type SqliteUsageStore,
+  type UsageTotals,
+} from './spend/usage-store-sqlite.ts';
 export {
   createSpendReporter,
   type DailySpend,

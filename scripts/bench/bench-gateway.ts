@@ -44,6 +44,7 @@ import {
   type ProviderOptions,
 } from './bench-gateway-provider-worker.ts';
 import { isMain, median, percentile, printFigures, round } from './stats.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PROJECT_ROOT = path.resolve(HERE, '..', '..');
@@ -254,7 +255,7 @@ export async function benchGateway(
       provider: providerConfigSchema.parse({ base_url: ready.baseUrl, model: 'fake-model' }),
       providerApiKey: REAL_KEY,
       usageStore: createSqliteUsageStore(store.db),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       timezone: () => 'UTC',
       logger: logger.child({ subsystem: 'gateway' }),
       maxOutputTokens: 4096,

@@ -30,6 +30,7 @@ import { startFakeTelegram } from '../../test/fakes/fake-telegram-api.ts';
 import { createMemoryUsageStore } from '../../test/fakes/memory-usage-store.ts';
 import { pdfWithText, voiceNote } from '../../test/helpers/media-samples.ts';
 import { isMain, median, printFigures, round } from './stats.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 const FILE_SAMPLES = 9;
 const VOICE_SAMPLES = 15;
@@ -149,7 +150,7 @@ async function benchTranscription(): Promise<Record<string, number | string>> {
     provider: providerConfigSchema.parse({ base_url: provider.openaiBaseUrl, model: 'fake-model' }),
     providerApiKey: 'k',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     maxOutputTokens: 1000,

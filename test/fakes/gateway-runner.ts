@@ -4,6 +4,7 @@ import type { HostDeps } from '../../host/app/host.ts';
 import type { RunOutcome } from '../../host/router/agent-runner.ts';
 import { createFinalFailures } from '../../host/router/final-failures.ts';
 import { gatewayEvents } from '../../host/router/gateway-events.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 /**
  * A runtime for a real host whose runs spend as the agent does, through the real gateway with the run's
@@ -22,7 +23,7 @@ export function gatewayRunnerFactory(): HostDeps['createRunner'] {
       provider: config.provider,
       providerApiKey: 'not-checked-by-the-fake',
       usageStore: createSqliteUsageStore(store.db),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       timezone: () => source.current().assistant.timezone,
       logger: pino({ level: 'silent' }),
       maxOutputTokens: config.runs.max_output_tokens,

@@ -16,6 +16,7 @@ import { createTaintRegistry, type Taint } from '../../host/security/taint/taint
 import type { AuditRow } from '../../host/store/audit-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { createMemoryUsageStore } from '../fakes/memory-usage-store.ts';
+import { systemClock } from '../../host/time/clock.ts';
 
 export interface Asked {
   operation: string;
@@ -99,7 +100,7 @@ export async function startCredentialGateway(opts: {
     provider: providerConfigSchema.parse({ base_url: 'http://127.0.0.1:9/v1', model: 'm' }),
     providerApiKey: '',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: quiet,
     maxOutputTokens: 4096,

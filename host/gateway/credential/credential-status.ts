@@ -7,6 +7,8 @@ import {
   type CredentialsConfig,
 } from './credential-config.ts';
 import { redactionsFor, redactText } from './redacting-stream.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
+import { timeoutSignal } from '../clock-timers.ts';
 
 /** What `carapace status` says of one credential: never its value, only whether the host has one. */
 export interface CredentialStatus {
@@ -26,11 +28,11 @@ export function shownUpstream(c: CredentialConfig): string {
 }
 
 /** Remembers each credential's last answer, so `status` can say whether it is reachable in use. */
-export function createCredentialStatusBook() {
+export function createCredentialStatusBook(clock: Pick<Clock, 'now'>) {
   const last = new Map<string, { at: string; status: number }>();
   return {
-    note(name: string, status: number, at: Date = new Date()): void {
-      last.set(name, { at: at.toISOString(), status });
+    note(name: string, status: number): void {
+      last.set(name, { at: new Date(clock.now()).toISOString(), status });
     },
     status(
       credentials: CredentialsConfig,
@@ -59,6 +61,7 @@ export async function probeCredential(
   c: CredentialConfig,
   value: string | undefined,
   dispatcher?: Dispatcher,
+  clock: Clock = systemClock,
 ): Promise<{ ok: boolean; text: string }> {
   if (value === undefined || value === '') return { ok: false, text: `no value (${c.value_env} is not set)` };
   const header = credentialHeader(c);
@@ -69,7 +72,7 @@ export async function probeCredential(
   try {
     const answer = await request(url, {
       headers: { [header.name]: rendered, 'user-agent': 'carapace-doctor' },
-      signal: AbortSignal.timeout(10_000),
+      signal: timeoutSignal(clock, 10_000),
       ...(dispatcher ? { dispatcher } : {}),
     });
     await answer.body.dump();

@@ -1,5 +1,4 @@
-import { createSseFramer } from './sse-framer.ts';
-import { createSseSplitter } from './sse-splitter.ts';
+import { createSseFramer, parseSseEvent } from './sse.ts';
 import { mergeUsage, usageFromPayload, type PartialUsage } from '../spend/usage-extract.ts';
 
 export interface UsageTap {
@@ -59,15 +58,6 @@ function isUsageOnlyChunk(payload: unknown): boolean {
   );
 }
 
-/** The `data:` payloads of one SSE event's text. */
-function eventData(text: string): string[] {
-  const data: string[] = [];
-  const splitter = createSseSplitter((event) => data.push(event.data));
-  splitter.push(text);
-  splitter.end();
-  return data;
-}
-
 function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
   let usage: PartialUsage | undefined;
   const out: Buffer[] = [];
@@ -76,8 +66,8 @@ function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
   const framer = createSseFramer((event) => {
     let keep = true;
     if (mentionsUsageObject(event)) {
-      for (const data of eventData(event.toString('utf8'))) {
-        if (!USAGE_HINT.test(data)) continue;
+      const { data } = parseSseEvent(event.toString('utf8'));
+      if (USAGE_HINT.test(data)) {
         const payload = parseJson(data);
         const found = usageFromPayload(payload);
         if (found) usage = mergeUsage(usage ?? {}, found);

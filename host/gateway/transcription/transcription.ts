@@ -7,6 +7,8 @@ import { usdToMicros } from '../spend/pricing.ts';
 import type { SpendCap } from '../spend/spend-cap.ts';
 import { transcriptionRunId } from '../spend/transcription-run-id.ts';
 import type { UsageStore } from '../spend/usage-store.ts';
+import type { Clock } from '../../time/clock.ts';
+import { timeoutSignal } from '../clock-timers.ts';
 
 /** `[media.transcription]` as the gateway reads it (the section is the media step's; see media-config.ts). */
 export interface TranscriptionSettings {
@@ -41,7 +43,7 @@ export interface TranscriptionDeps {
   usageStore: Pick<UsageStore, 'recordUsage'>;
   day: () => string;
   /** Epoch ms: the minute a transcription's usage is recorded under. */
-  now: () => number;
+  clock: Clock;
   dispatcher: Dispatcher;
   logger: LogLevels;
 }
@@ -88,7 +90,7 @@ export function createTranscription(deps: TranscriptionDeps) {
         method: 'POST',
         headers: key ? { authorization: `Bearer ${key}` } : {},
         body: form,
-        signal: AbortSignal.timeout(s.timeout_ms),
+        signal: timeoutSignal(deps.clock, s.timeout_ms),
         dispatcher: deps.dispatcher,
       });
       const raw = await res.text();
@@ -109,7 +111,7 @@ export function createTranscription(deps: TranscriptionDeps) {
       await reserved.reservation.settle(async () => {
         if (answered)
           await deps.usageStore.recordUsage({
-            runId: transcriptionRunId(req.groupId, deps.now()),
+            runId: transcriptionRunId(req.groupId, deps.clock.now()),
             groupId: req.groupId,
             day,
             model: s.model,

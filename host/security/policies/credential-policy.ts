@@ -4,7 +4,7 @@ import type { RunIdentity } from '../decisions.ts';
 import type { TaintRegistry } from '../taint/taint.ts';
 import { createDecisionRecorder } from './reviewed-decision.ts';
 import { gateByMatrix, type ServiceMatrixDeps } from './service-matrix.ts';
-import type { CredentialRequestRecord, CredentialUse } from '../../gateway/credential/credential-route.ts';
+import type { CredentialRequestRecord, CredentialUse } from '../../gateway/credential/credential-use.ts';
 
 export interface CredentialPolicyDeps extends ServiceMatrixDeps {
   taint: TaintRegistry;

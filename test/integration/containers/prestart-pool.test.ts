@@ -32,6 +32,7 @@ import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const docker = new Docker();
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -228,7 +229,7 @@ await describeDocker('pre-started containers', () => {
       provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'fake-model' }),
       providerApiKey: PROVIDER_KEY,
       usageStore: createMemoryUsageStore(),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       timezone: () => 'UTC',
       maxOutputTokens: 256,
       logger: {

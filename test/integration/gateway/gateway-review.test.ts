@@ -18,6 +18,7 @@ import type { HumanApproval } from '../../../host/security/policies/reviewed-dec
 import { createTaintRegistry } from '../../../host/security/taint/taint.ts';
 import { reply, startFakeProvider } from '../../fakes/fake-provider.ts';
 import { openSpendDb } from '../../helpers/spend-db.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const REAL_KEY = 'sk-real-provider-key-0123456789abcdef';
 const NOW = Date.UTC(2026, 10, 28, 9, 0);
@@ -58,7 +59,7 @@ async function reviewHost(opts: { capUsd: number; maxReviews?: number }) {
     provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'agent-model' }),
     providerApiKey: REAL_KEY,
     usageStore: db.usage,
-    clock: { now: () => NOW },
+    clock: { ...systemClock, now: () => NOW },
     timezone: () => 'UTC',
     logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
     maxOutputTokens: 4096,

@@ -7,6 +7,8 @@ import type { LogLevels } from '../../../host/logging/logger.ts';
 import type { UsageStore } from '../../../host/gateway/spend/usage-store.ts';
 import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
+import type { Clock } from '../../../host/time/clock.ts';
 
 export const REAL_KEY = 'sk-real-provider-key-0123456789abcdef';
 /** 2024-03-10 23:30 UTC is already 2024-03-11 in Berlin. */
@@ -35,6 +37,8 @@ export interface Harness {
   /** What the gateway told the host about the run's provider calls, in order. */
   upstreamEvents: string[];
   usageStore: UsageStore;
+  /** The gateway's clock unless the test passed its own: stopped at FIXED_NOW, moved only by the test. */
+  time: FakeClock;
   /** Replaces the [gateway] settings the running gateway reads, as a config reload does. */
   reconfigure(gateway: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -45,7 +49,8 @@ export interface HarnessOptions {
   provider?: Record<string, unknown>;
   usageStore?: UsageStore;
   providerApiKey?: string;
-  now?: () => number;
+  /** The gateway's clock; by default `time`, a fake one stopped at FIXED_NOW. */
+  clock?: Clock;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -68,12 +73,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const warnings: string[] = [];
   const upstreamEvents: string[] = [];
   const usageStore = options.usageStore ?? createMemoryUsageStore();
+  const time = fakeClock(FIXED_NOW);
   const gateway = createGateway({
     config: () => config,
     provider,
     providerApiKey: options.providerApiKey ?? REAL_KEY,
     usageStore,
-    clock: { now: options.now ?? (() => FIXED_NOW) },
+    clock: options.clock ?? time.clock,
     timezone: () => 'Europe/Berlin',
     logger,
     maxOutputTokens: 4096,
@@ -104,6 +110,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     warnings,
     upstreamEvents,
     usageStore,
+    time,
     reconfigure(gateway) {
       config = gatewayConfigSchema.parse({ retry_base_ms: 1, ...gateway });
     },

@@ -103,13 +103,16 @@ describe('spend cap arithmetic', () => {
 
   it('reads the store again when a settlement overtook its read', async () => {
     const store = createMemoryUsageStore();
-    // A store whose answers reflect the moment they were asked; the second read arrives late.
+    // A store whose answers reflect the moment they were asked; the second read is held until the test
+    // lets it go, after the settlement.
     let reads = 0;
+    let releaseSecondRead!: () => void;
+    const secondRead = new Promise<void>((resolve) => (releaseSecondRead = resolve));
     const slow = {
-      spentTodayMicros: (groupId: string, day: string) => {
-        const value = store.spentTodayMicros(groupId, day);
-        const delay = ++reads === 2 ? 50 : 0;
-        return new Promise<number>((resolve) => setTimeout(() => resolve(value), delay));
+      spentTodayMicros: async (groupId: string, day: string) => {
+        const value = await store.spentTodayMicros(groupId, day);
+        if (++reads === 2) await secondRead;
+        return value;
       },
     };
     const cap = createSpendCap({
@@ -125,6 +128,7 @@ describe('spend cap arithmetic', () => {
       store.addSpend('g', DAY, 1_000_000);
       return 1_000_000;
     });
+    releaseSecondRead();
     expect((await pending).ok).toBe(false);
   });
 });

@@ -6,6 +6,7 @@ import { mediaConfigSchema } from '../../../host/router/media/media-config.ts';
 import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { PNG_1X1, voiceNote } from '../../helpers/media-samples.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const REAL_KEY = 'sk-real-provider-key-0123456789abcdef';
 const LOCAL_KEY = 'local-whisper-key';
@@ -36,7 +37,7 @@ function gatewayFor(
     provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'fake-model' }),
     providerApiKey: REAL_KEY,
     usageStore,
-    clock: { now: () => NOW },
+    clock: { ...systemClock, now: () => NOW },
     timezone: () => 'UTC',
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     maxOutputTokens: 1000,

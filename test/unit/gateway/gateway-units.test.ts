@@ -21,11 +21,11 @@ import {
   UPSTREAM_RETRY_JITTER,
 } from '../../../host/gateway/proxy/retry-policy.ts';
 import { backoffMs } from '../../../host/time/backoff.ts';
-import { createSseFramer } from '../../../host/gateway/proxy/sse-framer.ts';
-import { createSseSplitter, type SseEvent } from '../../../host/gateway/proxy/sse-splitter.ts';
+import { createSseFramer, parseSseEvent, type SseEvent } from '../../../host/gateway/proxy/sse.ts';
 import { usageFromPayload } from '../../../host/gateway/spend/usage-extract.ts';
 import { createUsageTap } from '../../../host/gateway/proxy/usage-tap.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 const silent = {
   debug: () => undefined,
@@ -40,7 +40,7 @@ function makeGateway(port = 0) {
     provider: providerConfigSchema.parse({}),
     providerApiKey: 'sk-x',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: silent,
     maxOutputTokens: 4096,
@@ -260,10 +260,10 @@ describe('gateway usage parsing', () => {
     const text = 'event: a\r\ndata: {"x":1}\r\n\r\n: comment\n\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n';
     for (let cut = 1; cut < text.length; cut++) {
       const events: SseEvent[] = [];
-      const splitter = createSseSplitter((event) => events.push(event));
-      splitter.push(text.slice(0, cut));
-      splitter.push(text.slice(cut));
-      splitter.end();
+      const framer = createSseFramer((event) => events.push(parseSseEvent(event.toString('utf8'))));
+      framer.push(Buffer.from(text.slice(0, cut)));
+      framer.push(Buffer.from(text.slice(cut)));
+      framer.end();
       expect(events.map((event) => [event.event, event.data])).toEqual([
         ['a', '{"x":1}'],
         [undefined, ''],

@@ -5,7 +5,10 @@ import type Database from 'better-sqlite3';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
+import {
+  createSqliteUsageStore,
+  type SqliteUsageStore,
+} from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import { reply } from '../../fakes/fake-provider.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import {
@@ -17,6 +20,7 @@ import {
   startHarness,
   type Harness,
 } from './gateway-harness.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 
 let h: Harness | undefined;
 let dir: string;
@@ -194,12 +198,12 @@ describe('gateway spend cap', () => {
 
   it('applies per-group cap overrides and starts afresh on the next local day', async () => {
     const memory = createMemoryUsageStore();
-    let now = Date.UTC(2024, 2, 10, 12, 0);
+    const time = fakeClock(Date.UTC(2024, 2, 10, 12, 0));
     memory.addSpend('group-a', '2024-03-10', 3_000_000);
     h = await startHarness({
       usageStore: memory,
       gateway: { daily_cap_usd: 1, group_caps_usd: { 'group-a': 5 } },
-      now: () => now,
+      clock: time.clock,
     });
     expect(
       (
@@ -222,7 +226,7 @@ describe('gateway spend cap', () => {
     expect(h.upstreamEvents).toEqual(['spendCapRefused run-1']);
 
     // 23:30 UTC on the 10th is the 11th in Berlin: a new day, a new budget.
-    now = Date.UTC(2024, 2, 10, 23, 30);
+    time.jumpTo(Date.UTC(2024, 2, 10, 23, 30));
     expect(
       (
         await rawRequest(h.port, {

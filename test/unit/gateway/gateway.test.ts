@@ -9,6 +9,7 @@ import {
   startHarness,
   type Harness,
 } from './gateway-harness.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -464,7 +465,7 @@ describe('gateway retries, timeouts and aborts', () => {
     // fit is not asserted, only that the budget ends them).
     h = await startHarness({
       gateway: { first_byte_timeout_ms: 300, run_first_byte_budget_ms: 600 },
-      now: () => Date.now(),
+      clock: systemClock,
     });
     h.fake.script(reply.hang(), reply.hang(), reply.hang(), reply.text('never asked'));
     const messages: string[] = [];
@@ -485,8 +486,11 @@ describe('gateway retries, timeouts and aborts', () => {
       return reply.text('late but fine');
     });
     const pending = ask(h);
-    // Driven by the event itself: the provider answers only after the host was told.
-    await vi.waitUntil(() => h!.upstreamEvents.length > 0, { timeout: 4000, interval: 10 });
+    // The provider has the request, so the wait has begun; the gateway's clock moves only when told.
+    await vi.waitUntil(() => h!.fake.requests.length > 0, { timeout: 4000, interval: 10 });
+    h.time.advance(49);
+    expect(h.upstreamEvents).toEqual([]);
+    h.time.advance(1);
     expect(h.upstreamEvents).toEqual(['slow run-1 50']);
     answer();
     expect((await pending).choices[0]?.message.content).toBe('late but fine');

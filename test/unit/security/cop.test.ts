@@ -11,6 +11,7 @@ import {
   type CopReviewRequest,
 } from '../../../host/security/cop/cop.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
+import { systemClock } from '../../../host/time/clock.ts';
 
 /** What the fake provider does with the next request. */
 type Behaviour =
@@ -83,7 +84,7 @@ beforeAll(async () => {
     provider: providerConfigSchema.parse({ base_url: baseURL, model: 'provider-model' }),
     providerApiKey: 'test-key',
     usageStore: createMemoryUsageStore(),
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     timezone: () => 'UTC',
     logger: quiet,
     maxOutputTokens: 4096,

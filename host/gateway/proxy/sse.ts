@@ -8,6 +8,10 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /**
+ * The one reader of the providers' server-sent events (`text/event-stream`, "\n" or "\r\n" line ends, as
+ * OpenAI- and Anthropic-style providers send): the framer cuts the byte stream into whole events, and
+ * `parseSseEvent` reads the fields of the few events the gateway needs to look into.
+ *
  * Cuts an SSE byte stream into whole events (each ending with its blank line) without decoding it, so
  * the gateway can look at events while passing bytes through at native speed. An event that grows past
  * `maxEventBytes` without ending is emitted as it is, to bound memory.
@@ -58,4 +62,30 @@ export function createSseFramer(
       pending = Buffer.alloc(0);
     },
   };
+}
+
+export interface SseEvent {
+  /** The `event:` field, if any. */
+  event: string | undefined;
+  /** The `data:` lines joined with "\n"; empty for comment-only events. */
+  data: string;
+  /** The exact text of the event including its terminating blank line, so it can be re-emitted unchanged. */
+  raw: string;
+}
+
+/** The fields of one event as the framer cut it (a last one may lack its blank line). */
+export function parseSseEvent(raw: string): SseEvent {
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const lineWithCr of raw.split('\n')) {
+    const line = lineWithCr.endsWith('\r') ? lineWithCr.slice(0, -1) : lineWithCr;
+    if (line.length === 0 || line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') data.push(value);
+    else if (field === 'event') event = value;
+  }
+  return { event, data: data.join('\n'), raw };
 }
