@@ -49,6 +49,7 @@ import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { acquireHostLock } from '../store/host-lock.ts';
 import { createRetentionRunner } from '../store/retention-runner.ts';
 import { createMemoryBackfill } from '../memory/memory-backfill.ts';
+import { createMemoryNotes } from '../memory/memory-notes.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { createCloserStack } from './closer-stack.ts';
 import { createControlRoutes, readHostStatus, type ControlApiDeps } from './control-api.ts';
@@ -414,6 +415,10 @@ export async function startHost({
               }
             : {}),
           notifyOwner: (key, text) => adminChats.notify(key, text),
+          memoryNotes: createMemoryNotes({
+            memory: store.memory,
+            groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+          }),
           adminChat: local.adminConversation,
           clock,
           logger: logger.child({ subsystem: 'web' }),

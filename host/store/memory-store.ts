@@ -88,7 +88,7 @@ export interface IndexCheck {
 const MAX_HITS = 50;
 /** Matches of one group ranked per search, newest first: a word the group used more often than this is
  * ranked among its newest uses only. */
-const MAX_CANDIDATES = 1000;
+const MAX_CANDIDATES = 300;
 const MAX_TERMS = 16;
 const SNIPPET_CHARS = 240;
 
@@ -225,6 +225,7 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const notesOf = db.prepare<[string], NoteRow>('SELECT * FROM memory_notes WHERE group_id = ? ORDER BY id');
   const noteById = db.prepare<[number], NoteRow>('SELECT * FROM memory_notes WHERE id = ?');
   const deleteNote = db.prepare('DELETE FROM memory_notes WHERE id = ?');
+  const deleteMessage = db.prepare('DELETE FROM messages WHERE id = ? AND group_id = ?');
   const backfillRow = db.prepare<[], { through: number; next_id: number }>(
     'SELECT through, next_id FROM memory_backfill WHERE id = 1',
   );
@@ -334,6 +335,10 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
     },
     deleteNote(id: number): boolean {
       return deleteNote.run(id).changes > 0;
+    },
+    /** The owner forgets a message: it leaves the history, and by trigger the index. */
+    forgetMessage(groupId: string, id: number): boolean {
+      return deleteMessage.run(id, groupId).changes > 0;
     },
 
     backfillProgress,
