@@ -17,6 +17,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
+import { checkMemoryIndex } from './doctor-memory-check.ts';
 import { checkModelPrices } from './doctor-price-checks.ts';
 import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
@@ -139,6 +140,7 @@ export function doctorChecks(): Check[] {
     checkChannels,
     checkChannelSetups,
     checkDeliveries,
+    checkMemoryIndex,
   ];
 }
 
