@@ -12,7 +12,7 @@ import { StaleConfigError, type ConfigFileStore } from '../config/config-file-st
 import { configHistory, lastConfigChange, planRollback } from '../config/config-history.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { SpendReport } from '../gateway/spend/spend-report.ts';
-import type { HostEvents } from '../router/host-events.ts';
+import type { HostEvents } from '../store/host-events.ts';
 import type { Store } from '../store/store.ts';
 import type { AdminConversation } from '../channels/local/local-channel.ts';
 import type { Clock } from '../time/clock.ts';

@@ -295,3 +295,18 @@ export function watchDiskQuota(
   void walk();
   return dispose;
 }
+
+/**
+ * Why a file of `addBytes` would put the group's folder over its quota of `quotaMb` MB, or null. The folder
+ * is measured now (a file the agent wrote a moment ago counts), for a file the host is about to store there.
+ */
+export async function groupRoomProblem(
+  dir: string,
+  addBytes: number,
+  quotaMb: number,
+): Promise<string | null> {
+  const { bytes } = await folderUsage(dir);
+  return bytes + addBytes > quotaMb * 1024 * 1024
+    ? `the group folder is full (its quota is ${quotaMb} MB, [containers] group_quota_mb)`
+    : null;
+}
