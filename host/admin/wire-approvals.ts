@@ -1,4 +1,5 @@
 import type { Logger } from '../logging/logger.ts';
+import type { HostEvents } from '../store/host-events.ts';
 import type { Store } from '../store/store.ts';
 import type { Clock } from '../time/clock.ts';
 import { createApprovalService, type ApprovalService } from './approval-service.ts';
@@ -11,8 +12,8 @@ export interface ApprovalsWiringDeps {
   /** `[security] approval_timeout_ms`. */
   timeoutMs: number;
   delivery: Pick<Delivery, 'adminChats' | 'approvalButtons'>;
-  /** A request was made, decided, expired or executed (the console follows it on the host's events). */
-  onChange(approvalId: string): void;
+  /** The host's events: a request made, decided, expired or executed is told there (the console follows it). */
+  events: HostEvents;
   clock: Clock;
   logger: Logger;
 }
@@ -33,7 +34,7 @@ export function wireApprovals(deps: ApprovalsWiringDeps): ApprovalService {
       adminChats.notify(approvalNoticeKey(approvalId), text, { actions: approvalActions(approvalId) }),
     notifyExpired: (text, { approvalId }) => adminChats.notify(`approval-expired:${approvalId}`, text),
     onChange: (approvalId) => {
-      deps.onChange(approvalId);
+      deps.events.emit('approval-changed', approvalId);
       approvalButtons.onChange(approvalId);
     },
   });

@@ -2,7 +2,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { Channel } from '../channels/channel.ts';
 import { createDeliveryOutcomes } from '../channels/delivery-outcomes.ts';
 import { createOutboxDispatcher, type OutboxDispatcherDeps } from '../channels/outbox-dispatcher.ts';
-import type { OutboxItem } from '../store/outbox-store.ts';
+import type { HostEvents } from '../store/host-events.ts';
 import type { Store } from '../store/store.ts';
 import type { Clock } from '../time/clock.ts';
 import { createAdminChats } from './admin-chats.ts';
@@ -18,8 +18,8 @@ export interface DeliveryDeps {
   notifyChannels(): readonly string[] | undefined;
   /** `[outbox]`: the retry times and the connection drops a piece may cause. */
   retry: Pick<OutboxDispatcherDeps, 'retryBaseMs' | 'retryMaxMs' | 'maxConnectionDrops'>;
-  /** A piece reached its chat (the console follows it on the host's events). */
-  onDelivered(item: OutboxItem): void;
+  /** The host's events: a delivered piece is told there (the console follows it). */
+  events: HostEvents;
   clock: Clock;
   logger: Logger;
 }
@@ -49,7 +49,7 @@ export function wireDelivery(deps: DeliveryDeps) {
     clock,
     onDelivered: (item) => {
       approvalButtons.onDelivered(item);
-      deps.onDelivered(item);
+      deps.events.emit('outbox-delivered', item);
     },
     onDeadLetter: outcomes.onDeadLetter,
     onChatMoved: outcomes.onChatMoved,

@@ -21,7 +21,7 @@ import type { ConfigReloader } from '../config/config-reloader.ts';
 import { createConfigSource, type ConfigSource } from '../config/config-source.ts';
 import { wireConfigReload, type ConfigFileReload } from '../config/wire-config-reload.ts';
 import type { HostConfig } from '../config/schema.ts';
-import { groupRoomProblem } from '../containers/mounts/disk-quota.ts';
+import { groupRoomCheck } from '../containers/mounts/disk-quota.ts';
 import type { AgentRunner } from '../router/agent-runner.ts';
 import type { GroupQueue } from '../router/group-queue.ts';
 import type { Transcribe } from '../router/media/media-ingest.ts';
@@ -223,7 +223,7 @@ export async function startHost({
         retryMaxMs: config.outbox.retry_max_ms,
         maxConnectionDrops: config.outbox.max_connection_drops,
       },
-      onDelivered: (item) => events.emit('outbox-delivered', item),
+      events,
       clock,
       logger,
     });
@@ -236,7 +236,7 @@ export async function startHost({
       redact,
       timeoutMs: config.security.approval_timeout_ms,
       delivery,
-      onChange: (id) => events.emit('approval-changed', id),
+      events,
       clock,
       logger,
     });
@@ -345,9 +345,8 @@ export async function startHost({
         logger,
       }),
       groupDir,
-      quotaProblem: (groupId, addBytes) =>
-        groupRoomProblem(groupDir(groupId), addBytes, live().containers.group_quota_mb),
-      transcribe: () => runtime.transcribe,
+      quotaProblem: groupRoomCheck(groupDir, () => live().containers.group_quota_mb),
+      runtime,
       logger,
     });
     closers.push('typing indicator', () => typing.stop());

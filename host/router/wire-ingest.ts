@@ -5,7 +5,7 @@ import type { Store } from '../store/store.ts';
 import type { GroupQueue } from './group-queue.ts';
 import { createIngest, type IngestDeps } from './ingest.ts';
 import type { MediaConfig } from './media/media-config.ts';
-import { createMediaIngest, type MediaIngestDeps } from './media/media-ingest.ts';
+import { createMediaIngest, type MediaIngestDeps, type Transcribe } from './media/media-ingest.ts';
 import type { TriggerSettings } from './trigger-rules.ts';
 import { createTypingIndicator } from './typing-indicator.ts';
 
@@ -30,7 +30,8 @@ export interface IngestWiringDeps {
   adminCommands: NonNullable<IngestDeps['adminCommands']>;
   groupDir(groupId: string): string;
   quotaProblem: MediaIngestDeps['quotaProblem'];
-  transcribe: MediaIngestDeps['transcribe'];
+  /** The agent runtime: voice goes through its gateway (none: voice notes are not transcribed). */
+  runtime: { transcribe?: Transcribe | undefined };
   logger: Logger;
 }
 
@@ -66,7 +67,7 @@ export function wireIngest(deps: IngestWiringDeps) {
     store,
     groupDir: deps.groupDir,
     quotaProblem: deps.quotaProblem,
-    transcribe: deps.transcribe,
+    transcribe: () => deps.runtime.transcribe,
     ingest,
     logger: deps.logger.child({ subsystem: 'media' }),
   });

@@ -310,3 +310,11 @@ export async function groupRoomProblem(
     ? `the group folder is full (its quota is ${quotaMb} MB, [containers] group_quota_mb)`
     : null;
 }
+
+/** `groupRoomProblem` for any group, with its folder and `[containers] group_quota_mb` read at each file. */
+export function groupRoomCheck(
+  groupDir: (groupId: string) => string,
+  quotaMb: () => number,
+): (groupId: string, addBytes: number) => Promise<string | null> {
+  return (groupId, addBytes) => groupRoomProblem(groupDir(groupId), addBytes, quotaMb());
+}

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   folderUsage,
+  groupRoomCheck,
   groupRoomProblem,
   quotaProblem,
   watchDiskQuota,
@@ -170,5 +171,14 @@ describe('groupRoomProblem', () => {
     fs.writeFileSync(path.join(dir, 'big.bin'), Buffer.alloc(900 * 1024, 1));
     // What is already there counts: 900 KiB stored plus 200 KiB more is over 1 MB.
     expect(await groupRoomProblem(dir, 200 * 1024, 1)).toMatch(/^the group folder is full/);
+    // The check ingest is given reads the group's folder and the quota at each file.
+    let quotaMb = 1;
+    const check = groupRoomCheck(
+      () => dir,
+      () => quotaMb,
+    );
+    expect(await check('family', 200 * 1024)).toMatch(/^the group folder is full/);
+    quotaMb = 2;
+    expect(await check('family', 200 * 1024)).toBeNull();
   });
 });
