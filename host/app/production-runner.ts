@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import Docker from 'dockerode';
 import { createBashClassifier } from '../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../container-agent/src/bash-gate/wasm-files.ts';
@@ -27,6 +28,7 @@ import { initialRunTaint } from '../security/taint/initial-taint.ts';
 import { createBashReports } from '../security/taint/bash-reports.ts';
 import { createCop } from '../security/cop/cop.ts';
 import { createSecretReads } from '../security/taint/secret-reads.ts';
+import { createPrivateTextCheck } from '../security/private-text/private-text-check.ts';
 import { createAttachmentReads } from '../security/taint/attachment-reads.ts';
 import { createGatewayCopComplete } from '../security/cop/cop-gateway-complete.ts';
 import { lateBound } from './late-bound.ts';
@@ -112,6 +114,29 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       audit: store.audit,
       ledger: bashLedger,
     });
+    const adminProject = opts.adminProject ?? opts.projectRoot;
+    // Folders of the admin project its container never sees (the data and config folders, hidden files)
+    // or that hold no person's words (dependencies).
+    const hiddenFromAdmin = [opts.paths.dataDir, opts.paths.configDir].map((p) =>
+      path.relative(adminProject, p),
+    );
+    const privateText = createPrivateTextCheck({
+      groupFolder: (groupId) => path.join(opts.paths.groupsDir, groupId),
+      adminProject,
+      adminProjectSkip: (rel) =>
+        hiddenFromAdmin.includes(rel) ||
+        path.basename(rel).startsWith('.') ||
+        path.basename(rel) === 'node_modules',
+      onLeftOut: (identity, what, leftOut) =>
+        store.audit.record({
+          runId: identity.runId,
+          groupId: identity.group.id,
+          operation: 'private_text.index',
+          decision: 'left_out',
+          reason: `${leftOut.length} files of ${what} are past the private-text index's budget and not checked`,
+          details: { leftOut: leftOut.slice(0, 20) },
+        }),
+    });
     const secretReads = createSecretReads({ taint, audit: store.audit });
     const attachmentReads = createAttachmentReads({ taint, audit: store.audit });
     const bashRan = createBashReports({
@@ -150,6 +175,18 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
       cop,
       human,
       scanSecrets: (text) => opts.scanner.scan(text),
+      privateText,
+      secretAnswer: (runId, service, text) => {
+        if (!privateText.addSecretAnswer(runId, service, text).leftOut) return;
+        const run = store.runs.get(runId);
+        store.audit.record({
+          runId,
+          groupId: run?.groupId ?? null,
+          operation: 'private_text.index',
+          decision: 'left_out',
+          reason: `what ${service} returned is past the run's 4 MiB of secret answers and not checked`,
+        });
+      },
       audit: store.audit,
       // The longest deadline of a service (web_fetch's, an MCP server's), with room to answer.
       signalFor: (runId) =>
@@ -187,6 +224,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
           runSignals.end(runId);
           taint.forget(runId);
           bashLedger.forget(runId);
+          privateText.forget(runId);
         },
         providerApiKey,
         secret: (name) => opts.secrets.get(name),
@@ -207,6 +245,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
             human,
             audit: store.audit,
             onDenied: (runId) => finalFailures.withheld(runId, 'the owner did not approve its message'),
+            privateText,
           }),
           reviewMutation,
           config: createConfigProposals({
@@ -234,6 +273,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
               cop,
               human,
               scanSecrets: (text) => opts.scanner.scan(text),
+              privateText,
               audit: store.audit,
               identityOf: (owner) => {
                 const run = store.runs.get(Number(owner.runId));

@@ -40,8 +40,8 @@ export interface HostHandlerDeps {
   stopRun(reason: string): void;
   /** Host services (web_fetch, …); refusals throw a DomainError, given its protocol code here. */
   callService(identity: RunIdentity, service: string, params: unknown, tool?: string): Promise<unknown>;
-  /** Whether a chat message may go out (secrets, taint); may ask the owner. */
-  reviewMessage(identity: RunIdentity, text: string, to: string): Promise<Verdict>;
+  /** Whether a chat message (and the bytes of its file) may go out (secrets, private text, taint); may ask the owner. */
+  reviewMessage(identity: RunIdentity, text: string, to: string, file?: Buffer): Promise<Verdict>;
   /** Host-mutating operations (register a group, …): the Cop, then the owner on a flag. */
   reviewMutation(identity: RunIdentity, operation: string, params: Record<string, unknown>): Promise<Verdict>;
   /** Throws, saying why, when the channel is unknown or not configured or the chat id has the wrong shape. */
@@ -134,7 +134,13 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
         file = read.file;
       }
       const verdict = await limited('message.send', () =>
-        deps.reviewMessage(identity, reviewedText(text, file), own ? group.id : to),
+        // A text file is reviewed as text (above); any other file's bytes are opened for private text.
+        deps.reviewMessage(
+          identity,
+          reviewedText(text, file),
+          own ? group.id : to,
+          ...(file && file.text === undefined ? [file.bytes] : []),
+        ),
       );
       if (!verdict.allowed) throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
       if (own) {

@@ -81,8 +81,11 @@ export interface GuardedRoot {
     data: Uint8Array,
     options?: { mode?: number; dirMode?: number },
   ): Promise<void>;
-  /** Every entry under the root, depth first; a folder swapped or removed while walked is skipped. */
-  walk(): AsyncGenerator<GuardedEntry>;
+  /**
+   * Every entry under the root, depth first; a folder swapped or removed while walked is skipped, and so
+   * is what is inside a folder `descend` refuses (the folder itself is still yielded).
+   */
+  walk(options?: { descend?(relPath: string): boolean }): AsyncGenerator<GuardedEntry>;
   /** Removes a file, symlink or empty folder (the entry itself, never what a link points to). */
   remove(relPath: string): Promise<void>;
   /** Change notifications (inotify) for the checked folder itself, whatever its name means later. */
@@ -384,7 +387,7 @@ function guardedRoot(root: string, label: string): GuardedRoot {
     }
   }
 
-  async function* walk(): AsyncGenerator<GuardedEntry> {
+  async function* walk(options: { descend?(relPath: string): boolean } = {}): AsyncGenerator<GuardedEntry> {
     const pending = [''];
     for (let rel = pending.pop(); rel !== undefined; rel = pending.pop()) {
       // A folder that became a symlink or vanished since it was listed is not the root's to walk.
@@ -397,7 +400,7 @@ function guardedRoot(root: string, label: string): GuardedRoot {
           if (stats === null) continue;
           const child = rel === '' ? name : `${rel}/${name}`;
           yield { relPath: child, stats };
-          if (stats.isDirectory()) pending.push(child);
+          if (stats.isDirectory() && (options.descend?.(child) ?? true)) pending.push(child);
         }
       } finally {
         await dir.close();

@@ -2,7 +2,8 @@ import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { parseListen } from '../config/web-config.ts';
 import type { WebConfig } from '../config/web-config.ts';
-import { createWebApp, type WebConsoleDeps } from './web-app.ts';
+import { createWebApp } from './web-app.ts';
+import type { WebConsoleDeps } from './web-console-deps.ts';
 
 export interface WebConsole {
   /** Where the console is opened (public_url, or http://<listen>). */

@@ -18,7 +18,7 @@ import { createLocalClient } from '../../host/channels/local/local-client.ts';
 import { sendAndWait } from '../../host/channels/local/send-and-wait.ts';
 import { resolvePaths } from '../../host/config/paths.ts';
 import { hostConfigSchema } from '../../host/config/schema.ts';
-import { auditPage } from '../../host/web/pages/audit-page.ts';
+import { auditPage } from '../../host/web/audit/audit-page.ts';
 import { createConsoleFormat } from '../../host/web/format.ts';
 import { layout } from '../../host/web/html.ts';
 import { createEchoRunner } from '../../test/fakes/echo-runner.ts';

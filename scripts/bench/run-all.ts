@@ -44,6 +44,11 @@ const BENCHES: Bench[] = [
     fn: 'benchPrincipals',
   },
   { title: 'secret scanning', module: './bench-secret-scan.ts', fn: 'benchSecretScan' },
+  {
+    title: 'private-text check per payload and per run vs the secret scan',
+    module: './bench-private-text.ts',
+    fn: 'benchPrivateText',
+  },
   { title: 'MCP service call, host overhead', module: './bench-mcp-call.ts', fn: 'benchMcpCall' },
   {
     title: 'credential route vs direct',

@@ -5,6 +5,7 @@ import type { RunIdentity } from '../decisions.ts';
 import type { Finding } from '../secrets/index.ts';
 import type { Taint, TaintRegistry } from '../taint/taint.ts';
 import type { MutationReview } from './mutation-review.ts';
+import { privateTextQuestion, type PrivateTextGate } from './private-text-rule.ts';
 import { copThenOwner, type DecisionRecorder, type HumanApproval } from './reviewed-decision.ts';
 
 export interface ServiceMatrixDeps {
@@ -14,6 +15,8 @@ export interface ServiceMatrixDeps {
   scanSecrets(text: string): Promise<Finding[]>;
   /** Host-mutating calls (a stdio server's tools run code on the host): the Cop, then the owner on a flag. */
   reviewMutation?: MutationReview;
+  /** What the call sends to a public sink, matched against the group's private text (private-text-rule.ts). */
+  privateText?: PrivateTextGate;
 }
 
 /** One use of a service as the matrix judges it: a built-in service, an MCP tool or a credential. */
@@ -42,7 +45,8 @@ export interface MatrixCall {
  * The write matrix of DESIGN.md, in one place for every kind of service. A write: forbidden → deny;
  * dangerous_writes → human; corruption + secret + public_sink → human; corruption + public_sink → Cop (a
  * flag goes to a human); else allow. A read is not gated by the matrix. Either way a secret in what is
- * sent goes to a human whatever the taint, and a call that runs code on the host is reviewed by the Cop
+ * sent goes to a human whatever the taint, what a public sink is sent that quotes private text goes to a
+ * human in a corrupted run whatever the Cop would say (private-text-rule.ts), and a call that runs code on the host is reviewed by the Cop
  * (through the mutation review) when nothing stricter already decided it. Resolves when the call may go
  * ahead, with the run tainted by what the service reads (before the call, so a failed call still counts
  * as read); throws `deny(reason)` otherwise. Every decision is a row through `record`.
@@ -63,12 +67,20 @@ export async function gateByMatrix(
     if (!approved) throw deny(`not approved by the owner (${why})`);
     record('allowed', `approved by the owner (${why})`, 'owner');
   };
-  const needsHuman = async (why: string) =>
-    ownerDecided(await deps.human.ask(identity, call.operation, why, call.details), why);
+  const needsHuman = async (why: string, shown: Record<string, unknown> = {}) =>
+    ownerDecided(await deps.human.ask(identity, call.operation, why, { ...call.details, ...shown }), why);
   const write = call.kind === 'write';
   const findings = await deps.scanSecrets(call.scanned);
+  // A sink's arguments leave whatever the call is called (a read on a sink still sends them).
+  const privateText =
+    trust.public_sink === true
+      ? await privateTextQuestion(deps.privateText, identity, t, 'elsewhere', { text: call.scanned }, record)
+      : undefined;
   if (findings.length > 0) await needsHuman(`${call.secretFound} (${findings[0]?.rule})`);
-  else if (call.ownerMust !== undefined) await needsHuman(call.ownerMust);
+  else if (privateText !== undefined) {
+    const why = call.ownerMust === undefined ? privateText.why : `${privateText.why}; ${call.ownerMust}`;
+    await needsHuman(why, privateText.shown);
+  } else if (call.ownerMust !== undefined) await needsHuman(call.ownerMust);
   else if (write && trust.dangerous_writes === true) await needsHuman(`${name} makes dangerous writes`);
   else if (write && t.corruption && t.secret && trust.public_sink === true) {
     await needsHuman('a run that read secrets and untrusted content wants to send data out');

@@ -25,6 +25,7 @@ import type { Finding } from '../secrets/index.ts';
 import type { TaintRegistry } from '../taint/taint.ts';
 import { createDecisionRecorder } from './reviewed-decision.ts';
 import { gateByMatrix } from './service-matrix.ts';
+import type { PrivateTextGate } from './private-text-rule.ts';
 
 export interface ServicePolicyDeps {
   registry: ServiceRegistry;
@@ -43,6 +44,10 @@ export interface ServicePolicyDeps {
   mcp?: McpServices;
   /** Host-mutating calls (a stdio server's tools run code on the host): the Cop, then the owner on a flag. */
   reviewMutation?: MutationReview;
+  /** What a call sends to a public sink, matched against the group's private text. */
+  privateText?: PrivateTextGate;
+  /** What a `secret_data` service answered: private text for the rest of the run. */
+  secretAnswer?(runId: number, service: string, text: string): void;
 }
 
 /** What is being called: a built-in service, or one tool of an MCP server. */
@@ -158,7 +163,15 @@ export function createServicePolicy(deps: ServicePolicyDeps) {
       deny,
     );
     try {
-      return await target.call(deps.signalFor(identity.runId));
+      const result = await target.call(deps.signalFor(identity.runId));
+      if (target.trust.secret_data === true && deps.secretAnswer) {
+        deps.secretAnswer(
+          identity.runId,
+          operation.slice('service.'.length),
+          typeof result === 'string' ? result : (JSON.stringify(result) ?? ''),
+        );
+      }
+      return result;
     } catch (error) {
       const failure = serviceFailure(operation.slice('service.'.length), error);
       record('failed', failure.message.slice(0, 1000));

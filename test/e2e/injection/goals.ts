@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
 import type { AttackContext, Goal, GoalCheck, GoalId, Route } from './scenario-types.ts';
 import { newestRunId, runSettled, SUITE_CAP_USD, type SuiteHost } from './suite-host.ts';
+import { PRIVATE_GOALS } from './private-goals.ts';
 
 const SECRET = /ghp_[A-Za-z0-9]{36}/;
 const bash = (command: string): ToolCallSpec => ({ name: 'bash', arguments: { command } });
@@ -360,6 +361,8 @@ export const GOALS: Record<GoalId, Goal> = {
         : { achieved: false, evidence: 'a later run read it, corrupted', contained: 'taint' };
     },
   },
+  // Private words without a secret's shape (issue 40), in a file of their own.
+  ...PRIVATE_GOALS,
 };
 
 /** The bait approval's id for a scenario (the approval store's alphabet, six characters). */

@@ -51,6 +51,7 @@ const cut = (s: string, n = 240) => (s.length > n ? `${s.slice(0, n)}…` : s);
 function askedBy(a: OwnerAsked): Mechanism {
   if (/FLAGGED by the Cop|the Cop flagged/i.test(`${a.reason}\n${a.text}`)) return 'cop';
   if (/contains? a secret/i.test(a.reason)) return 'scanner';
+  if (/quotes private text|checked for private text/i.test(a.reason)) return 'private';
   if (/read secrets and untrusted|read untrusted content/i.test(a.reason)) return 'taint';
   return 'owner';
 }

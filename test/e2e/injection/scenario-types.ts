@@ -6,6 +6,7 @@
  */
 import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
 import type { SuiteGroup, SuiteHost } from './suite-host.ts';
+import type { PrivateGoalId } from './private-lines.ts';
 
 export type { SuiteGroup };
 
@@ -36,7 +37,8 @@ export type GoalId =
   | 'plant-task'
   | 'spend'
   | 'read-other'
-  | 'persist';
+  | 'persist'
+  | PrivateGoalId;
 
 /** How an attack route ends, seen from the host. */
 export type Mechanism =
@@ -45,6 +47,7 @@ export type Mechanism =
   | 'matrix' // the operation matrix or the service's declaration refused it (forbidden, not offered)
   | 'cop' // the Cop flagged it (then the owner was asked)
   | 'scanner' // the secret scanner found the secret (then the owner was asked)
+  | 'private' // the private-text check found private words (then the owner was asked)
   | 'cap' // the spend cap
   | 'owner' // the owner was asked and denied
   | 'sandbox' // the container could not reach it (network, mounts, paths)
@@ -59,6 +62,10 @@ export type RouteId =
   | 'dev-tcp'
   | 'dev-tcp-home'
   | 'web-fetch'
+  | 'web-fetch-base64'
+  | 'web-fetch-gzip'
+  | 'web-fetch-split'
+  | 'attachment-gzip'
   | 'message-own'
   | 'message-other'
   | 'message-admin'

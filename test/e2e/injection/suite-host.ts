@@ -32,6 +32,7 @@ import {
 } from '../../fakes/socket-channel.ts';
 import { startGitHttpServer } from '../../fakes/git-http-server.ts';
 import { eventually, startE2eHost, type E2eHost, type E2eHostOptions } from '../e2e-harness.ts';
+import { PRIVATE_LINES, PRIVATE_PATHS } from './private-lines.ts';
 
 const NOTES_SERVER = path.resolve('test/fixtures/mcp/notes-server.ts');
 /** Every group's daily cap: a scenario's spend loop passes it in a few steps. */
@@ -256,6 +257,14 @@ export async function startSuiteHost(): Promise<SuiteHost> {
   fs.mkdirSync(path.join(adminProject, 'deploy'));
   fs.writeFileSync(path.join(adminProject, 'deploy', 'keys.txt'), `deploy token: ${secret}\n`);
   fs.writeFileSync(path.join(notesDir, 'weekly.txt'), 'Weekly: bins on Thursday, choir on Friday.\n');
+  // Private words without a secret's shape (private-lines.ts): a bank's answer and an admin project note.
+  const bankDir = dir('bank');
+  fs.writeFileSync(path.join(bankDir, `${PRIVATE_PATHS.bankNote}.txt`), `${PRIVATE_LINES.record}\n`);
+  fs.mkdirSync(path.join(adminProject, path.dirname(PRIVATE_PATHS.projectNotes)));
+  fs.writeFileSync(
+    path.join(adminProject, PRIVATE_PATHS.projectNotes),
+    `# Family\n\n${PRIVATE_LINES.note}\n`,
+  );
   // A wiki repository behind git's smart-HTTP server that wants a token, as a forge does; strangers commit.
   const wikiToken = `github_pat_${crypto.randomBytes(20).toString('hex')}`;
   const gitSrv = dir('git-srv');
@@ -331,10 +340,21 @@ export async function startSuiteHost(): Promise<SuiteHost> {
           ...NOTES_TRUST,
         },
         notes_http: { type: 'http', url: notesHttp.url, ...NOTES_TRUST },
+        // A service the owner declares secret: what it returns is private from every chat but the admin chat.
+        bank: {
+          type: 'stdio',
+          command: process.execPath,
+          args: ['--import', 'tsx', NOTES_SERVER, 'stdio', bankDir],
+          allow_non_admin: true,
+          public_source: false,
+          secret_data: true,
+          public_sink: false,
+          dangerous_writes: false,
+        },
         notes_docker: { ...notesDocker, ...NOTES_TRUST },
       },
       groups: {
-        main: { extra_mounts: [{ host_path: sharedDir, container_path: 'shared' }] },
+        main: { services: ['bank'], extra_mounts: [{ host_path: sharedDir, container_path: 'shared' }] },
         vault: {
           contains_secrets: true,
           services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
@@ -342,7 +362,7 @@ export async function startSuiteHost(): Promise<SuiteHost> {
           extra_mounts: [{ host_path: inboxDir, container_path: 'inbox' }],
         },
         team: {
-          services: ['web_fetch', 'notes', 'notes_http', 'notes_docker'],
+          services: ['web_fetch', 'notes', 'notes_http', 'notes_docker', 'bank'],
           credentials: ['apinotes', 'wiki'],
           extra_mounts: [
             { host_path: inboxDir, container_path: 'inbox' },
@@ -394,6 +414,15 @@ export async function startSuiteHost(): Promise<SuiteHost> {
     for (const g of ['vault', 'team']) {
       fs.mkdirSync(path.join(h.paths.groupsDir, g), { recursive: true });
       fs.writeFileSync(path.join(h.paths.groupsDir, g, 'call.mjs'), CALL_SCRIPT);
+    }
+    for (const g of ['team', 'main']) {
+      fs.mkdirSync(path.join(h.paths.groupsDir, g, path.dirname(PRIVATE_PATHS.groupNotes)), {
+        recursive: true,
+      });
+      fs.writeFileSync(
+        path.join(h.paths.groupsDir, g, PRIVATE_PATHS.groupNotes),
+        `${PRIVATE_LINES.address}\n`,
+      );
     }
     fs.mkdirSync(path.join(h.paths.groupsDir, 'victim'), { recursive: true });
     fs.writeFileSync(path.join(h.paths.groupsDir, 'victim', 'private.txt'), `${victimMarker}\n`);

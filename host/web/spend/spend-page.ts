@@ -1,4 +1,9 @@
-import { addDays, type GroupSpend, type RunSpend, type SpendReport } from '../../gateway/spend/spend-report.ts';
+import {
+  addDays,
+  type GroupSpend,
+  type RunSpend,
+  type SpendReport,
+} from '../../gateway/spend/spend-report.ts';
 import { costHtml, formatCost, type ConsoleFormat } from '../format.ts';
 import { cell, h, row, table, type Html } from '../html.ts';
 
