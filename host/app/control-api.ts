@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { ChannelStatus } from '../channels/channel.ts';
 import { firstWords } from '../channels/delivery-outcomes.ts';
 import type { HostStatus, PrestartStatus, WebLoginLink } from '../channels/local/local-api.ts';
-import { sendJson, type RouteHandler } from '../channels/local/socket-server.ts';
+import { listenOnSocket, sendJson, type RouteHandler } from '../channels/local/socket-server.ts';
 import { describeReload } from '../config/config-reload.ts';
 import type { ConfigReloader } from '../config/config-reloader.ts';
 import type { GroupQueue } from '../router/group-queue.ts';
@@ -112,5 +112,20 @@ export function createControlRoutes(deps: ControlApiDeps): Record<string, RouteH
       const outcome = await reloader.reload('cli');
       sendJson(res, 200, { kind: outcome.kind, ...describeReload(outcome) });
     },
+  };
+}
+
+/**
+ * The control socket with the console's and the control routes; its close ends open connections first (a
+ * `chat` client holds one), so a stop is not held by a client.
+ */
+export async function openControlSocket(
+  socketFile: string,
+  routes: Record<string, RouteHandler>,
+): Promise<() => Promise<void>> {
+  const server = await listenOnSocket(socketFile, routes);
+  return async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   };
 }

@@ -1,4 +1,4 @@
-import type { ReloadOutcome } from './config-reloader.ts';
+import type { ConfigReloader, ReloadOutcome } from './config-reloader.ts';
 
 /**
  * The seam between whoever writes config.toml (an approved chat proposal, `carapace config set`) and the
@@ -53,4 +53,22 @@ export function describeReload(outcome: ReloadOutcome): ConfigReloadOutcome {
         detail: `it was applied, then rolled back because the host did not work with it:\n${lines(outcome.problems)}`,
       };
   }
+}
+
+/**
+ * A `ReloadConfig` for a part that exists before the reloader does (the agent runtime, the web console):
+ * it reads the reloader at each call; until the host runs, the change waits for the start's own read.
+ */
+export function reloadWhenRunning(
+  reloader: () => Pick<ConfigReloader, 'reload'> | undefined,
+  trigger: 'proposal' | 'web',
+): () => Promise<ConfigReloadOutcome> {
+  const notYet =
+    trigger === 'proposal'
+      ? 'the host is still starting; the file is read again once it runs'
+      : 'the host is still starting; it reads the file once it runs';
+  return async () => {
+    const current = reloader();
+    return current ? describeReload(await current.reload(trigger)) : { ok: false, detail: notYet };
+  };
 }

@@ -86,3 +86,20 @@ export function loadStartConfig({
     },
   };
 }
+
+/**
+ * The owner's notice of a start in safe mode: which file is broken, what the host runs on instead, each
+ * problem, and how to get out of it. `problems` are already formatted (config-error.ts `formatProblem`).
+ */
+export function safeModeNotice(
+  configFile: string,
+  safe: Pick<NonNullable<StartConfig['safeMode']>, 'lastGoodFile' | 'savedAt'>,
+  problems: readonly string[],
+): string {
+  return (
+    `SAFE MODE: ${configFile} is not valid, so the host started on the last good configuration ` +
+    `(${safe.lastGoodFile}, saved ${safe.savedAt}). ${problems.length} problem(s):\n` +
+    problems.map((p) => `- ${p}`).join('\n') +
+    '\nRepair the file (by hand, carapace config set or rollback): the running host picks it up.'
+  );
+}

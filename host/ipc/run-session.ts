@@ -7,7 +7,7 @@ import {
   type RunStartParams,
 } from '../../container-agent/src/protocol.ts';
 import { createRpcPeer, type ProtocolProblem, type RpcHandlers } from '../../container-agent/src/rpc/peer.ts';
-import type { ContainerExit, ContainerProcess } from '../containers/run/container-launch.ts';
+import type { ContainerExit, ContainerProcess } from './container-process.ts';
 import type { RunHandle, RunOutcome } from '../router/agent-runner.ts';
 import type { StoredMessage } from '../store/messages-store.ts';
 import { createFrameBudget, DEFAULT_FRAME_BUDGET, type FrameBudgetLimits } from './frame-budget.ts';

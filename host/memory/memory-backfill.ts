@@ -53,3 +53,16 @@ export function createMemoryBackfill({ memory, batchSize = 500, logger }: Memory
     },
   };
 }
+
+/**
+ * The host's start step: history stored before the memory index (an upgrade, a reindex) is indexed in the
+ * background; the returned closer stops it between steps.
+ */
+export function startMemoryBackfill(
+  memory: MemoryBackfillDeps['memory'],
+  logger: Pick<Logger, 'child'>,
+): () => Promise<void> {
+  const backfill = createMemoryBackfill({ memory, logger: logger.child({ subsystem: 'memory' }) });
+  void backfill.start();
+  return () => backfill.stop();
+}

@@ -4,7 +4,7 @@ import type { Store } from '../store/store.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { NewOutboxItem, OutboxAttachment } from '../store/outbox-store.ts';
 import type { AgentRunner, RunOutcome } from './agent-runner.ts';
-import type { HostEvents } from './host-events.ts';
+import type { HostEvents } from '../store/host-events.ts';
 import { giveUpNotices, sendNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
 import { spendCapNotices } from './spend-notices.ts';
 import { errorMessage } from '../errors/error-message.ts';

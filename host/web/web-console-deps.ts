@@ -6,7 +6,7 @@ import type { HostStatus } from '../channels/local/local-api.ts';
 import type { ConfigFileStore } from '../config/config-file-store.ts';
 import type { HostConfig } from '../config/schema.ts';
 import type { SpendReport } from '../gateway/spend/spend-report.ts';
-import type { HostEvents } from '../router/host-events.ts';
+import type { HostEvents } from '../store/host-events.ts';
 import type { Store } from '../store/store.ts';
 import type { MemoryNotes } from '../memory/memory-notes.ts';
 import type { AdminConversation } from '../channels/local/local-channel.ts';

@@ -18,7 +18,7 @@ import { createTelegramChannel } from '../../host/channels/telegram/telegram-cha
 import { TELEGRAM_CHANNEL, telegramConfigSchema } from '../../host/channels/telegram/telegram-config.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { createGroupQueue } from '../../host/router/group-queue.ts';
-import { createHostEvents } from '../../host/router/host-events.ts';
+import { createHostEvents } from '../../host/store/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';

@@ -179,11 +179,11 @@ export const SUBSYSTEM_LAYERS: readonly (readonly string[])[] = [
   ['errors', 'logging', 'time'],
 ];
 
-/** Type-only imports that point up, each explained in DESIGN.md ("Layout"); `from → to` as file paths. */
-export const ALLOWED_UPWARD_IMPORTS: ReadonlySet<string> = new Set([
-  'host/ipc/run-session.ts → host/containers/run/container-launch.ts',
-  'host/channels/local/local-channel.ts → host/router/host-events.ts',
-]);
+/**
+ * Type-only imports allowed to point up, each explained in DESIGN.md ("Layout"); `from → to` as file paths.
+ * Empty: a shape two layers share lives in the lower one (the one that drives or owns it).
+ */
+export const ALLOWED_UPWARD_IMPORTS: ReadonlySet<string> = new Set<string>([]);
 
 /** Imports (type-only ones included) from a subsystem to one above it or beside it, unless allowed. */
 export function findUpwardImports(graph: ImportGraph, root: string): string[] {

@@ -17,7 +17,7 @@ import {
   DEFAULT_MAX_CONNECTION_DROPS,
   type OutboxDispatcher,
 } from '../../host/channels/outbox-dispatcher.ts';
-import { createHostEvents, type HostEvents } from '../../host/router/host-events.ts';
+import { createHostEvents, type HostEvents } from '../../host/store/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';

@@ -8,7 +8,7 @@ import { createDeliveryOutcomes } from '../../host/channels/delivery-outcomes.ts
 import { createOutboxDispatcher } from '../../host/channels/outbox-dispatcher.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { createGroupQueue } from '../../host/router/group-queue.ts';
-import { createHostEvents } from '../../host/router/host-events.ts';
+import { createHostEvents } from '../../host/store/host-events.ts';
 import { createIngest } from '../../host/router/ingest.ts';
 import { createRunExecutor } from '../../host/router/run-executor.ts';
 import { openStore } from '../../host/store/store.ts';

@@ -1,5 +1,5 @@
 import type { Logger } from '../../logging/logger.ts';
-import type { HostEvents } from '../../router/host-events.ts';
+import type { HostEvents } from '../../store/host-events.ts';
 import { GROUP_ID_PATTERN, type GroupsStore } from '../../store/groups-store.ts';
 import type { OutboxItem, OutboxStore } from '../../store/outbox-store.ts';
 import type { Channel, ChannelHost, ChannelStatus } from '../channel.ts';

@@ -303,3 +303,26 @@ export function watchDiskQuota(
   void walk();
   return dispose;
 }
+
+/**
+ * Why a file of `addBytes` would put the group's folder over its quota of `quotaMb` MB, or null. The folder
+ * is measured now (a file the agent wrote a moment ago counts), for a file the host is about to store there.
+ */
+export async function groupRoomProblem(
+  dir: string,
+  addBytes: number,
+  quotaMb: number,
+): Promise<string | null> {
+  const { bytes } = await folderUsage(dir);
+  return bytes + addBytes > quotaMb * 1024 * 1024
+    ? `the group folder is full (its quota is ${quotaMb} MB, [containers] group_quota_mb)`
+    : null;
+}
+
+/** `groupRoomProblem` for any group, with its folder and `[containers] group_quota_mb` read at each file. */
+export function groupRoomCheck(
+  groupDir: (groupId: string) => string,
+  quotaMb: () => number,
+): (groupId: string, addBytes: number) => Promise<string | null> {
+  return (groupId, addBytes) => groupRoomProblem(groupDir(groupId), addBytes, quotaMb());
+}

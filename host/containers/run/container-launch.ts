@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
-import type { Duplex, Readable } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import {
@@ -13,34 +13,9 @@ import { errorMessage } from '../../errors/error-message.ts';
 import { systemClock, type Clock } from '../../time/clock.ts';
 import { dockerStatusCode, isDockerAlreadyGone } from '../docker-errors.ts';
 import { gatewayHostAddress } from '../network/network-gateway.ts';
+import type { ContainerExit, ContainerExitReason, ContainerProcess } from '../../ipc/container-process.ts';
 
-export type ContainerExitReason = 'exited' | 'hard_timeout' | 'idle_timeout' | 'stopped' | 'oom' | 'error';
-
-export interface ContainerExit {
-  exitCode: number | null;
-  reason: ContainerExitReason;
-  detail?: string;
-}
-
-export interface ContainerProcess {
-  name: string;
-  id: string;
-  /** The agent's stdin. Ending it closes the container's stdin (StdinOnce); writes after exit are dropped. */
-  stdin: Writable;
-  stdout: Readable;
-  stderr: Readable;
-  /** Resets the idle timer (it is also reset by any stdout/stderr output). */
-  touch(): void;
-  /**
-   * Arms the hard and idle timeouts from now. A container launched with `deferTimeouts` waits for its run
-   * without them (it may be pre-started long before); otherwise they run from the start and this is a no-op.
-   */
-  beginRun(): void;
-  /** SIGTERM, then SIGKILL after `graceMs` (at once when it is 0); resolves once the container is gone. */
-  stop(reason: string, graceMs?: number): Promise<void>;
-  /** Resolves (never rejects) when the container has exited and been removed, after its output ended. */
-  readonly exited: Promise<ContainerExit>;
-}
+export type { ContainerExit, ContainerExitReason, ContainerProcess };
 
 const DEFAULT_GRACE_MS = 2000;
 /** How long to wait for the output stream to drain after the container is gone. */

@@ -5,7 +5,7 @@ import { consoleLine, formatBytes } from '../../../host/channels/local/console-l
 import { createLocalChannel, LOCAL_CHANNEL } from '../../../host/channels/local/local-channel.ts';
 import { createLocalClient } from '../../../host/channels/local/local-client.ts';
 import { listenOnSocket } from '../../../host/channels/local/socket-server.ts';
-import { createHostEvents } from '../../../host/router/host-events.ts';
+import { createHostEvents } from '../../../host/store/host-events.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 

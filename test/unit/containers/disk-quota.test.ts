@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { folderUsage, quotaProblem, watchDiskQuota } from '../../../host/containers/mounts/disk-quota.ts';
+import {
+  folderUsage,
+  groupRoomCheck,
+  groupRoomProblem,
+  quotaProblem,
+  watchDiskQuota,
+} from '../../../host/containers/mounts/disk-quota.ts';
 import { quotaFolders } from '../../../host/containers/mounts/disk-quota-folders.ts';
 import { fakeClock } from '../../helpers/fake-clock.ts';
 import { waitFor } from '../../helpers/processes.ts';
@@ -171,5 +177,26 @@ describe('disk quotas', () => {
         setting: '[containers] session_quota_mb',
       },
     ]);
+  });
+});
+
+describe('groupRoomProblem', () => {
+  it('refuses a file that would put the group folder over its quota, measured now', async () => {
+    expect(await groupRoomProblem(dir, 512 * 1024, 1)).toBeNull();
+    expect(await groupRoomProblem(dir, 2 * 1024 * 1024, 1)).toBe(
+      'the group folder is full (its quota is 1 MB, [containers] group_quota_mb)',
+    );
+    fs.writeFileSync(path.join(dir, 'big.bin'), Buffer.alloc(900 * 1024, 1));
+    // What is already there counts: 900 KiB stored plus 200 KiB more is over 1 MB.
+    expect(await groupRoomProblem(dir, 200 * 1024, 1)).toMatch(/^the group folder is full/);
+    // The check ingest is given reads the group's folder and the quota at each file.
+    let quotaMb = 1;
+    const check = groupRoomCheck(
+      () => dir,
+      () => quotaMb,
+    );
+    expect(await check('family', 200 * 1024)).toMatch(/^the group folder is full/);
+    quotaMb = 2;
+    expect(await check('family', 200 * 1024)).toBeNull();
   });
 });

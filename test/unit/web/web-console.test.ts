@@ -11,7 +11,7 @@ import { createConfigFileStore } from '../../../host/config/config-file-store.ts
 import { hostConfigSchema } from '../../../host/config/schema.ts';
 import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
-import type { HostEventMap } from '../../../host/router/host-events.ts';
+import type { HostEventMap } from '../../../host/store/host-events.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { createMemoryNotes } from '../../../host/memory/memory-notes.ts';
 import { createWebApp } from '../../../host/web/web-app.ts';

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { OutboxItem } from '../store/outbox-store.ts';
+import type { OutboxItem } from './outbox-store.ts';
 
 export interface HostEventMap {
   /** A group's cursor or run state changed. */

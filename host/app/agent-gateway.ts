@@ -1,0 +1,60 @@
+import type { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
+import { createGateway } from '../gateway/index.ts';
+import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
+import { gatewayEvents } from '../router/gateway-events.ts';
+import { systemClock } from '../time/clock.ts';
+import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+
+/**
+ * The runs' LLM gateway: the provider behind the spend caps, the credential routes (their answers noted in
+ * `credentialBook` for status), transcription and the Cop's reviews, its failures told to the groups.
+ */
+export function startAgentGateway(
+  deps: AgentRuntimeDeps,
+  credentialBook: ReturnType<typeof createCredentialStatusBook>,
+) {
+  const { config, store, logger } = deps;
+  return createGateway({
+    config: () => deps.live().gateway,
+    provider: config.provider,
+    providerApiKey: deps.providerApiKey ?? '',
+    usageStore: createSqliteUsageStore(store.db),
+    // Read at each request: a reloaded grant or allowlist applies to the next one.
+    ...(deps.credentials
+      ? {
+          credentials: {
+            ...deps.credentials.policy,
+            record: (owner, row) => {
+              // What status shows: the upstream's last answer (0: not reached), not the host's own refusals.
+              if (row.refused === undefined) credentialBook.note(row.credential, row.status);
+              else if (row.status === 502) credentialBook.note(row.credential, 0);
+              deps.credentials?.policy.record(owner, row);
+            },
+            credentials: () => deps.live().credentials,
+            grantedTo: (groupId: string) => deps.live().groups[groupId]?.credentials ?? [],
+            secret: deps.credentials.secret,
+          },
+        }
+      : {}),
+    clock: systemClock,
+    timezone: () => deps.live().assistant.timezone,
+    logger: logger.child({ subsystem: 'gateway' }),
+    maxOutputTokens: config.runs.max_output_tokens,
+    transcription: () => deps.live().media.transcription,
+    // The Cop's reviews are spent here too, charged to the reviewed run's group (security applies at restart).
+    review: {
+      model: config.security.cop.model ?? config.provider.model,
+      max_output_tokens: config.security.cop.max_output_tokens,
+      max_reviews_per_run: config.security.cop.max_reviews_per_run,
+    },
+    ...(deps.secret ? { secret: deps.secret } : {}),
+    ...gatewayEvents({
+      store,
+      finalFailures: deps.finalFailures,
+      enqueueNotice: deps.enqueueNotice,
+      notifyOwner: deps.notifyOwner,
+    }),
+  });
+}
+
+export type AgentGateway = ReturnType<typeof startAgentGateway>;

@@ -1,0 +1,56 @@
+import type { Logger } from '../logging/logger.ts';
+import type { GatewayConfig } from '../gateway/config.ts';
+import { createCapStatus } from '../gateway/spend/cap-status.ts';
+import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
+import type { HostEvents } from '../store/host-events.ts';
+import type { NewOutboxItem } from '../store/outbox-store.ts';
+import type { Store } from '../store/store.ts';
+import type { Clock } from '../time/clock.ts';
+import type { AgentRunner } from './agent-runner.ts';
+import { createGroupQueue, type GroupQueueDeps } from './group-queue.ts';
+import { createRunExecutor } from './run-executor.ts';
+
+export interface RunsWiringDeps {
+  store: Store;
+  runner: AgentRunner;
+  /** Read as each run would start: the caps and the zone running now. */
+  live(): {
+    gateway: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
+    assistant: { timezone: string };
+  };
+  /** `[runs]`: how many at once, how often a run is tried, the wait between tries. */
+  limits: Pick<GroupQueueDeps, 'maxConcurrent' | 'maxAttempts' | 'retryBaseMs'>;
+  enqueueReply(item: NewOutboxItem): void;
+  notifyOwner(key: string, text: string): void;
+  events: HostEvents;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The runs: one executor against the database (refusing a group at its spend cap) and the per-group queue. */
+export function wireRuns(deps: RunsWiringDeps) {
+  const { store, clock } = deps;
+  const usage = createSqliteUsageStore(store.db);
+  const executor = createRunExecutor({
+    store,
+    runner: deps.runner,
+    // The gateway's records and rule, read as the run would start.
+    capStatus: createCapStatus({
+      config: () => deps.live().gateway,
+      spentTodayMicros: (groupId, day) => usage.spentTodayMicros(groupId, day),
+      timezone: () => deps.live().assistant.timezone,
+      now: clock.now,
+    }),
+    enqueueReply: deps.enqueueReply,
+    notifyOwner: deps.notifyOwner,
+    events: deps.events,
+    logger: deps.logger.child({ subsystem: 'runs' }),
+  });
+  const queue = createGroupQueue({
+    executor,
+    ...deps.limits,
+    clock,
+    logger: deps.logger.child({ subsystem: 'queue' }),
+  });
+  return { executor, queue };
+}
