@@ -47,6 +47,8 @@ export function telegramQuoteOfForward(injection: string): InboundMessage {
       from: TG_OWNER,
       text: 'what does this mean?',
       reply_to_message: forward,
+      // What Telegram sends when the owner quotes (part of) the replied message: the quote's text.
+      quote: { text: injection, position: 0 },
     } as Message,
     TG_BOT,
   );

@@ -55,6 +55,7 @@ export type Mechanism =
   | 'cap' // the spend cap
   | 'owner' // the owner was asked and denied
   | 'sandbox' // the container could not reach it (network, mounts, paths)
+  | 'guard' // the host's guarded file access refused the path (outside the folder, a symlink, a hard link)
   | 'inert'; // the route ran and changed nothing the goal needs (the bot's own "approve" is no command)
 
 export type RouteId =
