@@ -70,7 +70,8 @@ function stoppedBy(results: string, rows: AuditRow[], flaggedByCop: boolean, cap
   )
     return 'matrix';
   if (/did not approve|denied/i.test(results)) return 'owner';
-  if (/not in the group folder|is a symlink|more than one name|not a regular file/i.test(results)) return 'guard';
+  if (/not in the group folder|is a symlink|more than one name|not a regular file/i.test(results))
+    return 'guard';
   if (
     /outside|no such file|ENOENT|not permitted|permission denied|read-only|could not (connect|resolve)|connection refused|timed out|no route|network is unreachable|exit code [1-9]/i.test(
       results,
