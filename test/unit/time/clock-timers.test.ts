@@ -47,4 +47,16 @@ describe("waits, deadlines and repeats on the host's clock", () => {
     expect(woke).toBe(true);
     expect((deadline.reason as DOMException).name).toBe('TimeoutError');
   });
+
+  it('stops sleeping with the reason the signal aborted with, and leaves no timer behind', async () => {
+    const time = fakeClock(0);
+    const controller = new AbortController();
+    const slept = sleepOn(time.clock)(300, controller.signal);
+    controller.abort(new Error('client went away'));
+    await expect(slept).rejects.toThrow('client went away');
+    expect(time.live()).toEqual([]);
+    const already = sleepOn(time.clock)(300, controller.signal);
+    await expect(already).rejects.toThrow('client went away');
+    expect(time.live()).toEqual([]);
+  });
 });
