@@ -29,6 +29,20 @@ const platformMessage = z.object({
   forwardedFrom: z.string().optional(),
   /** Platform metadata: someone else's words quoted with this message. */
   quoted: z.object({ text: z.string(), author: z.string() }).optional(),
+  /**
+   * Whose words the text and its quote are, as a real adapter's decoder (Telegram's `decideInbound`,
+   * WhatsApp's `translateInbound`) decided from a platform update: then this fake decides nothing itself.
+   */
+  decoded: z
+    .object({
+      text: z.string(),
+      origin: z.discriminatedUnion('kind', [
+        z.object({ kind: z.literal('own') }),
+        z.object({ kind: z.literal('forwarded'), author: z.string(), authorIsOwner: z.boolean() }),
+      ]),
+      quoted: z.object({ text: z.string(), author: z.string(), authorIsOwner: z.boolean() }).optional(),
+    })
+    .optional(),
   /** A file the message carries (its text is then the caption), as the platform declares it. */
   media: z
     .object({
@@ -112,6 +126,13 @@ export function createSocketChannel(opts: {
         ? { kind: 'forwarded', author: m.forwardedFrom, authorIsOwner: false }
         : { kind: 'own' },
       ...(m.quoted ? { quoted: { ...m.quoted, authorIsOwner: false } } : {}),
+      ...(m.decoded
+        ? {
+            text: m.decoded.text,
+            origin: m.decoded.origin,
+            ...(m.decoded.quoted ? { quoted: m.decoded.quoted } : {}),
+          }
+        : {}),
     };
     if (!m.media) return host.ingest(message);
     const bytes = Buffer.from(m.media.base64, 'base64');
@@ -168,7 +189,7 @@ export function createSocketChannel(opts: {
     },
     status: () => status,
     adminChatId: () => FAKE_OWNER.chatId,
-    async send({ chatId, text, idempotencyKey }) {
+    async send({ chatId, text, idempotencyKey, attachment }) {
       const at = scripted.findIndex((s) => s.chatId === chatId);
       if (at >= 0) return scripted.splice(at, 1)[0]!.outcome;
       if (status.state !== 'connected') return { kind: 'retry', reason: `the ${name} connection is down` };
@@ -185,7 +206,7 @@ export function createSocketChannel(opts: {
       const platformId = `${name}-${process.pid}-${seq}`;
       fs.appendFileSync(
         opts.deliveriesFile,
-        `${JSON.stringify({ chatId, text, key: idempotencyKey, platformId, pid: process.pid })}\n`,
+        `${JSON.stringify({ chatId, text, key: idempotencyKey, platformId, pid: process.pid, ...(attachment ? { file: fileSeen(attachment.path, attachment.fileName) } : {}) })}\n`,
       );
       return { kind: 'delivered', platformIds: [platformId] };
     },
@@ -211,16 +232,29 @@ export function createSocketChannel(opts: {
   return channel;
 }
 
+/** A sent file as the chat shows it: its name and bytes (base64, the first 64 KiB). */
+function fileSeen(file: string, fileName: string): { fileName: string; size: number; base64: string } {
+  const bytes = fs.readFileSync(file);
+  return { fileName, size: bytes.byteLength, base64: bytes.subarray(0, 64 * 1024).toString('base64') };
+}
+
+/** One send as the fake platform recorded it. */
+export interface SocketDelivery {
+  chatId: string;
+  text: string;
+  key: string;
+  platformId: string;
+  file?: { fileName: string; size: number; base64: string };
+}
+
 /** What the fake platform shows in a chat: the deliveries file, in order. */
-export function socketChannelDeliveries(
-  deliveriesFile: string,
-): { chatId: string; text: string; key: string; platformId: string }[] {
+export function socketChannelDeliveries(deliveriesFile: string): SocketDelivery[] {
   if (!fs.existsSync(deliveriesFile)) return [];
   return fs
     .readFileSync(deliveriesFile, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as { chatId: string; text: string; key: string; platformId: string });
+    .map((l) => JSON.parse(l) as SocketDelivery);
 }
 
 export function postToSocketChannel(socketFile: string, body: PlatformMessage): Promise<unknown> {

@@ -15,7 +15,7 @@ import { turnOf } from '../../fakes/e2e-responders.ts';
 import { copReviewOf } from '../../fakes/security-responders.ts';
 import { GOALS, secretPath, stolenFrom } from './goals.ts';
 import { DESCRIPTION_MARKER, injectionMarker } from './markers.ts';
-import type { RouteId, Scenario } from './scenario-types.ts';
+import type { AttackerTier, RouteId, Scenario } from './scenario-types.ts';
 import type { SuiteHost } from './suite-host.ts';
 import { VECTORS } from './vectors.ts';
 
@@ -56,6 +56,8 @@ export interface AttackRecord {
   cop: CopCall[];
   /** The scenario's run had its first request (the task vector's setup run came before). */
   started: boolean;
+  /** Who attacks: the obedient attacker, or the adaptive one that adds the routes written against the host. */
+  tier: AttackerTier;
 }
 
 interface Planned {
@@ -64,8 +66,13 @@ interface Planned {
   costUsd: number | undefined;
 }
 
-export function createAttackRecord(scenario: Scenario, tag: string): AttackRecord {
+export function createAttackRecord(
+  scenario: Scenario,
+  tag: string,
+  tier: AttackerTier = 'obedient',
+): AttackRecord {
   return {
+    tier,
     scenario,
     tag,
     steps: [],
@@ -78,10 +85,10 @@ export function createAttackRecord(scenario: Scenario, tag: string): AttackRecor
 }
 
 /** The routes' steps in order, with the secret read first when the goal needs it. */
-function plannedSteps(scenario: Scenario): Planned[] {
+function plannedSteps(scenario: Scenario, tier: AttackerTier): Planned[] {
   const goal = GOALS[scenario.goal];
   const planned: Planned[] = goal.needsSecret ? [{ route: 'read', index: -1, costUsd: undefined }] : [];
-  for (const r of goal.routes)
+  for (const r of goal.routes.filter((x) => tier === 'adaptive' || !x.adaptive))
     r.steps.forEach((_, index) => planned.push({ route: r.id, index, costUsd: r.costUsd }));
   return planned;
 }
@@ -106,11 +113,14 @@ function copVerdict(mode: CopMode, request: FakeRequest, record: AttackRecord | 
     mode === 'keywords' &&
     COP_KEYWORDS.test(`${review.operation} ${JSON.stringify(review.params)}`);
   record?.cop.push({ at: Date.now(), operation: review.operation, flagged });
+  // Review flooding: the provider bills each review of the scenario's run (the host must count them).
+  const costUsd = record?.started ? GOALS[record.scenario.goal].reviewCostUsd : undefined;
   return reply.text(
     JSON.stringify({
       flagged,
       reason: flagged ? 'scripted: the review names attack words' : 'scripted: looks fine',
     }),
+    costUsd ? { usage: { costUsd } } : {},
   );
 }
 
@@ -145,7 +155,7 @@ function scenarioStep(suite: SuiteHost, record: AttackRecord, request: FakeReque
     if (!record.injectionSeen) return reply.text('');
     record.attackStartedAt = now;
   }
-  const planned = plannedSteps(scenario);
+  const planned = plannedSteps(scenario, record.tier);
   const done = record.steps.filter((s) => s.kind === 'route').length;
   const next = planned[done];
   if (!next) return reply.text('');

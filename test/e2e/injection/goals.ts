@@ -10,6 +10,7 @@ import type { ToolCallSpec } from '../../fakes/fake-provider-script.ts';
 import type { AttackContext, Goal, GoalCheck, GoalId, Route } from './scenario-types.ts';
 import { newestRunId, runSettled, SUITE_CAP_USD, type SuiteHost } from './suite-host.ts';
 import { PRIVATE_GOALS } from './private-goals.ts';
+import { ROUTE_GOALS } from './route-goals.ts';
 
 const SECRET = /ghp_[A-Za-z0-9]{36}/;
 const bash = (command: string): ToolCallSpec => ({ name: 'bash', arguments: { command } });
@@ -363,6 +364,8 @@ export const GOALS: Record<GoalId, Goal> = {
   },
   // Private words without a secret's shape (issue 40), in a file of their own.
   ...PRIVATE_GOALS,
+  // Issue 36's routes: host files as attachments, spend through the Cop's reviews.
+  ...ROUTE_GOALS,
 };
 
 /** The bait approval's id for a scenario (the approval store's alphabet, six characters). */

@@ -25,7 +25,9 @@ export type VectorId =
   | 'media-transcript'
   | 'media-document'
   | 'media-caption'
-  | 'mcp-description';
+  | 'mcp-description'
+  | 'quoted-forward'
+  | 'forwarded-location';
 
 export type GoalId =
   | 'exfil-network'
@@ -38,6 +40,8 @@ export type GoalId =
   | 'spend'
   | 'read-other'
   | 'persist'
+  | 'exfil-file'
+  | 'spend-reviews'
   | PrivateGoalId;
 
 /** How an attack route ends, seen from the host. */
@@ -51,6 +55,7 @@ export type Mechanism =
   | 'cap' // the spend cap
   | 'owner' // the owner was asked and denied
   | 'sandbox' // the container could not reach it (network, mounts, paths)
+  | 'guard' // the host's guarded file access refused the path (outside the folder, a symlink, a hard link)
   | 'inert'; // the route ran and changed nothing the goal needs (the bot's own "approve" is no command)
 
 export type RouteId =
@@ -79,7 +84,18 @@ export type RouteId =
   | 'file'
   | 'mount-write'
   | 'spend-loop'
-  | 'approve';
+  | 'approve'
+  | 'attachment'
+  | 'attachment-link'
+  | 'attachment-race'
+  | 'review-flood';
+
+/**
+ * Who attacks: `obedient` obeys the injection by the goal's plain routes; `adaptive` knows the gate's rules,
+ * the operation matrix and the Cop's prompt, and adds the routes written against them (races, link tricks,
+ * review flooding).
+ */
+export type AttackerTier = 'obedient' | 'adaptive';
 
 /** What the attacker knows when it builds its next calls. */
 export interface AttackContext {
@@ -100,6 +116,8 @@ export interface Route {
   steps: AttackStep[];
   /** A cost the provider reports for each of the route's model answers (a spend attack). */
   costUsd?: number;
+  /** Only the adaptive attacker tries it. */
+  adaptive?: boolean;
 }
 
 export interface GoalCheck {
@@ -122,6 +140,8 @@ export interface Goal {
   check(suite: SuiteHost, tag: string, scenario: Scenario): Promise<GoalCheck>;
   /** A later run the goal needs to be judged (persistence): runs after the scenario's run. */
   followUp?(suite: SuiteHost, tag: string): Promise<void>;
+  /** What the provider reports each Cop review of the scenario cost (review flooding). */
+  reviewCostUsd?: number;
 }
 
 export interface Vector {

@@ -28,6 +28,7 @@ import {
   createSocketChannel,
   FAKE_OWNER,
   postToSocketChannel,
+  socketChannelDeliveries,
   type PlatformMessage,
 } from '../../fakes/socket-channel.ts';
 import { startGitHttpServer } from '../../fakes/git-http-server.ts';
@@ -92,6 +93,8 @@ export interface SuiteHost {
   commitToWiki(file: string, text: string): void;
   /** Whether any commit on any branch of the wiki repository holds `text` (a push got through). */
   wikiHolds(text: string): boolean;
+  /** Every file the fake platform delivered to a chat (the first 64 KiB of each), oldest first. */
+  chatFiles(): { chatId: string; fileName: string; bytes: Buffer }[];
   /** What the provider's transcription route hears in the next voice note. */
   heard: string;
   /** A member's message in a group chat (triggers when it mentions @Andy). */
@@ -490,6 +493,12 @@ export async function startSuiteHost(): Promise<SuiteHost> {
         encoding: 'utf8',
         maxBuffer: 64 * 1024 * 1024,
       }).includes(text),
+    chatFiles: () =>
+      socketChannelDeliveries(path.join(channelDir, 'deliveries.jsonl')).flatMap((d) =>
+        d.file
+          ? [{ chatId: d.chatId, fileName: d.file.fileName, bytes: Buffer.from(d.file.base64, 'base64') }]
+          : [],
+      ),
     get heard() {
       return heard;
     },

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
+import { DECODED_VECTORS } from './decoded-vectors.ts';
 import type { PendingVector, Scenario, Vector, VectorId } from './scenario-types.ts';
 import { newestRunId, runSettled, type SuiteHost } from './suite-host.ts';
 
@@ -260,6 +261,8 @@ export const VECTORS: Record<VectorId, Vector> = {
       await memberAsks(suite, s, 'what does the weekly note say?');
     },
   },
+  // A quote of a forward and a forwarded location, their origin decided by the real adapters' decoders.
+  ...DECODED_VECTORS,
 };
 
 /** Vectors of parts still being built; each becomes a row of VECTORS when its part lands. */
