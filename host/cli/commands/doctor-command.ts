@@ -17,6 +17,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
+import { checkRunner } from './doctor-runner-checks.ts';
 import { checkModelPrices } from './doctor-price-checks.ts';
 import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
@@ -133,6 +134,7 @@ export function doctorChecks(): Check[] {
     checkAllowlist,
     checkAllowlistSymlinks,
     checkDocker(),
+    checkRunner,
     checkAgentImage(),
     checkIsolation,
     checkLeftovers(),
