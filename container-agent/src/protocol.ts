@@ -60,6 +60,12 @@ export const LIMITS = {
   serviceTools: 100,
   toolDescription: 2000,
   toolSchema: 16 * 1024,
+  /** memory.search: the query, the hits of one search and the text of each (whole, or around the match). */
+  memoryQuery: 500,
+  memoryHits: 20,
+  memoryHitText: 4000,
+  /** A note `remember` writes. */
+  memoryNote: 8000,
 } as const;
 
 /** Same shape as the host's group ids: they name folders on disk, so they can never traverse paths. */
@@ -395,6 +401,39 @@ export const configProposeResultSchema = z.strictObject({
   detail: boundedText(LIMITS.configDetail),
 });
 
+/**
+ * Searches the run's own group's memory (its messages and notes); never another group's. What the host
+ * returns keeps its author: a hit whose words are not the owner's is fenced and taints the run.
+ */
+export const memorySearchParamsSchema = z.strictObject({
+  query: nonEmptyText(LIMITS.memoryQuery),
+  since: z.optional(isoTimestampSchema),
+  until: z.optional(isoTimestampSchema),
+  /** A sender id or display name. */
+  sender: z.optional(nonEmptyText(LIMITS.name)),
+  limit: z.optional(intBetween(1, LIMITS.memoryHits)),
+});
+export const memoryHitSchema = z.strictObject({
+  kind: z.enum(['message', 'note']),
+  /** `message:<id>` or `note:<id>`; a note's id is what `memory.forget` takes. */
+  ref: nonEmptyText(64),
+  /** Who wrote it, in the host's words ("the owner", "Sam (sender 4412)", "the assistant, run 12"). */
+  author: boundedText(LIMITS.name * 2),
+  /** Where and how it came in ("a message in this group's chat", "a note in memory/2026-01-01-…md"). */
+  origin: boundedText(LIMITS.name * 2),
+  at: isoTimestampSchema,
+  /** Fenced as untrusted text unless the owner wrote it. */
+  text: boundedText(LIMITS.memoryHitText),
+});
+export const memorySearchResultSchema = z.strictObject({
+  hits: z.array(memoryHitSchema).check(z.maxLength(LIMITS.memoryHits)),
+});
+export const memoryRememberParamsSchema = z.strictObject({ text: nonEmptyText(LIMITS.memoryNote) });
+export const memoryRememberResultSchema = z.strictObject({ ref: nonEmptyText(64), path: nonEmptyText(512) });
+export const memoryForgetParamsSchema = z.strictObject({
+  ref: z.string().check(z.regex(/^note:\d{1,15}$/, 'give the ref of a note, as memory_search returned it')),
+});
+
 export const runDoneParamsSchema = z.strictObject({
   status: z.enum(['ok', 'error']),
   error: z.optional(boundedText(LIMITS.error)),
@@ -430,6 +469,9 @@ export const hostMethods = {
   'service.call': { params: serviceCallParamsSchema, result: serviceCallResultSchema },
   'config.read': { params: configReadParamsSchema, result: configReadResultSchema },
   'config.propose': { params: configProposeParamsSchema, result: configProposeResultSchema },
+  'memory.search': { params: memorySearchParamsSchema, result: memorySearchResultSchema },
+  'memory.remember': { params: memoryRememberParamsSchema, result: memoryRememberResultSchema },
+  'memory.forget': { params: memoryForgetParamsSchema, result: okResult },
   'run.done': { params: runDoneParamsSchema, result: okResult },
 } as const satisfies MethodTable;
 

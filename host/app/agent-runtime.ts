@@ -37,6 +37,8 @@ import { LABEL_DATA_DIR, removeGatewayNetwork } from '../containers/run/docker-l
 import { applyGatewayFirewall } from '../containers/network/network-host-firewall.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from '../containers/network/network-gateway.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { createMemoryHandlers } from '../memory/memory-handlers.ts';
+import { createMemoryNotes } from '../memory/memory-notes.ts';
 import { systemClock } from '../time/clock.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
@@ -64,7 +66,7 @@ export interface AgentRuntimeDeps {
   secret?: (name: string) => string | undefined;
   policy: RunPolicy;
   /** What each run has read; tool results with strangers' text add to it. */
-  taint: Pick<TaintRegistry, 'get' | 'markCorrupted'>;
+  taint: Pick<TaintRegistry, 'get' | 'markCorrupted' | 'markSecret'>;
   scheduler: Scheduler;
   /** Stores a host notice in the outbox and wakes its delivery. */
   enqueueNotice(item: NewOutboxItem): void;
@@ -280,6 +282,10 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     maxBytes: () => deps.live().media.max_send_bytes,
     stagingDir: outboxFilesDir(paths),
   });
+  const memoryNotes = createMemoryNotes({
+    memory: store.memory,
+    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+  });
   const runner = createDockerAgentRunner({
     docker,
     image,
@@ -345,6 +351,13 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
         ...deps.policy,
         taint: deps.taint,
         outboundFiles,
+        memory: createMemoryHandlers({
+          identity,
+          memory: store.memory,
+          notes: memoryNotes,
+          taint: deps.taint,
+          audit: store.audit,
+        }),
         tasks: createTaskHandlers({
           identity,
           tasks: store.tasks,

@@ -48,6 +48,8 @@ import { createTypingIndicator } from '../router/typing-indicator.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { acquireHostLock } from '../store/host-lock.ts';
 import { createRetentionRunner } from '../store/retention-runner.ts';
+import { createMemoryBackfill } from '../memory/memory-backfill.ts';
+import { createMemoryNotes } from '../memory/memory-notes.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { createCloserStack } from './closer-stack.ts';
 import { createControlRoutes, readHostStatus, type ControlApiDeps } from './control-api.ts';
@@ -413,6 +415,10 @@ export async function startHost({
               }
             : {}),
           notifyOwner: (key, text) => adminChats.notify(key, text),
+          memoryNotes: createMemoryNotes({
+            memory: store.memory,
+            groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+          }),
           adminChat: local.adminConversation,
           clock,
           logger: logger.child({ subsystem: 'web' }),
@@ -496,6 +502,7 @@ export async function startHost({
         dataDir,
         logger: logger.child({ channel: d.name }),
         assistantName: config.assistant.name,
+        clock,
       };
     });
     for (const ch of [local.channel, ...configured, ...extraChannels]) channels.set(ch.name, ch);
@@ -549,6 +556,13 @@ export async function startHost({
     });
     retention.start();
     closers.push('retention', () => retention.stop());
+    // History stored before the memory index (an upgrade, a reindex) is indexed in the background.
+    const memoryBackfill = createMemoryBackfill({
+      memory: store.memory,
+      logger: logger.child({ subsystem: 'memory' }),
+    });
+    void memoryBackfill.start();
+    closers.push('memory backfill', () => memoryBackfill.stop());
     const priceNotes = createPriceNotes({ spend, config: live, now: clock.now });
     const dailySummary = createDailySummary({
       clock,

@@ -31,3 +31,9 @@ export const startUsage = 'carapace start [--no-console | --detach]';
 export const webUsage = `carapace web login
 carapace web sessions [--json]
 carapace web revoke <id> | --all`;
+
+export const memoryUsage = `carapace memory search <group> <words…> [--sender <id or name>] [--since <time>] [--until <time>] [--limit N] [--json]
+carapace memory list <group> [--json]
+carapace memory show note:<id> [--json]
+carapace memory forget <group> note:<id> | message:<id>
+carapace memory reindex`;

@@ -3,6 +3,7 @@ import {
   approvalUsage,
   configUsage,
   groupsUsage,
+  memoryUsage,
   logsUsage,
   sendUsage,
   serviceUsage,
@@ -52,6 +53,11 @@ const COMMANDS: Record<string, Command> = {
     usage: groupsUsage,
     summary: 'add, list or remove groups',
     load: async () => (await import('./commands/groups-command.ts')).groupsCommand,
+  },
+  memory: {
+    usage: memoryUsage,
+    summary: "search, list, show or forget a group's memory; rebuild its index",
+    load: async () => (await import('./commands/memory-command.ts')).memoryCommand,
   },
   chats: {
     usage: 'carapace chats [--json]',

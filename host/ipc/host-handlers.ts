@@ -18,6 +18,7 @@ import type { BashReport, BashReportOutcome } from '../security/taint/bash-repor
 import type { BashDecision, RunIdentity, Verdict } from '../security/decisions.ts';
 import type { FileReadReport } from '../security/taint/secret-reads.ts';
 import { fenceStrangerText } from '../services/untrusted-fence.ts';
+import type { MemoryHandlers } from '../memory/memory-handlers.ts';
 import type { AuditStore } from '../store/audit-store.ts';
 import type { GroupsStore } from '../store/groups-store.ts';
 import { errorMessage } from '../errors/error-message.ts';
@@ -52,6 +53,8 @@ export interface HostHandlerDeps {
   taint: { markCorrupted(runId: number): void };
   /** config.toml for the admin agent: read redacted, change through review and the owner (config-proposals.ts). */
   config: ConfigHandlers;
+  /** memory.search|remember|forget, built for the same run identity (host/memory/memory-handlers.ts). */
+  memory?: MemoryHandlers;
   /** Files sent with message.send: read from the group folder, copied where the container cannot reach. */
   outboundFiles?: OutboundFiles;
 }
@@ -79,6 +82,15 @@ export interface ConfigHandlers {
  * works one tool call at a time, so more than this is a container trying to flood the Cop or the admin chat.
  */
 const MAX_REVIEWED_IN_FLIGHT = 2;
+
+const noMemory = async (): Promise<never> => {
+  throw new RpcError(RPC_ERROR_CODES.internal, 'memory is not available on this host');
+};
+const unavailableMemory: MemoryHandlers = {
+  'memory.search': noMemory,
+  'memory.remember': noMemory,
+  'memory.forget': noMemory,
+};
 
 const forbidden = (message: string) => new RpcError(RPC_ERROR_CODES.forbidden, message);
 
@@ -230,6 +242,8 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
     },
 
     ...servingDomainHandlers(deps.tasks),
+
+    ...(deps.memory ?? unavailableMemory),
 
     async 'run.done'(done) {
       deps.onDone(done);

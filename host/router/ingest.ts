@@ -1,4 +1,5 @@
 import type { Logger } from '../logging/logger.ts';
+import { isOwnerMessage } from '../admin/owner-check.ts';
 import { adminCommandReplyKey } from '../admin/admin-command-handler.ts';
 import type { InboundMessage, InboundResult } from '../channels/channel.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
@@ -85,6 +86,7 @@ export function createIngest({
       };
     }
     const triggers = shouldTrigger(group, m, currentPattern(), triggerSettings(group.id));
+    const strangerWords = carriesStrangerWords(m) || extras.strangerWords === true;
     const messageId = store.messages.insert({
       groupId: group.id,
       channel: m.channel,
@@ -95,14 +97,14 @@ export function createIngest({
       text: textAsRead(m),
       sentAt: m.sentAt,
       triggers,
+      fromOwner: isOwnerMessage(m) && !strangerWords,
       ...(extras.media ? { media: extras.media } : {}),
     });
     if (messageId === undefined)
       return { stored: false, duplicate: true, triggered: false, groupId: group.id };
     // A stranger's words now sit in the group's history, whoever forwarded them: the group's standing
     // taint, which every run of it reads (also one already running, see taint.ts), until the owner clears it.
-    if (carriesStrangerWords(m) || extras.strangerWords === true)
-      store.groups.markTainted(group.id, { corruption: true, secret: false });
+    if (strangerWords) store.groups.markTainted(group.id, { corruption: true, secret: false });
     if (triggers) onTriggered(group.id);
     return { stored: true, duplicate: false, triggered: triggers, messageId, groupId: group.id };
   };

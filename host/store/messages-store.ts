@@ -11,6 +11,11 @@ export interface StoredMessage {
   text: string;
   sentAt: string;
   triggers: boolean;
+  /**
+   * The owner's own words (owner-check.ts), with nothing forwarded, quoted or transcribed from someone
+   * else: recalled from memory unfenced. Left out = not the owner's.
+   */
+  fromOwner?: boolean;
   /** The file the message carried: where it is stored in the group's folder, or why it is not. */
   media?: MessageMedia;
 }
@@ -48,6 +53,7 @@ interface MessageRow {
   sent_at: string;
   triggers: number;
   media: string | null;
+  from_owner: number;
 }
 
 function toMessage(r: MessageRow): StoredMessage {
@@ -62,14 +68,15 @@ function toMessage(r: MessageRow): StoredMessage {
     text: r.text,
     sentAt: r.sent_at,
     triggers: r.triggers === 1,
+    ...(r.from_owner === 1 ? { fromOwner: true } : {}),
     ...(r.media ? { media: JSON.parse(r.media) as MessageMedia } : {}),
   };
 }
 
 export function createMessagesStore(db: Db, now: () => Date = () => new Date()) {
   const insert = db.prepare(
-    `INSERT INTO messages (group_id, channel, chat_id, external_id, sender_id, sender_name, text, sent_at, triggers, received_at, media)
-     VALUES (@groupId, @channel, @chatId, @externalId, @senderId, @senderName, @text, @sentAt, @triggers, @receivedAt, @media)
+    `INSERT INTO messages (group_id, channel, chat_id, external_id, sender_id, sender_name, text, sent_at, triggers, received_at, media, from_owner)
+     VALUES (@groupId, @channel, @chatId, @externalId, @senderId, @senderName, @text, @sentAt, @triggers, @receivedAt, @media, @fromOwner)
      ON CONFLICT (channel, chat_id, external_id) DO NOTHING`,
   );
   // The newest `limit` past the cursor, oldest first: a long backlog keeps its most recent context.
@@ -95,6 +102,7 @@ export function createMessagesStore(db: Db, now: () => Date = () => new Date()) 
       const res = insert.run({
         ...m,
         triggers: m.triggers ? 1 : 0,
+        fromOwner: m.fromOwner === true ? 1 : 0,
         receivedAt: now().toISOString(),
         media: m.media ? JSON.stringify(m.media) : null,
       });

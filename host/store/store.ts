@@ -4,6 +4,7 @@ import { createChannelStateStore } from './channel-state-store.ts';
 import { createChatsSeenStore } from './chats-seen-store.ts';
 import { createConsoleReads } from './console-reads.ts';
 import { createGroupsStore } from './groups-store.ts';
+import { createMemoryStore } from './memory-store.ts';
 import { createMessagesStore } from './messages-store.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
 import { openDatabase, type Db } from './open-database.ts';
@@ -51,6 +52,8 @@ export function openStore({
     db,
     groups: createGroupsStore(db, now),
     messages: createMessagesStore(db, now),
+    /** Full-text search over each group's messages and notes (memory-store.ts). */
+    memory: createMemoryStore(db, now),
     runs: createRunsStore(db, now),
     outbox: createOutboxStore(db, now),
     audit: createAuditStore(db, redact, now),

@@ -17,6 +17,7 @@ export const NAV = [
   ['/spend', 'Spend'],
   ['/audit', 'Audit'],
   ['/groups', 'Groups'],
+  ['/memory', 'Memory'],
   ['/health', 'Health'],
   ['/config', 'Config'],
   ['/sessions', 'Sessions'],

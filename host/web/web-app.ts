@@ -6,6 +6,7 @@ import { createConfigRoutes } from './config/config-routes.ts';
 import { consoleView } from './console-view.ts';
 import { createEventsRoutes } from './events/events-routes.ts';
 import { createGroupsRoutes } from './groups/groups-routes.ts';
+import { createMemoryRoutes } from './memory/memory-routes.ts';
 import { csrfGuard } from './guards/csrf-guard.ts';
 import { hostOriginGuard } from './guards/host-origin-guard.ts';
 import { consoleSecurityHeaders } from './guards/security-headers.ts';
@@ -49,6 +50,7 @@ export function createWebApp(deps: WebConsoleDeps): Hono<WebEnv> {
   app.route('/audit', createAuditRoutes(deps));
   app.route('/spend', createSpendRoutes(deps));
   app.route('/groups', createGroupsRoutes(deps));
+  app.route('/memory', createMemoryRoutes(deps));
   app.route('/health', createHealthRoutes(deps));
   app.route('/config', createConfigRoutes(deps));
   app.route('/message', createMessageRoutes(deps));

@@ -8,6 +8,7 @@ import type { HostConfig } from '../config/schema.ts';
 import type { SpendReport } from '../gateway/spend/spend-report.ts';
 import type { HostEvents } from '../router/host-events.ts';
 import type { Store } from '../store/store.ts';
+import type { MemoryNotes } from '../memory/memory-notes.ts';
 import type { AdminConversation } from '../channels/local/local-channel.ts';
 import type { Clock } from '../time/clock.ts';
 import type { DoctorResult } from './health/health-page.ts';
@@ -24,7 +25,9 @@ export type WebEnv = { Variables: { auth: Authenticated } };
 export interface WebConsoleDeps {
   auth: WebAuth;
   approvals: Pick<ApprovalService, 'decide' | 'describe' | 'pending'>;
-  store: Pick<Store, 'consoleReads' | 'runs' | 'groups' | 'chatsSeen' | 'approvals' | 'audit'>;
+  store: Pick<Store, 'consoleReads' | 'runs' | 'groups' | 'chatsSeen' | 'approvals' | 'audit' | 'memory'>;
+  /** Notes as files in the group folders (memory/memory-notes.ts): the Memory page's forget. */
+  memoryNotes?: Pick<MemoryNotes, 'forget'>;
   events: Pick<HostEvents, 'on' | 'off'>;
   queue(): QueueView;
   status(): HostStatus;

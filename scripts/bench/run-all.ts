@@ -31,6 +31,11 @@ const BENCHES: Bench[] = [
     fn: 'benchHistory',
   },
   {
+    title: 'memory search on a seeded month of 1,000 groups; ingest with the index vs without; growth',
+    module: './bench-memory.ts',
+    fn: 'benchMemory',
+  },
+  {
     title: 'web console: reply p50 with a live page open vs none; 1,000 audit rows server-side',
     module: './bench-web-console.ts',
     fn: 'benchWebConsole',

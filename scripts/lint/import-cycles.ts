@@ -170,7 +170,7 @@ export const SUBSYSTEM_LAYERS: readonly (readonly string[])[] = [
   ['config'],
   ['containers'],
   ['ipc'],
-  ['router', 'scheduler'],
+  ['router', 'scheduler', 'memory'],
   ['security'],
   ['admin'],
   ['channels', 'gateway', 'backup'],

@@ -12,6 +12,7 @@ import { createBashTool } from './bash.ts';
 import { createEditFileTool } from './edit-file.ts';
 import { createGrepTool } from './grep.ts';
 import { createListFilesTool } from './list-files.ts';
+import { createMemoryTools } from './memory-tools.ts';
 import { createReadAttachmentTool } from './read-attachment.ts';
 import { createReadFileTool } from './read-file.ts';
 import { reportingReads } from './read-reports.ts';
@@ -70,6 +71,7 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
     }),
     ...createTaskTools({ host, isAdmin }),
     createWebFetchTool({ host }),
+    ...createMemoryTools({ host }),
     ...createServiceTools({ host, tools: options.serviceTools ?? [] }),
   ];
   if (isAdmin) tools.push(...createAdminTools({ host }));

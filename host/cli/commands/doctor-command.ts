@@ -18,6 +18,7 @@ import {
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
 import { checkRunner } from './doctor-runner-checks.ts';
+import { checkMemoryIndex } from './doctor-memory-check.ts';
 import { checkModelPrices } from './doctor-price-checks.ts';
 import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
 import { checkChannels, checkChannelSetups, checkDeliveries } from './channel-checks.ts';
@@ -141,6 +142,7 @@ export function doctorChecks(): Check[] {
     checkChannels,
     checkChannelSetups,
     checkDeliveries,
+    checkMemoryIndex,
   ];
 }
 

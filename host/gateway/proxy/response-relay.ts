@@ -42,10 +42,20 @@ export async function relayStream(
   res.writeHead(upstream.status, clientResponseHeaders(upstream.headers));
   res.flushHeaders();
   let bytes = 0;
-  const write = async (data: Buffer) => {
-    if (data.length === 0) return;
-    bytes += data.length;
-    if (!res.write(data)) await once(res, 'drain', { signal: options.signal });
+  // The pieces of one upstream chunk leave in one write to the socket, as the chunk came. The socket is
+  // corked, not the response: a corked ServerResponse reports backpressure from its own buffer but only
+  // relays the socket's 'drain', so a wait for it could last forever.
+  const write = async (pieces: readonly Buffer[]) => {
+    let drained = true;
+    const socket = pieces.length > 1 ? res.socket : null;
+    socket?.cork();
+    for (const piece of pieces) {
+      if (piece.length === 0) continue;
+      bytes += piece.length;
+      drained = res.write(piece) && drained;
+    }
+    socket?.uncork();
+    if (!drained) await once(res, 'drain', { signal: options.signal });
   };
   try {
     for await (const chunk of upstream.body as AsyncIterable<Buffer>) {

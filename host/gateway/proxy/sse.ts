@@ -2,6 +2,8 @@ export interface SseFramer {
   push(chunk: Buffer): void;
   /** Emits whatever is left as a last (unterminated) event. */
   end(): void;
+  /** The start of the event not finished yet (empty between events). */
+  pending(): Buffer;
 }
 
 const LF = 0x0a;
@@ -13,55 +15,87 @@ const CR = 0x0d;
  * `parseSseEvent` reads the fields of the few events the gateway needs to look into.
  *
  * Cuts an SSE byte stream into whole events (each ending with its blank line) without decoding it, so
- * the gateway can look at events while passing bytes through at native speed. An event that grows past
- * `maxEventBytes` without ending is emitted as it is, to bound memory.
+ * the gateway can look at events while passing bytes through at native speed. An event that lies inside
+ * one chunk is handed out as a view of that chunk, never copied: only the event a chunk boundary cuts is
+ * joined (the held-back start with the chunk's head up to the event's end). Joining whole chunks instead
+ * copied every streamed byte and was most of the gateway's CPU on a large stream (see DESIGN.md, "LLM
+ * gateway"). An event that grows past `maxEventBytes` without ending is emitted as it is, to bound memory.
  */
 export function createSseFramer(
   onEvent: (event: Buffer) => void,
   maxEventBytes = 16 * 1024 * 1024,
 ): SseFramer {
-  let pending: Buffer = Buffer.alloc(0);
-
-  /** Index just past the blank line that ends an event starting at or before `from`, or -1. */
-  const boundary = (buf: Buffer, from: number): number => {
-    let index = buf.indexOf(LF, from);
-    while (index !== -1) {
-      const next = buf[index + 1];
-      if (next === LF) return index + 2;
-      if (next === CR && buf[index + 2] === LF) return index + 3;
-      // A CR or LF at the very end may be the start of a blank line still to come.
-      if (next === undefined || (next === CR && index + 2 >= buf.length)) return -1;
-      index = buf.indexOf(LF, index + 1);
-    }
-    return -1;
-  };
+  let pending: Buffer = EMPTY;
 
   return {
     push(chunk) {
-      // Rescan a couple of bytes before the join so a "\n" + "\n" split across chunks is found.
-      const rescanFrom = Math.max(0, pending.length - 2);
-      let buf = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      let from = rescanFrom;
+      if (chunk.length === 0) return;
       let start = 0;
-      for (;;) {
-        const end = boundary(buf, Math.max(start, from));
-        if (end === -1) break;
-        onEvent(buf.subarray(start, end));
+      if (pending.length > 0) {
+        // The event held back ends either on a blank line whose first LF is among pending's last bytes,
+        // or somewhere in this chunk.
+        const end = junctionEnd(pending, chunk);
+        if (end === -1) {
+          pending = Buffer.concat([pending, chunk]);
+          if (pending.length > maxEventBytes) {
+            onEvent(pending);
+            pending = EMPTY;
+          }
+          return;
+        }
+        onEvent(Buffer.concat([pending, chunk.subarray(0, end)]));
+        pending = EMPTY;
         start = end;
-        from = end;
       }
-      buf = buf.subarray(start);
-      if (buf.length > maxEventBytes) {
-        onEvent(buf);
-        buf = Buffer.alloc(0);
+      for (let end = boundary(chunk, start); end !== -1; end = boundary(chunk, start)) {
+        onEvent(chunk.subarray(start, end));
+        start = end;
       }
-      pending = buf;
+      const rest = chunk.subarray(start);
+      if (rest.length > maxEventBytes) onEvent(rest);
+      // A view would pin the whole chunk; the held-back part is short (at most one event).
+      else if (rest.length > 0) pending = Buffer.from(rest);
     },
     end() {
       if (pending.length > 0) onEvent(pending);
-      pending = Buffer.alloc(0);
+      pending = EMPTY;
     },
+    pending: () => pending,
   };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Index just past the blank line that ends an event, searching for its first LF from `from`; or -1. */
+function boundary(buf: Buffer, from: number): number {
+  let index = buf.indexOf(LF, from);
+  while (index !== -1) {
+    const next = buf[index + 1];
+    if (next === LF) return index + 2;
+    if (next === CR && buf[index + 2] === LF) return index + 3;
+    // A CR or LF at the very end may be the start of a blank line still to come.
+    if (next === undefined || (next === CR && index + 2 >= buf.length)) return -1;
+    index = buf.indexOf(LF, index + 1);
+  }
+  return -1;
+}
+
+/**
+ * Where, in `chunk`, the event `pending` started ends: just past the first blank line of pending + chunk
+ * (pending holds none of its own, or it would have been emitted); -1 when chunk does not finish it. Only
+ * pending's last two bytes can start that blank line, so nothing is joined to find it.
+ */
+function junctionEnd(pending: Buffer, chunk: Buffer): number {
+  const tail = Math.min(2, pending.length);
+  const at = (i: number): number | undefined =>
+    i < tail ? pending[pending.length - tail + i] : chunk[i - tail];
+  for (let i = 0; i < tail; i++) {
+    if (at(i) !== LF) continue;
+    const next = at(i + 1);
+    if (next === LF) return i + 2 - tail;
+    if (next === CR && at(i + 2) === LF) return i + 3 - tail;
+  }
+  return boundary(chunk, 0);
 }
 
 export interface SseEvent {

@@ -2,10 +2,10 @@ import { createSseFramer, parseSseEvent } from './sse.ts';
 import { mergeUsage, usageFromPayload, type PartialUsage } from '../spend/usage-extract.ts';
 
 export interface UsageTap {
-  /** Returns what to send to the client for this upstream chunk (empty: nothing yet). */
-  chunk(data: Buffer): Buffer;
+  /** Returns what to send to the client for this upstream chunk, in order (none: nothing yet). */
+  chunk(data: Buffer): readonly Buffer[];
   /** Call once the upstream body ended; returns any held-back tail to send, and the usage seen. */
-  finish(): { tail: Buffer; usage: PartialUsage | undefined };
+  finish(): { tail: readonly Buffer[]; usage: PartialUsage | undefined };
 }
 
 export interface UsageTapOptions {
@@ -19,7 +19,6 @@ export interface UsageTapOptions {
   maxJsonBytes: number;
 }
 
-const EMPTY = Buffer.alloc(0);
 const USAGE_KEY = Buffer.from('"usage"');
 const USAGE_HINT = /"usage"\s*:\s*\{/;
 
@@ -58,35 +57,126 @@ function isUsageOnlyChunk(payload: unknown): boolean {
   );
 }
 
+const CHOICES_KEY = Buffer.from('"choices"');
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACKET = 0x5b;
+
+/**
+ * True when the start of an event already shows a non-empty `"choices"` array, so the event cannot be the
+ * usage-only chunk and may go out before its end arrives. A false "no" only holds an event back until it
+ * ends; a false "yes" (a nested key of that name) only lets a usage-only chunk through unstripped.
+ */
+export function showsChoices(eventStart: Buffer): boolean {
+  const at = eventStart.indexOf(CHOICES_KEY);
+  if (at < 0) return false;
+  let i = at + CHOICES_KEY.length;
+  while (i < eventStart.length && SPACE.has(eventStart[i] as number)) i++;
+  if (eventStart[i] !== OPEN_BRACKET) return false;
+  i++;
+  while (i < eventStart.length && SPACE.has(eventStart[i] as number)) i++;
+  return i < eventStart.length && eventStart[i] !== CLOSE_BRACKET;
+}
+
+/**
+ * Appends a piece to what goes out, as one view with the previous piece when both are adjacent views of
+ * the same chunk: a chunk whose bytes all pass goes out as itself, without a copy.
+ */
+function appendPiece(out: Buffer[], piece: Buffer): void {
+  if (piece.length === 0) return;
+  const last = out[out.length - 1];
+  if (
+    last !== undefined &&
+    last.buffer === piece.buffer &&
+    last.byteOffset + last.length === piece.byteOffset
+  )
+    out[out.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + piece.length);
+  else out.push(piece);
+}
+
+/**
+ * Watches an SSE stream for usage. When asked to strip the usage-only chunk, output is still cut by
+ * upstream chunk, not by event: the bytes of each chunk go out as they came (one view, no copy) except
+ * a dropped event's, and except the unfinished event at the chunk's end while it could still be the
+ * usage-only chunk (held back until showsChoices() or its end decides). Re-assembling output event by
+ * event copied every byte and held every chunk's tail back, which cost more CPU than the rest of the
+ * gateway's work on a large stream (DESIGN.md, "LLM gateway").
+ */
 function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
   let usage: PartialUsage | undefined;
-  const out: Buffer[] = [];
-  // Events are framed on raw bytes; only the rare event that mentions "usage" is decoded and parsed, so
-  // the token stream itself passes at memcpy speed.
+  let out: Buffer[] = [];
+  // The unfinished event at the end of the previous chunk: held back (copies) or already sent.
+  let held: Buffer[] = [];
+  let startSent = false;
+  // Where the current chunk's bytes are, while the framer hands out its events.
+  let chunk: Buffer = Buffer.alloc(0);
+  let pos = 0;
+  let carried = 0;
+
+  const keepEvent = (event: Buffer): boolean => {
+    if (!mentionsUsageObject(event)) return true;
+    const { data } = parseSseEvent(event.toString('utf8'));
+    if (!USAGE_HINT.test(data)) return true;
+    const payload = parseJson(data);
+    const found = usageFromPayload(payload);
+    if (found) usage = mergeUsage(usage ?? {}, found);
+    return !(stripUsageOnlyChunks && isUsageOnlyChunk(payload));
+  };
+
+  // Kept events are not copied one by one: the chunk goes out in runs between dropped events.
+  let runStart = 0;
   const framer = createSseFramer((event) => {
-    let keep = true;
-    if (mentionsUsageObject(event)) {
-      const { data } = parseSseEvent(event.toString('utf8'));
-      if (USAGE_HINT.test(data)) {
-        const payload = parseJson(data);
-        const found = usageFromPayload(payload);
-        if (found) usage = mergeUsage(usage ?? {}, found);
-        if (stripUsageOnlyChunks && isUsageOnlyChunk(payload)) keep = false;
-      }
+    const keep = keepEvent(event);
+    if (!stripUsageOnlyChunks) return;
+    // The event's bytes in this chunk; its first `carried` bytes came in earlier chunks.
+    const inChunk = Math.max(0, event.length - carried);
+    if (carried > 0) {
+      // An event whose start already went out must go out whole (showsChoices() said it is not usage-only).
+      if (keep && !startSent) for (const part of held) appendPiece(out, part);
+      else if (!keep && !startSent) runStart = inChunk;
+      held = [];
+      startSent = false;
+      carried = 0;
+    } else if (!keep) {
+      appendPiece(out, chunk.subarray(runStart, pos));
+      runStart = pos + inChunk;
     }
-    if (stripUsageOnlyChunks && keep) out.push(event);
+    pos += inChunk;
   });
-  const drain = (): Buffer => {
-    const ready = out.length === 1 ? out[0]! : Buffer.concat(out);
-    out.length = 0;
+
+  const drain = (): Buffer[] => {
+    const ready = out;
+    out = [];
     return ready;
   };
   return {
     chunk(data) {
+      if (!stripUsageOnlyChunks) {
+        framer.push(data);
+        return [data];
+      }
+      chunk = data;
+      pos = 0;
+      runStart = 0;
+      carried = framer.pending().length;
       framer.push(data);
-      return stripUsageOnlyChunks ? drain() : data;
+      appendPiece(out, data.subarray(runStart, pos));
+      const rest = data.subarray(pos);
+      if (rest.length > 0) {
+        if (startSent) appendPiece(out, rest);
+        else if (showsChoices(framer.pending())) {
+          for (const part of held) appendPiece(out, part);
+          appendPiece(out, rest);
+          held = [];
+          startSent = true;
+        } else held.push(Buffer.from(rest));
+      }
+      chunk = Buffer.alloc(0);
+      return drain();
     },
     finish() {
+      chunk = Buffer.alloc(0);
+      pos = 0;
+      carried = framer.pending().length;
       framer.end();
       return { tail: drain(), usage };
     },
@@ -106,18 +196,18 @@ function jsonTap(maxJsonBytes: number): UsageTap {
           parts.length = 0;
         } else parts.push(data);
       }
-      return data;
+      return [data];
     },
     finish() {
-      if (overflow) return { tail: EMPTY, usage: undefined };
-      return { tail: EMPTY, usage: usageFromPayload(parseJson(Buffer.concat(parts).toString('utf8'))) };
+      if (overflow) return { tail: [], usage: undefined };
+      return { tail: [], usage: usageFromPayload(parseJson(Buffer.concat(parts).toString('utf8'))) };
     },
   };
 }
 
 const passThrough: UsageTap = {
-  chunk: (data) => data,
-  finish: () => ({ tail: EMPTY, usage: undefined }),
+  chunk: (data) => [data],
+  finish: () => ({ tail: [], usage: undefined }),
 };
 
 /** Picks how to watch a response body for usage from its content type. */

@@ -108,6 +108,9 @@ function startAgent(): HostSide {
       'service.call': refuse('service.call'),
       'config.read': refuse('config.read'),
       'config.propose': refuse('config.propose'),
+      'memory.search': refuse('memory.search'),
+      'memory.remember': refuse('memory.remember'),
+      'memory.forget': refuse('memory.forget'),
     },
   });
   return { child, host, sent, done, exited, problems, stderr: () => stderr };

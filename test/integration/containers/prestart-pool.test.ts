@@ -150,6 +150,9 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
         'service.call': refuse,
         'config.read': refuse,
         'config.propose': refuse,
+        'memory.search': refuse,
+        'memory.remember': refuse,
+        'memory.forget': refuse,
       } satisfies RpcHandlers<HostMethods>;
     },
     onProtocolProblem: () => undefined,

@@ -174,6 +174,9 @@ describe('tool argument validation', () => {
       'update_task',
       'cancel_task',
       'web_fetch',
+      'memory_search',
+      'remember',
+      'forget',
     ]);
   });
 

@@ -343,9 +343,9 @@ describe('gateway usage parsing', () => {
     });
     const out: string[] = [];
     for (let i = 0; i < body.length; i += 7)
-      out.push(tap.chunk(Buffer.from(body.slice(i, i + 7))).toString());
+      out.push(Buffer.concat(tap.chunk(Buffer.from(body.slice(i, i + 7)))).toString());
     const end = tap.finish();
-    out.push(end.tail.toString());
+    out.push(Buffer.concat(end.tail).toString());
     expect(out.join('')).toBe(
       'data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\ndata: [DONE]\n\n',
     );
@@ -360,8 +360,47 @@ describe('gateway usage parsing', () => {
       'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}\n\n' +
       'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":30}}\n\n';
     const chunk = Buffer.from(events);
-    expect(anthropic.chunk(chunk)).toBe(chunk);
+    expect(anthropic.chunk(chunk)[0]).toBe(chunk);
     expect(anthropic.finish().usage).toEqual({ promptTokens: 12, completionTokens: 30 });
+  });
+
+  it('strips the usage-only chunk wherever the stream is cut, and passes whole events without copying them', () => {
+    const kept =
+      'data: {"choices":[{"delta":{"content":"a"}}],"usage":null}\r\n\r\n' +
+      'data: {"choices":[{"delta":{"content":"b"}}],"usage":null}\n\n';
+    const body =
+      kept + 'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\ndata: [DONE]\n\n';
+    const bytes = Buffer.from(body);
+    for (let first = 1; first < bytes.length; first++) {
+      for (const second of [first + 1, first + 2, first + 3, bytes.length]) {
+        const tap = createUsageTap({
+          contentType: 'text/event-stream',
+          stripUsageOnlyChunks: true,
+          maxJsonBytes: 1000,
+        });
+        const out = [
+          ...tap.chunk(bytes.subarray(0, first)),
+          ...tap.chunk(bytes.subarray(first, Math.min(second, bytes.length))),
+          ...tap.chunk(bytes.subarray(Math.min(second, bytes.length))),
+        ];
+        const end = tap.finish();
+        expect(Buffer.concat([...out, ...end.tail]).toString(), `cut at ${first}/${second}`).toBe(
+          kept + 'data: [DONE]\n\n',
+        );
+        expect(end.usage).toEqual({ promptTokens: 3, completionTokens: 1 });
+      }
+    }
+    const whole = Buffer.from(kept);
+    const tap = createUsageTap({
+      contentType: 'text/event-stream',
+      stripUsageOnlyChunks: true,
+      maxJsonBytes: 1000,
+    });
+    const [only, ...more] = tap.chunk(whole);
+    expect(more).toEqual([]);
+    expect(only?.buffer).toBe(whole.buffer);
+    expect(only?.byteOffset).toBe(whole.byteOffset);
+    expect(only?.length).toBe(whole.length);
   });
 
   it('taps JSON bodies up to a size limit', () => {

@@ -13,6 +13,7 @@ import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { createSpendReporter } from '../../../host/gateway/spend/spend-report.ts';
 import type { HostEventMap } from '../../../host/router/host-events.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
+import { createMemoryNotes } from '../../../host/memory/memory-notes.ts';
 import { createWebApp } from '../../../host/web/web-app.ts';
 import { SESSION_COOKIE } from '../../../host/web/web-console-deps.ts';
 import { createWebAuth, type WebAuth } from '../../../host/web/web-auth.ts';
@@ -96,6 +97,7 @@ function harness(): Harness {
     auth,
     approvals,
     store,
+    memoryNotes: createMemoryNotes({ memory: store.memory, groupDir: (id) => path.join(dir, 'groups', id) }),
     events,
     queue: () => ({ active: [], waiting: [], retrying: [] }),
     status: () =>
@@ -763,5 +765,48 @@ describe('web console pages', () => {
       '<tr data-check="agent image"><td data-label="Check">agent image</td><td data-label="Result" class="status">FAIL</td>',
     );
     expect(checked).toContain('carapace image build');
+  });
+});
+
+describe('web console memory', () => {
+  it('searches a group’s memory with authors, and a forgotten message or note is gone from the next search', async () => {
+    const { cookie, csrf } = await signIn();
+    const id = t.store.messages.insert({
+      groupId: 'alpha',
+      channel: 'local',
+      chatId: 'alpha',
+      externalId: 'm1',
+      senderId: 'sam',
+      senderName: 'Sam <b>',
+      text: 'the plumber is Mario',
+      sentAt: '2026-11-20T10:00:00.000Z',
+      triggers: false,
+    });
+    const notes = createMemoryNotes({
+      memory: t.store.memory,
+      groupDir: (g) => path.join(t.dir, 'groups', g),
+    });
+    const note = await notes.write({
+      groupId: 'alpha',
+      text: 'plumber comes on Friday',
+      author: 'agent',
+      taint: { corruption: false, secret: false },
+    });
+    const page = await (await req('/memory?group=alpha&q=plumber', { cookie })).text();
+    expect(page).toContain(`data-ref="message:${id}"`);
+    expect(page).toContain(`data-ref="note:${note.id}"`);
+    expect(page).toContain('Sam &lt;b&gt; (sam)');
+    expect(await (await req('/memory?group=main&q=plumber', { cookie })).text()).toContain('Nothing found.');
+
+    expect((await req(`/memory/alpha/forget/message:${id}`, { cookie, form: {} })).status).toBe(403);
+    expect((await req(`/memory/main/forget/message:${id}`, { cookie, form: { _csrf: csrf } })).status).toBe(
+      404,
+    );
+    const forgot = await req(`/memory/alpha/forget/message:${id}`, { cookie, form: { _csrf: csrf } });
+    expect(await forgot.text()).toContain(`Forgot message:${id}.`);
+    await req(`/memory/alpha/forget/note:${note.id}`, { cookie, form: { _csrf: csrf } });
+    expect(fs.existsSync(path.join(t.dir, 'groups', 'alpha', note.path))).toBe(false);
+    expect(await (await req('/memory?group=alpha&q=plumber', { cookie })).text()).toContain('Nothing found.');
+    expect(t.store.audit.tail(5).filter((a) => a.operation === 'memory.forget')).toHaveLength(2);
   });
 });

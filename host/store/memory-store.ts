@@ -1,0 +1,403 @@
+import type { Db } from './open-database.ts';
+
+/**
+ * The memory index (migration 016): full-text search over one group's messages and notes. The index is
+ * kept in step by triggers; this module reads it, writes notes, backfills what was stored before the
+ * index existed, checks it and rebuilds it from the store of record (messages, memory_notes).
+ */
+
+export interface MemoryQuery {
+  /** Words to look for; anything but letters and digits separates them. */
+  text: string;
+  /** ISO times, inclusive: only what was said (or noted) in this range. */
+  since?: string;
+  until?: string;
+  /** A sender id or display name (case-insensitive); messages only. */
+  sender?: string;
+  limit?: number;
+}
+
+interface HitBase {
+  /** The whole text as stored (a message's fenced words stay fenced). */
+  text: string;
+  /** Up to ~240 characters around the first matched word. */
+  snippet: string;
+  /** bm25: lower is better. */
+  score: number;
+  at: string;
+}
+
+export interface MessageHit extends HitBase {
+  kind: 'message';
+  id: number;
+  senderId: string;
+  senderName: string;
+  /** The owner's own words; anything else is a stranger's, however it came in. */
+  fromOwner: boolean;
+  channel: string;
+}
+
+export interface NoteHit extends HitBase {
+  kind: 'note';
+  id: number;
+  path: string;
+  author: 'owner' | 'agent';
+  runId: number | null;
+  /** The taint of the run that wrote the note: recalling it taints the reader alike. */
+  taint: { corruption: boolean; secret: boolean };
+}
+
+export type MemoryHit = MessageHit | NoteHit;
+
+export interface MemoryNote {
+  id: number;
+  groupId: string;
+  path: string;
+  text: string;
+  writtenAt: string;
+  author: 'owner' | 'agent';
+  runId: number | null;
+  taint: { corruption: boolean; secret: boolean };
+}
+
+export interface NewNote {
+  groupId: string;
+  path: string;
+  text: string;
+  author: 'owner' | 'agent';
+  runId?: number;
+  taint: { corruption: boolean; secret: boolean };
+}
+
+export interface BackfillProgress {
+  /** Highest message id stored before the index existed. */
+  through: number;
+  /** The next id to index; done when past `through`. */
+  nextId: number;
+  done: boolean;
+}
+
+export interface IndexCheck {
+  ok: boolean;
+  /** Rows of the store of record the index does not find, and index rows no record backs. */
+  missing: number;
+  extra: number;
+  problems: string[];
+}
+
+const MAX_HITS = 50;
+/** Matches of one group ranked per search, newest first: a word the group used more often than this is
+ * ranked among its newest uses only. */
+const MAX_CANDIDATES = 300;
+const MAX_TERMS = 16;
+const SNIPPET_CHARS = 240;
+
+/** The words of a query, as FTS5 phrases: quoting each keeps FTS5's own operators out of the owner's words. */
+export function queryTerms(text: string): string[] {
+  const words = [...new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
+  // A lone letter ("plumber's" → plumber, s) would have to match too: kept only when it is all there is.
+  const real = words.filter((w) => w.length > 1);
+  return (real.length > 0 ? real : words).slice(0, MAX_TERMS);
+}
+
+/** The scope token of a group (see migration 016): `g` + the hex of its id, as SQLite's hex() writes it. */
+export function scopeToken(groupId: string): string {
+  return `g${Buffer.from(groupId, 'utf8').toString('hex').toUpperCase()}`;
+}
+
+function matchExpression(groupId: string, terms: string[]): string {
+  return `scope : "${scopeToken(groupId)}" AND body : (${terms.map((t) => `"${t}"`).join(' AND ')})`;
+}
+
+export function snippetOf(text: string, terms: string[]): string {
+  const lower = text.toLowerCase();
+  let at = -1;
+  for (const t of terms) {
+    const i = lower.indexOf(t);
+    if (i >= 0 && (at < 0 || i < at)) at = i;
+  }
+  if (text.length <= SNIPPET_CHARS) return text;
+  const start = Math.max(0, (at < 0 ? 0 : at) - SNIPPET_CHARS / 3);
+  const body = text.slice(start, start + SNIPPET_CHARS);
+  return `${start > 0 ? '…' : ''}${body}${start + SNIPPET_CHARS < text.length ? '…' : ''}`;
+}
+
+function words(text: string): string[] {
+  return (
+    text
+      .normalize('NFD')
+      .replace(/\p{M}/gu, '')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
+}
+
+/**
+ * Okapi BM25 (k1 1.2, b 0.75, as FTS5's) over the group's own matches, negated so lower is better as FTS5
+ * reports it: the word statistics are the group's, never other groups'.
+ */
+export function bm25(bodies: string[], terms: string[]): number[] {
+  const docs = bodies.map(words);
+  const n = docs.length;
+  if (n === 0) return [];
+  const avg = docs.reduce((sum, d) => sum + d.length, 0) / n || 1;
+  const plain = terms.map((t) => words(t).join(' '));
+  const df = plain.map((t) => docs.filter((d) => d.includes(t)).length);
+  return docs.map((d) => {
+    let score = 0;
+    plain.forEach((t, i) => {
+      const tf = d.filter((w) => w === t).length;
+      if (tf === 0) return;
+      const idf = Math.log(1 + (n - (df[i] ?? 0) + 0.5) / ((df[i] ?? 0) + 0.5));
+      score += (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * d.length) / avg));
+    });
+    return -score;
+  });
+}
+
+interface MessageHitRow {
+  id: number;
+  sender_id: string;
+  sender_name: string;
+  from_owner: number;
+  channel: string;
+  text: string;
+  sent_at: string;
+  file_name: string;
+}
+
+interface NoteRow {
+  id: number;
+  group_id: string;
+  path: string;
+  text: string;
+  written_at: string;
+  author: 'owner' | 'agent';
+  run_id: number | null;
+  taint_corruption: number;
+  taint_secret: number;
+}
+
+function toNote(r: NoteRow): MemoryNote {
+  return {
+    id: r.id,
+    groupId: r.group_id,
+    path: r.path,
+    text: r.text,
+    writtenAt: r.written_at,
+    author: r.author,
+    runId: r.run_id,
+    taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
+  };
+}
+
+const MESSAGE_BODY = `m.text || ' ' || m.sender_name || ' ' || coalesce(json_extract(m.media, '$.fileName'), '')`;
+
+export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
+  // The newest matches of the group, from the index alone: the scope token limits the match to the group's
+  // postings, and FTS5 walks rowids backwards natively. FTS5's bm25() is not used: its word frequencies
+  // are counted over every group's rows (a read of all their postings on each query, and a ranking that
+  // would move with what other groups say); the rank is computed here over the group's own matches.
+  const matchRowids = db.prepare<[string, number], { rowid: number }>(
+    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
+  );
+  // Then each candidate by its id, the group checked again on every row.
+  const messagesByIds = db.prepare<Record<string, unknown>, MessageHitRow>(
+    `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
+            coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
+     FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group
+       AND m.sent_at >= @since AND m.sent_at <= @until
+       AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`,
+  );
+  const notesByIds = db.prepare<Record<string, unknown>, NoteRow>(
+    `SELECT n.* FROM memory_notes n WHERE n.id IN (SELECT value FROM json_each(@ids)) AND n.group_id = @group
+       AND n.written_at >= @since AND n.written_at <= @until`,
+  );
+  const insertNote = db.prepare(
+    `INSERT INTO memory_notes (group_id, path, text, written_at, author, run_id, taint_corruption, taint_secret)
+     VALUES (@groupId, @path, @text, @writtenAt, @author, @runId, @corruption, @secret)
+     ON CONFLICT (group_id, path) DO UPDATE SET text = excluded.text, written_at = excluded.written_at,
+       author = excluded.author, run_id = excluded.run_id,
+       taint_corruption = MAX(taint_corruption, excluded.taint_corruption),
+       taint_secret = MAX(taint_secret, excluded.taint_secret)
+     RETURNING id`,
+  );
+  const notesOf = db.prepare<[string], NoteRow>('SELECT * FROM memory_notes WHERE group_id = ? ORDER BY id');
+  const noteById = db.prepare<[number], NoteRow>('SELECT * FROM memory_notes WHERE id = ?');
+  const deleteNote = db.prepare('DELETE FROM memory_notes WHERE id = ?');
+  const deleteMessage = db.prepare('DELETE FROM messages WHERE id = ? AND group_id = ?');
+  const backfillRow = db.prepare<[], { through: number; next_id: number }>(
+    'SELECT through, next_id FROM memory_backfill WHERE id = 1',
+  );
+  const backfillBatch = db.prepare<[number, number, number], { id: number; body: string; scope: string }>(
+    `SELECT m.id, ${MESSAGE_BODY} AS body, 'g' || hex(m.group_id) AS scope
+     FROM messages m WHERE m.id >= ? AND m.id <= ? ORDER BY m.id LIMIT ?`,
+  );
+  const indexRow = db.prepare('INSERT INTO memory_fts (rowid, body, scope) VALUES (?, ?, ?)');
+  const unindexRow = db.prepare('DELETE FROM memory_fts WHERE rowid = ?');
+  const setBackfill = db.prepare('UPDATE memory_backfill SET next_id = ? WHERE id = 1');
+  const resetBackfill = db.prepare(
+    'UPDATE memory_backfill SET through = (SELECT coalesce(max(id), 0) FROM messages), next_id = 0 WHERE id = 1',
+  );
+  // A message the backfill has not reached yet (between next_id and through) is waiting, not missing.
+  const missingRows = db.prepare<[], { n: number }>(
+    `SELECT (SELECT count(*) FROM messages m, memory_backfill b
+             WHERE b.id = 1 AND (m.id < b.next_id OR m.id > b.through)
+               AND NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = m.id))
+          + (SELECT count(*) FROM memory_notes n WHERE NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = -n.id))
+       AS n`,
+  );
+  const extraRows = db.prepare<[], { n: number }>(
+    `SELECT count(*) AS n FROM memory_fts f
+     WHERE (f.rowid > 0 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = f.rowid))
+        OR (f.rowid < 0 AND NOT EXISTS (SELECT 1 FROM memory_notes n WHERE n.id = -f.rowid))`,
+  );
+
+  const backfillProgress = (): BackfillProgress => {
+    const r = backfillRow.get() ?? { through: 0, next_id: 1 };
+    return { through: r.through, nextId: r.next_id, done: r.next_id > r.through };
+  };
+
+  return {
+    search(groupId: string, q: MemoryQuery): MemoryHit[] {
+      const terms = queryTerms(q.text);
+      if (terms.length === 0) return [];
+      const limit = Math.min(Math.max(1, q.limit ?? 10), MAX_HITS);
+      const rowids = matchRowids.all(matchExpression(groupId, terms), MAX_CANDIDATES).map((r) => r.rowid);
+      const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
+      const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
+      const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));
+      const messages: MemoryHit[] = messagesByIds
+        .all({ ...range, ids: messageIds, sender: q.sender ?? null })
+        .map((r) => ({
+          kind: 'message',
+          id: r.id,
+          senderId: r.sender_id,
+          senderName: r.sender_name,
+          fromOwner: r.from_owner === 1,
+          channel: r.channel,
+          text: r.text,
+          snippet: snippetOf(r.text, terms),
+          score: 0,
+          at: r.sent_at,
+          // What the index holds for the row, for the rank (see MESSAGE_BODY).
+          body: `${r.text} ${r.sender_name} ${r.file_name}`,
+        }));
+      const notes: MemoryHit[] =
+        q.sender === undefined
+          ? notesByIds.all({ ...range, ids: noteIds }).map((r) => ({
+              kind: 'note',
+              id: r.id,
+              path: r.path,
+              author: r.author,
+              runId: r.run_id,
+              taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
+              text: r.text,
+              snippet: snippetOf(r.text, terms),
+              score: 0,
+              at: r.written_at,
+              body: r.text,
+            }))
+          : [];
+      const all = [...messages, ...notes] as (MemoryHit & { body?: string })[];
+      const scores = bm25(
+        all.map((h) => h.body ?? h.text),
+        terms,
+      );
+      all.forEach((h, i) => {
+        h.score = scores[i] ?? 0;
+        delete h.body;
+      });
+      // Best first; among equals, the newer.
+      return all.sort((x, y) => x.score - y.score || (x.at < y.at ? 1 : -1)).slice(0, limit);
+    },
+
+    /** Stores (or replaces, by path) a note; the trigger indexes it. A replaced note keeps the worse taint. */
+    putNote(n: NewNote): number {
+      const row = insertNote.get({
+        groupId: n.groupId,
+        path: n.path,
+        text: n.text,
+        writtenAt: now().toISOString(),
+        author: n.author,
+        runId: n.runId ?? null,
+        corruption: n.taint.corruption ? 1 : 0,
+        secret: n.taint.secret ? 1 : 0,
+      }) as { id: number };
+      return row.id;
+    },
+    notes(groupId: string): MemoryNote[] {
+      return notesOf.all(groupId).map(toNote);
+    },
+    note(id: number): MemoryNote | undefined {
+      const r = noteById.get(id);
+      return r ? toNote(r) : undefined;
+    },
+    deleteNote(id: number): boolean {
+      return deleteNote.run(id).changes > 0;
+    },
+    /** The owner forgets a message: it leaves the history, and by trigger the index. */
+    forgetMessage(groupId: string, id: number): boolean {
+      return deleteMessage.run(id, groupId).changes > 0;
+    },
+
+    backfillProgress,
+    /**
+     * Indexes up to `limit` messages stored before the index existed, in one short transaction, and
+     * remembers where it stopped: a crash or stop resumes there. Returns the progress after the step.
+     */
+    backfillStep(limit = 500): BackfillProgress {
+      return db.transaction(() => {
+        const p = backfillProgress();
+        if (p.done) return p;
+        const rows = backfillBatch.all(p.nextId, p.through, limit);
+        for (const r of rows) {
+          // Idempotent: a row a previous run indexed before a crash is replaced, never doubled.
+          unindexRow.run(r.id);
+          indexRow.run(r.id, r.body, r.scope);
+        }
+        const next = rows.length < limit ? p.through + 1 : (rows.at(-1)?.id ?? p.through) + 1;
+        setBackfill.run(next);
+        return { through: p.through, nextId: next, done: next > p.through };
+      })();
+    },
+
+    /**
+     * Compares the index with the store of record: every note and every message the backfill has reached
+     * (or that came after it) must be indexed, and nothing else. FTS5's own integrity check cannot see a
+     * missing row of a contentless table, so the rowids are compared here, one lookup per row.
+     */
+    check(): IndexCheck {
+      const problems: string[] = [];
+      try {
+        // FTS5's own check is an INSERT command: a read-only connection (doctor) relies on the counts below.
+        if (!db.readonly)
+          db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 0)").run();
+      } catch (err) {
+        problems.push(`the full-text index is damaged: ${(err as Error).message}`);
+      }
+      const missing = missingRows.get()?.n ?? 0;
+      const extra = extraRows.get()?.n ?? 0;
+      if (missing > 0) problems.push(`${missing} stored messages or notes are not in the index`);
+      if (extra > 0) problems.push(`${extra} index rows belong to nothing stored`);
+      return { ok: problems.length === 0, missing, extra, problems };
+    },
+
+    /**
+     * Empties the index and starts the backfill over every stored message; notes are indexed at once.
+     * One transaction: a crash before it commits leaves the old index whole, after it the backfill
+     * resumes where it stopped. Nothing is read from the index, so nothing in it can be lost.
+     */
+    resetIndex(): void {
+      db.transaction(() => {
+        db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')").run();
+        db.prepare(
+          `INSERT INTO memory_fts (rowid, body, scope) SELECT -id, text, 'g' || hex(group_id) FROM memory_notes`,
+        ).run();
+        resetBackfill.run();
+      })();
+    },
+  };
+}
+
+export type MemoryStore = ReturnType<typeof createMemoryStore>;

@@ -1,0 +1,269 @@
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { scopeToken } from '../../../host/store/memory-store.ts';
+import type { NewMessage } from '../../../host/store/messages-store.ts';
+import { openStore, type Store } from '../../../host/store/store.ts';
+import { useTempDirs } from '../../helpers/temp-dir.ts';
+
+const tempDir = useTempDirs();
+let file: string;
+let store: Store;
+let seq = 0;
+let clock = new Date('2026-01-01T00:00:00.000Z');
+
+beforeEach(() => {
+  file = path.join(tempDir(), 'carapace.db');
+  clock = new Date('2026-01-01T00:00:00.000Z');
+  store = openStore({ file, now: () => clock });
+  store.groups.add({ id: 'main', channel: 'local', chatId: 'admin', name: 'Admin', isAdmin: true });
+  store.groups.add({ id: 'family', channel: 'local', chatId: 'family', name: 'Family', isAdmin: false });
+  store.groups.add({ id: 'work', channel: 'local', chatId: 'work', name: 'Work', isAdmin: false });
+});
+afterEach(() => store.close());
+
+function say(groupId: string, text: string, fields: Partial<NewMessage> = {}): number {
+  seq += 1;
+  const id = store.messages.insert({
+    groupId,
+    channel: 'local',
+    chatId: groupId,
+    externalId: `ext-${seq}`,
+    senderId: 'u1',
+    senderName: 'Ann',
+    text,
+    sentAt: new Date(Date.UTC(2026, 0, 1) + seq * 60_000).toISOString(),
+    triggers: false,
+    ...fields,
+  });
+  if (id === undefined) throw new Error('expected the message to be stored');
+  return id;
+}
+
+const ids = (groupId: string, text: string) =>
+  store.memory.search(groupId, { text }).map((h) => `${h.kind}:${h.id}`);
+
+/** Breaks the index behind the store's back, as a bug or a half-applied change would. */
+function dropFromIndex(rowid: number) {
+  store.db.prepare('DELETE FROM memory_fts WHERE rowid = ?').run(rowid);
+}
+
+describe('memory search', () => {
+  it('finds a message of the group with its sender, time, origin and a snippet', () => {
+    const id = say('family', 'The plumber is Mario, his number is 555 0199', {
+      senderId: 'sam',
+      senderName: 'Sam',
+      sentAt: '2026-01-01T10:00:00.000Z',
+    });
+    say('family', 'unrelated chatter');
+    const [hit, ...rest] = store.memory.search('family', { text: "plumber's number" });
+    expect(rest).toEqual([]);
+    expect(hit).toMatchObject({
+      kind: 'message',
+      id,
+      senderId: 'sam',
+      senderName: 'Sam',
+      fromOwner: false,
+      channel: 'local',
+      at: '2026-01-01T10:00:00.000Z',
+    });
+    expect(hit?.snippet).toContain('plumber');
+  });
+
+  it('keeps whether the words were the owner’s', () => {
+    say('main', 'remember the boiler code 4411', { fromOwner: true });
+    expect(store.memory.search('main', { text: 'boiler' })[0]).toMatchObject({ fromOwner: true });
+  });
+
+  it('never returns another group’s rows, and the match itself is limited to the group', () => {
+    const secret = say('main', 'the vault code is 9931', { fromOwner: true });
+    const family = say('family', 'the vault code is a rumour');
+    expect(ids('family', 'vault code')).toEqual([`message:${family}`]);
+    expect(ids('work', 'vault code')).toEqual([]);
+    expect(ids('main', 'vault code')).toEqual([`message:${secret}`]);
+    // The index alone, before any join to the messages table: only the group's own rowids match.
+    const matched = store.db
+      .prepare('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?')
+      .all(`scope : "${scopeToken('family')}" AND body : ("vault")`);
+    expect(matched).toEqual([{ rowid: family }]);
+  });
+
+  it('reads the index and then each hit by its id: no scan of the history', () => {
+    say('family', 'anything');
+    const plan = (sql: string, ...params: unknown[]) =>
+      (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
+        (p) => p.detail,
+      );
+    const match = plan(
+      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
+      `scope : "${scopeToken('family')}" AND body : ("anything")`,
+      10,
+    );
+    expect(match).toHaveLength(1);
+    expect(match[0]).toMatch(/^SCAN memory_fts VIRTUAL TABLE INDEX \d+:D?M/);
+    const rows = plan(
+      `SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group
+         AND m.sent_at >= @since AND m.sent_at <= @until`,
+      { ids: '[1]', group: 'family', since: '', until: 'z' },
+    );
+    // Each candidate is read by its id within the group's own rows, (group_id, id) in messages_by_group.
+    expect(rows).toContain('SEARCH m USING INDEX messages_by_group (group_id=? AND id=?)');
+    expect(rows.some((d) => /SCAN m\b/.test(d))).toBe(false);
+  });
+
+  it('ranks by the group’s own word statistics: another group’s use of a word changes nothing', () => {
+    say('family', 'boiler boiler repair');
+    say('family', 'boiler');
+    const before = store.memory.search('family', { text: 'boiler repair' }).map((h) => [h.id, h.score]);
+    for (let i = 0; i < 30; i += 1) say('work', `repair ticket ${i}`);
+    expect(store.memory.search('family', { text: 'boiler repair' }).map((h) => [h.id, h.score])).toEqual(
+      before,
+    );
+  });
+
+  it('filters by sender (id or name) and time range, and ranks the better match first', () => {
+    say('family', 'pizza on friday', {
+      senderId: 'ann',
+      senderName: 'Ann',
+      sentAt: '2026-01-02T10:00:00.000Z',
+    });
+    const bob = say('family', 'pizza pizza pizza, pizza again', {
+      senderId: 'bob',
+      senderName: 'Bob',
+      sentAt: '2026-01-20T10:00:00.000Z',
+    });
+    expect(store.memory.search('family', { text: 'pizza', sender: 'bob' }).map((h) => h.id)).toEqual([bob]);
+    expect(store.memory.search('family', { text: 'pizza', sender: 'BOB' }).map((h) => h.id)).toEqual([bob]);
+    expect(
+      store.memory
+        .search('family', { text: 'pizza', until: '2026-01-10T00:00:00.000Z' })
+        .map((h) => (h.kind === 'message' ? h.senderName : h.path)),
+    ).toEqual(['Ann']);
+    expect(store.memory.search('family', { text: 'pizza' })[0]?.id).toBe(bob);
+  });
+
+  it('treats the query as words: FTS5 operators and quotes are not syntax', () => {
+    say('family', 'NEAR the "station" OR not');
+    expect(ids('family', 'scope : "x" OR NEAR(')).toEqual([]);
+    expect(store.memory.search('family', { text: '"station"' })).toHaveLength(1);
+    expect(store.memory.search('family', { text: '*** ---' })).toEqual([]);
+  });
+});
+
+describe('notes', () => {
+  it('indexes a note with its author and the taint of the run that wrote it; deleting it unindexes it', () => {
+    const id = store.memory.putNote({
+      groupId: 'family',
+      path: 'memory/2026-01-01-sam.md',
+      text: 'Sam is vegetarian',
+      author: 'agent',
+      runId: 7,
+      taint: { corruption: true, secret: false },
+    });
+    expect(store.memory.search('family', { text: 'vegetarian' })).toMatchObject([
+      { kind: 'note', id, author: 'agent', runId: 7, taint: { corruption: true, secret: false } },
+    ]);
+    expect(ids('work', 'vegetarian')).toEqual([]);
+    expect(store.memory.deleteNote(id)).toBe(true);
+    expect(ids('family', 'vegetarian')).toEqual([]);
+    expect(store.memory.check().ok).toBe(true);
+  });
+
+  it('an edited note is found by its new words only, and keeps the worse taint', () => {
+    const note = { groupId: 'family', path: 'memory/a.md', author: 'agent' as const };
+    const id = store.memory.putNote({
+      ...note,
+      text: 'old words',
+      taint: { corruption: true, secret: false },
+    });
+    store.memory.putNote({ ...note, text: 'new words', taint: { corruption: false, secret: false } });
+    expect(ids('family', 'old')).toEqual([]);
+    expect(store.memory.search('family', { text: 'new' })).toMatchObject([
+      { id, taint: { corruption: true } },
+    ]);
+  });
+});
+
+describe('the index’s lifecycle', () => {
+  it('retention deleting a message deletes it from the index', () => {
+    const id = say('family', 'ephemeral words');
+    clock = new Date('2026-03-01T00:00:00.000Z');
+    const step = store.retention.pruneMessages(1, 0, 100);
+    expect(step.removed).toBe(1);
+    expect(ids('family', 'ephemeral')).toEqual([]);
+    expect(store.db.prepare('SELECT count(*) AS n FROM memory_fts WHERE rowid = ?').get(id)).toEqual({
+      n: 0,
+    });
+    expect(store.memory.check().ok).toBe(true);
+  });
+
+  it('removing a group removes its messages and notes from the index', () => {
+    say('work', 'quarterly numbers');
+    store.memory.putNote({
+      groupId: 'work',
+      path: 'memory/q.md',
+      text: 'quarterly target',
+      author: 'owner',
+      taint: { corruption: false, secret: false },
+    });
+    store.groups.remove('work');
+    const left = store.db.prepare('SELECT count(*) AS n FROM memory_fts').get() as { n: number };
+    expect(left.n).toBe(0);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('the integrity check fails on a deliberately broken index: a missing row and a stray row', () => {
+    const id = say('family', 'indexed words');
+    expect(store.memory.check().ok).toBe(true);
+    dropFromIndex(id);
+    expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 0 });
+    store.db.prepare("INSERT INTO memory_fts (rowid, body, scope) VALUES (999999, 'ghost', 'gX')").run();
+    expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 1 });
+  });
+
+  it('backfills messages stored before the index, resumably, and search is whole afterwards', () => {
+    const old = [say('family', 'old alpha'), say('family', 'old beta'), say('work', 'old alpha')];
+    // As the upgrade finds them: stored, not indexed, the backfill starting at the beginning.
+    for (const id of old) dropFromIndex(id);
+    store.db.prepare('UPDATE memory_backfill SET through = ?, next_id = 0').run(Math.max(...old));
+    const fresh = say('family', 'new alpha');
+    expect(store.memory.check().ok).toBe(true); // waiting, not missing
+    expect(ids('family', 'alpha')).toEqual([`message:${fresh}`]); // usable meanwhile
+    const first = store.memory.backfillStep(1);
+    expect(first.done).toBe(false);
+    // A crash between steps: the next connection resumes where the last one stopped.
+    store.close();
+    store = openStore({ file });
+    expect(store.memory.backfillProgress().nextId).toBe(first.nextId);
+    while (!store.memory.backfillStep(1).done) {
+      /* step */
+    }
+    expect(ids('family', 'alpha').sort()).toEqual([`message:${old[0]}`, `message:${fresh}`].sort());
+    expect(ids('work', 'alpha')).toEqual([`message:${old[2]}`]);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('a reindex rebuilds from the store of record, even from a broken index, and survives a crash midway', () => {
+    for (let i = 0; i < 20; i += 1) say(i % 2 ? 'family' : 'work', `word${i % 5} shared`);
+    store.memory.putNote({
+      groupId: 'family',
+      path: 'memory/n.md',
+      text: 'shared note',
+      author: 'owner',
+      taint: { corruption: false, secret: false },
+    });
+    const before = { family: ids('family', 'shared'), work: ids('work', 'shared') };
+    dropFromIndex(before.family.map((h) => Number(h.split(':')[1]))[0] ?? 0);
+    expect(store.memory.check().ok).toBe(false);
+    store.memory.resetIndex();
+    store.memory.backfillStep(5);
+    // Crash mid-reindex: the half-built index is searchable for what it has, and the next start goes on.
+    store.close();
+    store = openStore({ file });
+    expect(store.memory.check().ok).toBe(true);
+    while (!store.memory.backfillStep(5).done) {
+      /* step */
+    }
+    expect({ family: ids('family', 'shared'), work: ids('work', 'shared') }).toEqual(before);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+});
