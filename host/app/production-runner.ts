@@ -41,6 +41,7 @@ import { createMcpServerContainers } from '../containers/run/mcp-server-containe
 import { createMcpServices } from '../services/mcp/mcp-services.ts';
 import { createToolCatalogue } from '../services/mcp/mcp-catalogue.ts';
 import { MCP_DEFAULTS } from '../services/mcp/mcp-config.ts';
+import { assertRunnerAvailable } from '../containers/kubernetes/runner-choice.ts';
 
 export interface ProductionRunnerOptions {
   config: HostConfig;
@@ -70,6 +71,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     config: source,
   }: RunnerFactoryDeps) => {
     const { config } = opts;
+    assertRunnerAvailable(config.runner);
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const classifier = await createBashClassifier(resolveBashGateWasmPaths());
     const runSignals = createRunSignals();

@@ -23,6 +23,7 @@ export const PROTECTED_KEYS: readonly { pattern: ConfigPath; why: string }[] = [
   { pattern: ['services'], why: 'service trust declarations' },
   { pattern: ['credentials'], why: 'where a secret is sent and what a container may do with it' },
   { pattern: ['containers'], why: 'how agent containers are isolated' },
+  { pattern: ['runner'], why: 'where agent containers run and which cluster identity starts them' },
   { pattern: ['groups', '*', 'extra_mounts'], why: 'host folders a container can see' },
   { pattern: ['channels', '*', 'owner_user_id'], why: 'who the owner is' },
   { pattern: ['channels', '*', 'bot_token_env'], why: 'which secret is the channel token' },

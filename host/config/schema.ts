@@ -3,6 +3,7 @@ import { groupIdSchema } from '../../container-agent/src/protocol.ts';
 import { CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { channelsConfigSchema } from '../channels/registry.ts';
 import { containersConfigSchema } from '../containers/run/container-config.ts';
+import { runnerConfigSchema } from '../containers/kubernetes/kubernetes-config.ts';
 import { extraMountRequestSchema } from '../containers/mounts/mount-validation.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../gateway/config.ts';
 import { mediaConfigSchema } from '../router/media/media-config.ts';
@@ -170,6 +171,7 @@ export const hostConfigSchema = z
     provider: providerConfigSchema.prefault({}),
     gateway: gatewayConfigSchema.prefault({}),
     containers: containersConfigSchema.prefault({}),
+    runner: runnerConfigSchema.prefault({}),
     security: securityConfigSchema.prefault({}),
     services: servicesConfigSchema,
     credentials: credentialsConfigSchema,

@@ -17,6 +17,7 @@ import {
   checkStartable,
 } from './doctor-config-checks.ts';
 import { checkLeftovers } from './doctor-docker-checks.ts';
+import { checkRunner } from './doctor-runner-checks.ts';
 import { checkMemoryIndex } from './doctor-memory-check.ts';
 import { checkModelPrices } from './doctor-price-checks.ts';
 import { checkCredentials, checkMcpServers } from './doctor-service-checks.ts';
@@ -134,6 +135,7 @@ export function doctorChecks(): Check[] {
     checkAllowlist,
     checkAllowlistSymlinks,
     checkDocker(),
+    checkRunner,
     checkAgentImage(),
     checkIsolation,
     checkLeftovers(),

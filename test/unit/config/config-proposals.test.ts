@@ -185,6 +185,7 @@ describe('config proposals', () => {
       [{ key: 'security.approval_timeout_ms', value: 3_600_000 }],
       [{ key: 'groups.family.extra_mounts', value: [{ host_path: '/home' }] }],
       [{ key: 'gateway.daily_cap_usd', value: 50 }],
+      [{ key: 'runner.kubernetes.gateway_address', value: '203.0.113.9:443' }],
       // Setting the whole table reaches the protected key under it.
       [{ key: 'groups.family', value: { trigger: 'always', extra_mounts: [] } }],
     ]) {
