@@ -496,6 +496,7 @@ export async function startHost({
         dataDir,
         logger: logger.child({ channel: d.name }),
         assistantName: config.assistant.name,
+        clock,
       };
     });
     for (const ch of [local.channel, ...configured, ...extraChannels]) channels.set(ch.name, ch);

@@ -24,6 +24,7 @@
 
 import type { z } from 'zod';
 import type { Logger } from '../logging/logger.ts';
+import type { Clock } from '../time/clock.ts';
 
 /**
  * Who wrote a message's content, as the platform says (never read from the text), whatever its kind (text,
@@ -269,6 +270,8 @@ export interface ChannelDeps<C> {
    * so that a host that does not know it yet (a CLI check) still builds deps; adapters then assume the worst.
    */
   assistantName?: string;
+  /** The host's clock, for the adapter's own timers (reconnects, watchdogs, typing renewals). */
+  clock?: Clock;
 }
 
 /** What a chat id names on a channel (ChannelDefinition.chatKind). */

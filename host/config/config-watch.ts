@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 export interface ConfigWatchOptions {
   configFile: string;
@@ -7,6 +8,8 @@ export interface ConfigWatchOptions {
   debounceMs?: number;
   onChange(): void;
   onError(err: Error): void;
+  /** Times the debounce (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
 }
 
 /**
@@ -19,21 +22,22 @@ export function watchConfigFile({
   debounceMs = 300,
   onChange,
   onError,
+  clock = systemClock,
 }: ConfigWatchOptions): () => void {
   const name = path.basename(configFile);
   const dir = path.dirname(configFile);
   // A first start runs on the example's defaults with no config folder yet (`npm install && npm start`
   // on a new machine): the folder is made, owner-only as it will hold .env, so the file written later is seen.
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  let timer: NodeJS.Timeout | undefined;
+  let cancelPending: (() => void) | undefined;
   const watcher = fs.watch(dir, { persistent: false }, (_event, file) => {
     if (file !== null && file !== name) return;
-    clearTimeout(timer);
-    timer = setTimeout(onChange, debounceMs);
+    cancelPending?.();
+    cancelPending = clock.setTimer(onChange, debounceMs);
   });
   watcher.on('error', onError);
   return () => {
-    clearTimeout(timer);
+    cancelPending?.();
     watcher.close();
   };
 }

@@ -21,7 +21,7 @@ import {
 import type { UsageStore } from './spend/usage-store.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import type { Clock } from '../time/clock.ts';
-import { sleepOn } from './clock-timers.ts';
+import { sleepOn } from '../time/clock-timers.ts';
 
 export interface GatewayDeps {
   /**

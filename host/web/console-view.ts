@@ -3,7 +3,7 @@ import { createConsoleFormat, type ConsoleFormat } from './format.ts';
 import { layout, type Html } from './html.ts';
 import type { WebConsoleDeps, WebEnv } from './web-console-deps.ts';
 
-export type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 503;
+type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 503;
 
 export interface ConsoleView {
   now(): number;

@@ -8,6 +8,8 @@ import { createTelegramHandlers, movedKey } from './telegram-handlers.ts';
 import { parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { sendPiece } from './telegram-send.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock } from '../../time/clock.ts';
+import { repeatEvery } from '../../time/clock-timers.ts';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
@@ -43,7 +45,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
 
   let host: ChannelHost | undefined;
   const retractButtons = createButtonRetraction({ api: bot.api, logger });
-  const typing = new Map<string, NodeJS.Timeout>();
+  const typing = new Map<string, () => void>();
+  const clock = deps.clock ?? systemClock;
   const ownerId = config.owner_user_id;
 
   const connection = createTelegramConnection({
@@ -76,7 +79,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   );
 
   function stopTyping(chatId: string): void {
-    clearInterval(typing.get(chatId));
+    typing.get(chatId)?.();
     typing.delete(chatId);
   }
 
@@ -127,9 +130,10 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
           )
           .catch((err: unknown) => logger.debug({ err: errorMessage(err) }, 'typing not shown'));
       void ping();
-      const timer = setInterval(ping, TYPING_RENEW_MS);
-      timer.unref();
-      typing.set(chatId, timer);
+      typing.set(
+        chatId,
+        repeatEvery(clock, () => void ping(), TYPING_RENEW_MS),
+      );
     },
 
     async retractActions({ chatId, platformId }) {

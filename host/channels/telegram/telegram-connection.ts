@@ -9,6 +9,8 @@ import { privacyWarning } from './telegram-privacy.ts';
 import { createWebhookServer, type WebhookServer } from './telegram-webhook.ts';
 import { backoffMs } from '../../time/backoff.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
+import { sleepOn } from '../../time/clock-timers.ts';
 
 export interface TelegramConnectionDeps {
   /** The bot whose updates are received (its handlers already installed). */
@@ -26,13 +28,9 @@ export interface TelegramConnectionDeps {
   /** Test hooks: how long past the poll timeout the watchdog waits, and the start-up retry pace. */
   watchdogGraceMs?: number;
   retryBaseMs?: number;
+  /** The host's clock: start-up retries, the poll's watchdog and backoff, typing renewals, status times. */
+  clock?: Clock;
 }
-
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 /**
  * The bot's connection to Telegram: the token checked by getMe (retried with backoff), then updates
@@ -41,8 +39,12 @@ const pause = (ms: number, signal: AbortSignal) =>
  */
 export function createTelegramConnection(deps: TelegramConnectionDeps) {
   const { bot, config, state, logger } = deps;
+  const clock = deps.clock ?? systemClock;
+  const isoNow = () => new Date(clock.now()).toISOString();
+  // A stop ends the wait early; the caller then sees the aborted signal.
+  const pause = (ms: number, signal: AbortSignal) => sleepOn(clock)(ms, signal).catch(() => undefined);
   let me: UserFromGetMe | undefined;
-  let current: ChannelStatus = { state: 'stopped', since: new Date().toISOString() };
+  let current: ChannelStatus = { state: 'stopped', since: isoNow() };
   let privacyNote: string | undefined;
   let poller: Poller | undefined;
   let webhook: WebhookServer | undefined;
@@ -55,7 +57,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
   function setStatus(next: ChannelState, reason?: string): void {
     const withNote = reason ?? (next === 'connected' ? privacyNote : undefined);
     if (current.state === next && current.reason === withNote) return;
-    current = { state: next, ...(withNote ? { reason: withNote } : {}), since: new Date().toISOString() };
+    current = { state: next, ...(withNote ? { reason: withNote } : {}), since: isoNow() };
     deps.onStatus(current);
   }
 
@@ -157,6 +159,7 @@ export function createTelegramConnection(deps: TelegramConnectionDeps) {
       },
       onTrouble: (reason) => setStatus('connecting', reason),
       logger,
+      clock,
     });
     poller.start();
     setStatus('connected');

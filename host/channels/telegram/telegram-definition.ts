@@ -57,6 +57,7 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
       triggerWord: triggerWordOf(deps),
       state: deps.state,
       logger: deps.logger,
+      ...(deps.clock ? { clock: deps.clock } : {}),
     });
   },
   doctor: (deps) =>

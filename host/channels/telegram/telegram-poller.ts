@@ -5,6 +5,8 @@ import type { Logger } from '../../logging/logger.ts';
 import type { ChannelStateStore } from '../channel.ts';
 import { backoffMs } from '../../time/backoff.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
+import { sleepOn } from '../../time/clock-timers.ts';
 
 /** The update kinds the adapter handles; everything else is never fetched. */
 export const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query', 'my_chat_member'] as const;
@@ -25,18 +27,14 @@ export interface PollerDeps {
   logger: Logger;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /** Times the watchdog and the backoff (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
 }
 
 export interface Poller {
   start(): void;
   stop(): Promise<void>;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 /**
  * Long polling on @grammyjs/runner's source and concurrent sink, with a supplier of our own for three
@@ -53,6 +51,9 @@ export function createPoller(deps: PollerDeps): Poller {
   const { api, state, logger } = deps;
   const backoffBase = deps.backoffBaseMs ?? 500;
   const backoffMax = deps.backoffMaxMs ?? 60_000;
+  const clock = deps.clock ?? systemClock;
+  // A stop ends the wait early; the loop then sees the aborted signal.
+  const sleep = (ms: number, signal: AbortSignal) => sleepOn(clock)(ms, signal).catch(() => undefined);
   // Highest update id handed to the sink in this process.
   let seen = Number(state.get(OFFSET_KEY) ?? '0') - 1;
   // Fetched and not yet handled, each with the promise that settles when it is.
@@ -90,7 +91,7 @@ export function createPoller(deps: PollerDeps): Poller {
       const onAbort = () => attempt.abort(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       const stallAfter = deps.pollTimeoutS * 1000 + deps.watchdogGraceMs;
-      const watchdog = setTimeout(() => attempt.abort(new Error('stalled')), stallAfter);
+      const cancelWatchdog = clock.setTimer(() => attempt.abort(new Error('stalled')), stallAfter);
       let updates: Update[];
       try {
         updates = await api.getUpdates(
@@ -129,7 +130,7 @@ export function createPoller(deps: PollerDeps): Poller {
         await sleep(jittered, signal);
         continue;
       } finally {
-        clearTimeout(watchdog);
+        cancelWatchdog();
         signal.removeEventListener('abort', onAbort);
       }
       failures = 0;

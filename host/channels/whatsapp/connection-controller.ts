@@ -3,6 +3,7 @@ import type { ChannelStatus } from '../channel.ts';
 import { classifyClose, type CloseVerdict } from './disconnect-reason.ts';
 import { backoffMs } from '../../time/backoff.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 
 /** One live connection attempt, as the controller sees it. */
 export interface ConnectionHandle {
@@ -17,20 +18,6 @@ export interface ConnectionEvents {
   /** Anything arrived from the server: the watchdog's sign of life. */
   activity(): void;
 }
-
-export interface Timers {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): NodeJS.Timeout;
-  clearTimeout(t: NodeJS.Timeout): void;
-  random(): number;
-}
-
-export const realTimers: Timers = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (t) => clearTimeout(t),
-  random: () => Math.random(),
-};
 
 export interface ReconnectPolicy {
   initialDelayMs: number;
@@ -61,7 +48,10 @@ export interface ConnectionControllerDeps<C extends ConnectionHandle> {
   onTerminal?(verdict: Extract<CloseVerdict, { kind: 'terminal' }>): void;
   logger: Logger;
   policy?: Partial<ReconnectPolicy>;
-  timers?: Timers;
+  /** The host's clock: the reconnect backoff, the watchdog and `whenOpen`'s wait run on it. */
+  clock?: Clock;
+  /** Draws the backoff's jitter. */
+  random?: () => number;
 }
 
 export interface ConnectionController<C> {
@@ -88,7 +78,7 @@ export function createConnectionController<C extends ConnectionHandle>(
   deps: ConnectionControllerDeps<C>,
 ): ConnectionController<C> {
   const policy = { ...DEFAULT_RECONNECT_POLICY, ...deps.policy };
-  const timers = deps.timers ?? realTimers;
+  const clock = deps.clock ?? systemClock;
   const log = deps.logger;
 
   let generation = 0;
@@ -99,40 +89,40 @@ export function createConnectionController<C extends ConnectionHandle>(
   let failures = 0;
   let quickRestarts = 0;
   let lastError = '';
-  let reconnectTimer: NodeJS.Timeout | undefined;
-  let watchdog: NodeJS.Timeout | undefined;
+  let cancelReconnect: (() => void) | undefined;
+  let cancelWatchdog: (() => void) | undefined;
   let finished = false;
   let current: ChannelStatus = {
     state: 'stopped',
     reason: 'not started',
-    since: new Date(timers.now()).toISOString(),
+    since: new Date(clock.now()).toISOString(),
   };
-  const waiters = new Set<{ resolve(c: C | undefined): void; timer: NodeJS.Timeout }>();
+  const waiters = new Set<{ resolve(c: C | undefined): void; cancel(): void }>();
 
   const setStatus = (state: ChannelStatus['state'], reason?: string) => {
-    current = { state, ...(reason ? { reason } : {}), since: new Date(timers.now()).toISOString() };
+    current = { state, ...(reason ? { reason } : {}), since: new Date(clock.now()).toISOString() };
     deps.onStatus(current);
   };
 
   const settleWaiters = (c: C | undefined) => {
     for (const w of waiters) {
-      timers.clearTimeout(w.timer);
+      w.cancel();
       w.resolve(c);
     }
     waiters.clear();
   };
 
   const clearWatchdog = () => {
-    if (watchdog) timers.clearTimeout(watchdog);
-    watchdog = undefined;
+    cancelWatchdog?.();
+    cancelWatchdog = undefined;
   };
 
   const armWatchdog = (gen: number, ms: number) => {
     clearWatchdog();
-    watchdog = timers.setTimeout(() => {
-      watchdog = undefined;
+    cancelWatchdog = clock.setTimer(() => {
+      cancelWatchdog = undefined;
       if (gen !== generation || finished) return;
-      const silentFor = timers.now() - lastActivity;
+      const silentFor = clock.now() - lastActivity;
       if (silentFor < policy.silentAfterMs) return armWatchdog(gen, policy.silentAfterMs - silentFor);
       const message = `nothing arrived from WhatsApp for ${Math.round(silentFor / 1000)} s`;
       log.warn({ silentForMs: silentFor }, 'WhatsApp socket silent; reconnecting');
@@ -162,14 +152,14 @@ export function createConnectionController<C extends ConnectionHandle>(
     const gen = ++generation;
     open = false;
     openedAt = undefined;
-    lastActivity = timers.now();
+    lastActivity = clock.now();
     if (current.state !== 'connecting')
       setStatus('connecting', lastError ? `reconnecting after: ${lastError}` : undefined);
     const events: ConnectionEvents = {
       opened: () => {
         if (gen !== generation || finished) return;
         open = true;
-        openedAt = timers.now();
+        openedAt = clock.now();
         lastActivity = openedAt;
         lastError = '';
         log.info({}, 'WhatsApp connected');
@@ -182,7 +172,7 @@ export function createConnectionController<C extends ConnectionHandle>(
         onClosed(statusCode, message);
       },
       activity: () => {
-        if (gen === generation) lastActivity = timers.now();
+        if (gen === generation) lastActivity = clock.now();
       },
     };
     try {
@@ -199,7 +189,7 @@ export function createConnectionController<C extends ConnectionHandle>(
 
   const onClosed = (statusCode: number | undefined, message: string) => {
     const verdict = classifyClose(statusCode);
-    const wasHealthy = openedAt !== undefined && timers.now() - openedAt >= policy.healthyAfterMs;
+    const wasHealthy = openedAt !== undefined && clock.now() - openedAt >= policy.healthyAfterMs;
     openedAt = undefined;
     lastError = statusCode ? `${message} (${statusCode})` : message;
     if (verdict.kind === 'terminal') {
@@ -235,25 +225,25 @@ export function createConnectionController<C extends ConnectionHandle>(
       baseMs: policy.initialDelayMs,
       maxMs: policy.maxDelayMs,
       jitter: policy.jitter,
-      random: timers.random,
+      random: deps.random ?? Math.random,
     });
     log.warn({ statusCode, message, failures, delayMs: delay }, 'WhatsApp disconnected; reconnecting');
     setStatus('connecting', `reconnecting in ${Math.ceil(delay / 1000)} s after: ${lastError}`);
-    if (reconnectTimer) timers.clearTimeout(reconnectTimer);
-    reconnectTimer = timers.setTimeout(() => {
-      reconnectTimer = undefined;
+    cancelReconnect?.();
+    cancelReconnect = clock.setTimer(() => {
+      cancelReconnect = undefined;
       connectNow();
     }, delay);
   };
 
   return {
     start() {
-      if (finished || conn || reconnectTimer) return;
+      if (finished || conn || cancelReconnect) return;
       connectNow();
     },
     stop(reason = 'stopped') {
-      if (reconnectTimer) timers.clearTimeout(reconnectTimer);
-      reconnectTimer = undefined;
+      cancelReconnect?.();
+      cancelReconnect = undefined;
       const wasFinished = finished;
       finished = true;
       leave(reason);
@@ -269,7 +259,7 @@ export function createConnectionController<C extends ConnectionHandle>(
       return new Promise((resolve) => {
         const waiter = {
           resolve,
-          timer: timers.setTimeout(() => {
+          cancel: clock.setTimer(() => {
             waiters.delete(waiter);
             resolve(undefined);
           }, timeoutMs),
@@ -277,6 +267,6 @@ export function createConnectionController<C extends ConnectionHandle>(
         waiters.add(waiter);
       });
     },
-    pendingReconnects: () => (reconnectTimer ? 1 : 0),
+    pendingReconnects: () => (cancelReconnect ? 1 : 0),
   };
 }

@@ -1,14 +1,13 @@
 import crypto from 'node:crypto';
-import type { AnyMessageContent, WAMessage } from '@whiskeysockets/baileys';
+import type { AnyMessageContent } from '@whiskeysockets/baileys';
 import type { Logger } from '../../logging/logger.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 import { openAuthStore, type WhatsAppAuthStore } from './auth-store.ts';
 import {
   createConnectionController,
   type ConnectionController,
-  type ConnectionEvents,
   type ReconnectPolicy,
-  type Timers,
 } from './connection-controller.ts';
 import type {
   Channel,
@@ -19,16 +18,17 @@ import type {
   SendOutcome,
 } from '../channel.ts';
 import { closeStatusCode } from './disconnect-reason.ts';
-import { translateInbound, WHATSAPP_CHANNEL } from './inbound-message.ts';
-import { isGroupJid, isLidJid, normalizeUserJid, selfIdentity } from './jids.ts';
+import { WHATSAPP_CHANNEL } from './inbound-message.ts';
+import { selfIdentity } from './jids.ts';
 import { WHATSAPP_WEBSOCKET_URL, type WhatsAppConfig } from './whatsapp-config.ts';
+import { whatsappConnector, type LiveSocket } from './whatsapp-connection.ts';
 import { fileMessages } from './whatsapp-file-message.ts';
-import { whatsappMedia } from './whatsapp-media.ts';
+import { createWhatsAppHandlers } from './whatsapp-handlers.ts';
+import { markdownToWhatsApp } from './whatsapp-markdown.ts';
+import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
 
 /** The state key under which the channel keeps the last close no reconnect could mend (until it connects again). */
 export const LAST_TERMINAL_CLOSE = 'last_terminal_close';
-import { markdownToWhatsApp } from './whatsapp-markdown.ts';
-import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
 
 export interface WhatsAppChannelDeps {
   config: WhatsAppConfig;
@@ -38,7 +38,10 @@ export interface WhatsAppChannelDeps {
   state?: ChannelStateStore;
   makeSocket?: SocketFactory;
   policy?: Partial<ReconnectPolicy>;
-  timers?: Timers;
+  /** The host's clock: reconnects, the silent-socket watchdog, a send's wait and the statuses' times. */
+  clock?: Clock;
+  /** Draws the reconnect backoff's jitter. */
+  random?: () => number;
   /** How long a send waits for a reconnecting socket before the outbox retries it later. */
   sendWaitMs?: number;
 }
@@ -48,15 +51,6 @@ export interface WhatsAppChannel extends Channel {
   pendingReconnects(): number;
   /** The open socket, for tests at the socket seam. */
   socket(): WhatsAppSocket | undefined;
-}
-
-const SENT_IDS_KEPT = 5_000;
-
-interface LiveSocket {
-  sock: WhatsAppSocket;
-  end(reason: string): void;
-  /** Whether this connection has closed (WhatsApp closed it, or the controller left it). */
-  closed(): boolean;
 }
 
 /**
@@ -69,164 +63,34 @@ export function messageIdFor(sendKey: string): string {
 
 /**
  * The WhatsApp channel: the owner's own account as a linked device (Baileys). It translates and nothing
- * more: upserts become InboundMessages for the host, outbox pieces become WhatsApp messages; the
- * connection's ups and downs become statuses through one connection controller.
+ * more. This wires the parts: what arrives (whatsapp-handlers.ts), the socket each connection opens
+ * (whatsapp-connection.ts), the one controller that decides when to (re)connect and turns the
+ * connection's ups and downs into statuses (connection-controller.ts), and the sending side here.
  */
 export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChannel {
   const log = deps.logger;
-  const makeSocket = deps.makeSocket ?? makeBaileysSocket;
+  const clock = deps.clock ?? systemClock;
   const sendWaitMs = deps.sendWaitMs ?? 20_000;
-  // Baileys is chatty at info level; its warnings and errors are what an owner may need.
-  const baileysLogger = log.child(
-    { subsystem: 'baileys' },
-    { level: log.isLevelEnabled('debug') ? log.level : log.isLevelEnabled('warn') ? 'warn' : log.level },
-  );
+  const isoNow = () => new Date(clock.now()).toISOString();
 
   let host: ChannelHost | undefined;
   let auth: WhatsAppAuthStore | undefined;
   let controller: ConnectionController<LiveSocket> | undefined;
   let blocked: ChannelStatus | undefined; // needs-login, or an auth folder that cannot be read
-  let inbound: Promise<void> = Promise.resolve();
-  const lanes = new Map<string, Promise<void>>();
-  // Media is fetched from WhatsApp's media hosts, or from the test server `websocket_url` points at.
-  const testServerHost =
-    deps.config.websocket_url === WHATSAPP_WEBSOCKET_URL
-      ? undefined
-      : new URL(deps.config.websocket_url).hostname;
-
-  /** One chain per chat: its messages reach the host in order, and a slow download holds only its chat. */
-  const onLane = (chatId: string, task: () => Promise<void>) => {
-    const next = (lanes.get(chatId) ?? Promise.resolve())
-      .then(task)
-      .catch((err: unknown) => log.error({ err, chatId }, 'storing a WhatsApp message failed'));
-    lanes.set(chatId, next);
-    void next.then(() => {
-      if (lanes.get(chatId) === next) lanes.delete(chatId);
-    });
-  };
-  const sentIds = new Map<string, true>();
-  const titles = new Map<string, string>();
-
   const self = () => selfIdentity(auth?.state.creds.me);
-
-  const rememberSent = (id: string) => {
-    sentIds.set(id, true);
-    const oldest = sentIds.keys().next();
-    if (sentIds.size > SENT_IDS_KEPT && !oldest.done) sentIds.delete(oldest.value);
-  };
-  const isOwnMessage = (chatId: string, id: string) =>
-    sentIds.has(id) || (host?.isOwnMessage(chatId, id) ?? false);
-
-  const seeChat = (chatId: string, title: string | null | undefined) => {
-    if (!title?.trim() || !isGroupJid(chatId)) return;
-    titles.set(chatId, title);
-    host?.onChatSeen({ chatId, title });
-  };
-
-  /** Group names at connect and whenever WhatsApp says they changed, for `carapace chats`. */
-  const syncGroups = async (sock: WhatsAppSocket) => {
-    try {
-      const groups = await sock.groupFetchAllParticipating();
-      for (const [id, meta] of Object.entries(groups)) seeChat(id, meta.subject);
-    } catch (err) {
-      log.debug({ err }, 'could not list WhatsApp groups');
-    }
-  };
-
-  const handleUpsert = async (sock: WhatsAppSocket, messages: WAMessage[], type: string) => {
-    const me = self();
-    const h = host;
-    if (!me || !h) return;
-    // Baileys knows many LID → phone mappings; a LID it cannot map stays the sender's id.
-    const lidPhones = new Map<string, string>();
-    for (const m of messages) {
-      const key = m.key as { participant?: string | null; participantAlt?: string };
-      if (isLidJid(key.participant) && !key.participantAlt) {
-        const lid = normalizeUserJid(key.participant);
-        if (!lid || lidPhones.has(lid)) continue;
-        const phone = await sock.signalRepository.lidMapping.getPNForLID(lid).catch(() => null);
-        if (phone) lidPhones.set(lid, phone);
-      }
-    }
-    for (const m of messages) {
-      const decision = translateInbound(m, {
-        self: me,
-        isOwnMessage,
-        groupTitle: (id) => titles.get(id),
-        phoneForLid: (lid) => lidPhones.get(lid),
-      });
-      if (decision.kind === 'skip') {
-        log.trace(
-          { id: m.key.id, chat: m.key.remoteJid, type, why: decision.reason },
-          'WhatsApp message skipped',
-        );
-        continue;
-      }
-      const message = decision.message;
-      const spec = decision.media;
-      // On the chat's lane: a file is fetched before the chat's next message is taken in, while other
-      // chats go on.
-      onLane(message.chatId, async () => {
-        const result = spec
-          ? await h.ingestMedia({ ...message, media: whatsappMedia(spec, testServerHost) })
-          : h.ingest(message);
-        log.debug(
-          { id: message.externalId, type, stored: result.stored, triggered: result.triggered },
-          spec ? `WhatsApp ${spec.kind}` : 'WhatsApp message',
-        );
-      });
-    }
-  };
-
-  const connect = (events: ConnectionEvents): LiveSocket => {
-    if (!auth) throw new Error('WhatsApp auth state is not open');
-    const store = auth;
-    const sock = makeSocket({ auth: store.state, url: deps.config.websocket_url, logger: baileysLogger });
-    let closed = false;
-    sock.ev.on('connection.update', (u) => {
-      if (u.qr) {
-        // Only an unlinked device is offered a QR code: the host cannot link it, `whatsapp login` can.
-        events.closed(401, 'WhatsApp offered a QR code: this device is not linked');
-        return;
-      }
-      if (u.connection === 'open') {
-        events.opened();
-        void syncGroups(sock);
-      } else if (u.connection === 'close') {
-        closed = true;
-        const err = u.lastDisconnect?.error;
-        events.closed(closeStatusCode(err), err?.message ?? 'connection closed');
-      }
-    });
-    sock.ev.on('creds.update', () => {
-      store.saveCreds().catch((err: unknown) => log.error({ err }, 'saving WhatsApp credentials failed'));
-    });
-    sock.ev.on('messages.upsert', ({ messages, type }) => {
-      // One at a time, in arrival order: the host stores them as they come.
-      inbound = inbound
-        .then(() => handleUpsert(sock, messages, type))
-        .catch((err: unknown) => log.error({ err }, 'handling WhatsApp messages failed'));
-    });
-    sock.ev.on('groups.upsert', (groups) => {
-      for (const g of groups) seeChat(g.id, g.subject);
-    });
-    sock.ev.on('groups.update', (updates) => {
-      for (const g of updates) if (g.id && g.subject) seeChat(g.id, g.subject);
-    });
-    sock.ws.on('frame', () => events.activity());
-    return {
-      sock,
-      end: (reason: string) => {
-        closed = true;
-        void sock.end(new Error(reason));
-      },
-      closed: () => closed,
-    };
-  };
+  const handlers = createWhatsAppHandlers({
+    logger: log,
+    host: () => host,
+    self,
+    // Media is fetched from WhatsApp's media hosts, or from the test server `websocket_url` points at.
+    testServerHost:
+      deps.config.websocket_url === WHATSAPP_WEBSOCKET_URL
+        ? undefined
+        : new URL(deps.config.websocket_url).hostname,
+  });
 
   const statusNow = (): ChannelStatus =>
-    blocked ??
-    controller?.status() ?? { state: 'stopped', reason: 'not started', since: new Date().toISOString() };
+    blocked ?? controller?.status() ?? { state: 'stopped', reason: 'not started', since: isoNow() };
 
   const channel: WhatsAppChannel = {
     name: WHATSAPP_CHANNEL,
@@ -236,7 +100,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       host = h;
       // The host runs on without WhatsApp; status, doctor and the other admin chats say what to do.
       const block = (state: ChannelStatus['state'], reason: string) => {
-        blocked = { state, reason, since: new Date().toISOString() };
+        blocked = { state, reason, since: isoNow() };
         h.onStatus(blocked);
       };
       if (!deps.config.enabled) return block('stopped', 'disabled ([channels.whatsapp] enabled = false)');
@@ -252,20 +116,24 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
         );
       }
       const c = createConnectionController<LiveSocket>({
-        connect,
+        connect: whatsappConnector({
+          auth,
+          makeSocket: deps.makeSocket ?? makeBaileysSocket,
+          url: deps.config.websocket_url,
+          logger: log,
+          handlers,
+        }),
         onStatus: (s) => {
           // Doctor shows a close no reconnect could mend until the channel connects again.
           if (s.state === 'connected') deps.state?.set(LAST_TERMINAL_CLOSE, '');
           h.onStatus(s);
         },
         onTerminal: (v) =>
-          deps.state?.set(
-            LAST_TERMINAL_CLOSE,
-            JSON.stringify({ reason: v.reason, at: new Date().toISOString() }),
-          ),
+          deps.state?.set(LAST_TERMINAL_CLOSE, JSON.stringify({ reason: v.reason, at: isoNow() })),
         logger: log,
+        clock,
         ...(deps.policy ? { policy: deps.policy } : {}),
-        ...(deps.timers ? { timers: deps.timers } : {}),
+        ...(deps.random ? { random: deps.random } : {}),
       });
       controller = c;
       c.start();
@@ -273,8 +141,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
 
     async stop() {
       controller?.stop('host stopping');
-      await inbound;
-      await Promise.all(lanes.values());
+      await handlers.settled();
       await auth?.flush().catch((err: unknown) => log.error({ err }, 'saving WhatsApp credentials failed'));
       host = undefined;
     },
@@ -301,7 +168,7 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       // a retry re-sends under the same ids, as a text's retry does.
       const ids = contents.map((_, i) => messageIdFor(i === 0 ? piece.sendKey : `${piece.sendKey}#${i}`));
       // Recorded before the send: Baileys echoes our own message as an upsert before sendMessage returns.
-      for (const id of ids) rememberSent(id);
+      for (const id of ids) handlers.rememberSent(id);
       try {
         for (const [i, content] of contents.entries())
           await live.sock.sendMessage(piece.chatId, content, { messageId: ids[i] as string });

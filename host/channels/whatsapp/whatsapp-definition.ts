@@ -52,6 +52,7 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
       dataDir: deps.dataDir,
       logger: deps.logger,
       state: deps.state,
+      ...(deps.clock ? { clock: deps.clock } : {}),
     }),
   doctor: async (deps) => whatsappDoctor(deps),
 };

@@ -14,6 +14,7 @@ import { toError } from '../../errors/error-message.ts';
 import { errorCode } from '../../errors/error-code.ts';
 import { isGuardedPathError } from '../../safe-fs/guarded-path-error.ts';
 import { openGuardedRoot, openGuardedRootSync, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 
 export interface QuotaFolder {
   /** "group folder", "session folder": how the group is told. */
@@ -114,6 +115,10 @@ export interface DiskQuotaWatchDeps {
   ) => { close(): void };
   /** Told when a folder cannot be watched: only the periodic walk checks it then. */
   onWatchError?: (folder: QuotaFolder, error: Error) => void;
+  /** Told each time a folder's usage was brought up to date (a walk, or the writes of one turn measured). */
+  onMeasured?: (folder: QuotaFolder, usage: { bytes: number; entries: number }) => void;
+  /** Times the walks (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
 }
 
 /**
@@ -211,8 +216,9 @@ export function watchDiskQuota(
   deps: DiskQuotaWatchDeps = {},
 ): () => void {
   const watch = deps.watch ?? watchRecursively;
+  const clock = deps.clock ?? systemClock;
   let disposed = false;
-  let timer: NodeJS.Timeout | undefined;
+  let cancelWalk: (() => void) | undefined;
   const over = (problem: string): void => {
     if (disposed) return;
     disposed = true;
@@ -242,6 +248,7 @@ export function watchDiskQuota(
         if (state.walking) state.changedDuringWalk.add(rel);
       }
       state.touched.clear();
+      deps.onMeasured?.(folder, state.usage);
       const problem = problemOf(folder, state.usage);
       if (problem !== null) over(problem);
     };
@@ -281,15 +288,16 @@ export function watchDiskQuota(
       for (const rel of state.changedDuringWalk) remeasure(state.root, measured, rel);
       state.changedDuringWalk.clear();
       state.usage = measured;
+      deps.onMeasured?.(state.folder, measured);
       const problem = problemOf(state.folder, measured);
       if (problem !== null) return over(problem);
     }
-    if (!disposed) timer = setTimeout(() => void walk(), intervalMs);
+    if (!disposed) cancelWalk = clock.setTimer(() => void walk(), intervalMs);
   };
 
   function dispose(): void {
     disposed = true;
-    if (timer) clearTimeout(timer);
+    cancelWalk?.();
     for (const state of states) state.watcher?.close();
   }
   void walk();

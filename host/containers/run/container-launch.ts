@@ -10,6 +10,7 @@ import {
   type ContainerSpec,
 } from './container-spec.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 import { dockerStatusCode, isDockerAlreadyGone } from '../docker-errors.ts';
 import { gatewayHostAddress } from '../network/network-gateway.ts';
 
@@ -53,7 +54,8 @@ const OUTPUT_DRAIN_MS = 2000;
 export async function launchContainer(
   docker: Docker,
   input: ContainerSpec,
-  options: { deferTimeouts?: boolean } = {},
+  /** `clock` times the idle and hard timeouts (default: the system clock). */
+  options: { deferTimeouts?: boolean; clock?: Pick<Clock, 'setTimer'> } = {},
 ): Promise<ContainerProcess> {
   const spec = containerSpecSchema.parse(input);
   const name = containerName(spec.groupId, spec.runId, spec.nameScope);
@@ -123,28 +125,27 @@ export async function launchContainer(
   let stopRequest: { reason: ContainerExitReason; detail: string } | undefined;
   let finished = false;
   let timing = false;
-  let idleTimer: NodeJS.Timeout | undefined;
-  let hardTimer: NodeJS.Timeout | undefined;
+  const clock = options.clock ?? systemClock;
+  let cancelIdle: (() => void) | undefined;
+  let cancelHard: (() => void) | undefined;
   const touch = () => {
     if (finished || !timing) return;
-    if (idleTimer) clearTimeout(idleTimer);
-    idleTimer = setTimeout(() => {
+    cancelIdle?.();
+    cancelIdle = clock.setTimer(() => {
       stopWith('idle_timeout', `no output for ${spec.timeouts.idleMs} ms`, graceMs).catch(() => {
         // The engine refused the kill; the exit (or the lost connection) is still reported by exited.
       });
     }, spec.timeouts.idleMs);
-    idleTimer.unref();
   };
   const graceMs = spec.timeouts.graceMs ?? DEFAULT_GRACE_MS;
   const beginRun = () => {
     if (timing || finished) return;
     timing = true;
-    hardTimer = setTimeout(() => {
+    cancelHard = clock.setTimer(() => {
       stopWith('hard_timeout', `still running after ${spec.timeouts.hardMs} ms`, graceMs).catch(() => {
         // As above: exited still settles.
       });
     }, spec.timeouts.hardMs);
-    hardTimer.unref();
     touch();
   };
   socket.on('data', touch);
@@ -153,7 +154,7 @@ export async function launchContainer(
   const exited: Promise<ContainerExit> = waiting.body
     .then(async (body): Promise<ContainerExit> => {
       const exitCode = typeof body.StatusCode === 'number' ? body.StatusCode : null;
-      await Promise.race([outputEnded, delay(OUTPUT_DRAIN_MS)]);
+      await Promise.race([outputEnded, delay(OUTPUT_DRAIN_MS, clock)]);
       if (stopRequest) return { exitCode, reason: stopRequest.reason, detail: stopRequest.detail };
       if (body.Error?.Message) return { exitCode, reason: 'error', detail: body.Error.Message };
       // 137 = killed by SIGKILL, which nobody here asked for: the kernel's OOM killer is the usual cause.
@@ -172,8 +173,8 @@ export async function launchContainer(
     })
     .finally(() => {
       finished = true;
-      if (hardTimer) clearTimeout(hardTimer);
-      if (idleTimer) clearTimeout(idleTimer);
+      cancelHard?.();
+      cancelIdle?.();
       socket.removeListener('data', touch);
       if (!socket.destroyed) socket.destroy();
     });
@@ -188,7 +189,7 @@ export async function launchContainer(
       return;
     }
     await signal('SIGTERM');
-    const gone = await Promise.race([exited.then(() => true), delay(grace).then(() => false)]);
+    const gone = await Promise.race([exited.then(() => true), delay(grace, clock).then(() => false)]);
     if (!gone) await signal('SIGKILL');
     await exited;
   }
@@ -299,6 +300,6 @@ async function wasOomKilled(docker: Docker, id: string, since: number): Promise<
   }
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+function delay(ms: number, clock: Pick<Clock, 'setTimer'> = systemClock): Promise<void> {
+  return new Promise((resolve) => clock.setTimer(resolve, ms));
 }

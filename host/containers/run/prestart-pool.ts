@@ -1,6 +1,7 @@
 import type { Logger } from '../../logging/logger.ts';
 import type { ContainerProcess } from './container-launch.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 
 /** A container started ahead of its run, booted until it waits for run.start. */
 export interface Prestarted {
@@ -25,6 +26,8 @@ export interface PrestartPoolDeps<G extends { id: string }> {
   /** Memory in use by a container in bytes (cgroup usage less its reclaimable page cache). */
   measure(container: ContainerProcess): Promise<number | undefined>;
   logger: Pick<Logger, 'debug' | 'info' | 'warn'>;
+  /** Times the idle stop and the memory measure (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
 }
 
 export interface PrestartPool<G extends { id: string }> {
@@ -58,7 +61,7 @@ interface Entry {
   groupId: string;
   prestarted: Prestarted;
   memoryBytes: number | undefined;
-  idleTimer: NodeJS.Timeout;
+  cancelIdle: () => void;
 }
 
 /**
@@ -70,6 +73,7 @@ interface Entry {
  */
 export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolDeps<G>): PrestartPool<G> {
   const { budget, logger } = deps;
+  const clock = deps.clock ?? systemClock;
   const entries = new Map<string, Entry>();
   const pending = new Set<string>();
   let chain: Promise<void> = Promise.resolve();
@@ -87,7 +91,7 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
     memoryInUse() + UNMEASURED_BYTES <= budget.memoryMb * 1024 * 1024;
 
   const stop = (entry: Entry, reason: string) => {
-    clearTimeout(entry.idleTimer);
+    entry.cancelIdle();
     entries.delete(entry.groupId);
     logger.debug(
       { groupId: entry.groupId, container: entry.prestarted.container.name, reason },
@@ -101,18 +105,17 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
       groupId,
       prestarted,
       memoryBytes: undefined,
-      idleTimer: setTimeout(() => void stop(entry, 'no run took it in time'), budget.idleMs),
+      cancelIdle: clock.setTimer(() => void stop(entry, 'no run took it in time'), budget.idleMs),
     };
-    entry.idleTimer.unref();
     entries.set(groupId, entry);
     // Gone on its own (crashed, killed from outside): not to be handed to a run.
     void prestarted.container.exited.then(() => {
       if (entries.get(groupId) === entry) {
-        clearTimeout(entry.idleTimer);
+        entry.cancelIdle();
         entries.delete(groupId);
       }
     });
-    setTimeout(() => {
+    clock.setTimer(() => {
       if (entries.get(groupId) !== entry) return;
       deps.measure(prestarted.container).then(
         (bytes) => {
@@ -124,7 +127,7 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
         },
         () => undefined,
       );
-    }, MEASURE_AFTER_MS).unref();
+    }, MEASURE_AFTER_MS);
   };
 
   const prestart = async (group: G) => {
@@ -155,7 +158,7 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
         void stop(entry, 'its image, mounts or settings changed');
         return undefined;
       }
-      clearTimeout(entry.idleTimer);
+      entry.cancelIdle();
       entries.delete(groupId);
       return entry.prestarted.container;
     },

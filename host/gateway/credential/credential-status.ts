@@ -8,7 +8,7 @@ import {
 } from './credential-config.ts';
 import { redactionsFor, redactText } from './redacting-stream.ts';
 import { systemClock, type Clock } from '../../time/clock.ts';
-import { timeoutSignal } from '../clock-timers.ts';
+import { timeoutSignal } from '../../time/clock-timers.ts';
 
 /** What `carapace status` says of one credential: never its value, only whether the host has one. */
 export interface CredentialStatus {

@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import type { Clock } from '../../time/clock.ts';
-import { timeoutSignal } from '../clock-timers.ts';
+import { timeoutSignal } from '../../time/clock-timers.ts';
 import { credentialHeader, credentialUpstream, type CredentialConfig } from './credential-config.ts';
 import type { CredentialUse } from './credential-use.ts';
 import { isDeletion, summarizePush, type ParsedPush } from './git-push.ts';

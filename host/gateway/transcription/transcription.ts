@@ -8,7 +8,7 @@ import type { SpendCap } from '../spend/spend-cap.ts';
 import { transcriptionRunId } from '../spend/transcription-run-id.ts';
 import type { UsageStore } from '../spend/usage-store.ts';
 import type { Clock } from '../../time/clock.ts';
-import { timeoutSignal } from '../clock-timers.ts';
+import { timeoutSignal } from '../../time/clock-timers.ts';
 
 /** `[media.transcription]` as the gateway reads it (the section is the media step's; see media-config.ts). */
 export interface TranscriptionSettings {

@@ -3,6 +3,7 @@ import { buildCopMessages, type CopMessage, type CopReviewKind } from './cop-pro
 import { parseCopAnswer } from './cop-verdict.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import type { Logger } from '../../logging/logger.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 
 export type { CopMessage, CopReviewKind } from './cop-prompts.ts';
 
@@ -82,8 +83,11 @@ export function createCop(deps: {
   complete: CopComplete;
   logger?: Pick<Logger, 'info' | 'warn'>;
   config?: z.input<typeof copConfigSchema>;
+  /** Times a review's deadline (default: the system clock). */
+  clock?: Pick<Clock, 'setTimer'>;
 }): Cop {
   const config = copConfigSchema.parse(deps.config ?? {});
+  const clock = deps.clock ?? systemClock;
 
   // A throwing logger must not turn a verdict into a rejected review.
   const log = (level: 'info' | 'warn', obj: object, msg: string) => {
@@ -115,9 +119,9 @@ export function createCop(deps: {
 
   async function ask(messages: CopMessage[], run: CopRun): Promise<string> {
     const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
+    let cancelDeadline: (() => void) | undefined;
     const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      cancelDeadline = clock.setTimer(() => {
         const err = new CopTimeout(`no answer within ${config.timeout_ms} ms`);
         controller.abort(err);
         reject(err);
@@ -131,7 +135,7 @@ export function createCop(deps: {
         timedOut,
       ]);
     } finally {
-      clearTimeout(timer);
+      cancelDeadline?.();
     }
   }
 

@@ -7,6 +7,7 @@ import type { Logger } from '../../logging/logger.ts';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 import { ServiceError } from '../service-registry.ts';
 import type { ServiceTrustDeclaration } from '../service-trust.ts';
 import { MCP_DEFAULTS } from './mcp-config.ts';
@@ -63,7 +64,8 @@ export interface McpConnectionDeps {
   containers?: ContainerTransportFactory;
   /** Restarts after a crash: base delay, and how many in a row before the breaker opens. */
   restart?: { baseMs: number; maxInARow: number; coolDownMs: number };
-  now?: () => number;
+  /** Times the restarts and the breaker's cool-down (default: the system clock). */
+  clock?: Clock;
 }
 
 const DEFAULT_RESTART = { baseMs: 500, maxInARow: 5, coolDownMs: 60_000 };
@@ -79,7 +81,8 @@ const CLIENT_INFO = { name: 'carapace', version: '1.0.0' };
 export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
   const { name, declaration, logger } = deps;
   const restart = deps.restart ?? DEFAULT_RESTART;
-  const now = deps.now ?? Date.now;
+  const clock = deps.clock ?? systemClock;
+  const now = () => clock.now();
   const timeoutMs = declaration.timeout_ms ?? MCP_DEFAULTS.timeout_ms;
   const type = declaration.type ?? 'stdio';
   let client: Client | undefined;
@@ -92,7 +95,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
   let lastFailureAt = 0;
   let restarts = 0;
   let closing = false;
-  let restartTimer: NodeJS.Timeout | undefined;
+  let cancelRestart: (() => void) | undefined;
   let pid: number | null = null;
   let container: string | null = null;
 
@@ -197,12 +200,11 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
     state = 'restarting';
     // Doubling from the base, no jitter: one timer per server, nothing to spread out.
     const delay = restart.baseMs * 2 ** (failuresInARow - 1);
-    restartTimer = setTimeout(() => {
-      restartTimer = undefined;
+    cancelRestart = clock.setTimer(() => {
+      cancelRestart = undefined;
       restarts += 1;
       ready().catch(() => undefined);
     }, delay);
-    restartTimer.unref();
   }
 
   /** The connected client; fails fast while the breaker is open instead of spawning again. */
@@ -269,7 +271,7 @@ export function createMcpConnection(deps: McpConnectionDeps): McpConnection {
     status: () => ({ name, type, state, tools: toolCount, lastError, restarts, pid, container }),
     async close() {
       closing = true;
-      if (restartTimer) clearTimeout(restartTimer);
+      cancelRestart?.();
       const c = client ?? (await connecting?.catch(() => undefined));
       client = undefined;
       state = 'stopped';

@@ -4,6 +4,7 @@ import { createTelegramChannel } from '../../../host/channels/telegram/telegram-
 import { telegramConfigSchema } from '../../../host/channels/telegram/telegram-config.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
 import { createRecordingHost, handledThrough, openStateFile } from '../../fakes/telegram-test-host.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 import { freePort } from '../../helpers/loopback-server.ts';
 
@@ -27,6 +28,8 @@ async function setup(
     dir?: string;
     config?: Record<string, unknown>;
     webhookSecret?: string;
+    clock?: FakeClock;
+    watchdogGraceMs?: number;
   } = {},
 ) {
   const fake = opts.fake ?? (await startFakeTelegram({ privacy: opts.privacy }));
@@ -46,8 +49,9 @@ async function setup(
     triggerWord: '@Andy',
     state,
     logger: pino({ level: 'silent' }),
-    watchdogGraceMs: 300,
+    watchdogGraceMs: opts.watchdogGraceMs ?? 300,
     retryBaseMs: 20,
+    ...(opts.clock ? { clock: opts.clock.clock } : {}),
   });
   await channel.start(recording.host);
   const stop = async () => {
@@ -399,10 +403,16 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
   });
 
   it('restarts a stalled long poll (watchdog)', async () => {
-    const t = await setup();
+    // The poll's watchdog on a clock the test moves: it trips when the test says, not after a wait.
+    const time = fakeClock(Date.now());
+    const t = await setup({ clock: time });
+    const polls = () => t.fake.calls.filter((c) => c.method === 'getUpdates').length;
+    const before = polls();
     t.fake.stallNextPoll();
     // The current poll ends at its 1 s timeout; the next one stalls until the watchdog aborts it.
-    await new Promise((r) => setTimeout(r, 1_200));
+    await t.fake.waitFor(() => polls() > before);
+    expect(t.statuses.some((s) => /stalled/.test(s.reason ?? ''))).toBe(false);
+    time.advance(1_000 + 300);
     t.fake.message({ chat: GROUP, from: { id: 42 }, text: 'after the stall' });
     await t.fake.waitFor(() => t.inbound.some((m) => m.text === 'after the stall'), 8_000);
     expect(t.statuses.some((s) => /stalled/.test(s.reason ?? ''))).toBe(true);
@@ -488,12 +498,22 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
   });
 
   it('renews typing while a run is active and stops at its end', async () => {
-    const t = await setup();
+    const time = fakeClock(Date.now());
+    // The poll's watchdog is on the same clock: out of reach of the minutes this test moves it.
+    const t = await setup({ clock: time, watchdogGraceMs: 3_600_000 });
+    const actions = () => t.fake.calls.filter((c) => c.method === 'sendChatAction').length;
     await t.channel.setTyping(`${FORUM.id}/77`, true);
-    await t.fake.waitFor(() => t.fake.calls.some((c) => c.method === 'sendChatAction'));
+    await t.fake.waitFor(() => actions() === 1);
+    // Telegram shows "typing…" for 5 s: it is renewed before that.
+    time.advance(5_000);
+    await t.fake.waitFor(() => actions() === 2);
     await t.channel.setTyping(`${FORUM.id}/77`, false);
-    const n = t.fake.calls.filter((c) => c.method === 'sendChatAction').length;
-    await new Promise((r) => setTimeout(r, 200));
+    const n = actions();
+    // Stopped: nothing is armed to renew it, however long the run's end is past.
+    time.advance(60_000);
+    // The sentinel: a message sent after the stop reaches the fake after any renewal would have.
+    const sentinel = { chatId: String(GROUP.id), text: 'after typing', idempotencyKey: 's', sendKey: 's' };
+    expect((await t.channel.send(sentinel)).kind).toBe('delivered');
     expect(t.fake.calls.filter((c) => c.method === 'sendChatAction')).toHaveLength(n);
     expect(t.fake.calls.find((c) => c.method === 'sendChatAction')?.params).toMatchObject({
       action: 'typing',

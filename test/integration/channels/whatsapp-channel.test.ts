@@ -17,6 +17,7 @@ import {
   type FakeWhatsApp,
 } from '../../fakes/whatsapp-fake.ts';
 import { waitFor } from '../../helpers/processes.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
 const GROUP = '120363000000000001@g.us';
@@ -27,7 +28,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(opts: { policy?: Partial<ReconnectPolicy>; linked?: boolean } = {}) {
+async function setup(opts: { policy?: Partial<ReconnectPolicy>; linked?: boolean; clock?: FakeClock } = {}) {
   const dir = tempDir();
   const server: FakeWhatsApp = await startFakeWhatsApp(dir);
   cleanups.push(() => server.close());
@@ -42,6 +43,7 @@ async function setup(opts: { policy?: Partial<ReconnectPolicy>; linked?: boolean
       : pino({ level: 'silent' }),
     policy: { initialDelayMs: 200, maxDelayMs: 1_000, ...opts.policy },
     sendWaitMs: 5_000,
+    ...(opts.clock ? { clock: opts.clock.clock } : {}),
   });
   cleanups.push(() => channel.stop());
   await channel.start(rec.host);
@@ -229,7 +231,9 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
   ])(
     'stops for good on %i from the stream, with the fix in words, and no timer left',
     async (code, tag, type, state, fix) => {
-      const { channel } = await setup();
+      // The channel's timers on a clock the test moves: past every reconnect delay, nothing is armed.
+      const time = fakeClock(Date.now());
+      const { channel } = await setup({ clock: time });
       await connected(channel);
       const sock = channel.socket();
       if (!sock) throw new Error('no socket');
@@ -241,7 +245,8 @@ describe('WhatsApp channel on a real Baileys socket (crabline server)', () => {
       });
       await waitFor('terminal state', () => channel.status().state === state);
       expect(channel.status().reason).toMatch(fix);
-      await new Promise((r) => setTimeout(r, 500));
+      expect(time.live()).toEqual([]);
+      time.advance(60_000);
       expect(channel.status().state).toBe(state);
       expect(channel.pendingReconnects()).toBe(0);
     },

@@ -7,7 +7,6 @@ import { openAuthStore } from '../../../host/channels/whatsapp/auth-store.ts';
 import {
   createConnectionController,
   type ConnectionEvents,
-  type Timers,
 } from '../../../host/channels/whatsapp/connection-controller.ts';
 import { LAST_TERMINAL_CLOSE } from '../../../host/channels/whatsapp/whatsapp-channel.ts';
 import { whatsappConfigSchema } from '../../../host/channels/whatsapp/whatsapp-config.ts';
@@ -15,39 +14,12 @@ import {
   whatsappChannelDefinition,
   whatsappDoctor,
 } from '../../../host/channels/whatsapp/whatsapp-definition.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
-/** Timers on a clock the test moves by hand. */
-function manualTimers(random = 0.5) {
-  let now = 0;
-  let seq = 0;
-  const pending = new Map<number, { at: number; fn: () => void }>();
-  const timers: Timers = {
-    now: () => now,
-    setTimeout: (fn, ms) => {
-      const id = (seq += 1);
-      pending.set(id, { at: now + ms, fn });
-      return id as unknown as NodeJS.Timeout;
-    },
-    clearTimeout: (t) => void pending.delete(t as unknown as number),
-    random: () => random,
-  };
-  const advance = (ms: number) => {
-    const target = now + ms;
-    for (;;) {
-      const next = [...pending.entries()].sort((a, b) => a[1].at - b[1].at)[0];
-      if (!next || next[1].at > target) break;
-      pending.delete(next[0]);
-      now = next[1].at;
-      next[1].fn();
-    }
-    now = target;
-  };
-  return { timers, advance, armed: () => pending.size };
-}
-
 function setup(policy = {}) {
-  const clock = manualTimers();
+  const time = fakeClock(0);
+  const clock = { advance: (ms: number) => time.advance(ms), armed: () => time.live().length };
   const connections: { events: ConnectionEvents; ended: string[] }[] = [];
   const statuses: ChannelStatus[] = [];
   const controller = createConnectionController({
@@ -58,7 +30,8 @@ function setup(policy = {}) {
     },
     onStatus: (s) => statuses.push(s),
     logger: pino({ level: 'silent' }),
-    timers: clock.timers,
+    clock: time.clock,
+    random: () => 0.5,
     policy: { jitter: 0, ...policy },
   });
   const last = () => connections.at(-1) as (typeof connections)[number];

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { folderUsage, quotaProblem, watchDiskQuota } from '../../../host/containers/mounts/disk-quota.ts';
 import { quotaFolders } from '../../../host/containers/mounts/disk-quota-folders.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
+import { waitFor } from '../../helpers/processes.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -11,16 +13,28 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** Watches `dir` alone under `label` with the given limit, collecting the reasons it would stop a run. */
+/**
+ * Watches `dir` alone under `label` with the given limit, its walks on a clock the test moves, collecting
+ * the reasons it would stop a run and the bytes at each measure (the sentinel that a walk or a write was
+ * seen).
+ */
 function watchDir(
   label: string,
   limitBytes: number,
   checkMs: number,
   deps?: Parameters<typeof watchDiskQuota>[3],
-): { stops: string[]; dispose: () => void } {
+) {
+  const time = fakeClock(0);
   const stops: string[] = [];
-  const dispose = watchDiskQuota([{ label, path: dir, limitBytes }], checkMs, (r) => stops.push(r), deps);
-  return { stops, dispose };
+  const measured: number[] = [];
+  const dispose = watchDiskQuota([{ label, path: dir, limitBytes }], checkMs, (r) => stops.push(r), {
+    clock: time.clock,
+    onMeasured: (_, usage) => measured.push(usage.bytes),
+    ...deps,
+  });
+  /** The walk under way has finished and armed the next one. */
+  const walked = (what: string) => waitFor(what, () => time.live().length === 1);
+  return { stops, measured, dispose, time, walked };
 }
 
 describe('disk quotas', () => {
@@ -54,31 +68,31 @@ describe('disk quotas', () => {
   });
 
   it('stops once when a watched folder goes over its quota while the run lasts', async () => {
-    const { stops, dispose } = watchDir('session folder', 64 * 1024, 20);
-    await new Promise((r) => setTimeout(r, 60));
+    const { stops, dispose, time, walked } = watchDir('session folder', 64 * 1024, 20);
+    await walked('the first walk');
+    time.advance(20);
+    await walked('the second walk');
     expect(stops).toEqual([]);
     fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor('the stop', () => stops.length > 0);
+    // Stopped for good: no walk is armed, and time passing brings no second stop.
+    expect(time.live()).toEqual([]);
+    time.advance(200);
     dispose();
     expect(stops).toHaveLength(1);
     expect(stops[0]).toMatch(/^disk quota: the session folder \S+ holds/);
   });
 
-  /** Resolves once `check` holds; the test's own timeout bounds the wait. */
-  const until = async (check: () => boolean): Promise<void> => {
-    while (!check()) await new Promise((r) => setTimeout(r, 10));
-  };
-
   it('measures each write as it happens: a run goes over quota long before the next walk', async () => {
     fs.mkdirSync(path.join(dir, 'deep', 'er'), { recursive: true });
     // A walk only every hour: whatever stops the run here is the watch.
-    const { stops, dispose } = watchDir('group folder', 1024 * 1024, 3_600_000);
+    const { stops, dispose, walked } = watchDir('group folder', 1024 * 1024, 3_600_000);
     try {
       // Let the first walk finish, then write in parallel into new and nested files, each under the quota.
-      await new Promise((r) => setTimeout(r, 100));
+      await walked('the first walk');
       for (let i = 0; i < 4; i++)
         fs.writeFileSync(path.join(dir, 'deep', 'er', `part-${i}`), Buffer.alloc(300 * 1024, 1));
-      await until(() => stops.length > 0);
+      await waitFor('the stop', () => stops.length > 0);
       expect(stops).toEqual([
         expect.stringMatching(/^disk quota: the group folder \S+ holds 1\.[0-9] MB, over its quota of 1 MB/),
       ]);
@@ -88,18 +102,19 @@ describe('disk quotas', () => {
   });
 
   it('counts deleted files out again, so a folder that is tidied as it goes stays under quota', async () => {
-    const { stops, dispose } = watchDir('group folder', 1024 * 1024, 3_600_000);
+    const { stops, dispose, walked, measured } = watchDir('group folder', 1024 * 1024, 3_600_000);
+    const bytes = () => measured.at(-1) ?? 0;
     try {
-      await new Promise((r) => setTimeout(r, 100));
+      await walked('the first walk');
       for (let i = 0; i < 5; i++) {
         const file = path.join(dir, `chunk-${i}`);
         fs.writeFileSync(file, Buffer.alloc(600 * 1024, 1));
-        await new Promise((r) => setTimeout(r, 30));
+        await waitFor(`chunk ${i} measured`, () => bytes() >= 500 * 1024);
         fs.rmSync(file);
-        await new Promise((r) => setTimeout(r, 30));
+        await waitFor(`chunk ${i} counted out`, () => bytes() < 100 * 1024);
       }
       fs.writeFileSync(path.join(dir, 'last'), Buffer.alloc(1200 * 1024, 1));
-      await until(() => stops.length > 0);
+      await waitFor('the stop', () => stops.length > 0);
       // Only the last file took it over: 5 × 600 KiB written and removed never added up.
       expect(stops[0]).toMatch(/holds 1\.[0-9] MB/);
     } finally {
@@ -109,7 +124,7 @@ describe('disk quotas', () => {
 
   it('says when a folder cannot be watched, and still walks it', async () => {
     const problems: string[] = [];
-    const { stops, dispose } = watchDir('session folder', 64 * 1024, 20, {
+    const { stops, dispose, time, walked } = watchDir('session folder', 64 * 1024, 20, {
       watch: () => {
         throw new Error('ENOSPC: System limit for number of file watchers reached');
       },
@@ -117,8 +132,11 @@ describe('disk quotas', () => {
     });
     try {
       expect(problems).toEqual(['session folder: ENOSPC: System limit for number of file watchers reached']);
+      await walked('the first walk');
       fs.writeFileSync(path.join(dir, 'history'), Buffer.alloc(256 * 1024, 1));
-      await until(() => stops.length > 0);
+      // Nothing watches the folder: only the next walk can see the write.
+      time.advance(20);
+      await waitFor('the stop', () => stops.length > 0);
       expect(stops[0]).toMatch(/^disk quota: the session folder \S+ holds/);
     } finally {
       dispose();

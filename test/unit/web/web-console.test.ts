@@ -17,6 +17,7 @@ import { createWebApp } from '../../../host/web/web-app.ts';
 import { SESSION_COOKIE } from '../../../host/web/web-console-deps.ts';
 import { createWebAuth, type WebAuth } from '../../../host/web/web-auth.ts';
 import { systemClock } from '../../../host/time/clock.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 const HOST = '127.0.0.1:8750';
@@ -32,6 +33,7 @@ interface Harness {
   auth: WebAuth;
   app: ReturnType<typeof createWebApp>;
   now: { t: number };
+  timers: FakeClock;
   told: string[];
   configFile: string;
   reloads: number;
@@ -46,12 +48,23 @@ interface Harness {
 
 function harness(): Harness {
   const dir = makeTempDir();
-  const now = { t: Date.parse('2026-11-27T08:00:00Z') };
+  // One time for the whole harness: `now.t` moves it (timers not fired); `timers.advance` fires the console's.
+  const timers = fakeClock(Date.parse('2026-11-27T08:00:00Z'));
+  const now = {
+    get t() {
+      return timers.now();
+    },
+    set t(v: number) {
+      timers.jumpTo(v);
+    },
+  };
   const store = openStore({ file: path.join(dir, 'carapace.db'), now: () => new Date(now.t) });
   store.groups.add({ id: 'main', channel: 'local', chatId: 'main', name: 'main', isAdmin: true });
   store.groups.add({ id: 'alpha', channel: 'local', chatId: 'alpha', name: 'alpha', isAdmin: false });
   const events = new EventEmitter<HostEventMap>();
   const shown: string[] = [];
+  // Resolved by the next text the admin chat is shown: a request is asked once its text has gone out.
+  let nextShown: (text: string) => void = () => {};
   const approvals = createApprovalService({
     store,
     // The test's now, so a request's time left is exact; its expiry timer stays a real (unref'd) one.
@@ -60,6 +73,7 @@ function harness(): Harness {
     logger: silent,
     notifyAdmin: async (text) => {
       shown.push(text);
+      nextShown(text);
     },
     onChange: (id) => events.emit('approval-changed', id),
   });
@@ -134,7 +148,7 @@ function harness(): Harness {
         return { ok: true, detail: 'applied to the running host, no restart needed' };
       },
     },
-    clock: { now: () => now.t, setTimer: systemClock.setTimer },
+    clock: timers.clock,
     allowedHosts: new Set([HOST]),
     secureCookie: false,
     logger: silent,
@@ -145,6 +159,7 @@ function harness(): Harness {
     auth,
     app,
     now,
+    timers,
     told,
     configFile,
     events,
@@ -158,10 +173,9 @@ function harness(): Harness {
         params: { command: 'touch /workspace/group/x' },
       },
     ) {
-      const before = shown.length;
+      const told = new Promise<string>((resolve) => (nextShown = resolve));
       const result = approvals.request({ runId: 7, groupId: 'alpha', ...r });
-      await new Promise((r) => setImmediate(r));
-      const text = shown[before] ?? '';
+      const text = await told;
       const id = /Approval needed: (\S+)/.exec(text)?.[1] ?? '';
       return { id, result };
     },
@@ -576,17 +590,53 @@ describe('web console pages', () => {
         seen += value;
       }
     };
-    // The stream subscribes when its body is first read; the event is sent until it arrives.
-    const tick = setInterval(() => t.events.emit('approval-changed', 'abc234'), 20);
-    try {
-      await until('event: approvals');
-      t.auth.revoke(t.auth.list()[0]?.id ?? '', 'test');
-      await until('event: bye');
-    } finally {
-      clearInterval(tick);
-    }
+    // The stream has subscribed by the time its response is returned.
+    expect(t.events.listenerCount('approval-changed')).toBe(1);
+    t.events.emit('approval-changed', 'abc234');
+    t.timers.advance(100);
+    await until('event: approvals');
+    t.auth.revoke(t.auth.list()[0]?.id ?? '', 'test');
+    t.events.emit('approval-changed', 'abc234');
+    t.timers.advance(100);
+    await until('event: bye');
     const { done } = await reader.read();
     expect(done).toBe(true);
+  });
+
+  it('sends a burst of events as one message per kind, keeps the stream alive, and leaves nothing behind when it closes', async () => {
+    const { cookie } = await signIn();
+    const res = await req('/events', { cookie });
+    const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    const until = async (needle: string) => {
+      while (!seen.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before "${needle}"; it sent: ${seen}`);
+        seen += value;
+      }
+    };
+    for (let i = 0; i < 5; i++) t.events.emit('group-state', 'alpha');
+    t.events.emit('approval-changed', 'abc234');
+    t.timers.advance(99);
+    t.events.emit('group-state', 'alpha');
+    t.timers.advance(1);
+    // A sentinel after the burst: once it arrives, everything the burst caused has been written.
+    t.events.emit('outbox-delivered', {} as never);
+    t.timers.advance(100);
+    await until('event: chat');
+    expect(seen.match(/event: runs/g)).toHaveLength(1);
+    expect(seen.match(/event: approvals/g)).toHaveLength(1);
+    expect(seen).not.toContain('keep-alive');
+    t.timers.advance(25_000);
+    await until(': keep-alive');
+    // The stream's last step is letting go of the event bus: once it has, the stream is done.
+    const closed = new Promise<void>((resolve) =>
+      (t.events as EventEmitter).on('removeListener', (name) => name === 'outbox-delivered' && resolve()),
+    );
+    await reader.cancel();
+    await closed;
+    expect(t.events.listenerCount('group-state')).toBe(0);
+    expect(t.timers.live()).toEqual([]);
   });
 
   it('shows times in [assistant] timezone with how long ago, and names each cell’s column for the phone’s cards', async () => {
