@@ -3,7 +3,7 @@
 // and again by `npm start`); a checkout that was never built, or CARAPACE_FROM_SOURCE=1 (the tests), runs
 // the TypeScript sources through tsx instead.
 import { existsSync } from 'node:fs';
-import { nodeVersionProblem } from './node-support.js';
+import { nodeVersionProblem } from '../host/cli/node-support.js';
 
 // Before anything else loads: on a Node older than engines.node the database driver crashes the process
 // without a word, so say what is missing instead.

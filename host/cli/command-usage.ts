@@ -28,7 +28,7 @@ export const stopUsage = 'carapace stop [--timeout <seconds>]';
 
 export const startUsage = 'carapace start [--no-console | --detach]';
 
-export const webUsage = `carapace web login
+export const webUsage = `carapace web login [--timeout <seconds>]
 carapace web sessions [--json]
 carapace web revoke <id> | --all`;
 

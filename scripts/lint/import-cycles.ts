@@ -3,7 +3,7 @@ import path from 'node:path';
 import ts from 'typescript';
 
 /**
- * Import cycles among the project's own TypeScript files, found with the compiler's own parser and module
+ * Import cycles among the project's own TypeScript and JavaScript files (bin/ is plain JavaScript), found with the compiler's own parser and module
  * resolution (no lint plugin: the one tried pinned platform-specific binaries into the lock file).
  *
  * Type-only imports count: a cycle of types is still two modules that cannot be understood, moved or tested
@@ -24,7 +24,10 @@ const COMPILER_OPTIONS: ts.CompilerOptions = {
   resolveJsonModule: true,
 };
 
-/** Every .ts file under the given folders, skipping node_modules and build output. */
+/**
+ * Every .ts and .js file under the given folders (bin/ and the Node check it runs first are plain
+ * JavaScript), skipping declaration files, node_modules and build output.
+ */
 export function listTsFiles(dirs: readonly string[]): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
@@ -32,7 +35,8 @@ export function listTsFiles(dirs: readonly string[]): string[] {
       if (entry.name === 'node_modules' || entry.name === 'dist') continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.isFile() && entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(full);
+      else if (entry.isFile() && /\.(ts|js)$/.test(entry.name) && !entry.name.endsWith('.d.ts'))
+        out.push(full);
     }
   };
   for (const dir of dirs) if (fs.existsSync(dir)) walk(dir);
@@ -63,7 +67,7 @@ export function buildImportGraph(files: readonly string[]): ImportGraph {
         undefined,
         ts.ModuleKind.ESNext,
       ).resolvedModule;
-      const target = resolved ? path.resolve(resolved.resolvedFileName) : undefined;
+      const target = resolved ? implementationOf(path.resolve(resolved.resolvedFileName)) : undefined;
       if (!target || !known.has(target) || target === file) continue;
       targets.add(target);
       if (valueSpecifiers.has(ref.fileName)) valueTargets.add(target);
@@ -74,12 +78,19 @@ export function buildImportGraph(files: readonly string[]): ImportGraph {
   return { edges, valueEdges };
 }
 
+/** A JavaScript file's own path where the compiler resolved its import to the declaration file beside it. */
+function implementationOf(file: string): string {
+  const js = file.replace(/\.d\.ts$/, '.js');
+  return js !== file && fs.existsSync(js) ? js : file;
+}
+
 /**
  * The specifiers a file loads at run time: every import or re-export except those that name types only
  * (`import type`, `export type … from`, or an import whose every named binding is `type`), plus `import()`.
  */
 function valueImportSpecifiers(file: string, text: string): Set<string> {
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const kind = file.endsWith('.js') ? ts.ScriptKind.JS : ts.ScriptKind.TS;
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, kind);
   const out = new Set<string>();
   const visit = (node: ts.Node) => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
@@ -121,10 +132,13 @@ function valueImportSpecifiers(file: string, text: string): Set<string> {
 
 /**
  * The subsystem a host file belongs to: its folder right under `host/` (`host/containers/run/x.ts` is
- * `host/containers`); files directly in `host/` belong to none.
+ * `host/containers`); files directly in `host/` belong to none. `bin/`, the CLI's entry point, counts as
+ * one more folder above them all, so an import from the host back into it is a folder cycle or an upward
+ * import like any other.
  */
 export function subsystemOf(root: string, file: string): string | undefined {
   const parts = path.relative(root, file).split(path.sep);
+  if (parts[0] === 'bin' && parts.length > 1) return 'bin';
   return parts[0] === 'host' && parts.length > 2 ? `host/${parts[1]}` : undefined;
 }
 
@@ -189,6 +203,7 @@ export const ALLOWED_UPWARD_IMPORTS: ReadonlySet<string> = new Set<string>([]);
 export function findUpwardImports(graph: ImportGraph, root: string): string[] {
   const rank = new Map<string, number>();
   SUBSYSTEM_LAYERS.forEach((layer, i) => layer.forEach((name) => rank.set(`host/${name}`, i)));
+  rank.set('bin', -1); // the entry point, above every host subsystem
   const out: string[] = [];
   const unplaced = new Set<string>();
   for (const [file, targets] of graph.edges) {

@@ -1,5 +1,8 @@
 import path from 'node:path';
-import { createSqliteUsageStore, type SqliteUsageStore } from '../../host/gateway/spend/usage-store-sqlite.ts';
+import {
+  createSqliteUsageStore,
+  type SqliteUsageStore,
+} from '../../host/gateway/spend/usage-store-sqlite.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { makeTempDir, removeTempDir } from './temp-dir.ts';
 

@@ -5,7 +5,7 @@ import { ConfigError } from '../../config/config-error.ts';
 import { loadStartConfig } from '../../config/safe-start.ts';
 import { AGENT_IMAGE_REPOSITORY } from '../../containers/image/image-ensure.ts';
 import { loadMountAllowlist } from '../../containers/mounts/mount-allowlist.ts';
-import { nodeVersionProblem } from '../../../bin/node-support.js';
+import { nodeVersionProblem } from '../node-support.js';
 import { EXAMPLE_CONFIG_FILE, PROJECT_ROOT, type CliContext } from '../cli-context.ts';
 import type { Check, CheckResult } from './doctor-check.ts';
 import {

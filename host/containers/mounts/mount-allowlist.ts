@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { findBlockedComponent, mergeBlockedPatterns } from './mount-patterns.ts';
 import { expandHome } from './mount-paths.ts';
 import { errorCode } from '../../errors/error-code.ts';
+import { zodProblems, type ZodProblem } from '../../../container-agent/src/rpc/zod-issues.ts';
 
 export const MOUNT_ALLOWLIST_FILE = 'mount-allowlist.toml';
 
@@ -85,40 +86,22 @@ const EXAMPLES: Record<string, string> = {
 const TOP_LEVEL_KEYS = ['allowed_roots', 'blocked_patterns', 'non_admin_read_only'];
 const ROOT_KEYS = ['path', 'allow_read_write', 'description'];
 
-function formatKeyPath(keyPath: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of keyPath) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? String(part) : `.${String(part)}`;
-  }
-  return out === '' ? '(top level)' : out;
-}
-
-function lastKey(keyPath: readonly PropertyKey[]): string | undefined {
-  for (let i = keyPath.length - 1; i >= 0; i--) {
-    const part = keyPath[i];
-    if (typeof part === 'string') return part;
-  }
-  return undefined;
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const where = formatKeyPath(issue.path);
-  if (issue.code === 'unrecognized_keys') {
-    const insideRoot = issue.path.length > 0;
+/** The project's one zod reading, with this file's allowed keys and an example line to copy added. */
+function describeProblem(p: ZodProblem): string {
+  if (p.unknownKey !== undefined) {
+    const insideRoot = p.path.length > 1;
     const allowed = insideRoot ? ROOT_KEYS : TOP_LEVEL_KEYS;
-    const keys = issue.keys.map((k) => `"${k}"`).join(', ');
     const example = insideRoot ? EXAMPLES.allowed_roots : EXAMPLES.non_admin_read_only;
     // The usual cause: a top-level key written after a [[allowed_roots]] header, which TOML files under it.
     const misplaced =
-      insideRoot && issue.keys.some((k) => TOP_LEVEL_KEYS.includes(k))
+      insideRoot && TOP_LEVEL_KEYS.includes(p.unknownKey)
         ? '; top-level keys must come before the first [[allowed_roots]]'
         : '';
-    return `unknown key ${keys} in ${where}; allowed keys are ${allowed.join(', ')}${misplaced} (e.g. ${example})`;
+    return `${p.problem}; allowed keys are ${allowed.join(', ')}${misplaced} (e.g. ${example})`;
   }
-  const key = lastKey(issue.path);
+  const key = p.path.findLast((part): part is string => typeof part === 'string');
   const example = key === undefined ? undefined : EXAMPLES[key];
-  return `${where}: ${issue.message}${example === undefined ? '' : ` (e.g. ${example})`}`;
+  return `${p.where || '(top level)'}: ${p.problem}${example === undefined ? '' : ` (e.g. ${example})`}`;
 }
 
 function resolveRoot(
@@ -200,7 +183,7 @@ export function loadMountAllowlist(
   }
 
   const parsed = mountAllowlistFileSchema.safeParse(raw);
-  if (!parsed.success) return fail(parsed.error.issues.map(describeIssue).join('; '));
+  if (!parsed.success) return fail(zodProblems(parsed.error).map(describeProblem).join('; '));
 
   const blockedPatterns = mergeBlockedPatterns(parsed.data.blocked_patterns);
   const roots: AllowedRoot[] = [];

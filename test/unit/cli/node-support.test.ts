@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nodeVersionProblem } from '../../../bin/node-support.js';
+import { nodeVersionProblem } from '../../../host/cli/node-support.js';
 import { checkNode } from '../../../host/cli/commands/doctor-command.ts';
 import type { CliContext } from '../../../host/cli/cli-context.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
@@ -47,9 +47,9 @@ describe('the Node versions Carapace runs on', () => {
   it('the CLI stops with the message and exit 1 before loading anything when the Node is too old', () => {
     // A package file asking for a Node newer than any makes the running Node "too old" without a second Node.
     const dir = tempDir();
-    fs.mkdirSync(path.join(dir, 'bin'));
-    for (const file of ['carapace.js', 'node-support.js']) {
-      fs.copyFileSync(path.join(ROOT, 'bin', file), path.join(dir, 'bin', file));
+    for (const file of ['bin/carapace.js', 'host/cli/node-support.js']) {
+      fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      fs.copyFileSync(path.join(ROOT, file), path.join(dir, file));
     }
     fs.writeFileSync(
       path.join(dir, 'package.json'),

@@ -1,6 +1,6 @@
 // Which Node versions Carapace runs on, read from package.json's `engines.node` so the number lives in one
-// place. Plain JavaScript that any Node can parse: the CLI asks before it loads anything an old Node cannot
-// run (better-sqlite3 13 needs Node-API 10 and crashes Node 20 at the first database open, with no message).
+// place. Plain JavaScript that any Node can parse: bin/carapace.js asks before it loads anything an old Node
+// cannot run (better-sqlite3 13 needs Node-API 10 and crashes Node 20 at the first database open, with no message).
 import { readFileSync } from 'node:fs';
 
 /**
