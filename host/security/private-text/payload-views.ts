@@ -9,7 +9,7 @@
  */
 import { gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { canonical } from '../secrets/canonical-text.ts';
-import { findDecodableBlobs } from '../secrets/encoded-blobs.ts';
+import { findDecodableBlobs, readableText } from '../secrets/encoded-blobs.ts';
 import { errorCode } from '../../errors/error-code.ts';
 
 export interface PayloadView {
@@ -32,18 +32,8 @@ const MIN_BASE64 = 16;
 const MIN_CODES = 8;
 const MIN_STRINGS_RUN = 16;
 
-/** Bytes that read as text: valid UTF-8, almost all printable. */
-function readsAsText(bytes: Buffer): string | undefined {
-  if (bytes.length < 8) return undefined;
-  const text = bytes.toString('utf8');
-  if (text.includes('\uFFFD')) return undefined;
-  let printable = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if ((c >= 0x20 && c !== 0x7f) || c === 0x09 || c === 0x0a || c === 0x0d) printable++;
-  }
-  return printable / text.length >= 0.9 ? text : undefined;
-}
+/** Bytes that read as text: a looser bar than the scanner's, since a file sent may hold some binary. */
+const readsAsText = (bytes: Buffer) => readableText(bytes, 0.9);
 
 interface Budget {
   opened: number;

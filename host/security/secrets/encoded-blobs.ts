@@ -86,8 +86,11 @@ function runs(text: string): Run[] {
   return out;
 }
 
-/** Decoded bytes that read as text: valid UTF-8, almost all printable. Random bytes almost never do. */
-function asText(bytes: Buffer): string | undefined {
+/**
+ * Decoded bytes that read as text: valid UTF-8, at least `printableShare` of it printable. Random bytes
+ * almost never do.
+ */
+export function readableText(bytes: Buffer, printableShare = 0.95): string | undefined {
   if (bytes.length < 8) return undefined;
   const text = bytes.toString('utf8');
   if (text.includes('\uFFFD')) return undefined;
@@ -96,7 +99,7 @@ function asText(bytes: Buffer): string | undefined {
     const c = text.charCodeAt(i);
     if ((c >= 0x20 && c !== 0x7f) || c === 0x09 || c === 0x0a || c === 0x0d) printable++;
   }
-  return printable / text.length >= 0.95 ? text : undefined;
+  return printable / text.length >= printableShare ? text : undefined;
 }
 
 type Inflated = Pick<DecodedBlob, 'text' | 'encoding' | 'unread'>;
@@ -172,7 +175,7 @@ function inflated(bytes: Buffer, tryRaw: boolean): Inflated | undefined {
   const encoding = header === 'gzip' ? 'gzip-base64' : 'deflate-base64';
   const inflate = header === 'gzip' ? gunzipSync : header === 'zlib' ? inflateSync : inflateRawSync;
   try {
-    const text = asText(inflate(bytes, opts));
+    const text = readableText(inflate(bytes, opts));
     return text === undefined ? undefined : { text, encoding };
   } catch (err) {
     if (errorCode(err) === 'ERR_BUFFER_TOO_LARGE') return { text: '', encoding, unread: true };
@@ -189,8 +192,8 @@ export function findDecodableBlobs(text: string): DecodedBlob[] {
     const end = start + run.length;
     const long = run.length > HEAD_CHARS;
     const head = decode(long ? run.slice(0, HEAD_CHARS) : run, encoding);
-    if (asText(head) !== undefined) {
-      const decoded = long ? asText(decode(run, encoding)) : asText(head);
+    if (readableText(head) !== undefined) {
+      const decoded = long ? readableText(decode(run, encoding)) : readableText(head);
       if (decoded !== undefined) {
         blobs.push({ start, end, encoding, text: decoded });
         return;
