@@ -15,6 +15,8 @@ export interface ControlApiDeps {
   databaseFile: string;
   startedAt: string;
   assistantName(): string;
+  /** Where this host runs its agents' turns (`[runner]` as it started), for `status`. */
+  runner(): string;
   /** Each read at request time: the socket answers before the queue, the runtime and the reloader exist. */
   queue(): Pick<GroupQueue, 'snapshot'> | undefined;
   runtime():
@@ -61,6 +63,7 @@ export function readHostStatus(deps: Omit<ControlApiDeps, 'reloader' | 'web'>): 
       lastError: o.lastError,
     })),
     approvalsPending: store.approvals.listPending().length,
+    runner: deps.runner(),
     database: {
       bytes: fileSize(deps.databaseFile),
       walBytes: fileSize(`${deps.databaseFile}-wal`),

@@ -48,6 +48,7 @@ import type { WebConsole } from '../web/web-server.ts';
 import { createCloserStack } from './closer-stack.ts';
 import { createControlRoutes, openControlSocket, type ControlApiDeps } from './control-api.ts';
 import { lateBound } from './late-bound.ts';
+import { describeRunner } from '../containers/kubernetes/runner-choice.ts';
 import { HostStartError } from './start-error.ts';
 import { wireWebConsole } from './wire-web-console.ts';
 
@@ -191,6 +192,7 @@ export async function startHost({
       databaseFile: paths.databaseFile,
       startedAt: new Date().toISOString(),
       assistantName: () => live().assistant.name,
+      runner: () => describeRunner(config.runner),
       queue: lateQueue.get,
       runtime: lateRuntime.get,
       reloader: lateReloader.get,

@@ -35,5 +35,5 @@ carapace web revoke <id> | --all`;
 export const memoryUsage = `carapace memory search <group> <words…> [--sender <id or name>] [--since <time>] [--until <time>] [--limit N] [--json]
 carapace memory list <group> [--json]
 carapace memory show note:<id> [--json]
-carapace memory forget <group> note:<id> | message:<id>
+carapace memory forget <group> note:<id>|message:<id>
 carapace memory reindex`;

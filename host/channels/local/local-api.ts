@@ -101,6 +101,8 @@ export const hostStatus = z.object({
     [],
   ),
   approvalsPending: z.int(),
+  /** Where the host runs its agents' turns (absent from hosts older than `[runner]`). */
+  runner: z.optional(z.string()),
   /** The database file and its WAL in bytes, and rows per table that grows with history (an id span). */
   database: z.optional(
     z.object({

@@ -6,8 +6,6 @@ import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import type { CliContext } from '../cli-context.ts';
 import fs from 'node:fs';
 import { errorMessage } from '../../errors/error-message.ts';
-import type { RunnerConfig } from '../../containers/kubernetes/kubernetes-config.ts';
-import { ConfigError } from '../../config/config-error.ts';
 
 /** "pre-started containers: 1 of 2 ready (main 27 MiB), memory 27 MiB of 256 MiB, stopped after 600 s unused" */
 export function describePrestart(p: PrestartStatus): string {
@@ -21,17 +19,6 @@ export function describePrestart(p: PrestartStatus): string {
     `pre-started containers: ${p.containers.length} of ${p.count} ready` +
     (each.length ? ` (${each.join(', ')})` : '') +
     `, memory ${mib(used)} of ${mib(p.memoryMb)}, stopped after ${Math.round(p.idleMs / 1000)} s unused`
-  );
-}
-
-/** "runner: docker (local engine)" or where a Kubernetes runner would put its pods. */
-export function describeRunner(runner: RunnerConfig): string {
-  if (runner.kind === 'docker') return 'runner: docker (each turn a container on the local engine)';
-  const k = runner.kubernetes;
-  return (
-    `runner: kubernetes (namespace ${k.namespace}, ${k.kubeconfig ? `kubeconfig ${k.kubeconfig}` : 'in-cluster'}` +
-    `${k.runtime_class ? `, runtime class ${k.runtime_class}` : ''}); not built yet, so the host does not ` +
-    'start with it (carapace doctor checks the cluster)'
   );
 }
 
@@ -87,16 +74,12 @@ export async function statusCommand(ctx: CliContext, args: string[]): Promise<nu
     );
     return live ? 0 : 1;
   }
-  try {
-    ctx.out(describeRunner(ctx.config().runner));
-  } catch (err) {
-    // A broken file is doctor's to explain; status still shows the rest.
-    if (!(err instanceof ConfigError)) throw err;
-  }
   if (!live) ctx.out(`host: not running (data folder ${ctx.paths.dataDir}); start it with: carapace start`);
   else {
     const h = live;
     ctx.out(`host: running (pid ${h.pid}, since ${h.startedAt})`);
+    // status is a client of the host and reads no config: the runner is the one the running host chose.
+    if (h.runner !== undefined) ctx.out(`runner: ${h.runner}`);
     ctx.out(
       `runs: ${h.queue.active.length} active, ${h.queue.waiting.length} waiting, ${h.queue.retrying.length} waiting to retry`,
     );

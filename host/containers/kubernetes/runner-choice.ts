@@ -12,3 +12,14 @@ export function assertRunnerAvailable(runner: RunnerConfig): void {
       'to run on the local Docker engine.',
   );
 }
+
+/** "docker (each turn a container on the local engine)" or where a Kubernetes runner would put its pods. */
+export function describeRunner(runner: RunnerConfig): string {
+  if (runner.kind === 'docker') return 'docker (each turn a container on the local engine)';
+  const k = runner.kubernetes;
+  return (
+    `kubernetes (namespace ${k.namespace}, ${k.kubeconfig ? `kubeconfig ${k.kubeconfig}` : 'in-cluster'}` +
+    `${k.runtime_class ? `, runtime class ${k.runtime_class}` : ''}); not built yet, so the host does not ` +
+    'start with it (carapace doctor checks the cluster)'
+  );
+}

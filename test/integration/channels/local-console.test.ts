@@ -115,6 +115,7 @@ describe('local console through the real CLI', () => {
     expect(status.host.database.rows.messages).toBeGreaterThan(0);
     const text = await runCli(['status'], env);
     expect(text.stdout).toMatch(/^database: [\d.]+ MiB \(WAL [\d.]+ MiB\); about \d+ messages/m);
+    expect(text.stdout).toMatch(/^runner: docker \(each turn a container on the local engine\)$/m);
     // One group a line, aligned, the admin group marked.
     expect(text.stdout).toContain('groups (2):\n');
     expect(text.stdout).toMatch(/^ {2}main {4}local {2}admin$/m);

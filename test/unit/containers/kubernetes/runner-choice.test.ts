@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { runnerConfigSchema } from '../../../../host/containers/kubernetes/kubernetes-config.ts';
-import { assertRunnerAvailable } from '../../../../host/containers/kubernetes/runner-choice.ts';
-import { describeRunner } from '../../../../host/cli/commands/status-command.ts';
+import {
+  assertRunnerAvailable,
+  describeRunner,
+} from '../../../../host/containers/kubernetes/runner-choice.ts';
 
 const kubernetes = runnerConfigSchema.parse({
   kind: 'kubernetes',
@@ -22,10 +24,10 @@ describe('choosing the runner at start', () => {
 
   it('status names the runner and, for Kubernetes, where its pods would go and that it does not start', () => {
     expect(describeRunner(runnerConfigSchema.parse({}))).toBe(
-      'runner: docker (each turn a container on the local engine)',
+      'docker (each turn a container on the local engine)',
     );
     expect(describeRunner(kubernetes)).toMatch(
-      /^runner: kubernetes \(namespace carapace, in-cluster, runtime class gvisor\); not built yet/,
+      /^kubernetes \(namespace carapace, in-cluster, runtime class gvisor\); not built yet/,
     );
   });
 });
