@@ -67,6 +67,8 @@ describeChannelConformance(
       connectionDrops: true,
       sharedConnection: true,
       retractActions: 'the test platform shows no buttons',
+      reactions: 'the test platform has no reactions',
+      typing: 'the test platform shows no typing',
     },
   },
 );

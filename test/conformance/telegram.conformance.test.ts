@@ -169,6 +169,13 @@ describeChannelConformance(
           );
         },
         moveChat: (chatId, newChatId) => fake.migrate(Number(chatId), Number(newChatId)),
+        reactionsOn: async (chatId, externalId) => fake.reactions(Number(chatId), Number(externalId)),
+        // Telegram has no "stop typing" call: "typing…" lapses by itself.
+        typingSignals: async (chatId) =>
+          fake.calls
+            .filter((c) => c.method === 'sendChatAction' && c.params.chat_id === Number(chatId))
+            .map(() => 'on' as const),
+        typingLapsesAfterMs: 5_000,
         async showsButtons(chatId, platformId) {
           const at = { chat_id: Number(chatId), message_id: Number(platformId) };
           const sent = fake.sent().find((s) => s.chat_id === at.chat_id && s.message_id === at.message_id);

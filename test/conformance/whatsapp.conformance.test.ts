@@ -158,7 +158,19 @@ describeChannelConformance(
               quotedId: platformId,
             }),
           ),
-        received: async (chatId) => seam.sent.filter((s) => s.chatId === chatId).map((s) => s.text),
+        received: async (chatId) =>
+          seam.sent.filter((s) => s.chatId === chatId && !('react' in s.content)).map((s) => s.text),
+        reactionsOn: async (chatId, externalId) =>
+          seam.sent.flatMap((s) =>
+            s.chatId === chatId && 'react' in s.content && s.content.react.key?.id === externalId
+              ? [s.content.react.text ?? '']
+              : [],
+          ),
+        typingSignals: async (chatId) =>
+          seam.presences
+            .filter((p) => p.chatId === chatId)
+            .map((p) => (p.type === 'composing' ? 'on' : 'off')),
+        typingLapsesAfterMs: 10_000,
         failNextSend: (chatId) => seam.failNext(chatId, connectionClosed()),
         dropsConnectionOn: (chatId, marker) => void poison.set(chatId, marker),
         async killChat(chatId) {

@@ -264,6 +264,8 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
   const sent: SeamSend[] = [];
   const failures = new Map<string, { err: Error; when?: (content: AnyMessageContent) => boolean }[]>();
   const sockets: WhatsAppSocket[] = [];
+  /** Presence updates the channel sent (composing, paused), with their chat. */
+  const presences: { chatId: string; type: string }[] = [];
   const factory: SocketFactory = (opts) => {
     const sock = base(opts);
     const real = sock.sendMessage.bind(sock);
@@ -287,12 +289,18 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
       });
       return undefined;
     }) as WhatsAppSocket['sendMessage'];
+    const presence = sock.sendPresenceUpdate.bind(sock);
+    sock.sendPresenceUpdate = (async (type: string, jid?: string) => {
+      presences.push({ chatId: jid ?? '', type });
+      return presence(type as never, jid);
+    }) as WhatsAppSocket['sendPresenceUpdate'];
     sockets.push(sock);
     return sock;
   };
   return {
     factory,
     sent,
+    presences,
     /** The socket built last (the live one once connected). */
     socket: () => sockets.at(-1),
     /** Sockets built so far: one per connection the channel opened. */
