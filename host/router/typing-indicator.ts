@@ -38,7 +38,9 @@ export function createTypingIndicator({ groups, isBusy, channelFor, clock }: Typ
     tell(g.channel, g.chatId, true);
     const renewMs = channelFor(g.channel)?.typingRenewMs;
     const stopRenewing =
-      renewMs === undefined ? () => undefined : repeatEvery(clock, () => tell(g.channel, g.chatId, true), renewMs);
+      renewMs === undefined
+        ? () => undefined
+        : repeatEvery(clock, () => tell(g.channel, g.chatId, true), renewMs);
     shown.set(groupId, { channel: g.channel, chatId: g.chatId, stopRenewing });
   }
 

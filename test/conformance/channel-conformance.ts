@@ -553,16 +553,20 @@ export function describeChannelConformance(
       expect(channel.typingRenewMs !== undefined).toBe(opts.capabilities.typing === true);
     });
 
-    needs('reactions', 'acknowledges a message that triggers a run with a reaction, and no other', async (h) => {
-      const { driver } = h.subject;
-      await driver.memberWrites?.(driver.groupChatId, 'just chatting');
-      await driver.memberMentionsBot?.(driver.groupChatId, 'are you there?');
-      const [plain, mention] = h.inbound as [InboundMessage, InboundMessage];
-      const reactions = (m: InboundMessage) => driver.reactionsOn?.(driver.groupChatId, m.externalId) ?? [];
-      await until('the reaction on the mention', async () => (await reactions(mention)).length > 0, wait);
-      expect(await reactions(mention)).toHaveLength(1);
-      expect(await reactions(plain)).toEqual([]);
-    });
+    needs(
+      'reactions',
+      'acknowledges a message that triggers a run with a reaction, and no other',
+      async (h) => {
+        const { driver } = h.subject;
+        await driver.memberWrites?.(driver.groupChatId, 'just chatting');
+        await driver.memberMentionsBot?.(driver.groupChatId, 'are you there?');
+        const [plain, mention] = h.inbound as [InboundMessage, InboundMessage];
+        const reactions = (m: InboundMessage) => driver.reactionsOn?.(driver.groupChatId, m.externalId) ?? [];
+        await until('the reaction on the mention', async () => (await reactions(mention)).length > 0, wait);
+        expect(await reactions(mention)).toHaveLength(1);
+        expect(await reactions(plain)).toEqual([]);
+      },
+    );
 
     needs(
       'typing',
@@ -590,7 +594,11 @@ export function describeChannelConformance(
         await until(`${expected} typing signals`, async () => (await ons()) >= expected, wait);
         busy = false;
         typing.sync(GROUP_ID);
-        await until('the indicator to see the run end', () => Promise.resolve(time.live().length === 0), wait);
+        await until(
+          'the indicator to see the run end',
+          () => Promise.resolve(time.live().length === 0),
+          wait,
+        );
         time.advance(60_000);
         // The sentinel: a reply sent after the end reaches the platform after any renewal would have.
         reply(h, 'after-typing', 'done');

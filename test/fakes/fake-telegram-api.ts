@@ -328,7 +328,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         throw { error_code: 400, description: 'Bad Request: REACTION_INVALID' } satisfies Failure;
     if (!Number.isSafeInteger(Number(p.message_id)) || Number(p.message_id) <= 0)
       throw { error_code: 400, description: 'Bad Request: message to react not found' } satisfies Failure;
-    reactionsOn.set(`${Number(p.chat_id)}:${Number(p.message_id)}`, list.map((r) => String(r.emoji)));
+    reactionsOn.set(
+      `${Number(p.chat_id)}:${Number(p.message_id)}`,
+      list.map((r) => String(r.emoji)),
+    );
     return true;
   }
 

@@ -115,7 +115,11 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
         return;
       }
       await bot.api
-        .sendChatAction(target.chatId, 'typing', target.threadId ? { message_thread_id: target.threadId } : {})
+        .sendChatAction(
+          target.chatId,
+          'typing',
+          target.threadId ? { message_thread_id: target.threadId } : {},
+        )
         .catch((err: unknown) => logger.debug({ err: errorMessage(err) }, 'typing not shown'));
     },
 

@@ -515,7 +515,11 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
       fromOwner: false,
     });
     expect(t.fake.calls.filter((c) => c.method === 'setMessageReaction').map((c) => c.params)).toEqual([
-      expect.objectContaining({ chat_id: FORUM.id, message_id: 31, reaction: [{ type: 'emoji', emoji: '👀' }] }),
+      expect.objectContaining({
+        chat_id: FORUM.id,
+        message_id: 31,
+        reaction: [{ type: 'emoji', emoji: '👀' }],
+      }),
     ]);
   });
 });
