@@ -12,7 +12,7 @@ export interface ApprovalsWiringDeps {
   redact(s: string): string;
   /** `[security] approval_timeout_ms`. */
   timeoutMs: number;
-  delivery: Pick<Delivery, 'adminChats' | 'approvalButtons' | 'dispatcher'>;
+  delivery: Pick<Delivery, 'adminChats' | 'approvalButtons' | 'dispatcher' | 'channelFor'>;
   /** The host's events: a request made, decided, expired or executed is told there (the console follows it). */
   events: HostEvents;
   clock: Clock;
@@ -21,16 +21,20 @@ export interface ApprovalsWiringDeps {
 
 /**
  * Human approval in the admin chats: requests go out with buttons, their buttons come off once settled,
- * and the group whose run asked is told it waits for the owner (without what for).
+ * and the group whose run asked is told it waits for the owner (without what for) until it is settled.
  * Requests of runs that died with the previous host can never be executed: they are closed first.
  */
 export function wireApprovals(deps: ApprovalsWiringDeps): ApprovalService {
   const { adminChats, approvalButtons, dispatcher } = deps.delivery;
-  const tellGroupItWaits = createWaitingLine({
+  const waitingLine = createWaitingLine({
     approvals: deps.store.approvals,
     groups: deps.store.groups,
+    outbox: deps.store.outbox,
     enqueue: (item) => dispatcher.enqueue(item),
+    channelFor: deps.delivery.channelFor,
+    logger: deps.logger.child({ subsystem: 'approvals' }),
   });
+  deps.events.on('outbox-delivered', waitingLine.onDelivered);
   const approvals = createApprovalService({
     store: deps.store,
     redact: deps.redact,
@@ -39,12 +43,13 @@ export function wireApprovals(deps: ApprovalsWiringDeps): ApprovalService {
     logger: deps.logger.child({ subsystem: 'approvals' }),
     notifyAdmin: async (text, { approvalId }) => {
       adminChats.notify(approvalNoticeKey(approvalId), text, { actions: approvalActions(approvalId) });
-      tellGroupItWaits(approvalId);
+      waitingLine.asked(approvalId);
     },
     notifyExpired: (text, { approvalId }) => adminChats.notify(`approval-expired:${approvalId}`, text),
     onChange: (approvalId) => {
       deps.events.emit('approval-changed', approvalId);
       approvalButtons.onChange(approvalId);
+      waitingLine.onChange(approvalId);
     },
   });
   approvals.expireOrphans();

@@ -254,6 +254,13 @@ export interface Channel {
    * nothing when the channel's config turned acknowledgements off. Best effort, never throws.
    */
   acknowledge?(target: AcknowledgeTarget): Promise<void>;
+  /**
+   * Takes a delivered message of the host's back (deletes it for everyone): a line that stopped being true,
+   * such as "waiting for the owner's OK" once the owner answered. Present exactly when the definition's
+   * `unsend` capability is true. Best effort: resolves `false` when the platform refused (logged), never
+   * throws; a message already gone counts as taken back.
+   */
+  unsend?(target: { chatId: string; platformId: string }): Promise<boolean>;
   /** The owner's admin chat on this channel once known (Telegram: the owner's private chat id; WhatsApp: self-chat JID). */
   adminChatId(): string | undefined;
   /**
@@ -338,6 +345,8 @@ export interface ChannelCapabilities {
   reactions: true | string;
   /** The platform shows a typing indicator that expires and is renewed (`Channel.typingRenewMs`). */
   typing: true | string;
+  /** The bot can delete a message it sent, for everyone (`Channel.unsend`). */
+  unsend: true | string;
 }
 
 /** One entry of the channel registry (host/channels/registry.ts). */

@@ -80,7 +80,7 @@ export interface PlatformDriver {
   memberMentionsBot?(chatId: string, text: string): Promise<void>;
   /** A member replies to the platform message `platformId`. */
   memberRepliesTo?(chatId: string, platformId: string, text: string): Promise<void>;
-  /** The texts the platform shows in a chat as sent by the bot, oldest first. */
+  /** The texts the platform shows in a chat as sent by the bot, oldest first (not those it deleted). */
   received(chatId: string): Promise<string[]>;
   /** The next send to the chat fails transiently (network error, rate limit). */
   failNextSend?(chatId: string): void;
@@ -607,6 +607,31 @@ export function describeChannelConformance(
         typing.stop();
       },
     );
+
+    it('offers unsend exactly when it declares the capability', () => {
+      const { channel } = (harness as Harness).subject;
+      expect(typeof channel.unsend === 'function').toBe(opts.capabilities.unsend === true);
+    });
+
+    needs('unsend', 'takes a delivered message back, and a second request changes nothing', async (h) => {
+      const { driver, channel } = h.subject;
+      reply(h, 'waiting', 'waiting for the owner');
+      reply(h, 'stays', 'this one stays');
+      const [first] = await h.settled(2);
+      const [platformId] = h.ctx.store.outbox.platformIds(first?.id ?? -1);
+      if (platformId === undefined) throw new Error('the first message was not delivered');
+      expect(await driver.received(driver.groupChatId)).toEqual(['waiting for the owner', 'this one stays']);
+      const target = { chatId: driver.groupChatId, platformId };
+      expect(await channel.unsend?.(target)).toBe(true);
+      await until(
+        'the message gone',
+        async () => (await driver.received(driver.groupChatId)).length === 1,
+        wait,
+      );
+      expect(await driver.received(driver.groupChatId)).toEqual(['this one stays']);
+      expect(await channel.unsend?.(target)).toBe(true);
+      expect(await driver.received(driver.groupChatId)).toEqual(['this one stays']);
+    });
 
     needs('connectionDrops', 'reports a dropped connection and its return', async (h) => {
       const { driver, channel } = h.subject;

@@ -155,9 +155,11 @@ describeChannelConformance(
           );
         },
         async received(chatId) {
+          const gone = (id: number) =>
+            fake.deleted().some((d) => d.chat_id === Number(chatId) && d.message_id === id);
           return fake
             .sent()
-            .filter((s) => s.chat_id === Number(chatId))
+            .filter((s) => s.chat_id === Number(chatId) && !gone(s.message_id))
             .map((s) => s.text);
         },
         failNextSend: () => fake.failNext('sendMessage', { error_code: 502, description: 'Bad Gateway' }),

@@ -88,6 +88,8 @@ export interface FakeTelegram {
   linkOwner(ownerId: number): Promise<void>;
   /** The file paths the bot downloaded, in order. */
   downloads(): string[];
+  /** The bot's messages it deleted (deleteMessage), in order. */
+  deleted(): { chat_id: number; message_id: number }[];
   /** The emoji the bot's reaction on a message shows now (setMessageReaction), none when it has none. */
   reactions(chatId: number, messageId: number): string[];
   /** Files the bot sent (sendPhoto, sendVoice, sendDocument), in order. */
@@ -127,6 +129,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   let privacy = opts.privacy ?? false;
   const calls: ApiCall[] = [];
   const reactionsOn = new Map<string, string[]>();
+  const deletedMessages: { chat_id: number; message_id: number }[] = [];
   const updates: Update[] = [];
   let nextUpdateId = 1;
   const nextMessageId = new Map<number, number>();
@@ -298,6 +301,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return sendFile(method, p);
       case 'setMessageReaction':
         return setReaction(p);
+      case 'deleteMessage':
+        return deleteMessage(p);
       case 'sendChatAction':
       case 'answerCallbackQuery':
       case 'editMessageReplyMarkup':
@@ -318,6 +323,19 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       default:
         throw { error_code: 404, description: `Not Found: method ${method} is not faked` } satisfies Failure;
     }
+  }
+
+  /** The bot deletes one of its own messages, once: after that Telegram no longer finds it. */
+  function deleteMessage(p: Record<string, unknown>): true {
+    const at = { chat_id: Number(p.chat_id), message_id: Number(p.message_id) };
+    const ours = [...sentMessages, ...sentFiles].some(
+      (m) => m.chat_id === at.chat_id && m.message_id === at.message_id,
+    );
+    const gone = deletedMessages.some((d) => d.chat_id === at.chat_id && d.message_id === at.message_id);
+    if (!ours || gone)
+      throw { error_code: 400, description: 'Bad Request: message to delete not found' } satisfies Failure;
+    deletedMessages.push(at);
+    return true;
   }
 
   /** The bot's reaction replaces its earlier one on the message; only emoji of Telegram's list are taken. */
@@ -523,6 +541,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     botId,
     username,
     calls,
+    deleted: () => deletedMessages,
     reactions: (chatId, messageId) => reactionsOn.get(`${chatId}:${messageId}`) ?? [],
     sent: () => sentMessages,
     push,

@@ -23,6 +23,7 @@ export const localChannelDefinition: ChannelDefinition<Record<string, never>> = 
     retractActions: 'the console shows no buttons: it prints every decision and expiry as a line of its own',
     reactions: 'the console has no reactions: the owner sees the run begin in the console itself',
     typing: 'the console has no typing indicator: it shows the run as it goes',
+    unsend: 'the console prints lines; what it printed stays in the scrollback',
   },
   chatId: { pattern: /^[a-z0-9][a-z0-9_-]{0,63}$/, example: 'family' },
   setupHint: 'The local console is always there.',

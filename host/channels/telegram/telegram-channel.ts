@@ -8,6 +8,7 @@ import { createTelegramHandlers, movedKey } from './telegram-handlers.ts';
 import { parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { sendPiece } from './telegram-send.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { deleteOwnMessage } from './telegram-delete.ts';
 import { reactTo } from './telegram-reaction.ts';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -124,6 +125,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     },
 
     acknowledge: (target) => reactTo(bot.api, config.ack_reaction, target, logger),
+
+    unsend: (target) => deleteOwnMessage(bot.api, target, logger),
 
     async retractActions({ chatId, platformId }) {
       let target: ReturnType<typeof parseConversationId>;

@@ -29,6 +29,7 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
     retractActions: true,
     reactions: true,
     typing: true,
+    unsend: true,
   },
   chatId: {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,

@@ -212,6 +212,18 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       });
     },
 
+    async unsend({ chatId, platformId }) {
+      const live = controller?.current();
+      if (!live) return false;
+      try {
+        await live.sock.sendMessage(chatId, { delete: { remoteJid: chatId, id: platformId, fromMe: true } });
+        return true;
+      } catch (err) {
+        log.warn({ err: errorMessage(err), chatId }, 'could not delete the message');
+        return false;
+      }
+    },
+
     adminChatId: () => self()?.phone,
     pendingReconnects: () => controller?.pendingReconnects() ?? 0,
     socket: () => controller?.current()?.sock,

@@ -36,6 +36,7 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     retractActions: 'replies carry no buttons on WhatsApp: approvals are answered by typing approve <id>',
     reactions: true,
     typing: true,
+    unsend: true,
   },
   chatId: {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,

@@ -2,8 +2,8 @@
  * Liveness on Telegram through the real host wiring (startHost), the real grammY channel and a fake Bot API
  * that is a real HTTP server, with an in-process runner whose run makes a 90 s tool call and then waits for
  * the owner's approval: the triggering message gets a reaction, typing is renewed through the tool call and
- * the wait, the group reads one "waiting for the owner's OK" line that says nothing of the request, and
- * typing stops with the run. The host's clock is a fake the test moves; the channel polls on real time.
+ * the wait, the group reads one "waiting for the owner's OK" line that says nothing of the request and
+ * goes once the owner answered, and typing stops with the run. The host's clock is a fake the test moves; the channel polls on real time.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -148,6 +148,10 @@ it("acknowledges the trigger, keeps typing through a 90 s tool call and the owne
   tg.message({ chat: { id: OWNER, type: 'private' }, from: { id: OWNER }, text: `approve ${id}` });
   await eventually('the reply', () => inGroup().includes('outcome: approved'));
   expect(inGroup()).toEqual([WAITING_FOR_OWNER_LINE, 'outcome: approved']);
+  // The owner answered: the line is no longer true, and it goes (deleteMessage), once.
+  const line = tg.sent().find((s) => s.chat_id === FAMILY.id && s.text === WAITING_FOR_OWNER_LINE);
+  await eventually('the waiting line deleted', () => tg.deleted().length > 0);
+  expect(tg.deleted()).toEqual([{ chat_id: FAMILY.id, message_id: line?.message_id }]);
   await host.whenIdle();
   // The indicator saw the run end: its renewal (every 4 s on Telegram) is no longer armed on the clock.
   await eventually('typing no longer renewed', () => !time.live().some((t) => t.ms === 4_000));

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { createWaitingLine, WAITING_FOR_OWNER_LINE } from '../../../host/admin/waiting-line.ts';
 import type { NewOutboxItem } from '../../../host/store/outbox-store.ts';
@@ -30,12 +31,34 @@ function setup() {
       expiresAt: 60_000,
     });
   const sent: NewOutboxItem[] = [];
-  const tell = createWaitingLine({
+  const unsent: { chatId: string; platformId: string }[] = [];
+  const line = createWaitingLine({
     approvals: store.approvals,
     groups: store.groups,
+    outbox: store.outbox,
     enqueue: (i) => sent.push(i),
+    channelFor: () => ({
+      unsend: async (target: { chatId: string; platformId: string }) => {
+        unsent.push(target);
+        return true;
+      },
+    }),
+    logger: pino({ level: 'silent' }),
   });
-  return { store, ask, sent, tell };
+  const tell = line.asked;
+  /** The outbox delivers what was enqueued, as message `platformId` on the platform. */
+  const deliver = (platformId: string) => {
+    for (const item of sent.splice(0)) (store as Store).outbox.add(item);
+    const [row] = (store as Store).outbox.due();
+    if (!row) throw new Error('nothing to deliver');
+    (store as Store).outbox.markSent(row.id, {
+      channel: row.channel,
+      chatId: row.chatId,
+      platformIds: [platformId],
+    });
+    return row;
+  };
+  return { store, ask, sent, tell, line, unsent, deliver };
 }
 
 it("tells the asking group it waits for the owner's OK, keyed by the request, and nothing of the request", () => {
@@ -65,4 +88,28 @@ it('says nothing for the admin group (the owner has the request itself), a decid
   tell('dec234');
   tell('nope23');
   expect(sent).toEqual([]);
+});
+
+it('takes the line back once the request is settled, also when it was delivered only after that', () => {
+  const { store, ask, tell, line, unsent, deliver } = setup();
+  ask('abc234', 'family');
+  tell('abc234');
+  deliver('77');
+  line.onChange('abc234');
+  expect(unsent).toEqual([]);
+  store.approvals.decide('abc234', 'approved', 1, 'local:owner');
+  line.onChange('abc234');
+  expect(unsent).toEqual([{ chatId: '-1001', platformId: '77' }]);
+
+  // Its channel was down while the owner answered: the line goes as soon as it is delivered.
+  ask('def234', 'family');
+  tell('def234');
+  store.approvals.decide('def234', 'denied', 2, 'local:owner');
+  line.onChange('def234');
+  expect(unsent).toHaveLength(1);
+  line.onDelivered(deliver('78'));
+  expect(unsent).toEqual([
+    { chatId: '-1001', platformId: '77' },
+    { chatId: '-1001', platformId: '78' },
+  ]);
 });
