@@ -158,22 +158,15 @@ describeChannelConformance(
               quotedId: platformId,
             }),
           ),
-        // What the chat shows: the bot's messages, less those it deleted (a delete is a message of its own).
-        received: async (chatId) => {
-          const inChat = seam.sent.filter((s) => s.chatId === chatId);
-          const deleted = new Set(
-            inChat.flatMap((s) => ('delete' in s.content ? [s.content.delete.id] : [])),
-          );
-          return inChat
-            .filter((s) => !('react' in s.content) && !('delete' in s.content) && !deleted.has(s.id))
-            .map((s) => s.text);
-        },
+        // What the chat shows: the bot's messages, less those it deleted.
+        received: async (chatId) =>
+          seam.sent
+            .filter(
+              (s) => s.chatId === chatId && !seam.deletions.some((d) => d.chatId === chatId && d.id === s.id),
+            )
+            .map((s) => s.text),
         reactionsOn: async (chatId, externalId) =>
-          seam.sent.flatMap((s) =>
-            s.chatId === chatId && 'react' in s.content && s.content.react.key?.id === externalId
-              ? [s.content.react.text ?? '']
-              : [],
-          ),
+          seam.reactions.filter((r) => r.chatId === chatId && r.id === externalId).map((r) => r.text),
         typingSignals: async (chatId) =>
           seam.presences
             .filter((p) => p.chatId === chatId)
