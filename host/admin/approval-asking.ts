@@ -123,7 +123,8 @@ export function createApprovalAsking({
             ),
             { approvalId: `${id}-refused` },
           ).catch(() => undefined);
-        } else logger.error({ err, approvalId: id }, 'could not notify the admin chat of an approval request');
+        } else
+          logger.error({ err, approvalId: id }, 'could not notify the admin chat of an approval request');
         expire(id, 'notify-failed');
       });
   };

@@ -27,7 +27,6 @@ export const TEMPORARILY_LONG_FUNCTIONS: ReadonlySet<string> = new Set([
   'host/app/production-runner.ts (anonymous in productionRunnerFactory)',
   'host/containers/run/docker-agent-runner.ts createDockerAgentRunner',
   'host/safe-fs/guarded-root.ts guardedRoot',
-  'host/scheduler/task-handlers.ts createTaskHandlers',
 ]);
 
 export interface LongFunction {
