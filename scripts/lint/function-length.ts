@@ -26,7 +26,6 @@ export const TEMPORARILY_LONG_FUNCTIONS: ReadonlySet<string> = new Set([
   'host/app/production-runner.ts productionRunnerFactory',
   'host/app/production-runner.ts (anonymous in productionRunnerFactory)',
   'host/containers/run/docker-agent-runner.ts createDockerAgentRunner',
-  'host/safe-fs/guarded-root.ts guardedRoot',
 ]);
 
 export interface LongFunction {
