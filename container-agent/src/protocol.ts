@@ -156,7 +156,6 @@ export const groupSummarySchema = z.strictObject({
   channel: channelSchema,
   isAdmin: z.boolean(),
 });
-export type GroupSummary = z.infer<typeof groupSummarySchema>;
 
 export const runUsageSchema = z.strictObject({
   promptTokens: nonNegativeInt,
@@ -484,8 +483,6 @@ export const agentMethods = {
 
 export type HostMethods = typeof hostMethods;
 export type AgentMethods = typeof agentMethods;
-export type HostMethodName = keyof HostMethods;
-export type AgentMethodName = keyof AgentMethods;
 
 /** What a caller passes (before parsing). */
 export type ParamsIn<T extends MethodTable, M extends keyof T> = z.input<T[M]['params']>;

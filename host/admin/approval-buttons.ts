@@ -90,5 +90,3 @@ export function createApprovalButtons({
     },
   };
 }
-
-export type ApprovalButtons = ReturnType<typeof createApprovalButtons>;

@@ -18,7 +18,7 @@ import { ensureAgentImage } from '../containers/image/image-ensure.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import { systemClock } from '../time/clock.ts';
 
-export type { AgentRuntimeDeps, RunPolicy } from './agent-runtime-deps.ts';
+export type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
 
 /** The runtime, and the Cop's way to the provider: through its gateway (absent when nothing runs). */
 export interface AgentRuntime extends RunnerRuntime {

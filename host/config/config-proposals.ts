@@ -193,5 +193,3 @@ export function createConfigProposals(deps: ConfigProposalDeps) {
     },
   };
 }
-
-export type ConfigProposals = ReturnType<typeof createConfigProposals>;

@@ -1,16 +1,5 @@
-export type { UpstreamEvents } from './proxy/handler.ts';
-export {
-  createGateway,
-  type Gateway,
-  type GatewayDeps,
-  type ListeningInfo,
-  type RunKeys,
-} from './gateway.ts';
-export type {
-  CredentialRequestRecord,
-  CredentialRouteDeps,
-  CredentialUse,
-} from './credential/credential-use.ts';
+export { createGateway, type Gateway, type RunKeys } from './gateway.ts';
+export type { CredentialRouteDeps } from './credential/credential-use.ts';
 export {
   gatewayConfigSchema,
   providerConfigSchema,
@@ -19,28 +8,7 @@ export {
   type ProviderConfig,
   type ProviderKind,
 } from './config.ts';
-export type { IssuedKey, KeyOwner } from './key-registry.ts';
-export type { UsageRecord, UsageStore } from './spend/usage-store.ts';
-export { createCapStatus, type CapStatus, type CapStatusDeps } from './spend/cap-status.ts';
-export {
-  createSqliteUsageStore,
-  type SqliteUsageStore,
-  type UsageTotals,
-} from './spend/usage-store-sqlite.ts';
-export {
-  createSpendReporter,
-  type DailySpend,
-  type SpendConfig,
-  type SpendQuery,
-  type SpendReport,
-  type SpendReporter,
-} from './spend/spend-report.ts';
-export { formatSpendReport } from './spend/spend-report-text.ts';
-export { formatUsd } from './spend/pricing.ts';
-export type {
-  Transcribe,
-  TranscriptionRequest,
-  TranscriptionResult,
-  TranscriptionSettings,
-} from './transcription/transcription.ts';
-export type { Review, ReviewCall, ReviewResult, ReviewSettings } from './review/review.ts';
+export { createSqliteUsageStore } from './spend/usage-store-sqlite.ts';
+export type { SpendConfig } from './spend/spend-report.ts';
+export type { TranscriptionSettings } from './transcription/transcription.ts';
+export type { Review, ReviewSettings } from './review/review.ts';

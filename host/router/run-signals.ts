@@ -35,5 +35,3 @@ export function createRunSignals() {
     },
   };
 }
-
-export type RunSignals = ReturnType<typeof createRunSignals>;

@@ -116,5 +116,3 @@ export function createConsoleReads(db: Db) {
     },
   };
 }
-
-export type ConsoleReads = ReturnType<typeof createConsoleReads>;

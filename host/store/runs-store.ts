@@ -97,5 +97,3 @@ export function createRunsStore(db: Db, now: () => Date = () => new Date()) {
     },
   };
 }
-
-export type RunsStore = ReturnType<typeof createRunsStore>;

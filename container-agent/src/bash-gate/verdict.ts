@@ -34,10 +34,6 @@ export const LOCAL_REASON = 'every command is on the local allowlist';
 const MAX_REASONS = 3;
 const MAX_REASON_CHARS = 600;
 
-export function finding(reason: string, network: boolean): Finding {
-  return { reason, network };
-}
-
 export function verdictFromFindings(findings: readonly Finding[]): GateVerdict {
   if (findings.length === 0) return { class: 'local', reason: LOCAL_REASON, network: false };
   // Network reasons first: they decide whether a human must look when the run holds secrets.

@@ -47,7 +47,6 @@ export const conversationMessageSchema = z.discriminatedUnion('role', [
 ]);
 export type ConversationMessage = z.infer<typeof conversationMessageSchema>;
 export type UserMessage = Extract<ConversationMessage, { role: 'user' }>;
-export type AssistantMessage = Extract<ConversationMessage, { role: 'assistant' }>;
 export type ToolMessage = Extract<ConversationMessage, { role: 'tool' }>;
 
 export const MISSING_TOOL_RESULT = '(no result was recorded for this tool call)';

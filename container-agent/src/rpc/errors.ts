@@ -37,11 +37,6 @@ export class RpcTimeoutError extends Error {
   }
 }
 
-/** True for failures where the peer never answered (as opposed to answering with an error). */
-export function isNoAnswerError(error: unknown): boolean {
-  return error instanceof RpcConnectionClosedError || error instanceof RpcTimeoutError;
-}
-
 /** The text of anything thrown: an Error's message, or the value itself as a string. */
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -15,8 +15,6 @@
  */
 import fs from 'node:fs';
 
-export type IsolationCheck = () => string | null | Promise<string | null>;
-
 /** The capability sets /proc/<pid>/status lists; each must be empty once the launcher is done. */
 const CAPABILITY_SETS = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'] as const;
 

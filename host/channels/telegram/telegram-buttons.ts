@@ -37,5 +37,3 @@ export function createButtonRetraction({
     }
   };
 }
-
-export type ButtonRetraction = ReturnType<typeof createButtonRetraction>;

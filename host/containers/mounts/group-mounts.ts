@@ -2,7 +2,6 @@ import { GROUP_ID_PATTERN } from '../../../container-agent/src/protocol.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
 import { renderAgentMdTemplate } from './agent-md-template.ts';
 import type { MountAllowlistResult } from './mount-allowlist.ts';
 import { mergeBlockedPatterns } from './mount-patterns.ts';
@@ -16,10 +15,6 @@ export { GROUP_ID_PATTERN };
 
 const GROUP_ID_RULE =
   'use 1-64 characters from a-z, 0-9, "_" and "-", starting with a letter or digit (e.g. "family-chat")';
-
-export const groupIdSchema = z
-  .string()
-  .regex(GROUP_ID_PATTERN, { message: `invalid group id: ${GROUP_ID_RULE}` });
 
 /** Group ids become folder names; this is what keeps `../x` from ever reaching a path. */
 export function assertValidGroupId(id: unknown): asserts id is string {

@@ -19,8 +19,6 @@ export const extraMountRequestSchema = z
   })
   .strict();
 
-export type ExtraMountRequest = z.input<typeof extraMountRequestSchema>;
-
 export interface ValidatedMount {
   hostPath: string;
   containerPath: string;

@@ -211,5 +211,3 @@ export function createMediaIngest(deps: MediaIngestDeps) {
     return { line: `${stored}, transcribed]`, transcript: heard.text };
   }
 }
-
-export type MediaIngest = ReturnType<typeof createMediaIngest>;

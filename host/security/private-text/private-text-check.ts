@@ -282,5 +282,3 @@ export function createPrivateTextCheck(deps: PrivateTextCheckDeps) {
     },
   };
 }
-
-export type PrivateTextCheck = ReturnType<typeof createPrivateTextCheck>;

@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
+import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 import { consoleView } from '../console-view.ts';
 import { wallTimeToUtc } from '../format.ts';
 import { h } from '../html.ts';
@@ -41,7 +42,7 @@ export function createAuditRoutes(deps: WebConsoleDeps): Hono<WebEnv> {
       return render(
         c,
         'Audit',
-        h`<p class="notice">${q.error.issues.map((i) => i.message).join('; ')}</p>`,
+        h`<p class="notice">${describeZodIssues(q.error)}</p>`,
         400,
       );
     const f = {

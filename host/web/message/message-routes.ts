@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
+import { describeZodIssues } from '../../../container-agent/src/rpc/zod-issues.ts';
 import { consoleView } from '../console-view.ts';
 import type { WebConsoleDeps, WebEnv } from '../web-console-deps.ts';
 import { messagePage, repliesList } from './message-page.ts';
@@ -62,7 +63,7 @@ export function createMessageRoutes(deps: WebConsoleDeps): Hono<WebEnv> {
       return show(
         c,
         {
-          notice: `Not sent: ${form.error.issues.map((i) => i.message).join('; ')}.`,
+          notice: `Not sent: ${describeZodIssues(form.error)}.`,
           ...(typeof body.text === 'string' ? { text: body.text.slice(0, 32_000) } : {}),
         },
         400,

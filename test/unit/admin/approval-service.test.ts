@@ -3,11 +3,8 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { APPROVAL_ID_PATTERN, newApprovalId, normalizeApprovalId } from '../../../host/admin/approval-id.ts';
 import { formatPendingList } from '../../../host/admin/approval-message.ts';
-import {
-  APPROVAL_AUDIT,
-  createApprovalService,
-  type ApprovalService,
-} from '../../../host/admin/approval-service.ts';
+import { APPROVAL_AUDIT } from '../../../host/admin/approval-ledger.ts';
+import { createApprovalService, type ApprovalService } from '../../../host/admin/approval-service.ts';
 import { ApprovalParamsError, canonicalJson, hashParams } from '../../../host/admin/params-hash.ts';
 import { exactRedactor } from '../../../host/config/secrets.ts';
 import { createApprovalsStore, type ApprovalsStore } from '../../../host/store/approvals-store.ts';
