@@ -40,6 +40,7 @@ import { acquireHostLock } from '../store/host-lock.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { startRetention } from '../store/start-retention.ts';
 import { createMemoryNotes } from '../memory/memory-notes.ts';
+import { createRememberCommand } from '../memory/remember-command.ts';
 import { startMemoryBackfill } from '../memory/memory-backfill.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { startWalCheckpoints } from '../store/wal-checkpoints.ts';
@@ -346,6 +347,10 @@ export async function startHost({
         spend,
         cancelTask: createOwnerTaskCancel({ tasks: store.tasks, scheduler, audit: store.audit }),
         webLogin: (issuedTo) => lateWeb.get()?.loginLink(issuedTo),
+        remember: createRememberCommand({
+          notes: createMemoryNotes({ memory: store.memory, groupDir }),
+          assistantName: () => live().assistant.name,
+        }),
         store,
         adminChats,
         enqueue: dispatcher.enqueue,
