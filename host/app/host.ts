@@ -355,6 +355,7 @@ export async function startHost({
       groupDir,
       quotaProblem: groupRoomCheck(groupDir, () => live().containers.group_quota_mb),
       runtime,
+      clock,
       logger,
     });
     closers.push('typing indicator', () => typing.stop());
