@@ -20,8 +20,7 @@ import { RpcError, errorMessage } from '../rpc/errors.ts';
 import type { RpcHandlers } from '../rpc/peer.ts';
 import { RunAbortedError } from './agent-loop.ts';
 import { createInbox } from './inbox.ts';
-import { createToolSpecCache } from '../tools/tool.ts';
-import { agentTools, executeRun, type ActiveRun } from './run-execution.ts';
+import { executeRun, type ActiveRun } from './run-execution.ts';
 import {
   freshMessages,
   loadStoredConversation,
@@ -85,19 +84,6 @@ export function createRunController(deps: RunControllerDeps): RunController {
   // While the process waits for run.start. A failure here is not the run's: run.start loads again.
   const waiting = loadStoredConversation(settings, deps.now, logger);
   waiting.catch(() => undefined);
-  const toSpec = createToolSpecCache();
-  /** The built-in tools' specs, derived with a stand-in admin run (the admin gets every built-in tool). */
-  const deriveToolSpecs = (workspace: StoredConversation['workspace']) => {
-    try {
-      const standIn = { group: { id: 'waiting', name: 'waiting', isAdmin: true, channel: 'local' } };
-      const params = { ...standIn, timezone: 'UTC' } as unknown as RunParams;
-      agentTools({ workspace, params }, { ...deps, settings, logger }).forEach(toSpec);
-    } catch (error) {
-      logger.debug({ error: errorMessage(error) }, 'tool specs not derived ahead of run.start');
-    }
-  };
-  void waiting.then((w) => deriveToolSpecs(w.workspace), () => undefined);
-
   const storedConversation = async (): Promise<StoredConversation> => {
     const early = await waiting.catch((error: unknown) => {
       logger.warn({ error: errorMessage(error) }, 'history could not be loaded ahead of run.start');
@@ -151,7 +137,6 @@ export function createRunController(deps: RunControllerDeps): RunController {
       logger,
       ...(deps.doneTimeoutMs !== undefined ? { doneTimeoutMs: deps.doneTimeoutMs } : {}),
       render,
-      toSpec,
       onLoopEnd: () => (phase = 'finished'),
     });
     resolveFinished(code);

@@ -8,13 +8,12 @@ import { compactConversation } from '../history/compaction.ts';
 import type { ConversationMessage, UserMessage } from '../history/conversation.ts';
 import type { HistoryStore } from '../history/history-store.ts';
 import type { HostClient } from '../ipc/host-client.ts';
-import type { ChatModel, ToolSpec } from '../llm/chat-model.ts';
+import type { ChatModel } from '../llm/chat-model.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS, type ChatMessage, type RunUsage } from '../protocol.ts';
 import { errorMessage } from '../rpc/errors.ts';
 import { createAgentTools } from '../tools/agent-tools.ts';
 import { commandEnvironment } from '../tools/bash.ts';
-import type { AgentTool } from '../tools/tool.ts';
 import { createToolset } from '../tools/toolset.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
@@ -52,8 +51,6 @@ export interface RunExecutionDeps {
   doneTimeoutMs?: number;
   /** Chat messages that arrive during the run as a user turn. */
   render: (params: RunParams, messages: readonly ChatMessage[]) => UserMessage;
-  /** The tools' specs for the model, derived ahead where they could be (tools/tool.ts). */
-  toSpec?: (tool: AgentTool) => ToolSpec;
   /** The loop is over (the run takes no more input); run.done is still to be sent. */
   onLoopEnd: () => void;
 }
@@ -93,13 +90,29 @@ export async function executeRun(active: ActiveRun, deps: RunExecutionDeps): Pro
 
 async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage): Promise<void> {
   const { params } = active;
-  const { logger } = deps;
+  const { settings, logger } = deps;
   let lastOwnChatText: string | undefined;
   const tools = createToolset(
-    agentTools(active, deps, (m) => {
-      if (m.to === undefined) lastOwnChatText = m.text.trim();
+    createAgentTools({
+      workspace: active.workspace,
+      host: deps.host,
+      classifier: deps.classifier,
+      isAdmin: params.group.isAdmin,
+      commandEnv: commandEnvironment(settings.processEnv, {
+        timezone: params.timezone,
+        home: settings.commandHome,
+        setup: params.commandSetup,
+      }),
+      bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
+      ripgrep: deps.ripgrep,
+      serviceTools: params.serviceTools ?? [],
+      commands: deps.commands,
+      onMessageSent: (m) => {
+        if (m.to === undefined) lastOwnChatText = m.text.trim();
+      },
+      logger,
     }),
-    { logger, ...(deps.toSpec ? { toSpec: deps.toSpec } : {}) },
+    { logger },
   );
   // The command executor (and the separation check) starts once the first LLM request is out: not while
   // the container waits, and not ahead of that request on the container's CPU. A command waits for it.
@@ -161,33 +174,6 @@ async function compactAtEnd(active: ActiveRun, historyTokens: number): Promise<v
   const { messages } = await active.history.load();
   const compacted = compactConversation(messages, historyTokens);
   if (compacted.dropped > 0 || compacted.shortened > 0) await active.history.replace(compacted.messages);
-}
-
-/** The run's tools; also called while the container waits, with a stand-in run, to derive their specs. */
-export function agentTools(
-  active: Pick<ActiveRun, 'workspace' | 'params'>,
-  deps: Pick<RunExecutionDeps, 'host' | 'classifier' | 'commands' | 'ripgrep' | 'settings' | 'logger'>,
-  onMessageSent: (message: { text: string; to?: string }) => void = () => undefined,
-): AgentTool[] {
-  const { params } = active;
-  const { settings, logger } = deps;
-  return createAgentTools({
-    workspace: active.workspace,
-    host: deps.host,
-    classifier: deps.classifier,
-    isAdmin: params.group.isAdmin,
-    commandEnv: commandEnvironment(settings.processEnv, {
-      timezone: params.timezone,
-      home: settings.commandHome,
-      setup: params.commandSetup,
-    }),
-    bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
-    ripgrep: deps.ripgrep,
-    serviceTools: params.serviceTools ?? [],
-    commands: deps.commands,
-    onMessageSent,
-    logger,
-  });
 }
 
 /** A conversation needs an answer unless it is empty or ends with one. */

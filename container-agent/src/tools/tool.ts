@@ -45,24 +45,6 @@ export function toToolSpec(tool: AgentTool): ToolSpec {
   };
 }
 
-/**
- * toToolSpec with the JSON Schema of each zod schema derived once: a tool made again from the same schema
- * object (every built-in tool's is a constant) gets the schema already derived. The run controller derives
- * them while the container waits for run.start, so the first LLM request does not.
- */
-export function createToolSpecCache(): (tool: AgentTool) => ToolSpec {
-  const derived = new WeakMap<object, Record<string, unknown>>();
-  return (tool) => {
-    if (tool.parameters) return toToolSpec(tool);
-    let parameters = derived.get(tool.schema);
-    if (!parameters) {
-      parameters = toToolSpec(tool).parameters;
-      derived.set(tool.schema, parameters);
-    }
-    return { name: tool.name, description: tool.description, parameters };
-  };
-}
-
 /** Drops what only adds noise for the model: the $schema URI and regexes that restate a format. */
 function simplifySchema(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(simplifySchema);

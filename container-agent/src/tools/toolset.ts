@@ -21,17 +21,12 @@ export interface Toolset {
 
 export function createToolset(
   tools: readonly AgentTool[],
-  options: {
-    maxOutputChars?: number;
-    logger?: Pick<AgentLogger, 'warn'>;
-    /** How a tool becomes the spec the model sees (createToolSpecCache derives each schema once). */
-    toSpec?: (tool: AgentTool) => ToolSpec;
-  } = {},
+  options: { maxOutputChars?: number; logger?: Pick<AgentLogger, 'warn'> } = {},
 ): Toolset {
   const maxOutputChars = options.maxOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   if (byName.size !== tools.length) throw new Error('two tools share a name');
-  const specs = tools.map(options.toSpec ?? toToolSpec);
+  const specs = tools.map(toToolSpec);
 
   return {
     specs,
