@@ -24,7 +24,6 @@ export const TEMPORARILY_LONG_FUNCTIONS: ReadonlySet<string> = new Set([
   'container-agent/src/run/run-controller.ts createRunController',
   'host/app/production-runner.ts productionRunnerFactory',
   'host/app/production-runner.ts (anonymous in productionRunnerFactory)',
-  'host/containers/run/docker-agent-runner.ts createDockerAgentRunner',
 ]);
 
 export interface LongFunction {
