@@ -1,4 +1,5 @@
 import type { Channel } from '../channels/channel.ts';
+import { LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { ApprovalsStore } from '../store/approvals-store.ts';
 import type { GroupsStore } from '../store/groups-store.ts';
@@ -24,7 +25,9 @@ export interface WaitingLineDeps {
  * Tells a group that its run waits for the owner's approval, once per request (the outbox key is the
  * request's id), so a long silence has a reason people can see, and takes the line back once the request is
  * settled where the channel can (`unsend`). Nothing of the request is in it: its operation and parameters
- * are for the owner only. The admin group gets no line: the owner has the request itself.
+ * are for the owner only. The admin group gets no line: the owner has the request itself; nor does a console
+ * group, whose only member is the owner at this machine (and whose `carapace send` would print the line as
+ * the run's answer).
  */
 export function createWaitingLine(deps: WaitingLineDeps) {
   const { approvals, groups, outbox } = deps;
@@ -41,7 +44,7 @@ export function createWaitingLine(deps: WaitingLineDeps) {
       const request = approvals.get(approvalId);
       if (request?.status !== 'pending') return;
       const group = groups.get(request.groupId);
-      if (!group || group.isAdmin) return;
+      if (!group || group.isAdmin || group.channel === LOCAL_CHANNEL) return;
       deps.enqueue({
         idempotencyKey: lineKey(approvalId),
         groupId: group.id,

@@ -78,8 +78,11 @@ it("tells the asking group it waits for the owner's OK, keyed by the request, an
   expect(WAITING_FOR_OWNER_LINE).not.toMatch(/bash|secret|rm/);
 });
 
-it('says nothing for the admin group (the owner has the request itself), a decided request or an unknown one', () => {
+it('says nothing for the admin group or a console group (the owner has the request itself), a decided request or an unknown one', () => {
   const { store, ask, sent, tell } = setup();
+  store.groups.add({ id: 'desk', channel: 'local', chatId: 'desk', name: 'Desk', isAdmin: false });
+  ask('loc234', 'desk');
+  tell('loc234');
   const admin = store.groups.list().find((g) => g.isAdmin);
   ask('adm234', admin?.id ?? 'main');
   tell('adm234');
