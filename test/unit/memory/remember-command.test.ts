@@ -13,6 +13,7 @@ import {
 } from '../../../host/memory/remember-command.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import type { GroupRecord } from '../../../host/store/groups-store.ts';
+import { ownerMessage } from '../../helpers/inbound-message.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
 describe('parseRememberCommand', () => {
@@ -87,22 +88,8 @@ describe('the owner\'s "remember that …" through the command handler', () => {
     });
   }
 
-  function message(text: string, chatId: string, over: Partial<InboundMessage> = {}): InboundMessage {
-    return {
-      channel: 'local',
-      chatId,
-      externalId: `m-${Math.random()}`,
-      senderId: 'owner',
-      senderName: 'me',
-      text,
-      sentAt: new Date().toISOString(),
-      mentionsBot: false,
-      repliesToBot: false,
-      fromOwner: true,
-      origin: { kind: 'own' },
-      ...over,
-    };
-  }
+  const message = (text: string, chatId: string, over: Partial<InboundMessage> = {}) =>
+    ownerMessage(text, { chatId, ...over });
 
   const answered = async (n: number) => {
     await vi.waitFor(() => expect(replies.length).toBeGreaterThanOrEqual(n));
