@@ -28,6 +28,14 @@ export interface AdminCommandHandlerDeps {
    * console is off.
    */
   webLogin?(issuedTo: string): { url: string; expiresAt: string } | undefined;
+  /**
+   * The owner's "remember that …" in any chat: `parse` gives the note's text when the message is one, `write`
+   * stores it for the group and gives the answer. Absent: the words stay conversation.
+   */
+  remember?: {
+    parse(text: string, group: GroupRecord): string | undefined;
+    write(groupId: string, text: string): Promise<string>;
+  };
   /** A decision was taken (approve or deny): the other admin chats are told what happened. */
   onDecided?(text: string, command: InboundMessage): void;
   audit: Pick<AuditStore, 'record'>;
@@ -67,6 +75,7 @@ export function createAdminCommandHandler({
   usage,
   cancelTask,
   webLogin,
+  remember,
 }: AdminCommandHandlerDeps) {
   const send = (text: string, group: GroupRecord, m: InboundMessage) => {
     void Promise.resolve()
@@ -121,6 +130,20 @@ export function createAdminCommandHandler({
       if (command) ignore(m, undefined, command, `${commandsLike(command)} are only accepted from the owner`);
     },
     handle(m: InboundMessage, group: GroupRecord): false | AdminCommandDone {
+      const note = remember?.parse(m.text, group);
+      // Anyone else's "remember that …" (a stranger, a forward of the owner's words) is conversation: the
+      // agent may still take a note of it, with the taint of whoever said it.
+      if (remember && note !== undefined) {
+        if (!ownerSent(m, group)) return false;
+        void remember
+          .write(group.id, note)
+          .catch((err: unknown) => {
+            logger.error({ err, groupId: group.id }, 'could not write the owner’s note');
+            return `Not remembered (${errorMessage(err)}). Try again, or write it with "carapace memory".`;
+          })
+          .then((text) => send(text, group, m));
+        return {};
+      }
       const command = parseAdminCommand(m.text);
       if (!command) return false;
       if (command.kind === 'cancel-task' && !group.isAdmin) return false;

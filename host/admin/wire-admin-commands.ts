@@ -13,7 +13,7 @@ import type { SpendView } from './spend-view.ts';
 
 export interface AdminCommandsWiringDeps extends Pick<
   AdminCommandHandlerDeps,
-  'approvals' | 'cancelTask' | 'webLogin' | 'redact'
+  'approvals' | 'cancelTask' | 'webLogin' | 'redact' | 'remember'
 > {
   store: Pick<Store, 'audit'>;
   spend: Pick<SpendView, 'text'>;
@@ -46,6 +46,7 @@ export function wireAdminCommands(deps: AdminCommandsWiringDeps): AdminCommandHa
         except: { channel: m.channel, chatId: m.chatId },
       }),
     ...(deps.webLogin ? { webLogin: deps.webLogin } : {}),
+    ...(deps.remember ? { remember: deps.remember } : {}),
     audit: deps.store.audit,
     redact: deps.redact,
     logger: deps.logger.child({ subsystem: 'admin' }),

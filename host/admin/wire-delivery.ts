@@ -63,7 +63,7 @@ export function wireDelivery(deps: DeliveryDeps) {
     clock,
     logger: deps.logger.child({ subsystem: 'approvals' }),
   });
-  return { adminChats, outcomes, dispatcher, approvalButtons };
+  return { adminChats, outcomes, dispatcher, approvalButtons, channelFor: deps.channelFor };
 }
 
 export type Delivery = ReturnType<typeof wireDelivery>;

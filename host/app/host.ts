@@ -1,19 +1,21 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../logging/logger.ts';
+import type { AdminChats } from '../admin/admin-chats.ts';
 import type { ApprovalService } from '../admin/approval-service.ts';
 import { ensureAdminGroup } from '../admin/admin-group.ts';
 import { createChannelNotices } from '../admin/channel-notices.ts';
-import { createSpendView } from '../admin/spend-view.ts';
+import { createSpendView, type SpendView } from '../admin/spend-view.ts';
 import { startDailySummary } from '../admin/start-daily-summary.ts';
 import { wireAdminCommands } from '../admin/wire-admin-commands.ts';
 import { wireApprovals } from '../admin/wire-approvals.ts';
 import { wireDelivery } from '../admin/wire-delivery.ts';
-import type { Channel, ChannelStatus } from '../channels/channel.ts';
+import type { Channel } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
 import type { PrestartStatus } from '../channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
+import { createRunningChannels, type RunningChannels } from '../channels/running-channels.ts';
 import { createConfiguredChannels, startChannels } from '../channels/start-channels.ts';
 import { channelDataDir, ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
 import { reloadWhenRunning, type ReloadConfig } from '../config/config-reload.ts';
@@ -22,6 +24,7 @@ import { createConfigSource, type ConfigSource } from '../config/config-source.t
 import { wireConfigReload, type ConfigFileReload } from '../config/wire-config-reload.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { groupRoomCheck } from '../containers/mounts/disk-quota.ts';
+import { describeRunner } from '../containers/kubernetes/runner-choice.ts';
 import type { AgentRunner } from '../router/agent-runner.ts';
 import type { GroupQueue } from '../router/group-queue.ts';
 import type { Transcribe } from '../router/media/media-ingest.ts';
@@ -35,22 +38,26 @@ import { wireScheduler } from '../scheduler/wire-scheduler.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import type { CredentialStatus } from '../gateway/credential/credential-status.ts';
 import { createSpendReporter } from '../gateway/spend/spend-report.ts';
-import { createHostEvents } from '../store/host-events.ts';
-import { acquireHostLock } from '../store/host-lock.ts';
+import { createHostEvents, type HostEvents } from '../store/host-events.ts';
+import { openHostStore } from '../store/open-host-store.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import { startRetention } from '../store/start-retention.ts';
 import { createMemoryNotes } from '../memory/memory-notes.ts';
+import { createRememberCommand } from '../memory/remember-command.ts';
 import { startMemoryBackfill } from '../memory/memory-backfill.ts';
-import { openStore, type Store } from '../store/store.ts';
-import { startWalCheckpoints } from '../store/wal-checkpoints.ts';
+import type { Store } from '../store/store.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
+import { wireWebConsole, type WebConsoleWiringDeps } from '../web/wire-web-console.ts';
 import type { WebConsole } from '../web/web-server.ts';
-import { createCloserStack } from './closer-stack.ts';
-import { createControlRoutes, openControlSocket, type ControlApiDeps } from './control-api.ts';
-import { lateBound } from './late-bound.ts';
-import { describeRunner } from '../containers/kubernetes/runner-choice.ts';
+import { createCloserStack, type CloserStack } from './closer-stack.ts';
+import {
+  createControlRoutes,
+  openControlSocket,
+  readHostStatus,
+  type ControlApiDeps,
+} from './control-api.ts';
+import { lateBound, type LateBound } from './late-bound.ts';
 import { HostStartError } from './start-error.ts';
-import { wireWebConsole } from './wire-web-console.ts';
 
 export interface RunnerRuntime {
   runner: AgentRunner;
@@ -118,308 +125,108 @@ export interface RunningHost {
   whenIdle(): Promise<void>;
 }
 
+/** The parts bound after the socket opens: its routes answer before the queue, the runtime and the rest exist. */
+interface LateParts {
+  queue: LateBound<GroupQueue>;
+  executor: LateBound<RunExecutor>;
+  runtime: LateBound<RunnerRuntime>;
+  reloader: LateBound<ConfigReloader>;
+  web: LateBound<WebConsole>;
+}
+
+/** What every wiring step below reads: the host's deps, its database and the parts shared by all. */
+interface HostCore extends HostDeps {
+  clock: Clock;
+  source: ConfigSource;
+  live(): HostConfig;
+  store: Store;
+  events: HostEvents;
+  channels: RunningChannels;
+  registry: ChannelRegistry;
+  late: LateParts;
+  closers: CloserStack;
+  onStep(step: string): void;
+}
+
 /**
  * Wiring only: every subsystem gets its dependencies here and nowhere else, one named step each, built by a
  * function in the subsystem it wires. Each part that comes up pushes its closer onto one stack; a failed
  * start unwinds exactly what came up (connected channels included) and throws a HostStartError naming the
  * step, and `stop()` unwinds the same stack.
  */
-export async function startHost({
-  paths,
-  config,
-  createRunner,
-  logger,
-  redact,
-  extraChannels = [],
-  secret = () => undefined,
-  reload,
-  clock = systemClock,
-  doctor,
-}: HostDeps): Promise<RunningHost> {
-  const source = createConfigSource(reload?.start.applied ?? { config, text: '', hash: '' }, (err) =>
+export async function startHost(deps: HostDeps): Promise<RunningHost> {
+  const { paths, config, logger, redact } = deps;
+  const clock = deps.clock ?? systemClock;
+  const source = createConfigSource(deps.reload?.start.applied ?? { config, text: '', hash: '' }, (err) =>
     logger.error({ err }, 'a subsystem failed to take a changed config'),
   );
-  const live = source.current;
   const closers = createCloserStack();
   let step = 'creating the data folder';
+  const onStep = (s: string) => (step = s);
   try {
     ensureDataDirs(paths);
-    step = "taking the data folder's lock";
-    // Before anything touches the database, unfinished runs or containers: one host per data folder.
-    const lock = acquireHostLock(paths.dataDir);
-    closers.push('host lock', () => lock.release());
-    step = 'opening the database';
-    const store = openStore({ file: paths.databaseFile, redact, scheduledCheckpoints: true });
-    closers.push('database', () => store.close());
-    const checkpoints = startWalCheckpoints({
-      db: store.db,
-      clock,
-      logger: logger.child({ subsystem: 'store' }),
-    });
-    closers.push('WAL checkpoints', () => checkpoints.stop());
+    const store = openHostStore({ ...paths, redact, clock, opened: closers.push, onStep, logger });
     ensureAdminGroup(store);
-    const events = createHostEvents();
-    const channels = new Map<string, Channel>();
-    const statuses = new Map<string, ChannelStatus>();
-    const registry = createChannelRegistry({
-      definitions: CHANNEL_DEFINITIONS,
-      config: () => config.channels,
-      alwaysOn: ALWAYS_ON_CHANNELS,
-      dataDirOf: (name) => channelDataDir(paths, name),
-    });
-    // Set once every channel started: a channel's own shutdown on stop is not news to announce.
-    let running = false;
-    // Bound late: the console's routes exist before the queue, the runtime and the reloader do (the socket
-    // is taken first).
-    const lateQueue = lateBound<GroupQueue>();
-    const lateExecutor = lateBound<RunExecutor>();
-    const lateRuntime = lateBound<RunnerRuntime>();
-    const lateReloader = lateBound<ConfigReloader>();
-    const lateWeb = lateBound<WebConsole>();
-    const prestartRefresh = () => lateRuntime.get()?.prestart?.refresh();
-
-    const local = createLocalChannel({
-      groups: store.groups,
-      outbox: store.outbox,
-      events,
-      isBusy: (id) => lateQueue.get()?.isBusy(id) ?? false,
-      capRefusal: (id) => lateExecutor.get()?.capRefusal(id),
-      ownerName: os.userInfo().username,
-      logger: logger.child({ channel: LOCAL_CHANNEL }),
-    });
-    const control: ControlApiDeps = {
+    const core: HostCore = {
+      ...deps,
+      clock,
+      source,
+      live: source.current,
       store,
-      databaseFile: paths.databaseFile,
-      startedAt: new Date().toISOString(),
-      assistantName: () => live().assistant.name,
-      runner: () => describeRunner(config.runner),
-      queue: lateQueue.get,
-      runtime: lateRuntime.get,
-      reloader: lateReloader.get,
-      web: lateWeb.get,
-      channels: () =>
-        [...channels.values()].map((ch) => ({
-          name: ch.name,
-          status: statuses.get(ch.name) ?? ch.status(),
-          adminChat: ch.adminChatId(),
-        })),
+      events: createHostEvents(),
+      channels: createRunningChannels(),
+      registry: createChannelRegistry({
+        definitions: CHANNEL_DEFINITIONS,
+        config: () => config.channels,
+        alwaysOn: ALWAYS_ON_CHANNELS,
+        dataDirOf: (name) => channelDataDir(paths, name),
+      }),
+      late: {
+        queue: lateBound(),
+        executor: lateBound(),
+        runtime: lateBound(),
+        reloader: lateBound(),
+        web: lateBound(),
+      },
+      closers,
+      onStep,
     };
-    step = 'opening the control socket';
-    closers.push(
-      'control socket',
-      await openControlSocket(paths.socketFile, { ...local.routes, ...createControlRoutes(control) }),
-    );
+    onStep('opening the control socket');
+    const { local, control } = await openLocalControl(core);
     // The channels start last but stop only after the runs ended and the outbox stopped, so a run's last
     // reply still goes out: their closers live on a stack of their own, registered here.
-    const channelClosers = createCloserStack();
-    closers.push('channels', async (reason) => {
-      for (const f of await channelClosers.closeAll(reason))
-        logger.warn({ err: f.error, channel: f.name }, 'channel did not stop cleanly');
-    });
-
-    const delivery = wireDelivery({
-      store,
-      channelFor: (name) => channels.get(name),
-      channels: () => channels.values(),
-      notifyChannels: () => live().admin.notify,
-      retry: {
-        retryBaseMs: config.outbox.retry_base_ms,
-        retryMaxMs: config.outbox.retry_max_ms,
-        maxConnectionDrops: config.outbox.max_connection_drops,
-      },
-      events,
-      clock,
-      logger,
-    });
-    const { adminChats, dispatcher } = delivery;
-    const notifyOwner = (key: string, text: string) => adminChats.notify(key, text);
-    // Neither holds a timer until the runner or the first run uses it; their closers go on the stack below,
-    // after the queue's, so that a stop ends pending approvals and due tasks before it waits for runs.
-    const approvals = wireApprovals({
-      store,
-      redact,
-      timeoutMs: config.security.approval_timeout_ms,
-      delivery,
-      events,
-      clock,
-      logger,
-    });
-    const scheduler = wireScheduler({
-      store,
-      notify: (id) => lateQueue.get()?.notify(id),
-      timezone: () => live().assistant.timezone,
-      retryMs: config.scheduler.delivery_retry_ms,
-      clock,
-      logger,
-    });
-
-    step = 'starting the agent runtime';
-    const runtime = await createRunner({
-      store,
-      logger,
-      approvals,
-      scheduler,
-      enqueueNotice: dispatcher.enqueue,
-      notifyOwner,
-      channels: registry,
-      config: source,
-      ...(reload ? { reloadConfig: reloadWhenRunning(lateReloader.get, 'proposal') } : {}),
-    });
-    lateRuntime.set(runtime);
-    closers.push('agent runtime', () =>
-      runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed')),
-    );
-    closers.push('outbox delivery', () => dispatcher.stop());
-
-    const { executor, queue } = wireRuns({
-      store,
-      runner: runtime.runner,
-      live,
-      limits: {
-        maxConcurrent: config.runs.max_concurrent,
-        maxAttempts: config.runs.max_attempts,
-        retryBaseMs: config.runs.retry_base_ms,
-      },
-      enqueueReply: dispatcher.enqueue,
-      notifyOwner,
-      events,
-      clock,
-      logger,
-    });
-    lateExecutor.set(executor);
-    lateQueue.set(queue);
-    closers.push('run queue', (reason) => queue.close(reason));
-    closers.push('approvals', async () => {
-      approvals.close();
-      // Requests the stop expired lose their buttons while the channels still run.
-      await delivery.approvalButtons.settled();
-    });
-    closers.push('scheduler', () => scheduler.stop());
+    const channelClosers = channelCloserStack(closers, logger);
+    const owner = wireOwnerParts(core);
+    onStep('starting the agent runtime');
+    const runtime = await startRuntime(core, owner);
+    const queue = startRuns(core, owner, runtime);
     const spend = createSpendView({
       reporter: createSpendReporter(store.db),
       groupIds: () => store.groups.list().map((g) => g.id),
-      gateway: () => live().gateway,
-      timezone: () => live().assistant.timezone,
+      gateway: () => core.live().gateway,
+      timezone: () => core.live().assistant.timezone,
       now: clock.now,
     });
-
-    const webListen = config.web.listen;
-    if (webListen !== undefined) {
-      step = `starting the web console on ${webListen}`;
-      const web = await wireWebConsole({
-        web: { ...config.web, listen: webListen },
-        ...(reload ? { configFile: paths.configFile } : {}),
-        store,
-        approvals,
-        events,
-        queue,
-        control,
-        live,
-        spend,
-        registry,
-        groupsChanged: prestartRefresh,
-        reloader: lateReloader.get,
-        adminChats,
-        adminChat: local.adminConversation,
-        ...(doctor ? { doctor } : {}),
-        memoryNotes: createMemoryNotes({
-          memory: store.memory,
-          groupDir: (groupId) => path.join(paths.groupsDir, groupId),
-        }),
-        clock,
-        logger,
-      });
-      lateWeb.set(web);
-      closers.push('web console', () => web.close());
-      logger.info({ url: web.baseUrl }, 'web console listening');
-    }
-
-    const groupDir = (groupId: string) => path.join(paths.groupsDir, groupId);
-    const { ingest, ingestMedia, typing } = wireIngest({
-      store,
-      live,
-      queue,
-      channelFor: (name) => channels.get(name),
-      events,
-      adminCommands: wireAdminCommands({
-        approvals,
-        spend,
-        cancelTask: createOwnerTaskCancel({ tasks: store.tasks, scheduler, audit: store.audit }),
-        webLogin: (issuedTo) => lateWeb.get()?.loginLink(issuedTo),
-        store,
-        adminChats,
-        enqueue: dispatcher.enqueue,
-        redact,
-        logger,
-      }),
-      groupDir,
-      quotaProblem: groupRoomCheck(groupDir, () => live().containers.group_quota_mb),
-      runtime,
-      logger,
-    });
-    closers.push('typing indicator', () => typing.stop());
-
-    step = 'setting up the configured channels';
-    const configured = createConfiguredChannels(registry, {
-      dataDirOf: (name) => channelDataDir(paths, name),
-      secret,
-      state: (name) => store.channelState(name),
-      assistantName: config.assistant.name,
-      clock,
-      logger,
-    });
-    for (const ch of [local.channel, ...configured, ...extraChannels]) channels.set(ch.name, ch);
-    const channelNotices = createChannelNotices({ notify: adminChats.notify, running: () => running });
-    await startChannels(channels.values(), {
-      store,
-      ingest,
-      ingestMedia,
-      statuses,
-      onStatusChanged: channelNotices.statusChanged,
-      onChatMoved: delivery.outcomes.rebind,
-      registerStop: (name, stop) => channelClosers.push(name, stop),
-      onStep: (s) => (step = s),
-      logger,
+    await openWebConsole(core, { owner, queue, spend, control, adminChat: local.adminConversation });
+    const wayIn = wireWayIn(core, { owner, queue, spend, runtime });
+    onStep('setting up the configured channels');
+    // Set once every channel started: a channel's own shutdown on stop is not news to announce.
+    let running = false;
+    await startAllChannels(core, {
+      local: local.channel,
+      owner,
+      wayIn,
+      channelClosers,
+      running: () => running,
     });
     running = true;
-
-    step = 'taking over unfinished work';
-    // Only now, holding the socket (one host per data folder), is it safe to take over unfinished work.
-    for (const groupId of recoverInterruptedRuns(store, logger, { enqueue: dispatcher.enqueue, notifyOwner }))
-      queue.notify(groupId);
-    // Tasks that fell due while the host was down fire once now, then on their own timer.
-    scheduler.start();
-    const retention = startRetention(store, config.retention, clock, logger);
-    closers.push('retention', () => retention.stop());
-    closers.push('memory backfill', startMemoryBackfill(store.memory, logger));
-    closers.push(
-      'daily summary',
-      startDailySummary({ spend, live, onConfigChange: source.subscribe, adminChats, clock, logger }),
-    );
-    dispatcher.kick();
-    if (reload) {
-      step = 'watching the config file';
-      const { reloader, stop } = wireConfigReload({
-        configFile: paths.configFile,
-        reload,
-        source,
-        groups: store.groups,
-        channelStates: () =>
-          [...channels.values()].map((ch) => ({
-            name: ch.name,
-            state: (statuses.get(ch.name) ?? ch.status()).state,
-          })),
-        adminChats,
-        // A pre-started container made under the old config (its TZ, its mounts) is replaced now, not
-        // discarded when its group's next run finds it stale.
-        onApplied: prestartRefresh,
-        logger,
-      });
-      lateReloader.set(reloader);
-      closers.push('config watch', () => stop());
+    onStep('taking over unfinished work');
+    takeOverWork(core, { owner, queue, spend });
+    if (deps.reload) {
+      onStep('watching the config file');
+      watchConfigFile(core, deps.reload, owner.delivery.adminChats);
     }
     logger.info({ socket: paths.socketFile, groups: store.groups.list().length }, 'host started');
-
     return {
       store,
       whenIdle: () => queue.whenIdle(),
@@ -437,4 +244,317 @@ export async function startHost({
     logger.error({ err, step, closed: open, closeFailures: failures.length }, error.message);
     throw error;
   }
+}
+
+/**
+ * What the owner is reached through: outbox delivery and the admin chats, approvals and the scheduler.
+ * Neither of the last two holds a timer until the runner or the first run uses it; their closers go on the
+ * stack after the queue's (startRuns), so that a stop ends pending approvals and due tasks before it waits
+ * for runs.
+ */
+function wireOwnerParts(core: HostCore) {
+  const { store, config, events, clock, logger, late } = core;
+  const delivery = wireDelivery({
+    store,
+    channelFor: core.channels.get,
+    channels: core.channels.all,
+    notifyChannels: () => core.live().admin.notify,
+    retry: {
+      retryBaseMs: config.outbox.retry_base_ms,
+      retryMaxMs: config.outbox.retry_max_ms,
+      maxConnectionDrops: config.outbox.max_connection_drops,
+    },
+    events,
+    clock,
+    logger,
+  });
+  const approvals = wireApprovals({
+    store,
+    redact: core.redact,
+    timeoutMs: config.security.approval_timeout_ms,
+    delivery,
+    events,
+    clock,
+    logger,
+  });
+  const scheduler = wireScheduler({
+    store,
+    notify: (id) => late.queue.get()?.notify(id),
+    timezone: () => core.live().assistant.timezone,
+    retryMs: config.scheduler.delivery_retry_ms,
+    clock,
+    logger,
+  });
+  const notifyOwner = (key: string, text: string) => delivery.adminChats.notify(key, text);
+  return { delivery, approvals, scheduler, notifyOwner };
+}
+
+type OwnerParts = ReturnType<typeof wireOwnerParts>;
+
+/** The agent runtime from the host's runner factory; the outbox stops before it (its closer is above). */
+async function startRuntime(core: HostCore, owner: OwnerParts): Promise<RunnerRuntime> {
+  const { closers, logger } = core;
+  const { dispatcher } = owner.delivery;
+  const runtime = await core.createRunner({
+    store: core.store,
+    logger,
+    approvals: owner.approvals,
+    scheduler: owner.scheduler,
+    enqueueNotice: dispatcher.enqueue,
+    notifyOwner: owner.notifyOwner,
+    channels: core.registry,
+    config: core.source,
+    ...(core.reload ? { reloadConfig: reloadWhenRunning(core.late.reloader.get, 'proposal') } : {}),
+  });
+  core.late.runtime.set(runtime);
+  closers.push('agent runtime', () =>
+    runtime.close().catch((err: unknown) => logger.error({ err }, 'runner shutdown failed')),
+  );
+  closers.push('outbox delivery', () => dispatcher.stop());
+  return runtime;
+}
+
+/** The run queue and its executor over the runtime's runner. */
+function startRuns(core: HostCore, owner: OwnerParts, runtime: RunnerRuntime): GroupQueue {
+  const { config, closers } = core;
+  const { executor, queue } = wireRuns({
+    store: core.store,
+    runner: runtime.runner,
+    live: core.live,
+    limits: {
+      maxConcurrent: config.runs.max_concurrent,
+      maxAttempts: config.runs.max_attempts,
+      retryBaseMs: config.runs.retry_base_ms,
+    },
+    enqueueReply: owner.delivery.dispatcher.enqueue,
+    notifyOwner: owner.notifyOwner,
+    events: core.events,
+    clock: core.clock,
+    logger: core.logger,
+  });
+  core.late.executor.set(executor);
+  core.late.queue.set(queue);
+  closers.push('run queue', (reason) => queue.close(reason));
+  closers.push('approvals', async () => {
+    owner.approvals.close();
+    // Requests the stop expired lose their buttons while the channels still run.
+    await owner.delivery.approvalButtons.settled();
+  });
+  closers.push('scheduler', () => owner.scheduler.stop());
+  return queue;
+}
+
+/** The web console, when `[web] listen` is set. */
+async function openWebConsole(
+  core: HostCore,
+  parts: {
+    owner: OwnerParts;
+    queue: GroupQueue;
+    spend: SpendView;
+    control: ControlApiDeps;
+    adminChat: WebConsoleWiringDeps['adminChat'];
+  },
+): Promise<void> {
+  const web = await wireWebConsole({
+    web: core.config.web,
+    groupsDir: core.paths.groupsDir,
+    ...(core.reload ? { configFile: core.paths.configFile } : {}),
+    store: core.store,
+    approvals: parts.owner.approvals,
+    events: core.events,
+    queue: parts.queue,
+    status: () => readHostStatus(parts.control),
+    live: core.live,
+    spend: parts.spend,
+    registry: core.registry,
+    groupsChanged: () => prestartRefresh(core),
+    reloader: core.late.reloader.get,
+    adminChats: parts.owner.delivery.adminChats,
+    adminChat: parts.adminChat,
+    ...(core.doctor ? { doctor: core.doctor } : {}),
+    clock: core.clock,
+    onStep: core.onStep,
+    logger: core.logger,
+  });
+  if (!web) return;
+  core.late.web.set(web);
+  core.closers.push('web console', () => web.close());
+}
+
+/** Groups or the config changed: a pre-started container that may no longer serve a run is replaced now. */
+function prestartRefresh(core: HostCore): void {
+  core.late.runtime.get()?.prestart?.refresh();
+}
+
+/** The way in: ingest with media and the owner's commands. */
+function wireWayIn(
+  core: HostCore,
+  parts: { owner: OwnerParts; queue: GroupQueue; spend: SpendView; runtime: RunnerRuntime },
+) {
+  const { store, logger } = core;
+  const { owner } = parts;
+  const groupDir = (groupId: string) => path.join(core.paths.groupsDir, groupId);
+  const wayIn = wireIngest({
+    store,
+    live: core.live,
+    queue: parts.queue,
+    channelFor: core.channels.get,
+    events: core.events,
+    adminCommands: wireAdminCommands({
+      approvals: owner.approvals,
+      spend: parts.spend,
+      cancelTask: createOwnerTaskCancel({
+        tasks: store.tasks,
+        scheduler: owner.scheduler,
+        audit: store.audit,
+      }),
+      webLogin: (issuedTo) => core.late.web.get()?.loginLink(issuedTo),
+      remember: createRememberCommand({
+        notes: createMemoryNotes({ memory: store.memory, groupDir }),
+        assistantName: () => core.live().assistant.name,
+      }),
+      store,
+      adminChats: owner.delivery.adminChats,
+      enqueue: owner.delivery.dispatcher.enqueue,
+      redact: core.redact,
+      logger,
+    }),
+    groupDir,
+    quotaProblem: groupRoomCheck(groupDir, () => core.live().containers.group_quota_mb),
+    runtime: parts.runtime,
+    clock: core.clock,
+    logger,
+  });
+  core.closers.push('typing indicator', () => wayIn.typing.stop());
+  return wayIn;
+}
+
+/** The console channel, the configured ones and the callers' extras, started in that order. */
+async function startAllChannels(
+  core: HostCore,
+  parts: {
+    local: Channel;
+    owner: OwnerParts;
+    wayIn: ReturnType<typeof wireWayIn>;
+    channelClosers: CloserStack;
+    running(): boolean;
+  },
+): Promise<void> {
+  const { store, channels, clock, logger } = core;
+  const configured = createConfiguredChannels(core.registry, {
+    dataDirOf: (name) => channelDataDir(core.paths, name),
+    secret: core.secret ?? (() => undefined),
+    state: (name) => store.channelState(name),
+    assistantName: core.config.assistant.name,
+    clock,
+    logger,
+  });
+  for (const ch of [parts.local, ...configured, ...(core.extraChannels ?? [])]) channels.add(ch);
+  const { adminChats, outcomes } = parts.owner.delivery;
+  const channelNotices = createChannelNotices({ notify: adminChats.notify, running: parts.running });
+  await startChannels(channels.all(), {
+    store,
+    ingest: parts.wayIn.ingest,
+    ingestMedia: parts.wayIn.ingestMedia,
+    statuses: channels.statuses,
+    onStatusChanged: channelNotices.statusChanged,
+    onChatMoved: outcomes.rebind,
+    registerStop: parts.channelClosers.push,
+    onStep: core.onStep,
+    logger,
+  });
+}
+
+/** config.toml watched and applied while the host runs. */
+function watchConfigFile(core: HostCore, reload: ConfigFileReload, adminChats: AdminChats): void {
+  const { reloader, stop } = wireConfigReload({
+    configFile: core.paths.configFile,
+    reload,
+    source: core.source,
+    groups: core.store.groups,
+    channelStates: () => core.channels.summary().map((ch) => ({ name: ch.name, state: ch.status.state })),
+    adminChats,
+    // A pre-started container made under the old config (its TZ, its mounts) is replaced now, not
+    // discarded when its group's next run finds it stale.
+    onApplied: () => prestartRefresh(core),
+    logger: core.logger,
+  });
+  core.late.reloader.set(reloader);
+  core.closers.push('config watch', () => stop());
+}
+
+/** The console channel and the control socket `carapace` talks to, taken before anything else runs. */
+async function openLocalControl(core: HostCore) {
+  const { store, late } = core;
+  const local = createLocalChannel({
+    groups: store.groups,
+    outbox: store.outbox,
+    events: core.events,
+    isBusy: (id) => late.queue.get()?.isBusy(id) ?? false,
+    capRefusal: (id) => late.executor.get()?.capRefusal(id),
+    ownerName: os.userInfo().username,
+    logger: core.logger.child({ channel: LOCAL_CHANNEL }),
+  });
+  const control: ControlApiDeps = {
+    store,
+    databaseFile: core.paths.databaseFile,
+    startedAt: new Date().toISOString(),
+    assistantName: () => core.live().assistant.name,
+    runner: () => describeRunner(core.config.runner),
+    queue: late.queue.get,
+    runtime: late.runtime.get,
+    reloader: late.reloader.get,
+    web: late.web.get,
+    channels: core.channels.summary,
+  };
+  core.closers.push(
+    'control socket',
+    await openControlSocket(core.paths.socketFile, { ...local.routes, ...createControlRoutes(control) }),
+  );
+  return { local, control };
+}
+
+/** The channels' own closer stack, closed as one part of the host's (see startHost for its place). */
+function channelCloserStack(closers: CloserStack, logger: Logger): CloserStack {
+  const channelClosers = createCloserStack();
+  closers.push('channels', async (reason) => {
+    for (const f of await channelClosers.closeAll(reason))
+      logger.warn({ err: f.error, channel: f.name }, 'channel did not stop cleanly');
+  });
+  return channelClosers;
+}
+
+/**
+ * Only once the host holds its socket (one host per data folder) and its channels run: unfinished runs
+ * are taken over, tasks that fell due while it was down fire once, and the background work starts.
+ */
+function takeOverWork(
+  core: HostCore,
+  parts: { owner: OwnerParts; queue: GroupQueue; spend: SpendView },
+): void {
+  const { store, closers, clock, logger } = core;
+  const { owner } = parts;
+  const { dispatcher, adminChats } = owner.delivery;
+  for (const groupId of recoverInterruptedRuns(store, logger, {
+    enqueue: dispatcher.enqueue,
+    notifyOwner: owner.notifyOwner,
+  }))
+    parts.queue.notify(groupId);
+  // Tasks that fell due while the host was down fire once now, then on their own timer.
+  owner.scheduler.start();
+  const retention = startRetention(store, core.config.retention, clock, logger);
+  closers.push('retention', () => retention.stop());
+  closers.push('memory backfill', startMemoryBackfill(store.memory, logger));
+  closers.push(
+    'daily summary',
+    startDailySummary({
+      spend: parts.spend,
+      live: core.live,
+      onConfigChange: core.source.subscribe,
+      adminChats,
+      clock,
+      logger,
+    }),
+  );
+  dispatcher.kick();
 }

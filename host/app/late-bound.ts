@@ -14,3 +14,5 @@ export function lateBound<T>() {
     },
   };
 }
+
+export type LateBound<T> = ReturnType<typeof lateBound<T>>;

@@ -237,8 +237,30 @@ export interface Channel {
   stop(): Promise<void>;
   status(): ChannelStatus;
   send(piece: OutboundPiece): Promise<SendOutcome>;
-  /** Typing/composing indicator while a run is active; best effort, never throws. */
+  /**
+   * Typing/composing indicator: `true` shows it once (the platform keeps it a few seconds), `false` takes
+   * it off where the platform can. Best effort, never throws. The host calls it while a run is active,
+   * repeating `true` every `typingRenewMs`, so it holds through tool calls and waits for the owner.
+   */
   setTyping(chatId: string, on: boolean): Promise<void>;
+  /**
+   * How often `setTyping(chatId, true)` must be repeated for the indicator to stay on: the platform's
+   * expiry less a margin. Present exactly when the definition's `typing` capability is true.
+   */
+  readonly typingRenewMs?: number;
+  /**
+   * Acknowledges a message that triggered a run (a reaction on it), so people see at once that the
+   * assistant was addressed. Present exactly when the definition's `reactions` capability is true; does
+   * nothing when the channel's config turned acknowledgements off. Best effort, never throws.
+   */
+  acknowledge?(target: AcknowledgeTarget): Promise<void>;
+  /**
+   * Takes a delivered message of the host's back (deletes it for everyone): a line that stopped being true,
+   * such as "waiting for the owner's OK" once the owner answered. Present exactly when the definition's
+   * `unsend` capability is true. Best effort: resolves `false` when the platform refused (logged), never
+   * throws; a message already gone counts as taken back.
+   */
+  unsend?(target: { chatId: string; platformId: string }): Promise<boolean>;
   /** The owner's admin chat on this channel once known (Telegram: the owner's private chat id; WhatsApp: self-chat JID). */
   adminChatId(): string | undefined;
   /**
@@ -248,6 +270,15 @@ export interface Channel {
    * second call for the same message is harmless and sends nothing.
    */
   retractActions?(target: { chatId: string; platformId: string }): Promise<boolean>;
+}
+
+/** The message an acknowledgement goes on, as the adapter handed it in (InboundMessage's fields). */
+export interface AcknowledgeTarget {
+  chatId: string;
+  externalId: string;
+  senderId: string;
+  /** The owner in their admin chat: on WhatsApp the linked account's own message (its key is fromMe). */
+  fromOwner: boolean;
 }
 
 /** Durable key/value state a channel keeps in the host's SQLite (Telegram's update offset), scoped to it. */
@@ -310,6 +341,12 @@ export interface ChannelCapabilities {
   sharedConnection: true | string;
   /** A delivered piece's buttons can be taken off afterwards (`Channel.retractActions`). */
   retractActions: true | string;
+  /** A message can carry a reaction, which acknowledges the one that triggered a run (`Channel.acknowledge`). */
+  reactions: true | string;
+  /** The platform shows a typing indicator that expires and is renewed (`Channel.typingRenewMs`). */
+  typing: true | string;
+  /** The bot can delete a message it sent, for everyone (`Channel.unsend`). */
+  unsend: true | string;
 }
 
 /** One entry of the channel registry (host/channels/registry.ts). */

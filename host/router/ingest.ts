@@ -22,7 +22,7 @@ export interface IngestDeps {
   assistantName: () => string;
   /** A group's trigger settings (`[groups.<id>] trigger`, `allowed_senders`), read for every message. */
   triggerSettings?(groupId: string): TriggerSettings;
-  onTriggered(groupId: string): void;
+  onTriggered(groupId: string, m: InboundMessage): void;
   logger: Logger;
 }
 
@@ -105,7 +105,7 @@ export function createIngest({
     // A stranger's words now sit in the group's history, whoever forwarded them: the group's standing
     // taint, which every run of it reads (also one already running, see taint.ts), until the owner clears it.
     if (strangerWords) store.groups.markTainted(group.id, { corruption: true, secret: false });
-    if (triggers) onTriggered(group.id);
+    if (triggers) onTriggered(group.id, m);
     return { stored: true, duplicate: false, triggered: triggers, messageId, groupId: group.id };
   };
 }

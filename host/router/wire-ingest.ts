@@ -7,7 +7,9 @@ import { createIngest, type IngestDeps } from './ingest.ts';
 import type { MediaConfig } from './media/media-config.ts';
 import { createMediaIngest, type MediaIngestDeps, type Transcribe } from './media/media-ingest.ts';
 import type { TriggerSettings } from './trigger-rules.ts';
+import { acknowledgeTrigger } from './acknowledge-trigger.ts';
 import { createTypingIndicator } from './typing-indicator.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 /** The group settings ingest reads for every message (`[groups.<id>]`). */
 export interface GroupIngestSettings {
@@ -32,12 +34,15 @@ export interface IngestWiringDeps {
   quotaProblem: MediaIngestDeps['quotaProblem'];
   /** The agent runtime: voice goes through its gateway (none: voice notes are not transcribed). */
   runtime: { transcribe?: Transcribe | undefined };
+  /** The host's clock: typing is renewed on it (default the real one). */
+  clock?: Clock;
   logger: Logger;
 }
 
 /**
- * The way in: a message is stored and triggers its group's run (the typing indicator follows the group's
- * state), and a message with a file goes through the media step first.
+ * The way in: a message is stored and triggers its group's run (the message is acknowledged where the
+ * channel has reactions, and the typing indicator follows the group's state), and a message with a file
+ * goes through the media step first.
  */
 export function wireIngest(deps: IngestWiringDeps) {
   const { store, live, queue } = deps;
@@ -45,6 +50,7 @@ export function wireIngest(deps: IngestWiringDeps) {
     groups: store.groups,
     isBusy: (id) => queue.isBusy(id),
     channelFor: deps.channelFor,
+    clock: deps.clock ?? systemClock,
   });
   deps.events.on('group-state', typing.sync);
   const ingest = createIngest({
@@ -55,9 +61,10 @@ export function wireIngest(deps: IngestWiringDeps) {
       const g = live().groups[groupId];
       return { trigger: g?.trigger ?? 'mention', allowedSenders: g?.allowed_senders };
     },
-    onTriggered: (groupId) => {
+    onTriggered: (groupId, m) => {
       queue.notify(groupId);
       typing.sync(groupId);
+      acknowledgeTrigger(deps.channelFor(m.channel), m);
     },
     logger: deps.logger.child({ subsystem: 'ingest' }),
   });

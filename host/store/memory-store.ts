@@ -199,7 +199,12 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   // are counted over every group's rows (a read of all their postings on each query, and a ranking that
   // would move with what other groups say); the rank is computed here over the group's own matches.
   const matchRowids = db.prepare<[string, number], { rowid: number }>(
-    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
+    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?',
+  );
+  // Notes apart (rowid = −note id, the newest the most negative): in one walk they would come after every
+  // message, and a word the group says often would push the notes it was asked to keep out of the candidates.
+  const matchNoteRowids = db.prepare<[string, number], { rowid: number }>(
+    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 ORDER BY rowid ASC LIMIT ?',
   );
   // Then each candidate by its id, the group checked again on every row.
   const messagesByIds = db.prepare<Record<string, unknown>, MessageHitRow>(
@@ -263,7 +268,11 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
       const terms = queryTerms(q.text);
       if (terms.length === 0) return [];
       const limit = Math.min(Math.max(1, q.limit ?? 10), MAX_HITS);
-      const rowids = matchRowids.all(matchExpression(groupId, terms), MAX_CANDIDATES).map((r) => r.rowid);
+      const match = matchExpression(groupId, terms);
+      const rowids = [
+        ...matchRowids.all(match, MAX_CANDIDATES),
+        ...matchNoteRowids.all(match, MAX_CANDIDATES),
+      ].map((r) => r.rowid);
       const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
       const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
       const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));

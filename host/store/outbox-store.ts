@@ -177,6 +177,22 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
     `SELECT id, idempotency_key AS idempotencyKey, channel, chat_id AS chatId FROM outbox
      WHERE idempotency_key >= @from AND idempotency_key < @to AND status = 'sent' AND actions IS NOT NULL`,
   );
+  const keyRangeAny = db.prepare<
+    { from: string; to: string },
+    { id: number; idempotencyKey: string; channel: string; chatId: string }
+  >(
+    `SELECT id, idempotency_key AS idempotencyKey, channel, chat_id AS chatId FROM outbox
+     WHERE idempotency_key >= @from AND idempotency_key < @to AND status = 'sent'`,
+  );
+  /** The delivered pieces under `key` (the key itself, `<key>#<n>`, `<key>@<chat>`), with their last message. */
+  const deliveredUnder = (rows: typeof keyRangeAny, key: string) =>
+    rows
+      .all({ from: key, to: `${key}\u007f` })
+      .filter((r) => r.idempotencyKey === key || /^[#@]/.test(r.idempotencyKey.slice(key.length)))
+      .flatMap((r) => {
+        const platformId = platformIdsOf.all(r.id).at(-1)?.platform_id;
+        return platformId === undefined ? [] : [{ channel: r.channel, chatId: r.chatId, platformId }];
+      });
   const movePending = db.prepare(
     `UPDATE outbox SET chat_id = ?, next_attempt_at = ? WHERE channel = ? AND chat_id = ? AND status = 'pending'`,
   );
@@ -253,14 +269,12 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
      * key itself, `<key>#<n>` and `<key>@<chat>`), each with the platform id of the message holding them.
      */
     deliveredWithActions(key: string): { channel: string; chatId: string; platformId: string }[] {
-      return keyRange
-        .all({ from: key, to: `${key}\u007f` })
-        .filter((r) => r.idempotencyKey === key || /^[#@]/.test(r.idempotencyKey.slice(key.length)))
-        .flatMap((r) => {
-          // The last message of a piece carries its buttons.
-          const platformId = platformIdsOf.all(r.id).at(-1)?.platform_id;
-          return platformId === undefined ? [] : [{ channel: r.channel, chatId: r.chatId, platformId }];
-        });
+      // The last message of a piece carries its buttons.
+      return deliveredUnder(keyRange, key);
+    },
+    /** The delivered pieces the message under `key` became, each with the platform id of its last message. */
+    delivered(key: string): { channel: string; chatId: string; platformId: string }[] {
+      return deliveredUnder(keyRangeAny, key);
     },
     /** Moves the pending pieces of a chat that the platform moved to a new id; they are due at once. */
     movePending(channel: string, fromChatId: string, toChatId: string): number {

@@ -18,9 +18,12 @@ import {
   type OutboxDispatcher,
 } from '../../host/channels/outbox-dispatcher.ts';
 import { createHostEvents, type HostEvents } from '../../host/store/host-events.ts';
+import { acknowledgeTrigger } from '../../host/router/acknowledge-trigger.ts';
 import { createIngest } from '../../host/router/ingest.ts';
+import { createTypingIndicator } from '../../host/router/typing-indicator.ts';
 import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import { fakeClock } from '../helpers/fake-clock.ts';
 import { FENCE_START, outsideFences } from '../helpers/fences.ts';
 
 /** What the suite gives a factory: the host's real pieces over a fresh SQLite file. */
@@ -77,7 +80,7 @@ export interface PlatformDriver {
   memberMentionsBot?(chatId: string, text: string): Promise<void>;
   /** A member replies to the platform message `platformId`. */
   memberRepliesTo?(chatId: string, platformId: string, text: string): Promise<void>;
-  /** The texts the platform shows in a chat as sent by the bot, oldest first. */
+  /** The texts the platform shows in a chat as sent by the bot, oldest first (not those it deleted). */
   received(chatId: string): Promise<string[]>;
   /** The next send to the chat fails transiently (network error, rate limit). */
   failNextSend?(chatId: string): void;
@@ -94,6 +97,12 @@ export interface PlatformDriver {
   dropsConnectionOn?(chatId: string, marker: string): void;
   /** Whether the platform still shows buttons under the bot's message `platformId` in the chat. */
   showsButtons?(chatId: string, platformId: string): Promise<boolean>;
+  /** The emoji the platform shows as the bot's reaction on the message `externalId` in the chat. */
+  reactionsOn?(chatId: string, externalId: string): Promise<string[]>;
+  /** The typing signals the platform got for the chat, oldest first (`off` where it has a signal for it). */
+  typingSignals?(chatId: string): Promise<('on' | 'off')[]>;
+  /** How long the platform shows typing after one signal (Telegram 5 s, WhatsApp about 10 s). */
+  typingLapsesAfterMs?: number;
   /** The connection drops, then comes back. */
   dropConnection?(): Promise<void>;
   restoreConnection?(): Promise<void>;
@@ -209,7 +218,8 @@ export function describeChannelConformance(
       const ingest = createIngest({
         store,
         assistantName: () => ASSISTANT,
-        onTriggered: () => undefined,
+        // As the host wires it (wire-ingest.ts): a triggering message is acknowledged on its channel.
+        onTriggered: (_groupId, m) => acknowledgeTrigger(subject.channel, m),
         logger,
       });
       const host: ChannelHost = {
@@ -537,6 +547,92 @@ export function describeChannelConformance(
       },
     );
 
+    it('offers acknowledge and typingRenewMs exactly when it declares reactions and typing', () => {
+      const { channel } = (harness as Harness).subject;
+      expect(typeof channel.acknowledge === 'function').toBe(opts.capabilities.reactions === true);
+      expect(channel.typingRenewMs !== undefined).toBe(opts.capabilities.typing === true);
+    });
+
+    needs(
+      'reactions',
+      'acknowledges a message that triggers a run with a reaction, and no other',
+      async (h) => {
+        const { driver } = h.subject;
+        await driver.memberWrites?.(driver.groupChatId, 'just chatting');
+        await driver.memberMentionsBot?.(driver.groupChatId, 'are you there?');
+        const [plain, mention] = h.inbound as [InboundMessage, InboundMessage];
+        const reactions = (m: InboundMessage) => driver.reactionsOn?.(driver.groupChatId, m.externalId) ?? [];
+        await until('the reaction on the mention', async () => (await reactions(mention)).length > 0, wait);
+        expect(await reactions(mention)).toHaveLength(1);
+        expect(await reactions(plain)).toEqual([]);
+      },
+    );
+
+    needs(
+      'typing',
+      "keeps typing on through a 90 s run, renewed within the platform's expiry, and not after its end",
+      async (h) => {
+        const { driver, channel } = h.subject;
+        const renewMs = channel.typingRenewMs as number;
+        expect(renewMs).toBeLessThan(driver.typingLapsesAfterMs ?? 0);
+        // The host's own indicator, on a clock the test moves; the channel and its platform are real.
+        const time = fakeClock(Date.now());
+        let busy = true;
+        const typing = createTypingIndicator({
+          groups: h.ctx.store.groups,
+          isBusy: () => busy,
+          channelFor: () => channel,
+          clock: time.clock,
+        });
+        const ons = async () =>
+          (await driver.typingSignals?.(driver.groupChatId))?.filter((s) => s === 'on').length ?? 0;
+        typing.sync(GROUP_ID);
+        await until('typing shown', async () => (await ons()) === 1, wait);
+        // A long tool call: the run stays active, and every renewal reaches the platform before a lapse.
+        const expected = 1 + Math.floor(90_000 / renewMs);
+        for (let t = 0; t < 90_000; t += renewMs) time.advance(Math.min(renewMs, 90_000 - t));
+        await until(`${expected} typing signals`, async () => (await ons()) >= expected, wait);
+        busy = false;
+        typing.sync(GROUP_ID);
+        await until(
+          'the indicator to see the run end',
+          () => Promise.resolve(time.live().length === 0),
+          wait,
+        );
+        time.advance(60_000);
+        // The sentinel: a reply sent after the end reaches the platform after any renewal would have.
+        reply(h, 'after-typing', 'done');
+        await h.settled(1);
+        expect(await ons()).toBe(expected);
+        typing.stop();
+      },
+    );
+
+    it('offers unsend exactly when it declares the capability', () => {
+      const { channel } = (harness as Harness).subject;
+      expect(typeof channel.unsend === 'function').toBe(opts.capabilities.unsend === true);
+    });
+
+    needs('unsend', 'takes a delivered message back, and a second request changes nothing', async (h) => {
+      const { driver, channel } = h.subject;
+      reply(h, 'waiting', 'waiting for the owner');
+      reply(h, 'stays', 'this one stays');
+      const [first] = await h.settled(2);
+      const [platformId] = h.ctx.store.outbox.platformIds(first?.id ?? -1);
+      if (platformId === undefined) throw new Error('the first message was not delivered');
+      expect(await driver.received(driver.groupChatId)).toEqual(['waiting for the owner', 'this one stays']);
+      const target = { chatId: driver.groupChatId, platformId };
+      expect(await channel.unsend?.(target)).toBe(true);
+      await until(
+        'the message gone',
+        async () => (await driver.received(driver.groupChatId)).length === 1,
+        wait,
+      );
+      expect(await driver.received(driver.groupChatId)).toEqual(['this one stays']);
+      expect(await channel.unsend?.(target)).toBe(true);
+      expect(await driver.received(driver.groupChatId)).toEqual(['this one stays']);
+    });
+
     needs('connectionDrops', 'reports a dropped connection and its return', async (h) => {
       const { driver, channel } = h.subject;
       await driver.dropConnection?.();
@@ -548,4 +644,13 @@ export function describeChannelConformance(
       expect(h.statuses.at(-1)?.state).toBe('connected');
     });
   });
+}
+
+/** Polls an async probe until it holds (a platform double answers over the network). */
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

@@ -67,6 +67,9 @@ describeChannelConformance(
       connectionDrops: true,
       sharedConnection: true,
       retractActions: 'the test platform shows no buttons',
+      reactions: 'the test platform has no reactions',
+      typing: 'the test platform shows no typing',
+      unsend: 'the test platform cannot take a message back',
     },
   },
 );

@@ -155,9 +155,11 @@ describeChannelConformance(
           );
         },
         async received(chatId) {
+          const gone = (id: number) =>
+            fake.deleted().some((d) => d.chat_id === Number(chatId) && d.message_id === id);
           return fake
             .sent()
-            .filter((s) => s.chat_id === Number(chatId))
+            .filter((s) => s.chat_id === Number(chatId) && !gone(s.message_id))
             .map((s) => s.text);
         },
         failNextSend: () => fake.failNext('sendMessage', { error_code: 502, description: 'Bad Gateway' }),
@@ -169,6 +171,13 @@ describeChannelConformance(
           );
         },
         moveChat: (chatId, newChatId) => fake.migrate(Number(chatId), Number(newChatId)),
+        reactionsOn: async (chatId, externalId) => fake.reactions(Number(chatId), Number(externalId)),
+        // Telegram has no "stop typing" call: "typing…" lapses by itself.
+        typingSignals: async (chatId) =>
+          fake.calls
+            .filter((c) => c.method === 'sendChatAction' && c.params.chat_id === Number(chatId))
+            .map(() => 'on' as const),
+        typingLapsesAfterMs: 5_000,
         async showsButtons(chatId, platformId) {
           const at = { chat_id: Number(chatId), message_id: Number(platformId) };
           const sent = fake.sent().find((s) => s.chat_id === at.chat_id && s.message_id === at.message_id);

@@ -158,7 +158,20 @@ describeChannelConformance(
               quotedId: platformId,
             }),
           ),
-        received: async (chatId) => seam.sent.filter((s) => s.chatId === chatId).map((s) => s.text),
+        // What the chat shows: the bot's messages, less those it deleted.
+        received: async (chatId) =>
+          seam.sent
+            .filter(
+              (s) => s.chatId === chatId && !seam.deletions.some((d) => d.chatId === chatId && d.id === s.id),
+            )
+            .map((s) => s.text),
+        reactionsOn: async (chatId, externalId) =>
+          seam.reactions.filter((r) => r.chatId === chatId && r.id === externalId).map((r) => r.text),
+        typingSignals: async (chatId) =>
+          seam.presences
+            .filter((p) => p.chatId === chatId)
+            .map((p) => (p.type === 'composing' ? 'on' : 'off')),
+        typingLapsesAfterMs: 10_000,
         failNextSend: (chatId) => seam.failNext(chatId, connectionClosed()),
         dropsConnectionOn: (chatId, marker) => void poison.set(chatId, marker),
         async killChat(chatId) {

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { WAITING_FOR_OWNER_LINE } from '../../host/admin/waiting-line.ts';
 import { eventually, type E2eHost } from './e2e-harness.ts';
 import { GROUP, startWhatsAppHost, type WhatsAppE2e } from './whatsapp-e2e-host.ts';
 import {
@@ -309,7 +310,7 @@ await describeDocker('e2e: WhatsApp (Baileys ↔ crabline, real containers)', ()
     approve(id('S'));
     await eventually(
       'the group’s answer at the socket',
-      () => t.seam.sent.slice(before).find((s) => s.chatId === GROUP),
+      () => t.seam.sent.slice(before).find((s) => s.chatId === GROUP && s.text !== WAITING_FOR_OWNER_LINE),
       60_000,
     );
     expect(fs.existsSync(path.join(t.e2e.paths.groupsDir, 'fam', file))).toBe(true);

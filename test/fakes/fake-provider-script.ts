@@ -42,6 +42,8 @@ export interface ToolCallSpec {
 interface StreamShaping {
   /** Wait this long before each content chunk when streaming. */
   chunkDelayMs?: number;
+  /** Only the response headers go out until this settles (a model that is slow to start). */
+  holdBody?: Promise<unknown>;
   /** After this many content chunks, wait for `resume` before sending the rest. */
   pauseAfterChunks?: number;
   resume?: Promise<unknown>;

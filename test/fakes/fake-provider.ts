@@ -207,6 +207,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       ...reply.headers,
     });
     res.flushHeaders();
+    if (reply.holdBody) await reply.holdBody;
     let contentSent = 0;
     for (const frame of frames) {
       if (res.destroyed) return;

@@ -88,6 +88,10 @@ export interface FakeTelegram {
   linkOwner(ownerId: number): Promise<void>;
   /** The file paths the bot downloaded, in order. */
   downloads(): string[];
+  /** The bot's messages it deleted (deleteMessage), in order. */
+  deleted(): { chat_id: number; message_id: number }[];
+  /** The emoji the bot's reaction on a message shows now (setMessageReaction), none when it has none. */
+  reactions(chatId: number, messageId: number): string[];
   /** Files the bot sent (sendPhoto, sendVoice, sendDocument), in order. */
   sentFiles(): {
     method: string;
@@ -115,12 +119,17 @@ export interface FakeTelegram {
   close(): Promise<void>;
 }
 
+/** Some of the emoji Telegram offers as reactions (its list is fixed; others answer REACTION_INVALID). */
+const REACTION_EMOJI = new Set(['👍', '👎', '❤', '🔥', '🤔', '👀', '✍', '👌', '🙏', '😁', '🎉']);
+
 export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
   const token = opts.token ?? '123456:fake-telegram-token';
   const botId = opts.botId ?? 777000111;
   const username = opts.username ?? 'carapace_test_bot';
   let privacy = opts.privacy ?? false;
   const calls: ApiCall[] = [];
+  const reactionsOn = new Map<string, string[]>();
+  const deletedMessages: { chat_id: number; message_id: number }[] = [];
   const updates: Update[] = [];
   let nextUpdateId = 1;
   const nextMessageId = new Map<number, number>();
@@ -290,6 +299,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       case 'sendVoice':
       case 'sendDocument':
         return sendFile(method, p);
+      case 'setMessageReaction':
+        return setReaction(p);
+      case 'deleteMessage':
+        return deleteMessage(p);
       case 'sendChatAction':
       case 'answerCallbackQuery':
       case 'editMessageReplyMarkup':
@@ -310,6 +323,34 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       default:
         throw { error_code: 404, description: `Not Found: method ${method} is not faked` } satisfies Failure;
     }
+  }
+
+  /** The bot deletes one of its own messages, once: after that Telegram no longer finds it. */
+  function deleteMessage(p: Record<string, unknown>): true {
+    const at = { chat_id: Number(p.chat_id), message_id: Number(p.message_id) };
+    const ours = [...sentMessages, ...sentFiles].some(
+      (m) => m.chat_id === at.chat_id && m.message_id === at.message_id,
+    );
+    const gone = deletedMessages.some((d) => d.chat_id === at.chat_id && d.message_id === at.message_id);
+    if (!ours || gone)
+      throw { error_code: 400, description: 'Bad Request: message to delete not found' } satisfies Failure;
+    deletedMessages.push(at);
+    return true;
+  }
+
+  /** The bot's reaction replaces its earlier one on the message; only emoji of Telegram's list are taken. */
+  function setReaction(p: Record<string, unknown>): true {
+    const list = (p.reaction ?? []) as { type?: string; emoji?: string }[];
+    for (const r of list)
+      if (r.type !== 'emoji' || !REACTION_EMOJI.has(String(r.emoji)))
+        throw { error_code: 400, description: 'Bad Request: REACTION_INVALID' } satisfies Failure;
+    if (!Number.isSafeInteger(Number(p.message_id)) || Number(p.message_id) <= 0)
+      throw { error_code: 400, description: 'Bad Request: message to react not found' } satisfies Failure;
+    reactionsOn.set(
+      `${Number(p.chat_id)}:${Number(p.message_id)}`,
+      list.map((r) => String(r.emoji)),
+    );
+    return true;
   }
 
   /** JSON, or multipart when the bot uploads a file: the file's part becomes `{ fileName, bytes }`. */
@@ -500,6 +541,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     botId,
     username,
     calls,
+    deleted: () => deletedMessages,
+    reactions: (chatId, messageId) => reactionsOn.get(`${chatId}:${messageId}`) ?? [],
     sent: () => sentMessages,
     push,
     message,

@@ -260,14 +260,37 @@ export interface SeamSend {
  * socket is built and only its `sendMessage` to `@g.us` chats is recorded here instead of sent. Failures
  * are shaped as Baileys throws them (an error with a Boom `output.statusCode`).
  */
+/** A reaction or a delete taken at the seam: the chat, the message it names, the emoji (a reaction's). */
+export interface SeamMark {
+  chatId: string;
+  id: string;
+  text: string;
+}
+
 export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOpts: SeamOptions = {}) {
   const sent: SeamSend[] = [];
   const failures = new Map<string, { err: Error; when?: (content: AnyMessageContent) => boolean }[]>();
   const sockets: WhatsAppSocket[] = [];
+  /** Reactions the channel sent (`text` the emoji) and deletes for everyone, with the message they name. */
+  const reactions: SeamMark[] = [];
+  const deletions: SeamMark[] = [];
+  /** Presence updates the channel sent (composing, paused), with their chat. */
+  const presences: { chatId: string; type: string }[] = [];
   const factory: SocketFactory = (opts) => {
     const sock = base(opts);
     const real = sock.sendMessage.bind(sock);
     sock.sendMessage = (async (jid: string, content: AnyMessageContent, options?: { messageId?: string }) => {
+      // Reactions and deletes are messages on the wire, but not ones the chat shows as the bot's.
+      if ('react' in content || 'delete' in content) {
+        const key = 'react' in content ? content.react.key : content.delete;
+        const text = 'react' in content ? (content.react.text ?? '') : '';
+        (('react' in content ? reactions : deletions) as SeamMark[]).push({
+          chatId: jid,
+          id: key?.id ?? '',
+          text,
+        });
+        return undefined;
+      }
       const text = 'text' in content && typeof content.text === 'string' ? content.text : '';
       if (!jid.endsWith('@g.us') || seamOpts.toServer?.(text))
         return real(jid, content as never, options as never);
@@ -287,12 +310,20 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
       });
       return undefined;
     }) as WhatsAppSocket['sendMessage'];
+    const presence = sock.sendPresenceUpdate.bind(sock);
+    sock.sendPresenceUpdate = (async (type: string, jid?: string) => {
+      presences.push({ chatId: jid ?? '', type });
+      return presence(type as never, jid);
+    }) as WhatsAppSocket['sendPresenceUpdate'];
     sockets.push(sock);
     return sock;
   };
   return {
     factory,
     sent,
+    presences,
+    reactions,
+    deletions,
     /** The socket built last (the live one once connected). */
     socket: () => sockets.at(-1),
     /** Sockets built so far: one per connection the channel opened. */

@@ -18,8 +18,6 @@ export interface CommandRunner {
 /** The descriptors launch.sh gives the agent. */
 const EXECUTOR_REPLIES_FD = 3;
 const EXECUTOR_REQUESTS_FD = 4;
-/** How long after the agent listens the executor starts (the bash parser loads at 250 ms). */
-const EXECUTOR_WAKE_DELAY_MS = 500;
 /** The executor says who it is as soon as it starts; one that has not by then never will. */
 const HELLO_TIMEOUT_MS = 15_000;
 
@@ -74,15 +72,15 @@ export function launcherCommands(sessionDir: string): CommandRunner {
   // Neither keeps the agent alive: it exits when the host is gone, whatever the executor does.
   input.unref();
   output.unref();
-  // launch.sh starts the executor's node at the first line it gets: soon after the agent listens (a
-  // pre-started container boots it while it waits), or at the first command if that comes sooner.
+  // launch.sh starts the executor's node at the first line it gets: at the separation check, which the run
+  // asks for once its first LLM request is out, or the first command if that comes sooner. A pre-started
+  // container waits without it (a node process fewer in memory while it waits).
   let awake = false;
   const wake = () => {
     if (awake) return;
     awake = true;
     output.write('start\n');
   };
-  setTimeout(wake, EXECUTOR_WAKE_DELAY_MS).unref();
   return executorCommands(
     connectCommandExecutor({ input, output }),
     (commandUid) => procFacts(commandUid, sessionDir),

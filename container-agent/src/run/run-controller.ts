@@ -2,39 +2,34 @@
  * One agent process serves one run: run.start prepares it (history, memory, prompt, tools) and
  * acknowledges the messages once they are in the stored conversation; the loop then runs in the
  * background; run.done reports the outcome and the process exits.
+ *
+ * The parts: run-preparation.ts reads what a run starts from (the stored conversation loads while the
+ * process waits for run.start), run-execution.ts runs the loop and reports; this file holds the phase and
+ * answers the host's calls. The first LLM request does not wait for the start messages to be stored: the
+ * acknowledgement does, and so does every later write to the history.
  */
-import type { CommandRunner } from '../executor/command-runner.ts';
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import type { BashClassifierSource } from '../bash-gate/fail-closed-classifier.ts';
-import { compactConversation } from '../history/compaction.ts';
-import { maxChatId, type ConversationMessage, type UserMessage } from '../history/conversation.ts';
-import { createHistoryStore, type HistoryStore } from '../history/history-store.ts';
+import type { CommandRunner } from '../executor/command-runner.ts';
+import { maxChatId } from '../history/conversation.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { ChatModel } from '../llm/chat-model.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
-import { renderChatMessages } from '../prompt/chat-messages.ts';
-import { MAX_MEMORY_CHARS, buildSystemPrompt } from '../prompt/system-prompt.ts';
-import {
-  LIMITS,
-  RPC_ERROR_CODES,
-  type AgentMethods,
-  type ChatMessage,
-  type RunStartParams,
-  type RunUsage,
-} from '../protocol.ts';
-import { RpcError } from '../rpc/errors.ts';
+import { RPC_ERROR_CODES, type AgentMethods, type ChatMessage } from '../protocol.ts';
+import { RpcError, errorMessage } from '../rpc/errors.ts';
 import type { RpcHandlers } from '../rpc/peer.ts';
-import { createAgentTools } from '../tools/agent-tools.ts';
-import { commandEnvironment } from '../tools/bash.ts';
-import { createToolset } from '../tools/toolset.ts';
-import { createWorkspace, type Workspace } from '../workspace/confine.ts';
-import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
-import { createInbox, type Inbox } from './inbox.ts';
-import { errorMessage } from '../rpc/errors.ts';
-
-const PRIVATE_FOLDER = 0o700;
+import { RunAbortedError } from './agent-loop.ts';
+import { createInbox } from './inbox.ts';
+import { executeRun, type ActiveRun } from './run-execution.ts';
+import {
+  freshMessages,
+  loadStoredConversation,
+  refreshStoredConversation,
+  renderTurn,
+  systemPromptFor,
+  type RunParams,
+  type StoredConversation,
+} from './run-preparation.ts';
 
 export interface RunControllerSettings {
   workspaceRoot: string;
@@ -75,28 +70,6 @@ export interface RunController {
 
 type Phase = 'idle' | 'starting' | 'running' | 'finished';
 
-/** run.start without its gateway key: the key lives only inside the run's model client. */
-type RunParams = Omit<RunStartParams, 'gatewayKey'>;
-
-interface ActiveRun {
-  params: RunParams;
-  model: ChatModel;
-  modelName: string;
-  workspace: Workspace;
-  history: HistoryStore;
-  conversation: ConversationMessage[];
-  systemPrompt: string;
-  inbox: Inbox;
-  abort: AbortController;
-  seenChatId: number;
-}
-
-/** The photos among `messages` the host offered as images (at most 16 per turn). */
-function withImages(messages: readonly ChatMessage[]): { images?: { path: string; mime: string }[] } {
-  const images = messages.flatMap((m) => (m.image ? [m.image] : [])).slice(-16);
-  return images.length > 0 ? { images } : {};
-}
-
 export function createRunController(deps: RunControllerDeps): RunController {
   const { settings, logger } = deps;
   const createNonce = deps.createNonce ?? (() => randomBytes(6).toString('hex'));
@@ -105,63 +78,40 @@ export function createRunController(deps: RunControllerDeps): RunController {
   let preparing: Promise<ActiveRun> | undefined;
   let resolveFinished: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (resolveFinished = resolve));
+  const render = (params: RunParams, messages: readonly ChatMessage[]) =>
+    renderTurn(params, messages, createNonce());
 
-  const render = (params: RunParams, messages: readonly ChatMessage[]): UserMessage => ({
-    role: 'user',
-    content: renderChatMessages(messages, {
-      assistantName: params.assistantName,
-      timezone: params.timezone,
-      nonce: createNonce(),
-      trusted: params.group.isAdmin,
-    }),
-    chatIds: messages.map((m) => m.id),
-    ...withImages(messages),
-  });
+  // While the process waits for run.start. A failure here is not the run's: run.start loads again.
+  const waiting = loadStoredConversation(settings, deps.now, logger);
+  waiting.catch(() => undefined);
+  const storedConversation = async (): Promise<StoredConversation> => {
+    const early = await waiting.catch((error: unknown) => {
+      logger.warn({ error: errorMessage(error) }, 'history could not be loaded ahead of run.start');
+      return undefined;
+    });
+    return early
+      ? refreshStoredConversation(early, settings, logger)
+      : loadStoredConversation(settings, deps.now, logger);
+  };
 
   const prepare = async (params: RunParams, model: ChatModel, modelName: string): Promise<ActiveRun> => {
-    const root = settings.workspaceRoot;
-    const groupDir = path.join(root, 'group');
-    const sessionDir = path.join(root, 'session');
-    await fs.mkdir(groupDir, { recursive: true });
-    // The session folder is the agent's alone (commands share its gid): nothing a command writes is ever
-    // loaded as the agent's own. The separation check refuses commands until this holds.
-    await fs.mkdir(sessionDir, { recursive: true, mode: PRIVATE_FOLDER });
-    await fs.chmod(sessionDir, PRIVATE_FOLDER);
-    const workspace = createWorkspace({ root, cwd: groupDir });
-    const history = createHistoryStore({ sessionDir, now: deps.now });
-
-    const loaded = await history.load();
-    if (loaded.skippedLines > 0)
-      logger.warn({ skippedLines: loaded.skippedLines }, 'history: unreadable lines skipped');
-    if (loaded.setAside)
-      logger.warn({ reason: loaded.setAside }, "history: a file not the agent's set aside");
-    const compacted = compactConversation(loaded.messages, settings.historyTokens);
-    if (compacted.dropped > 0 || compacted.shortened > 0 || loaded.skippedLines > 0) {
-      await history.replace(compacted.messages);
-      logger.info({ dropped: compacted.dropped, shortened: compacted.shortened }, 'history compacted');
-    }
-    const conversation = compacted.messages;
-    let seenChatId = maxChatId(conversation);
-
-    // A retried run gets messages it already took in; they are in the conversation once.
-    const fresh = params.messages.filter((m) => m.id > seenChatId);
+    const [stored, systemPrompt] = await Promise.all([
+      storedConversation(),
+      // The prompt reads the group's memory, which the stored conversation does not hold.
+      waiting.then(
+        (w) => systemPromptFor(params, w.workspace, settings, deps.now()),
+        () => undefined,
+      ),
+    ]);
+    const { workspace, history, conversation } = stored;
+    const fresh = freshMessages(conversation, params.messages);
+    let storing: Promise<void> = Promise.resolve();
     if (fresh.length > 0) {
       const turn = render(params, fresh);
-      await history.append([turn]);
+      storing = history.append([turn]);
       conversation.push(turn);
-      seenChatId = Math.max(seenChatId, ...fresh.map((m) => m.id));
     }
-
-    const systemPrompt = buildSystemPrompt({
-      assistantName: params.assistantName,
-      group: params.group,
-      timezone: params.timezone,
-      formatting: params.formatting,
-      now: deps.now(),
-      workspaceRoot: root,
-      memory: await readMemory(workspace),
-      credentials: params.commandSetup?.env.CARAPACE_CREDENTIALS,
-    });
+    storing.catch(() => undefined);
     return {
       params,
       model,
@@ -169,105 +119,37 @@ export function createRunController(deps: RunControllerDeps): RunController {
       workspace,
       history,
       conversation,
-      systemPrompt,
+      stored: storing,
+      systemPrompt: systemPrompt ?? (await systemPromptFor(params, workspace, settings, deps.now())),
       inbox: createInbox(),
       abort: new AbortController(),
-      seenChatId,
+      seenChatId: maxChatId(conversation),
     };
   };
 
   const execute = async (active: ActiveRun): Promise<void> => {
-    const { params } = active;
-    const wallTimer = setTimeout(
-      () =>
-        active.abort.abort(
-          new RunAbortedError(`the run's wall time of ${params.limits.wallTimeMs} ms ran out`),
-        ),
-      params.limits.wallTimeMs,
-    );
-    let lastOwnChatText: string | undefined;
-    const usage: RunUsage = { promptTokens: 0, completionTokens: 0, toolSteps: 0 };
-    let outcome: { status: 'ok' } | { status: 'error'; error: string };
-    try {
-      if (!needsAnswer(active.conversation)) {
-        logger.info({}, 'nothing new to answer');
-        outcome = { status: 'ok' };
-      } else {
-        const tools = createToolset(
-          createAgentTools({
-            workspace: active.workspace,
-            host: deps.host,
-            classifier: deps.classifier,
-            isAdmin: params.group.isAdmin,
-            commandEnv: commandEnvironment(settings.processEnv, {
-              timezone: params.timezone,
-              home: settings.commandHome,
-              setup: params.commandSetup,
-            }),
-            bashCheckTimeoutMs: settings.bashCheckTimeoutMs,
-            ripgrep: deps.ripgrep,
-            serviceTools: params.serviceTools ?? [],
-            commands: deps.commands,
-            onMessageSent: (m) => {
-              if (m.to === undefined) lastOwnChatText = m.text.trim();
-            },
-            logger,
-          }),
-          { logger },
-        );
-        await runAgentLoop({
-          model: active.model,
-          modelName: active.modelName,
-          tools,
-          systemPrompt: active.systemPrompt,
-          conversation: active.conversation,
-          limits: params.limits,
-          inbox: active.inbox,
-          renderInput: (messages) => render(params, messages),
-          record: (message) => active.history.append([message]),
-          sendReply: async (text) => {
-            // The model already posted exactly this with send_message.
-            if (text === lastOwnChatText) return;
-            await deps.host.request(
-              'message.send',
-              { text: clipReply(text), final: true },
-              { signal: active.abort.signal },
-            );
-          },
-          signal: active.abort.signal,
-          usage,
-          logger,
-        });
-        outcome = { status: 'ok' };
-      }
-    } catch (error) {
-      const message = errorMessage(error);
-      logger.error({ error: message }, 'run failed');
-      outcome = { status: 'error', error: message.slice(0, LIMITS.error) };
-    } finally {
-      clearTimeout(wallTimer);
-      active.inbox.close();
-    }
-    phase = 'finished';
-
-    await compactAtEnd(active).catch((error: unknown) =>
-      logger.warn({ error: String(error) }, 'history compaction failed'),
-    );
-    try {
-      await deps.host.request('run.done', { ...outcome, usage }, { timeoutMs: deps.doneTimeoutMs ?? 10_000 });
-    } catch (error) {
-      logger.warn({ error: errorMessage(error) }, 'run.done was not confirmed');
-    }
-    const code = outcome.status === 'ok' ? 0 : 1;
-    logger.info({ status: outcome.status, usage }, 'run finished');
+    const code = await executeRun(active, {
+      host: deps.host,
+      classifier: deps.classifier,
+      commands: deps.commands,
+      ripgrep: deps.ripgrep,
+      settings,
+      logger,
+      ...(deps.doneTimeoutMs !== undefined ? { doneTimeoutMs: deps.doneTimeoutMs } : {}),
+      render,
+      onLoopEnd: () => (phase = 'finished'),
+    });
     resolveFinished(code);
     deps.exit(code);
   };
 
-  const compactAtEnd = async (active: ActiveRun): Promise<void> => {
-    const { messages } = await active.history.load();
-    const compacted = compactConversation(messages, settings.historyTokens);
-    if (compacted.dropped > 0 || compacted.shortened > 0) await active.history.replace(compacted.messages);
+  const failStart = (error: unknown): never => {
+    phase = 'finished';
+    logger.error({ error: errorMessage(error) }, 'run could not be prepared');
+    resolveFinished(1);
+    // Let the error reply go out first.
+    setImmediate(() => deps.exit(1));
+    throw error;
   };
 
   const handlers: RpcHandlers<AgentMethods> = {
@@ -290,16 +172,18 @@ export function createRunController(deps: RunControllerDeps): RunController {
         preparing = prepare(params, deps.createModel(gatewayKey), modelName);
         run = await preparing;
       } catch (error) {
-        phase = 'finished';
-        logger.error({ error: errorMessage(error) }, 'run could not be prepared');
-        resolveFinished(1);
-        // Let the error reply go out first.
-        setImmediate(() => deps.exit(1));
-        throw error;
+        return failStart(error);
       }
       phase = 'running';
       const active = run;
+      // The loop (and its first LLM request) starts now; the acknowledgement waits for the stored messages.
       setImmediate(() => void execute(active));
+      try {
+        await active.stored;
+      } catch (error) {
+        active.abort.abort(new RunAbortedError(`the start messages could not be stored: ${errorMessage(error)}`));
+        throw error;
+      }
       return { accepted: true as const };
     },
     'run.input': async ({ messages }) => {
@@ -334,38 +218,4 @@ export function createRunController(deps: RunControllerDeps): RunController {
       run?.abort.abort(new RunAbortedError(reason));
     },
   };
-}
-
-/** A conversation needs an answer unless it is empty or ends with one. */
-function needsAnswer(conversation: readonly ConversationMessage[]): boolean {
-  const last = conversation[conversation.length - 1];
-  if (!last) return false;
-  return !(last.role === 'assistant' && (!last.toolCalls || last.toolCalls.length === 0));
-}
-
-function clipReply(text: string): string {
-  if (text.length <= LIMITS.chatText) return text;
-  const note = '\n[… message shortened]';
-  return text.slice(0, LIMITS.chatText - note.length) + note;
-}
-
-async function readMemory(workspace: Workspace): Promise<string | null> {
-  let file: string;
-  try {
-    file = await workspace.resolve('AGENT.md');
-  } catch {
-    return null;
-  }
-  try {
-    const handle = await fs.open(file, 'r');
-    try {
-      const buffer = Buffer.alloc(MAX_MEMORY_CHARS * 4 + 4);
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-      return buffer.subarray(0, bytesRead).toString('utf8');
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return null;
-  }
 }

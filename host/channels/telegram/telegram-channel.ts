@@ -8,12 +8,12 @@ import { createTelegramHandlers, movedKey } from './telegram-handlers.ts';
 import { parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { sendPiece } from './telegram-send.ts';
 import { errorMessage } from '../../errors/error-message.ts';
-import { systemClock } from '../../time/clock.ts';
-import { repeatEvery } from '../../time/clock-timers.ts';
+import { deleteOwnMessage } from './telegram-delete.ts';
+import { reactTo } from './telegram-reaction.ts';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
-/** Telegram shows "typing…" for 5 s; renewed a little sooner while a run is active. */
+/** Telegram shows "typing…" for 5 s; the host renews it a little sooner while a run is active. */
 const TYPING_RENEW_MS = 4_000;
 
 /** What the adapter needs: the connection's needs, less the bot and the status sink it makes itself. */
@@ -23,7 +23,7 @@ export type TelegramChannelDeps = Omit<TelegramConnectionDeps, 'bot' | 'onStatus
  * The Telegram adapter on grammY. It translates and nothing else: messages → InboundMessage, pieces →
  * sendMessage → typed outcomes. This wires the parts: the update handlers (telegram-handlers.ts, a grammY
  * Composer), the connection that receives updates and reports status (telegram-connection.ts), and the
- * sending side (sends, typing) here.
+ * sending side (sends, typing, reactions) here.
  */
 export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
   /** For tests and benchmarks: the bot as getMe described it, once started. */
@@ -45,8 +45,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
 
   let host: ChannelHost | undefined;
   const retractButtons = createButtonRetraction({ api: bot.api, logger });
-  const typing = new Map<string, () => void>();
-  const clock = deps.clock ?? systemClock;
   const ownerId = config.owner_user_id;
 
   const connection = createTelegramConnection({
@@ -78,11 +76,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     logger.error({ err: err.error, updateId: err.ctx.update.update_id }, 'telegram update failed'),
   );
 
-  function stopTyping(chatId: string): void {
-    typing.get(chatId)?.();
-    typing.delete(chatId);
-  }
-
   return {
     name: TELEGRAM_CHANNEL,
     textLimit: TELEGRAM_TEXT_LIMIT,
@@ -96,7 +89,6 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
 
     async stop() {
       await connection.stop();
-      for (const chatId of [...typing.keys()]) stopTyping(chatId);
       await connection.close();
     },
 
@@ -112,8 +104,10 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       return outcome;
     },
 
+    typingRenewMs: TYPING_RENEW_MS,
+
+    // Telegram has no call that takes "typing…" off: it lapses by itself, or at the bot's next message.
     async setTyping(chatId: string, on: boolean) {
-      stopTyping(chatId);
       if (!on) return;
       let target: ReturnType<typeof parseConversationId>;
       try {
@@ -121,20 +115,18 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
       } catch {
         return;
       }
-      const ping = () =>
-        bot.api
-          .sendChatAction(
-            target.chatId,
-            'typing',
-            target.threadId ? { message_thread_id: target.threadId } : {},
-          )
-          .catch((err: unknown) => logger.debug({ err: errorMessage(err) }, 'typing not shown'));
-      void ping();
-      typing.set(
-        chatId,
-        repeatEvery(clock, () => void ping(), TYPING_RENEW_MS),
-      );
+      await bot.api
+        .sendChatAction(
+          target.chatId,
+          'typing',
+          target.threadId ? { message_thread_id: target.threadId } : {},
+        )
+        .catch((err: unknown) => logger.debug({ err: errorMessage(err) }, 'typing not shown'));
     },
+
+    acknowledge: (target) => reactTo(bot.api, config.ack_reaction, target, logger),
+
+    unsend: (target) => deleteOwnMessage(bot.api, target, logger),
 
     async retractActions({ chatId, platformId }) {
       let target: ReturnType<typeof parseConversationId>;

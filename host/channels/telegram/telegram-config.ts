@@ -11,6 +11,11 @@ const loopbackListen = z
     'must be a loopback address with a port, e.g. "127.0.0.1:8443"; put a reverse proxy with TLS in front',
   );
 
+/** `ack_reaction`: an emoji, or `false` for no acknowledgement. Shared with WhatsApp's config. */
+export const ackReaction = z
+  .union([z.literal(false), z.string().trim().min(1, 'must be an emoji, or false to turn it off').max(16)])
+  .default('👀');
+
 /**
  * `[channels.telegram]`. The token itself never sits in config: `bot_token_env` names the variable that
  * holds it (the environment or `<config dir>/.env`).
@@ -37,6 +42,11 @@ export const telegramConfigSchema = z
     poll_timeout_s: z.number().int().min(1).max(50).default(30),
     /** Longest 429 `retry_after` honoured in place; longer ones go back to the outbox's own backoff. */
     max_retry_after_s: z.number().int().min(1).max(600).default(30),
+    /**
+     * The reaction put on a message that triggers a run, so people see at once it was heard; `false` turns
+     * it off. Telegram accepts only the emoji of its reaction list (👀 👍 🤔 ✍ …).
+     */
+    ack_reaction: ackReaction,
     webhook: z
       .object({
         listen: loopbackListen,

@@ -27,6 +27,9 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
     sharedConnection:
       'each Bot API call is its own HTTP request: no send can take a connection the others share',
     retractActions: true,
+    reactions: true,
+    typing: true,
+    unsend: true,
   },
   chatId: {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,

@@ -28,6 +28,9 @@ import { markdownToWhatsApp } from './whatsapp-markdown.ts';
 import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
 
 /** The state key under which the channel keeps the last close no reconnect could mend (until it connects again). */
+/** WhatsApp shows "typing…" (composing) for about 10 s after one update; the host renews it sooner. */
+const TYPING_RENEW_MS = 8_000;
+
 export const LAST_TERMINAL_CLOSE = 'last_terminal_close';
 
 export interface WhatsAppChannelDeps {
@@ -186,12 +189,39 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       }
     },
 
+    typingRenewMs: TYPING_RENEW_MS,
+
     async setTyping(chatId: string, on: boolean) {
       const live = controller?.current();
       if (!live) return;
       await live.sock.sendPresenceUpdate(on ? 'composing' : 'paused', chatId).catch((err: unknown) => {
         log.debug({ err, chatId }, 'typing indicator failed');
       });
+    },
+
+    async acknowledge({ chatId, externalId, senderId, fromOwner }) {
+      const emoji = deps.config.ack_reaction;
+      const live = controller?.current();
+      if (emoji === false || !live) return;
+      // A reaction names its message by key: in a group, with who wrote it; in the self-chat, our own.
+      const key = fromOwner
+        ? { remoteJid: chatId, id: externalId, fromMe: true }
+        : { remoteJid: chatId, id: externalId, fromMe: false, participant: senderId };
+      await live.sock.sendMessage(chatId, { react: { text: emoji, key } }).catch((err: unknown) => {
+        log.warn({ err: errorMessage(err), chatId }, 'could not acknowledge the message');
+      });
+    },
+
+    async unsend({ chatId, platformId }) {
+      const live = controller?.current();
+      if (!live) return false;
+      try {
+        await live.sock.sendMessage(chatId, { delete: { remoteJid: chatId, id: platformId, fromMe: true } });
+        return true;
+      } catch (err) {
+        log.warn({ err: errorMessage(err), chatId }, 'could not delete the message');
+        return false;
+      }
     },
 
     adminChatId: () => self()?.phone,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ackReaction } from '../telegram/telegram-config.ts';
 
 /** WhatsApp Web's own socket; `websocket_url` changes it only for test servers. */
 export const WHATSAPP_WEBSOCKET_URL = 'wss://web.whatsapp.com/ws/chat';
@@ -16,6 +17,8 @@ export const whatsappConfigSchema = z
      * but a reply cut at paragraphs into phone-screen pieces is what people can read.
      */
     chunk_size: z.number().int().min(200).max(60_000).default(4_000),
+    /** The reaction put on a message that triggers a run, so people see at once it was heard; `false`: none. */
+    ack_reaction: ackReaction,
   })
   .strict();
 

@@ -34,6 +34,9 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     connectionDrops: true,
     sharedConnection: true,
     retractActions: 'replies carry no buttons on WhatsApp: approvals are answered by typing approve <id>',
+    reactions: true,
+    typing: true,
+    unsend: true,
   },
   chatId: {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,

@@ -182,59 +182,9 @@ export interface DockerAgentRunner extends AgentRunner {
  * has to send run.start; it is still a new container for every run.
  */
 export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgentRunner {
-  const { docker, containers, networks, logger } = deps;
+  const { docker, containers, logger } = deps;
 
-  /** The container a group's runs get now, apart from its run id, and which of its mounts held secrets. */
-  function containerFor(group: RunContext['group']): {
-    spec: Omit<ContainerSpec, 'runId'>;
-    secretMounts: string[];
-    hostAddress: string;
-    sharedMounts: string[];
-  } {
-    let specNetwork: ContainerSpec['network'];
-    let hostAddress: string;
-    if (group.networkMode === 'full') {
-      specNetwork = { mode: 'full' };
-      hostAddress = networks.full.hostAddress;
-    } else {
-      const g = networks.gateway;
-      if ('unavailable' in g) throw new NonRetryable(g.unavailable);
-      specNetwork = { mode: 'gateway', networkName: g.networkName, hostAddress: g.hostAddress };
-      hostAddress = g.hostAddress;
-    }
-    const plan = deps.planMounts(group);
-    for (const r of plan.rejected)
-      logger.warn({ groupId: group.id, reason: r.reason }, 'extra mount rejected');
-    const user = prepareOwnership(plan, deps.hostIds);
-    const spec: Omit<ContainerSpec, 'runId'> = {
-      groupId: group.id,
-      image: deps.image,
-      mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
-        hostPath,
-        containerPath,
-        readOnly,
-      })),
-      // No key here: what a container's environment holds, every process in it can read.
-      env: { ...deps.env(), OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
-      network: specNetwork,
-      limits: {
-        memoryMb: containers.memory_mb,
-        cpus: containers.cpus,
-        pids: containers.pids,
-        fileSizeMb: containers.group_quota_mb,
-      },
-      timeouts: {
-        hardMs: containers.hard_timeout_ms,
-        idleMs: containers.idle_timeout_ms,
-        graceMs: containers.stop_grace_ms,
-      },
-      labels: deps.labels,
-      nameScope: deps.nameScope,
-      hostInstanceId: deps.hostInstanceId,
-      ...(user ? { user } : {}),
-    };
-    return { spec, secretMounts: plan.secretMounts, sharedMounts: plan.sharedMounts, hostAddress };
-  }
+  const containerFor = (group: RunContext['group']) => agentContainerFor(deps, group);
 
   const pool = createPrestartPool<RunContext['group']>({
     budget: deps.prestart,
@@ -396,6 +346,61 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
       await Promise.all([...retiring]);
     },
   };
+}
+
+/** The container a group's runs get now, apart from its run id, and which of its mounts held secrets. */
+function agentContainerFor(
+  deps: DockerAgentRunnerDeps,
+  group: RunContext['group'],
+): {
+  spec: Omit<ContainerSpec, 'runId'>;
+  secretMounts: string[];
+  hostAddress: string;
+  sharedMounts: string[];
+} {
+  const { containers, networks, logger } = deps;
+  let specNetwork: ContainerSpec['network'];
+  let hostAddress: string;
+  if (group.networkMode === 'full') {
+    specNetwork = { mode: 'full' };
+    hostAddress = networks.full.hostAddress;
+  } else {
+    const g = networks.gateway;
+    if ('unavailable' in g) throw new NonRetryable(g.unavailable);
+    specNetwork = { mode: 'gateway', networkName: g.networkName, hostAddress: g.hostAddress };
+    hostAddress = g.hostAddress;
+  }
+  const plan = deps.planMounts(group);
+  for (const r of plan.rejected) logger.warn({ groupId: group.id, reason: r.reason }, 'extra mount rejected');
+  const user = prepareOwnership(plan, deps.hostIds);
+  const spec: Omit<ContainerSpec, 'runId'> = {
+    groupId: group.id,
+    image: deps.image,
+    mounts: plan.mounts.map(({ hostPath, containerPath, readOnly }) => ({
+      hostPath,
+      containerPath,
+      readOnly,
+    })),
+    // No key here: what a container's environment holds, every process in it can read.
+    env: { ...deps.env(), OPENAI_BASE_URL: deps.gateway.baseUrlFor(hostAddress) },
+    network: specNetwork,
+    limits: {
+      memoryMb: containers.memory_mb,
+      cpus: containers.cpus,
+      pids: containers.pids,
+      fileSizeMb: containers.group_quota_mb,
+    },
+    timeouts: {
+      hardMs: containers.hard_timeout_ms,
+      idleMs: containers.idle_timeout_ms,
+      graceMs: containers.stop_grace_ms,
+    },
+    labels: deps.labels,
+    nameScope: deps.nameScope,
+    hostInstanceId: deps.hostInstanceId,
+    ...(user ? { user } : {}),
+  };
+  return { spec, secretMounts: plan.secretMounts, sharedMounts: plan.sharedMounts, hostAddress };
 }
 
 /** Two specs that differ only in run id and labels make the same container for a run. */

@@ -40,12 +40,21 @@ export async function relayStream(
     maxJsonBytes: MAX_JSON_FOR_USAGE,
   });
   res.writeHead(upstream.status, clientResponseHeaders(upstream.headers));
-  res.flushHeaders();
+  // Headers go out at once when the body has not started, so a client sees the answer begin while the
+  // model thinks; when its first bytes came with the headers they leave together in one write, which
+  // saves a socket write per request (a short answer is often one upstream chunk: DESIGN.md, "LLM gateway").
+  if (upstream.body.readableLength === 0) res.flushHeaders();
   let bytes = 0;
   // The pieces of one upstream chunk leave in one write to the socket, as the chunk came. The socket is
   // corked, not the response: a corked ServerResponse reports backpressure from its own buffer but only
   // relays the socket's 'drain', so a wait for it could last forever.
-  const write = async (pieces: readonly Buffer[]) => {
+  // Returns whether the client keeps up; only then is there nothing to wait for (no promise per chunk).
+  const write = (pieces: readonly Buffer[]): boolean => {
+    if (pieces.length === 1) {
+      const piece = pieces[0] as Buffer;
+      bytes += piece.length;
+      return piece.length === 0 || res.write(piece);
+    }
     let drained = true;
     const socket = pieces.length > 1 ? res.socket : null;
     socket?.cork();
@@ -55,14 +64,15 @@ export async function relayStream(
       drained = res.write(piece) && drained;
     }
     socket?.uncork();
-    if (!drained) await once(res, 'drain', { signal: options.signal });
+    return drained;
   };
+  const drain = () => once(res, 'drain', { signal: options.signal });
   try {
     for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
-      await write(tap.chunk(chunk));
+      if (!write(tap.chunk(chunk))) await drain();
     }
     const { tail, usage } = tap.finish();
-    await write(tail);
+    if (!write(tail)) await drain();
     return { end: 'complete', usage, bytes };
   } catch (error) {
     const { usage } = tap.finish();

@@ -20,6 +20,7 @@ export interface UsageTapOptions {
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
+const NO_BYTES = Buffer.alloc(0);
 const USAGE_HINT = /"usage"\s*:\s*\{/;
 
 const SPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0x3a]); // whitespace and ':'
@@ -108,7 +109,7 @@ function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
   let held: Buffer[] = [];
   let startSent = false;
   // Where the current chunk's bytes are, while the framer hands out its events.
-  let chunk: Buffer = Buffer.alloc(0);
+  let chunk: Buffer = NO_BYTES;
   let pos = 0;
   let carried = 0;
 
@@ -170,11 +171,11 @@ function sseTap(stripUsageOnlyChunks: boolean): UsageTap {
           startSent = true;
         } else held.push(Buffer.from(rest));
       }
-      chunk = Buffer.alloc(0);
+      chunk = NO_BYTES;
       return drain();
     },
     finish() {
-      chunk = Buffer.alloc(0);
+      chunk = NO_BYTES;
       pos = 0;
       carried = framer.pending().length;
       framer.end();

@@ -27,7 +27,8 @@ export type VectorId =
   | 'media-caption'
   | 'mcp-description'
   | 'quoted-forward'
-  | 'forwarded-location';
+  | 'forwarded-location'
+  | 'recalled-memory';
 
 export type GoalId =
   | 'exfil-network'
@@ -42,6 +43,7 @@ export type GoalId =
   | 'persist'
   | 'exfil-file'
   | 'spend-reviews'
+  | 'plant-memory'
   | PrivateGoalId;
 
 /** How an attack route ends, seen from the host. */
@@ -60,6 +62,7 @@ export type Mechanism =
 
 export type RouteId =
   | 'vector'
+  | 'remember'
   | 'read'
   | 'read-tools'
   | 'bash'

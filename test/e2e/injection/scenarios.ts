@@ -36,4 +36,5 @@ export const FAST_SUBSET: string[] = [
   'credential-api/impersonate',
   'git-content/config',
   'media-document/plant-task',
+  'recalled-memory/plant-memory',
 ];

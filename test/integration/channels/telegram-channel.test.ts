@@ -497,27 +497,29 @@ describe('Telegram adapter against a fake Bot API (real grammY client)', () => {
     }
   });
 
-  it('renews typing while a run is active and stops at its end', async () => {
-    const time = fakeClock(Date.now());
-    // The poll's watchdog is on the same clock: out of reach of the minutes this test moves it.
-    const t = await setup({ clock: time, watchdogGraceMs: 3_600_000 });
-    const actions = () => t.fake.calls.filter((c) => c.method === 'sendChatAction').length;
+  it('shows typing in a topic once per call, declares how soon it must be renewed, and reacts to a message', async () => {
+    const t = await setup({});
+    const actions = () => t.fake.calls.filter((c) => c.method === 'sendChatAction');
     await t.channel.setTyping(`${FORUM.id}/77`, true);
-    await t.fake.waitFor(() => actions() === 1);
-    // Telegram shows "typing…" for 5 s: it is renewed before that.
-    time.advance(5_000);
-    await t.fake.waitFor(() => actions() === 2);
+    // Off is a no-op on Telegram: "typing…" lapses by itself; the host renews it while a run is active.
     await t.channel.setTyping(`${FORUM.id}/77`, false);
-    const n = actions();
-    // Stopped: nothing is armed to renew it, however long the run's end is past.
-    time.advance(60_000);
-    // The sentinel: a message sent after the stop reaches the fake after any renewal would have.
-    const sentinel = { chatId: String(GROUP.id), text: 'after typing', idempotencyKey: 's', sendKey: 's' };
-    expect((await t.channel.send(sentinel)).kind).toBe('delivered');
-    expect(t.fake.calls.filter((c) => c.method === 'sendChatAction')).toHaveLength(n);
-    expect(t.fake.calls.find((c) => c.method === 'sendChatAction')?.params).toMatchObject({
-      action: 'typing',
-      message_thread_id: 77,
+    expect(actions().map((c) => c.params)).toEqual([
+      expect.objectContaining({ action: 'typing', message_thread_id: 77 }),
+    ]);
+    // Telegram shows "typing…" for 5 s.
+    expect(t.channel.typingRenewMs).toBeLessThan(5_000);
+    await t.channel.acknowledge?.({
+      chatId: `${FORUM.id}/77`,
+      externalId: '31',
+      senderId: '42',
+      fromOwner: false,
     });
+    expect(t.fake.calls.filter((c) => c.method === 'setMessageReaction').map((c) => c.params)).toEqual([
+      expect.objectContaining({
+        chat_id: FORUM.id,
+        message_id: 31,
+        reaction: [{ type: 'emoji', emoji: '👀' }],
+      }),
+    ]);
   });
 });

@@ -13,6 +13,7 @@ import { exactRedactor } from '../../../host/config/secrets.ts';
 import { createApprovalsStore, type ApprovalsStore } from '../../../host/store/approvals-store.ts';
 import type { GroupRecord } from '../../../host/store/groups-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
+import { ownerMessage } from '../../helpers/inbound-message.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
 describe('parseAdminCommand', () => {
@@ -128,22 +129,7 @@ function handler(
   });
 }
 
-function message(text: string, over: Partial<InboundMessage> = {}): InboundMessage {
-  return {
-    channel: 'local',
-    chatId: 'main',
-    externalId: `m-${Math.random()}`,
-    senderId: 'owner',
-    senderName: 'me',
-    text,
-    sentAt: new Date().toISOString(),
-    mentionsBot: false,
-    repliesToBot: false,
-    fromOwner: true,
-    origin: { kind: 'own' },
-    ...over,
-  };
-}
+const message = ownerMessage;
 
 async function askOne() {
   const result = service.request({

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { request } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { reply } from '../../fakes/fake-provider.ts';
 import {
@@ -79,6 +80,22 @@ describe('gateway forwarding', () => {
       { max_completion_tokens: 4096 },
       { max_output_tokens: 4096, store: false },
     ]);
+  });
+
+  it('sends the response headers at once while the provider holds the body back', async () => {
+    h = await startHarness();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.fake.script(reply.text('late', { holdBody: held }));
+    // Resolves on the response headers: they must not wait for the first body bytes.
+    const response = await request(`http://127.0.0.1:${h.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: jsonHeaders(h.run.key) as Record<string, string>,
+      body: chatBody({ stream: true }),
+    });
+    expect(response.statusCode).toBe(200);
+    release();
+    expect(await response.body.text()).toContain('late');
   });
 
   it('takes one billable request per run at a time and refuses the others, marked not to retry', async () => {

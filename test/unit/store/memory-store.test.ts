@@ -93,13 +93,15 @@ describe('memory search', () => {
       (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
         (p) => p.detail,
       );
-    const match = plan(
-      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
-      `scope : "${scopeToken('family')}" AND body : ("anything")`,
-      10,
-    );
-    expect(match).toHaveLength(1);
-    expect(match[0]).toMatch(/^SCAN memory_fts VIRTUAL TABLE INDEX \d+:D?M/);
+    const expression = `scope : "${scopeToken('family')}" AND body : ("anything")`;
+    for (const sql of [
+      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?',
+      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 ORDER BY rowid ASC LIMIT ?',
+    ]) {
+      const match = plan(sql, expression, 10);
+      expect(match).toHaveLength(1);
+      expect(match[0]).toMatch(/^SCAN memory_fts VIRTUAL TABLE INDEX \d+:D?M/);
+    }
     const rows = plan(
       `SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group
          AND m.sent_at >= @since AND m.sent_at <= @until`,
@@ -166,6 +168,22 @@ describe('notes', () => {
     expect(store.memory.deleteNote(id)).toBe(true);
     expect(ids('family', 'vegetarian')).toEqual([]);
     expect(store.memory.check().ok).toBe(true);
+  });
+
+  it('finds a note when the group says its words more often than the candidates hold', () => {
+    for (let i = 0; i < 320; i += 1) say('family', `the plumber came by, visit ${i}`);
+    const id = store.memory.putNote({
+      groupId: 'family',
+      path: 'memory/plumber.md',
+      text: 'the plumber is Joe, 0123 456',
+      author: 'owner',
+      taint: { corruption: false, secret: false },
+    });
+    const hits = store.memory.search('family', { text: 'plumber Joe', limit: 5 });
+    expect(hits[0]).toMatchObject({ kind: 'note', id });
+    expect(store.memory.search('family', { text: 'plumber', limit: 50 }).some((h) => h.kind === 'note')).toBe(
+      true,
+    );
   });
 
   it('an edited note is found by its new words only, and keeps the worse taint', () => {
