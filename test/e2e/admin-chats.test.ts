@@ -6,10 +6,10 @@
  * in the console. A chat the bot was removed from gets its replies dead-lettered and the owner told once while
  * another chat's replies flow; a chat the platform moved is re-bound and answered at its new id.
  */
-import { WAITING_FOR_OWNER_LINE } from '../../host/admin/waiting-line.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { WAITING_FOR_OWNER_LINE } from '../../host/admin/waiting-line.ts';
 import { CHAT_MOVED_OPERATION } from '../../host/channels/delivery-outcomes.ts';
 import {
   createSocketChannel,
