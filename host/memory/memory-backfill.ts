@@ -1,5 +1,6 @@
 import type { Logger } from '../logging/logger.ts';
 import type { BackfillProgress, MemoryStore } from '../store/memory-store.ts';
+import type { Clock } from '../time/clock.ts';
 
 export interface MemoryBackfillDeps {
   memory: Pick<MemoryStore, 'backfillStep' | 'backfillProgress'>;
@@ -7,6 +8,7 @@ export interface MemoryBackfillDeps {
   batchSize?: number;
   /** How long new messages wait, at most, before they are indexed (search reads them directly meanwhile). */
   intervalMs?: number;
+  clock: Pick<Clock, 'setTimer'>;
   logger: Pick<Logger, 'info' | 'error'>;
 }
 
@@ -26,12 +28,14 @@ export function createMemoryBackfill({
   memory,
   batchSize = 500,
   intervalMs = 2000,
+  clock,
   logger,
 }: MemoryBackfillDeps) {
   let stopped = false;
   let running: Promise<BackfillProgress> | undefined;
   let caughtUp: Promise<BackfillProgress> | undefined;
   let wake: (() => void) | undefined;
+  let cancelTimer: (() => void) | undefined;
 
   async function catchUp(): Promise<BackfillProgress> {
     let progress = memory.backfillProgress();
@@ -60,7 +64,7 @@ export function createMemoryBackfill({
     while (!stopped) {
       await new Promise<void>((resolve) => {
         wake = resolve;
-        setTimeout(resolve, intervalMs).unref();
+        cancelTimer = clock.setTimer(resolve, intervalMs);
       });
       progress = await catchUp();
     }
@@ -84,6 +88,7 @@ export function createMemoryBackfill({
     /** Stops between steps; what waits is indexed at the next start. */
     async stop(): Promise<void> {
       stopped = true;
+      cancelTimer?.();
       wake?.();
       await running;
     },
@@ -96,9 +101,10 @@ export function createMemoryBackfill({
  */
 export function startMemoryBackfill(
   memory: MemoryBackfillDeps['memory'],
+  clock: MemoryBackfillDeps['clock'],
   logger: Pick<Logger, 'child'>,
 ): () => Promise<void> {
-  const backfill = createMemoryBackfill({ memory, logger: logger.child({ subsystem: 'memory' }) });
+  const backfill = createMemoryBackfill({ memory, clock, logger: logger.child({ subsystem: 'memory' }) });
   void backfill.start();
   return () => backfill.stop();
 }
