@@ -1,25 +1,10 @@
 import { ApiException, CoreV1Api, NetworkingV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { errorMessage } from '../../errors/error-message.ts';
+import { describeApiError } from './api-errors.ts';
 
 export interface ClusterCheck {
   ok: boolean;
   detail: string;
   fix?: string;
-}
-
-/** "HTTP 403 (pods is forbidden: …)" or the transport's own words. */
-function describeFailure(err: unknown): string {
-  if (err instanceof ApiException) {
-    let message = '';
-    try {
-      const body: unknown = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
-      if (body && typeof body === 'object' && 'message' in body) message = String(body.message);
-    } catch {
-      // Not a Status object: the code alone says enough.
-    }
-    return `HTTP ${err.code}${message ? ` (${message})` : ''}`;
-  }
-  return errorMessage(err);
 }
 
 const code = (err: unknown) => (err instanceof ApiException ? err.code : undefined);
@@ -41,7 +26,7 @@ export async function checkCluster(kc: KubeConfig, namespace: string): Promise<C
     const status = code(err);
     return {
       ok: false,
-      detail: `cannot list pods in namespace ${namespace} at ${server}: ${describeFailure(err)}`,
+      detail: `cannot list pods in namespace ${namespace} at ${server}: ${describeApiError(err)}`,
       fix:
         status === 401 || status === 403
           ? rbacFix
@@ -55,7 +40,7 @@ export async function checkCluster(kc: KubeConfig, namespace: string): Promise<C
   } catch (err) {
     return {
       ok: false,
-      detail: `cannot read NetworkPolicies in namespace ${namespace}: ${describeFailure(err)}; without them no run's egress is limited to the gateway`,
+      detail: `cannot read NetworkPolicies in namespace ${namespace}: ${describeApiError(err)}; without them no run's egress is limited to the gateway`,
       fix:
         code(err) === 401 || code(err) === 403 ? rbacFix : 'use a cluster that serves networking.k8s.io/v1',
     };

@@ -100,9 +100,12 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
     memory: mib(input.resources.memoryMb),
     'ephemeral-storage': mib(agentStorage),
   };
-  const workspaceMounts = [
+  // The session volume is the agent's workspace root, where it makes its own `session` folder (mode 0700,
+  // its own uid: an emptyDir's root belongs to root, and the agent's separation check wants the folder its
+  // own); the group volume is mounted over `/workspace/group`. The commands' container never mounts it.
+  const agentMounts = [
+    { name: 'session', mountPath: '/workspace' },
     { name: 'group', mountPath: '/workspace/group' },
-    { name: 'session', mountPath: '/workspace/session' },
     { name: 'tmp', mountPath: '/tmp' },
     { name: 'pipes', mountPath: PIPE_DIR },
   ];
@@ -147,7 +150,8 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           // FIFOs opened read-write never block on a missing other end; the executor starts at its own pace.
           command: ['/bin/bash', '-c'],
           args: [
-            `umask 0002 && mkfifo -m 0660 ${REQUESTS}.new ${ANSWERS}.new && ` +
+            `umask 0002 && mkdir -p -m 0700 /workspace/session && ` +
+              `mkfifo -m 0660 ${REQUESTS}.new ${ANSWERS}.new && ` +
               `mv ${REQUESTS}.new ${REQUESTS} && mv ${ANSWERS}.new ${ANSWERS} && ` +
               `exec /usr/bin/tini -- node --min-semi-space-size=16 /app/agent.cjs 3<>${ANSWERS} 4<>${REQUESTS}`,
           ],
@@ -158,7 +162,7 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           tty: false,
           securityContext: restrictedContainerSecurity(AGENT_UID, gid),
           resources: { requests: agentResources, limits: agentResources },
-          volumeMounts: workspaceMounts,
+          volumeMounts: agentMounts,
         },
         {
           name: 'commands',
@@ -166,8 +170,9 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           imagePullPolicy: 'IfNotPresent',
           command: ['/bin/bash', '-c'],
           args: [
+            // As launch.sh: the executor's node starts at the agent's first line (its "start"), not before.
             `umask 0002 && until [ -p ${REQUESTS} ] && [ -p ${ANSWERS} ]; do sleep 0.05; done && ` +
-              `exec node /app/executor.cjs <>${REQUESTS} 1<>${ANSWERS} 2>/dev/null`,
+              `exec <>${REQUESTS} 1<>${ANSWERS} 2>/dev/null && read -r && exec node /app/executor.cjs`,
           ],
           workingDir: '/workspace/group',
           env: [{ name: 'PATH', value: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' }],
@@ -176,7 +181,7 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           securityContext: restrictedContainerSecurity(COMMAND_UID, gid),
           // Commands share the agent's budget in the Docker runner; here they get their own, as large.
           resources: { requests: agentResources, limits: agentResources },
-          volumeMounts: workspaceMounts.filter((m) => m.name !== 'session'),
+          volumeMounts: agentMounts.filter((m) => m.name !== 'session'),
         },
       ],
       volumes: [

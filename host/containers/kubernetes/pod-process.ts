@@ -1,0 +1,220 @@
+import { PassThrough } from 'node:stream';
+import {
+  ApiException,
+  type Attach,
+  type CoreV1Api,
+  type V1ContainerStatus,
+  type V1Pod,
+  type Watch,
+} from '@kubernetes/client-node';
+import type { ContainerExit, ContainerExitReason, ContainerProcess } from '../../ipc/container-process.ts';
+import type { Clock } from '../../time/clock.ts';
+import { waitFor } from '../../time/clock-timers.ts';
+import { errorMessage } from '../../errors/error-message.ts';
+import { describeApiError } from './api-errors.ts';
+import { createRunTimers } from '../run/run-timers.ts';
+import { watchPod } from './pod-watch.ts';
+
+/** The container of the pod that speaks the IPC protocol on its stdio (pod-spec.ts). */
+export const AGENT_CONTAINER = 'agent';
+/** How long a deleted pod's output may take to drain before the run is reported over. */
+const OUTPUT_DRAIN_MS = 2_000;
+
+export interface PodApi {
+  core: CoreV1Api;
+  attach: Attach;
+  watch: Watch;
+}
+
+export interface PodLaunchOptions {
+  clock: Pick<Clock, 'setTimer'>;
+  timeouts: { hardMs: number; idleMs: number; graceMs: number };
+  /** Labels only this pod carries, for the watch that follows it. */
+  selector: Record<string, string>;
+  /** How long the pod may take to run its agent (image pull, scheduling) before the run gives up. */
+  startTimeoutMs: number;
+}
+
+const agentStatus = (pod: V1Pod): V1ContainerStatus | undefined =>
+  pod.status?.containerStatuses?.find((s) => s.name === AGENT_CONTAINER);
+
+/** Why a pod will never run its agent, from its status; undefined while it may still. */
+function startFailure(pod: V1Pod): string | undefined {
+  if (pod.status?.phase === 'Failed') {
+    return `the pod failed (${pod.status.reason ?? 'no reason given'}${pod.status.message ? `: ${pod.status.message}` : ''})`;
+  }
+  const waiting = agentStatus(pod)?.state?.waiting;
+  if (waiting?.reason && /ErrImagePull|ImagePullBackOff|InvalidImageName|CreateContainerError/.test(waiting.reason)) {
+    return `the agent container cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''}`;
+  }
+  return undefined;
+}
+
+/** Why the agent is already gone before its run began, if it is. */
+function exitedEarly(pod: V1Pod): string | undefined {
+  const terminated = agentStatus(pod)?.state?.terminated;
+  if (!terminated) return undefined;
+  return `the agent exited before its run (code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''})`;
+}
+
+/** The run's end as the pod's status tells it. */
+function exitOf(pod: V1Pod): ContainerExit | undefined {
+  const terminated = agentStatus(pod)?.state?.terminated;
+  if (pod.status?.reason === 'DeadlineExceeded') {
+    return { exitCode: terminated?.exitCode ?? null, reason: 'hard_timeout', detail: 'the pod passed its activeDeadlineSeconds' };
+  }
+  if (!terminated) return pod.status?.phase === 'Failed' ? { exitCode: null, reason: 'error', detail: startFailure(pod) } : undefined;
+  if (terminated.reason === 'OOMKilled') return { exitCode: terminated.exitCode, reason: 'oom', detail: 'exceeded the pod memory limit' };
+  return { exitCode: terminated.exitCode, reason: 'exited' };
+}
+
+/**
+ * Creates a run's pod and gives it the shape the IPC session drives (ContainerProcess), as
+ * `launchContainer` does for a Docker container: the agent's stdio over the API server's attach stream
+ * (WebSocket, `v5.channel.k8s.io`), its end from the pod's status through a watch, the idle and hard
+ * timeouts on the host's clock (the pod's `activeDeadlineSeconds` is the second wall, held by the kubelet
+ * even when the host is gone). The pod is deleted when the run ends, however it ends.
+ */
+export async function launchPod(api: PodApi, pod: V1Pod, options: PodLaunchOptions): Promise<ContainerProcess> {
+  const namespace = pod.metadata!.namespace!;
+  const name = pod.metadata!.name!;
+  let created: V1Pod;
+  try {
+    created = await api.core.createNamespacedPod({ namespace, body: pod });
+  } catch (err) {
+    if (err instanceof ApiException && err.code === 409) {
+      throw new Error(
+        `A pod named ${name} already exists in namespace ${namespace}: run ids must be unique per data folder. ` +
+          `If it is left over from a crash, delete it: kubectl -n ${namespace} delete pod ${name}`,
+        { cause: err },
+      );
+    }
+    throw new Error(`Creating pod ${name} failed: ${describeApiError(err)}`, { cause: err });
+  }
+
+  let latest = created;
+  let onChange: (() => void) | undefined;
+  let goneWhy: string | undefined;
+  const follow = watchPod({
+    core: api.core,
+    watch: api.watch,
+    clock: options.clock,
+    namespace,
+    name,
+    selector: options.selector,
+    resourceVersion: created.metadata?.resourceVersion ?? '0',
+    onPod: (p) => {
+      latest = p;
+      onChange?.();
+    },
+    onGone: (why) => {
+      goneWhy = why;
+      onChange?.();
+    },
+  });
+  /** Resolves with what `pick` finds in the pod's status, as soon as it is there. */
+  const until = <T>(pick: () => T | undefined): Promise<T> =>
+    new Promise((resolve) => {
+      const check = () => {
+        const found = pick();
+        if (found !== undefined) resolve(found);
+      };
+      const previous = onChange;
+      onChange = () => {
+        previous?.();
+        check();
+      };
+      check();
+    });
+  const deletePod = (graceSeconds: number) =>
+    api.core
+      .deleteNamespacedPod({ namespace, name, gracePeriodSeconds: graceSeconds })
+      .then(() => undefined)
+      .catch((err: unknown) => {
+        if (!(err instanceof ApiException && err.code === 404)) throw err;
+      });
+
+  const running = await Promise.race([
+    until(() =>
+      goneWhy !== undefined
+        ? `the pod was deleted before it ran`
+        : agentStatus(latest)?.state?.running
+          ? true
+          : (startFailure(latest) ?? exitedEarly(latest)),
+    ),
+    waitFor(options.clock, options.startTimeoutMs).then(() => `the pod did not run its agent within ${options.startTimeoutMs} ms`),
+  ]);
+  if (running !== true) {
+    follow.stop();
+    await deletePod(0).catch(() => undefined);
+    throw new Error(`Starting pod ${name} failed: ${running}`);
+  }
+
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let socket: Awaited<ReturnType<Attach['attach']>>;
+  try {
+    socket = await api.attach.attach(namespace, name, AGENT_CONTAINER, stdout, stderr, stdin, false);
+  } catch (err) {
+    follow.stop();
+    await deletePod(0).catch(() => undefined);
+    throw new Error(`Attaching to pod ${name} failed: ${errorMessage(err)}`, { cause: err });
+  }
+  const outputEnded = new Promise<void>((resolve) => {
+    const end = () => {
+      stdout.end();
+      stderr.end();
+      resolve();
+    };
+    (socket as unknown as NodeJS.EventEmitter).once('close', end);
+    (socket as unknown as NodeJS.EventEmitter).once('error', end);
+  });
+
+  let stopRequest: { reason: ContainerExitReason; detail: string } | undefined;
+  let finished = false;
+  const timers = createRunTimers({
+    clock: options.clock,
+    hardMs: options.timeouts.hardMs,
+    idleMs: options.timeouts.idleMs,
+    onExpire: (reason, detail) => void stopWith(reason, detail, options.timeouts.graceMs).catch(() => undefined),
+  });
+  stdout.on('data', timers.touch);
+  stderr.on('data', timers.touch);
+
+  const exited: Promise<ContainerExit> = until(() =>
+    goneWhy !== undefined
+      ? ({ exitCode: null, reason: 'error', detail: goneWhy } satisfies ContainerExit)
+      : exitOf(latest),
+  )
+    .then(async (exit) => {
+      await Promise.race([outputEnded, waitFor(options.clock, OUTPUT_DRAIN_MS)]);
+      follow.stop();
+      await deletePod(0).catch(() => undefined);
+      return stopRequest ? { exitCode: exit.exitCode, reason: stopRequest.reason, detail: stopRequest.detail } : exit;
+    })
+    .finally(() => {
+      finished = true;
+      timers.cancel();
+      (socket as unknown as { terminate?: () => void }).terminate?.();
+    });
+
+  async function stopWith(reason: ContainerExitReason, detail: string, graceMs: number): Promise<void> {
+    if (finished) return;
+    stopRequest ??= { reason, detail };
+    await deletePod(Math.ceil(graceMs / 1000));
+    await exited;
+  }
+
+  return {
+    name,
+    id: created.metadata?.uid ?? name,
+    stdin,
+    stdout,
+    stderr,
+    touch: timers.touch,
+    beginRun: timers.beginRun,
+    stop: (reason, graceMs = options.timeouts.graceMs) => stopWith('stopped', reason, graceMs),
+    exited,
+  };
+}

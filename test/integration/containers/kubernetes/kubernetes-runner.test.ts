@@ -1,0 +1,204 @@
+/**
+ * The Kubernetes runner end to end without a cluster: the real `@kubernetes/client-node` against the fake API
+ * server, whose pods are real Docker containers of the real agent image, reaching the real gateway in front
+ * of a fake provider. A turn's reply comes back over the pod's attach stream, the pod holds no key, and
+ * every pod is gone when its run is.
+ */
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import pino from 'pino';
+import { Attach, CoreV1Api, NetworkingV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { containersConfigSchema } from '../../../../host/containers/run/container-config.ts';
+import { ensureAgentImage } from '../../../../host/containers/image/image-ensure.ts';
+import { defaultBridgeAddress } from '../../../../host/containers/network/network-gateway.ts';
+import {
+  createKubernetesAgentRunner,
+  type KubernetesAgentRunner,
+} from '../../../../host/containers/kubernetes/kubernetes-agent-runner.ts';
+import { kubernetesRunnerConfigSchema } from '../../../../host/containers/kubernetes/kubernetes-config.ts';
+import { loadKubeConfig } from '../../../../host/containers/kubernetes/kube-config.ts';
+import { gatewayConfigSchema, providerConfigSchema } from '../../../../host/gateway/config.ts';
+import { createGateway, type Gateway } from '../../../../host/gateway/gateway.ts';
+import type { RunOutcome } from '../../../../host/router/agent-runner.ts';
+import type { GroupRecord } from '../../../../host/store/groups-store.ts';
+import { systemClock } from '../../../../host/time/clock.ts';
+import { createDockerPods } from '../../../fakes/kube-api/docker-pods.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../../../fakes/kube-api/fake-kube-api.ts';
+import { createMemoryUsageStore } from '../../../fakes/memory-usage-store.ts';
+import { reply, startFakeProvider, type FakeProvider } from '../../../fakes/fake-provider.ts';
+import { describeDocker } from '../../../helpers/docker-available.ts';
+import { replyOnlyHandlers } from '../../../helpers/reply-only-handlers.ts';
+import { useTempDirs } from '../../../helpers/temp-dir.ts';
+
+const docker = new Docker();
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
+const testRun = randomUUID().slice(0, 8);
+const PROVIDER_KEY = 'sk-kube-test-provider-key';
+const tempDir = useTempDirs();
+
+let fake: FakeProvider;
+let gateway: Gateway;
+let api: FakeKubeApi;
+let kc: KubeConfig;
+let runner: KubernetesAgentRunner;
+let nextRunId = 1;
+const issuedKeys: string[] = [];
+
+function group(id: string): GroupRecord {
+  return {
+    id,
+    channel: 'local',
+    chatId: id,
+    name: id,
+    isAdmin: false,
+    networkMode: 'gateway',
+    agentCursor: 0,
+    createdAt: new Date().toISOString(),
+    taint: { corruption: false, secret: false },
+  };
+}
+
+function startRun(g: GroupRecord, text: string) {
+  const replies: string[] = [];
+  const runId = nextRunId++;
+  const handle = runner.start(
+    {
+      runId,
+      attempt: 1,
+      group: g,
+      messages: [
+        {
+          id: runId,
+          groupId: g.id,
+          channel: 'local',
+          chatId: g.id,
+          externalId: `m${runId}`,
+          senderId: 'ann',
+          senderName: 'Ann',
+          text,
+          sentAt: new Date().toISOString(),
+          triggers: true,
+        },
+      ],
+    },
+    { reply: async (t) => void replies.push(t), sendToGroup: async () => undefined },
+  );
+  return { runId, replies, handle };
+}
+
+await describeDocker('the Kubernetes runner on the fake API server', () => {
+  beforeAll(async () => {
+    const image = (await ensureAgentImage({ docker, projectRoot })).tag;
+    fake = await startFakeProvider({ apiKey: PROVIDER_KEY });
+    gateway = createGateway({
+      config: () => gatewayConfigSchema.parse({}),
+      provider: providerConfigSchema.parse({ base_url: fake.openaiBaseUrl, model: 'fake-model' }),
+      providerApiKey: PROVIDER_KEY,
+      usageStore: createMemoryUsageStore(),
+      clock: systemClock,
+      timezone: () => 'UTC',
+      maxOutputTokens: 256,
+      logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    const bridge = await defaultBridgeAddress(docker);
+    await gateway.listen(['127.0.0.1', bridge]);
+    api = await startFakeKubeApi({
+      pods: createDockerPods({ docker, network: 'bridge', labels: { 'carapace.test': testRun } }),
+    });
+    kc = loadKubeConfig({ kubeconfig: api.writeKubeconfig(tempDir()) });
+    const cluster = kubernetesRunnerConfigSchema.parse({
+      image,
+      gateway_address: `${bridge}:${gateway.port}`,
+      resources: { memory_mb: 256, scratch_mb: 32 },
+    });
+    runner = createKubernetesAgentRunner({
+      api: {
+        core: kc.makeApiClient(CoreV1Api),
+        networking: kc.makeApiClient(NetworkingV1Api),
+        attach: new Attach(kc),
+        watch: new Watch(kc),
+      },
+      cluster: { ...cluster, image, gateway_address: cluster.gateway_address! },
+      containers: containersConfigSchema.parse({ group_quota_mb: 64, session_quota_mb: 16, stop_grace_ms: 500 }),
+      dataFolderId: `k${testRun}`,
+      hostInstanceId: `kube-${testRun}`,
+      clock: systemClock,
+      gateway: {
+        issueKey: (owner) => {
+          const key = gateway.issueKey(owner);
+          issuedKeys.push(key.key);
+          return key;
+        },
+        baseUrlFor: (address) => gateway.baseUrlFor(address),
+        credentialsUrlFor: (address) => gateway.credentialsUrlFor(address),
+      },
+      groupById: (id) => group(id),
+      startParams: () => ({
+        assistantName: 'Andy',
+        timezone: 'UTC',
+        formatting: 'Plain text.',
+        limits: { maxToolSteps: 3, maxOutputTokens: 256, wallTimeMs: 60_000 },
+        model: 'fake-model',
+      }),
+      env: () => ({ TZ: 'UTC' }),
+      handlersFor: (_identity, callbacks, onDone) => replyOnlyHandlers(callbacks, onDone),
+      onProtocolProblem: () => undefined,
+      onRunEnded: () => undefined,
+      logger: pino({ level: process.env.KUBE_TEST_LOG ?? 'silent' }),
+    });
+  }, 5 * 60_000);
+
+  afterAll(async () => {
+    await runner?.close();
+    await api?.close();
+    await gateway?.close();
+    await fake?.close();
+  }, 60_000);
+
+  it('answers a turn from a pod, with no key in its spec, and deletes the pod when the run ends', async () => {
+    fake.script(reply.text('hello from the pod'));
+    const run = startRun(group('kube-alpha'), 'hi');
+    await run.handle.accepted;
+    const outcome: RunOutcome = await run.handle.done;
+    expect(outcome).toMatchObject({ ok: true });
+    expect(run.replies).toEqual(['hello from the pod']);
+    // The provider saw the host's key, not the run's: the run's key stayed between the agent and the gateway.
+    expect(fake.requests.at(-1)?.headers.authorization).toBe(`Bearer ${PROVIDER_KEY}`);
+
+    const [pod] = api.accepted().filter((p) => p.metadata?.labels?.['carapace.run'] === String(run.runId));
+    expect(pod).toBeDefined();
+    const spec = JSON.stringify(pod);
+    for (const key of issuedKeys) expect(spec).not.toContain(key);
+    expect(spec).not.toContain(PROVIDER_KEY);
+    expect(pod!.spec!.automountServiceAccountToken).toBe(false);
+    await runner.close();
+    expect(api.pods()).toEqual([]);
+    expect(api.policies().map((p) => p.spec?.egress?.[0]?.ports?.[0]?.port)).toEqual([gateway.port]);
+  }, 120_000);
+
+  it('stops a run on request: the pod is deleted and the outcome says it was stopped', async () => {
+    fake.script(reply.hang());
+    const requestsBefore = fake.requests.length;
+    const run = startRun(group('kube-beta'), 'wait for it');
+    await run.handle.accepted;
+    await fake.waitForRequests(requestsBefore + 1);
+    run.handle.stop('the owner said stop');
+    const outcome = await run.handle.done;
+    expect(outcome.ok).toBe(false);
+    expect(outcome.reason).toContain('the owner said stop');
+    await runner.close();
+    expect(api.pods()).toEqual([]);
+  }, 120_000);
+
+  it('refuses a group with full network access before any pod is made', async () => {
+    const before = api.accepted().length;
+    const run = startRun({ ...group('kube-full'), networkMode: 'full' }, 'hi');
+    const outcome = await run.handle.done;
+    expect(outcome).toMatchObject({ ok: false, retryable: false });
+    expect(outcome.reason).toContain('full network access');
+    expect(api.accepted()).toHaveLength(before);
+  });
+});
