@@ -10,6 +10,7 @@ import { dataFolderLabel, LABEL_DATA } from '../containers/run/data-folder-label
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
 import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import { startAgentGateway } from './agent-gateway.ts';
+import { startKubernetesRuntime } from './kubernetes-runtime.ts';
 import { createAgentRunner, prestartStatusOf } from './agent-runner.ts';
 import { setUpRunNetworks } from '../containers/network/run-networks.ts';
 import { removeOrphans } from '../containers/run/container-orphans.ts';
@@ -57,6 +58,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<AgentR
         `or set [provider] base_url in ${paths.configFile} to a local server such as http://localhost:11434/v1, then restart Carapace`,
     );
   }
+  if (config.runner.kind === 'kubernetes') return startRuntimeWith(deps, startKubernetesRuntime);
   try {
     await docker.ping();
   } catch (err) {
@@ -66,11 +68,21 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<AgentR
     );
   }
 
-  // Anything that fails from here on becomes a notice to the group instead of a host that cannot start,
-  // and never leaves the gateway's listeners, the network or a warmed container behind.
+  return startRuntimeWith(deps, startContainerRuntime);
+}
+
+/**
+ * Anything that fails from here on becomes a notice to the group instead of a host that cannot start, and
+ * never leaves the gateway's listeners, the network, a warmed container or a pod behind.
+ */
+async function startRuntimeWith(
+  deps: AgentRuntimeDeps,
+  start: (deps: AgentRuntimeDeps, closers: CloserStack) => Promise<AgentRuntime>,
+): Promise<AgentRuntime> {
+  const { logger } = deps;
   const closers = createCloserStack();
   try {
-    return await startContainerRuntime(deps, closers);
+    return await start(deps, closers);
   } catch (err) {
     const failures = await closers.closeAll('the agent runtime could not start');
     for (const f of failures)

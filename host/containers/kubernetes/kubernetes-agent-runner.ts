@@ -2,10 +2,17 @@ import { ApiException, type NetworkingV1Api } from '@kubernetes/client-node';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { Clock } from '../../time/clock.ts';
 import type { ContainersConfig } from '../run/container-config.ts';
-import { createRetiring, openRun, runHandleOf, type LaunchedRun, type RunWiring } from '../run/run-opening.ts';
+import {
+  createRetiring,
+  openRun,
+  runHandleOf,
+  type LaunchedRun,
+  type RunWiring,
+} from '../run/run-opening.ts';
 import type { KubernetesRunnerConfig } from './kubernetes-config.ts';
 import { describeApiError } from './api-errors.ts';
 import { launchPod, type PodApi } from './pod-process.ts';
+import type { NetworkProbeResult } from './network-probe.ts';
 import {
   agentPodSpec,
   dataFolderSelector,
@@ -27,10 +34,18 @@ export interface KubernetesAgentRunnerDeps extends RunWiring {
   clock: Clock;
   /** How long a pod may take to run its agent (scheduling, image pull). */
   podStartTimeoutMs?: number;
+  /** Proves the NetworkPolicy is enforced (network-probe.ts); no run starts until it has. */
+  probe(): Promise<NetworkProbeResult>;
 }
 
+/** The cluster cannot run turns safely (its network policy is not enforced): trying again will not help. */
+export class ClusterRefusal extends Error {}
+
 export interface KubernetesAgentRunner extends AgentRunner {
-  /** Makes sure the data folder's NetworkPolicy exists; runs refuse to start until it does. */
+  /**
+   * Makes sure the data folder's NetworkPolicy exists and a probe pod proves it enforced; runs refuse to
+   * start until both hold. A cluster found not to enforce it is refused for the host's life.
+   */
   prepare(): Promise<void>;
   /** Waits for finished runs' pods to be deleted; runs in flight are the router's to stop. */
   close(): Promise<void>;
@@ -69,8 +84,20 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       );
     }
   }
+  let refusal: ClusterRefusal | undefined;
+  async function ensureLimited(): Promise<void> {
+    await ensurePolicy();
+    const verdict = await deps.probe();
+    if (verdict.enforced) {
+      deps.logger.info({ detail: verdict.detail }, 'network policy verified');
+      return;
+    }
+    refusal = new ClusterRefusal(`${verdict.detail}${verdict.fix ? `; ${verdict.fix}` : ''}`);
+    throw refusal;
+  }
   const prepare = () => {
-    policy ??= ensurePolicy();
+    if (refusal) return Promise.reject(refusal);
+    policy ??= ensureLimited();
     // A failed attempt is tried again by the next run, not remembered as a refusal forever.
     policy.catch(() => (policy = undefined));
     return policy;
@@ -130,7 +157,7 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     start: (ctx, callbacks): RunHandle =>
       runHandleOf(deps, ctx, launch(ctx, callbacks), {
         retire,
-        retryable: (err) => !(err instanceof PodSpecError),
+        retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
       }),
     close: async () => {
       await retired();

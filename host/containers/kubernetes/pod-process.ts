@@ -1,29 +1,19 @@
 import { PassThrough } from 'node:stream';
-import {
-  ApiException,
-  type Attach,
-  type CoreV1Api,
-  type V1ContainerStatus,
-  type V1Pod,
-  type Watch,
-} from '@kubernetes/client-node';
+import type { Attach, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ContainerExit, ContainerExitReason, ContainerProcess } from '../../ipc/container-process.ts';
 import type { Clock } from '../../time/clock.ts';
 import { waitFor } from '../../time/clock-timers.ts';
 import { errorMessage } from '../../errors/error-message.ts';
-import { describeApiError } from './api-errors.ts';
 import { createRunTimers } from '../run/run-timers.ts';
-import { watchPod } from './pod-watch.ts';
+import { createAndFollowPod, type PodClients } from './pod-follower.ts';
 
 /** The container of the pod that speaks the IPC protocol on its stdio (pod-spec.ts). */
 export const AGENT_CONTAINER = 'agent';
 /** How long a deleted pod's output may take to drain before the run is reported over. */
 const OUTPUT_DRAIN_MS = 2_000;
 
-export interface PodApi {
-  core: CoreV1Api;
+export interface PodApi extends PodClients {
   attach: Attach;
-  watch: Watch;
 }
 
 export interface PodLaunchOptions {
@@ -44,7 +34,10 @@ function startFailure(pod: V1Pod): string | undefined {
     return `the pod failed (${pod.status.reason ?? 'no reason given'}${pod.status.message ? `: ${pod.status.message}` : ''})`;
   }
   const waiting = agentStatus(pod)?.state?.waiting;
-  if (waiting?.reason && /ErrImagePull|ImagePullBackOff|InvalidImageName|CreateContainerError/.test(waiting.reason)) {
+  if (
+    waiting?.reason &&
+    /ErrImagePull|ImagePullBackOff|InvalidImageName|CreateContainerError/.test(waiting.reason)
+  ) {
     return `the agent container cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''}`;
   }
   return undefined;
@@ -61,10 +54,18 @@ function exitedEarly(pod: V1Pod): string | undefined {
 function exitOf(pod: V1Pod): ContainerExit | undefined {
   const terminated = agentStatus(pod)?.state?.terminated;
   if (pod.status?.reason === 'DeadlineExceeded') {
-    return { exitCode: terminated?.exitCode ?? null, reason: 'hard_timeout', detail: 'the pod passed its activeDeadlineSeconds' };
+    return {
+      exitCode: terminated?.exitCode ?? null,
+      reason: 'hard_timeout',
+      detail: 'the pod passed its activeDeadlineSeconds',
+    };
   }
-  if (!terminated) return pod.status?.phase === 'Failed' ? { exitCode: null, reason: 'error', detail: startFailure(pod) } : undefined;
-  if (terminated.reason === 'OOMKilled') return { exitCode: terminated.exitCode, reason: 'oom', detail: 'exceeded the pod memory limit' };
+  if (!terminated)
+    return pod.status?.phase === 'Failed'
+      ? { exitCode: null, reason: 'error', detail: startFailure(pod) }
+      : undefined;
+  if (terminated.reason === 'OOMKilled')
+    return { exitCode: terminated.exitCode, reason: 'oom', detail: 'exceeded the pod memory limit' };
   return { exitCode: terminated.exitCode, reason: 'exited' };
 }
 
@@ -75,74 +76,29 @@ function exitOf(pod: V1Pod): ContainerExit | undefined {
  * timeouts on the host's clock (the pod's `activeDeadlineSeconds` is the second wall, held by the kubelet
  * even when the host is gone). The pod is deleted when the run ends, however it ends.
  */
-export async function launchPod(api: PodApi, pod: V1Pod, options: PodLaunchOptions): Promise<ContainerProcess> {
+export async function launchPod(
+  api: PodApi,
+  pod: V1Pod,
+  options: PodLaunchOptions,
+): Promise<ContainerProcess> {
   const namespace = pod.metadata!.namespace!;
-  const name = pod.metadata!.name!;
-  let created: V1Pod;
-  try {
-    created = await api.core.createNamespacedPod({ namespace, body: pod });
-  } catch (err) {
-    if (err instanceof ApiException && err.code === 409) {
-      throw new Error(
-        `A pod named ${name} already exists in namespace ${namespace}: run ids must be unique per data folder. ` +
-          `If it is left over from a crash, delete it: kubectl -n ${namespace} delete pod ${name}`,
-        { cause: err },
-      );
-    }
-    throw new Error(`Creating pod ${name} failed: ${describeApiError(err)}`, { cause: err });
-  }
-
-  let latest = created;
-  let onChange: (() => void) | undefined;
-  let goneWhy: string | undefined;
-  const follow = watchPod({
-    core: api.core,
-    watch: api.watch,
-    clock: options.clock,
-    namespace,
-    name,
-    selector: options.selector,
-    resourceVersion: created.metadata?.resourceVersion ?? '0',
-    onPod: (p) => {
-      latest = p;
-      onChange?.();
-    },
-    onGone: (why) => {
-      goneWhy = why;
-      onChange?.();
-    },
-  });
-  /** Resolves with what `pick` finds in the pod's status, as soon as it is there. */
-  const until = <T>(pick: () => T | undefined): Promise<T> =>
-    new Promise((resolve) => {
-      const check = () => {
-        const found = pick();
-        if (found !== undefined) resolve(found);
-      };
-      const previous = onChange;
-      onChange = () => {
-        previous?.();
-        check();
-      };
-      check();
-    });
-  const deletePod = (graceSeconds: number) =>
-    api.core
-      .deleteNamespacedPod({ namespace, name, gracePeriodSeconds: graceSeconds })
-      .then(() => undefined)
-      .catch((err: unknown) => {
-        if (!(err instanceof ApiException && err.code === 404)) throw err;
-      });
+  const pods = await createAndFollowPod(api, pod, options);
+  const { name } = pods;
+  const latest = () => pods.latest() ?? {};
+  const deletePod = (graceSeconds: number) => pods.remove(graceSeconds);
+  const follow = pods;
 
   const running = await Promise.race([
-    until(() =>
-      goneWhy !== undefined
+    pods.until(() =>
+      pods.goneWhy() !== undefined
         ? `the pod was deleted before it ran`
-        : agentStatus(latest)?.state?.running
+        : agentStatus(latest())?.state?.running
           ? true
-          : (startFailure(latest) ?? exitedEarly(latest)),
+          : (startFailure(latest()) ?? exitedEarly(latest())),
     ),
-    waitFor(options.clock, options.startTimeoutMs).then(() => `the pod did not run its agent within ${options.startTimeoutMs} ms`),
+    waitFor(options.clock, options.startTimeoutMs).then(
+      () => `the pod did not run its agent within ${options.startTimeoutMs} ms`,
+    ),
   ]);
   if (running !== true) {
     follow.stop();
@@ -177,21 +133,24 @@ export async function launchPod(api: PodApi, pod: V1Pod, options: PodLaunchOptio
     clock: options.clock,
     hardMs: options.timeouts.hardMs,
     idleMs: options.timeouts.idleMs,
-    onExpire: (reason, detail) => void stopWith(reason, detail, options.timeouts.graceMs).catch(() => undefined),
+    onExpire: (reason, detail) =>
+      void stopWith(reason, detail, options.timeouts.graceMs).catch(() => undefined),
   });
   stdout.on('data', timers.touch);
   stderr.on('data', timers.touch);
 
-  const exited: Promise<ContainerExit> = until(() =>
-    goneWhy !== undefined
-      ? ({ exitCode: null, reason: 'error', detail: goneWhy } satisfies ContainerExit)
-      : exitOf(latest),
-  )
+  const exited: Promise<ContainerExit> = pods
+    .until((): ContainerExit | undefined => {
+      const why = pods.goneWhy();
+      return why !== undefined ? { exitCode: null, reason: 'error', detail: why } : exitOf(latest());
+    })
     .then(async (exit) => {
       await Promise.race([outputEnded, waitFor(options.clock, OUTPUT_DRAIN_MS)]);
       follow.stop();
       await deletePod(0).catch(() => undefined);
-      return stopRequest ? { exitCode: exit.exitCode, reason: stopRequest.reason, detail: stopRequest.detail } : exit;
+      return stopRequest
+        ? { exitCode: exit.exitCode, reason: stopRequest.reason, detail: stopRequest.detail }
+        : exit;
     })
     .finally(() => {
       finished = true;
@@ -208,7 +167,7 @@ export async function launchPod(api: PodApi, pod: V1Pod, options: PodLaunchOptio
 
   return {
     name,
-    id: created.metadata?.uid ?? name,
+    id: pods.latest()?.metadata?.uid ?? name,
     stdin,
     stdout,
     stderr,

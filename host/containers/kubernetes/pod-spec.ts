@@ -235,3 +235,86 @@ export function gatewayNetworkPolicy(input: GatewayPolicyInput): V1NetworkPolicy
     },
   };
 }
+
+export interface ProbePodInput {
+  namespace: string;
+  dataFolderId: string;
+  hostInstanceId: string;
+  image: string;
+  runtimeClass?: string | undefined;
+  /** `IPv4:port` the NetworkPolicy allows: the probe must reach it, or it proves nothing. */
+  gatewayAddress: string;
+  /** `IPv4:port` a pod without the policy would reach: the probe must not. */
+  forbiddenAddress: string;
+  /** Unique per probe, for its name and the watch's selector. */
+  probeId: string;
+}
+
+/** Exit codes of the probe: it reached the forbidden address / it could not reach the gateway. */
+export const PROBE_EXIT_UNLIMITED = 10;
+export const PROBE_EXIT_NO_GATEWAY = 11;
+
+/** Tries both addresses with a TCP connect each (3 s), and says by its exit code what it found. */
+const PROBE_SCRIPT = `
+const net = require('node:net');
+const reach = (address) => new Promise((done) => {
+  const [host, port] = address.split(':');
+  const s = net.connect({ host, port: Number(port), timeout: 3000 });
+  s.on('connect', () => { s.destroy(); done(true); });
+  s.on('timeout', () => { s.destroy(); done(false); });
+  s.on('error', () => done(false));
+});
+Promise.all([reach(process.env.PROBE_GATEWAY), reach(process.env.PROBE_FORBIDDEN)]).then(([gateway, forbidden]) =>
+  process.exit(forbidden ? ${PROBE_EXIT_UNLIMITED} : gateway ? 0 : ${PROBE_EXIT_NO_GATEWAY}));
+`;
+
+/**
+ * The pod that proves the data folder's NetworkPolicy is enforced: labelled like the runs' pods (so the
+ * policy selects it), hardened like them, it must reach the gateway and fail to reach an address any
+ * unrestricted pod reaches. A cluster whose network plugin ignores NetworkPolicy accepts the policy object
+ * all the same; only this shows the difference.
+ */
+export function networkProbePodSpec(input: ProbePodInput): V1Pod {
+  const runLabel = labelValue(`probe-${input.probeId}`).toLowerCase();
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: agentPodName(input.dataFolderId, runLabel),
+      namespace: input.namespace,
+      labels: {
+        ...dataFolderSelector(input.dataFolderId),
+        [POD_LABEL_HOST]: labelValue(input.hostInstanceId),
+        [POD_LABEL_RUN]: runLabel,
+      },
+    },
+    spec: {
+      restartPolicy: 'Never',
+      activeDeadlineSeconds: 60,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      dnsPolicy: 'None',
+      dnsConfig: { nameservers: ['127.0.0.1'] },
+      terminationGracePeriodSeconds: 0,
+      ...(input.runtimeClass ? { runtimeClassName: input.runtimeClass } : {}),
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'probe',
+          image: input.image,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['node', '-e', PROBE_SCRIPT],
+          env: [
+            { name: 'PROBE_GATEWAY', value: input.gatewayAddress },
+            { name: 'PROBE_FORBIDDEN', value: input.forbiddenAddress },
+          ],
+          securityContext: restrictedContainerSecurity(AGENT_UID, AGENT_UID),
+          resources: {
+            requests: { cpu: '100m', memory: '64Mi', 'ephemeral-storage': '16Mi' },
+            limits: { cpu: '100m', memory: '64Mi', 'ephemeral-storage': '16Mi' },
+          },
+        },
+      ],
+    },
+  };
+}

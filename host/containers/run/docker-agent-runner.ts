@@ -2,13 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type Docker from 'dockerode';
 import type { RunIdentity } from '../../security/decisions.ts';
-import type {
-  AgentRunner,
-  RunCallbacks,
-  RunContext,
-  RunHandle,
-  RunOutcome,
-} from '../../router/agent-runner.ts';
+import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { ContainersConfig } from './container-config.ts';
 import { launchContainer } from './container-launch.ts';
 import { createRetiring, openRun, runHandleOf, type LaunchedRun, type RunWiring } from './run-opening.ts';

@@ -9,7 +9,10 @@ import type { RunCallbacks, RunContext, RunHandle, RunOutcome } from '../../rout
 import type { StoredMessage } from '../../store/messages-store.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 
-export type StartParams = Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey' | 'commandSetup'>;
+export type StartParams = Omit<
+  RunStartParams,
+  'runId' | 'group' | 'messages' | 'gatewayKey' | 'commandSetup'
+>;
 
 /**
  * What every runner needs from the host, whatever runs the agent (a Docker container, a pod): the run's
@@ -31,7 +34,11 @@ export interface RunWiring {
    * What the run's commands get to use the group's credentials through the host (the routes' URL at the
    * address the container reaches the host on, the run's credential key); read at each run.
    */
-  commandSetup?(group: RunContext['group'], routesUrl: string, credentialKey: string): CommandSetup | undefined;
+  commandSetup?(
+    group: RunContext['group'],
+    routesUrl: string,
+    credentialKey: string,
+  ): CommandSetup | undefined;
   /** A group as stored now; undefined once it was removed. */
   groupById(groupId: string): RunContext['group'] | undefined;
   /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
@@ -106,7 +113,12 @@ export async function openRun(
       start: {
         ...(await run.startParams),
         runId: ctx.runId,
-        group: { id: ctx.group.id, name: ctx.group.name, isAdmin: ctx.group.isAdmin, channel: ctx.group.channel },
+        group: {
+          id: ctx.group.id,
+          name: ctx.group.name,
+          isAdmin: ctx.group.isAdmin,
+          channel: ctx.group.channel,
+        },
         messages: fitStartMessages(ctx.messages).map((m) => toChatMessage(m, maxImageBytes)),
         gatewayKey: key.key,
         ...(setup === undefined ? {} : { commandSetup: setup }),
@@ -166,7 +178,10 @@ export function runHandleOf(
             hooks.retire(l.container);
           }),
         (err: unknown) => {
-          wiring.logger.error({ err, groupId: ctx.group.id, runId: ctx.runId }, 'could not start the agent container');
+          wiring.logger.error(
+            { err, groupId: ctx.group.id, runId: ctx.runId },
+            'could not start the agent container',
+          );
           return {
             ok: false,
             reason: `could not start the agent: ${errorMessage(err)}`,
@@ -193,4 +208,3 @@ export function createRetiring(): { retire(container: ContainerProcess): void; a
     all: () => Promise.all([...retiring]),
   };
 }
-

@@ -312,7 +312,9 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
           });
           void streams.ended.then(() => {
             if (ws.readyState !== ws.OPEN) return;
-            ws.send(Buffer.concat([Buffer.from([STATUS]), Buffer.from(JSON.stringify({ status: 'Success' }))]));
+            ws.send(
+              Buffer.concat([Buffer.from([STATUS]), Buffer.from(JSON.stringify({ status: 'Success' }))]),
+            );
             ws.close(1000);
           });
         });

@@ -3,23 +3,30 @@
  * server, whose pods are real Docker containers of the real agent image, reaching the real gateway in front
  * of a fake provider. A turn's reply comes back over the pod's attach stream, the pod holds no key, and
  * every pod is gone when its run is.
+ *
+ * The fake's pods join a Docker network that stands for the cluster's network plugin: the isolated gateway
+ * network (behind the host's firewall: only the gateway's port) for a cluster that enforces the policy,
+ * Docker's bridge for one that ignores it. The runner's start probe must tell the two apart.
  */
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pino from 'pino';
-import { Attach, CoreV1Api, NetworkingV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { Attach, CoreV1Api, NetworkingV1Api, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { containersConfigSchema } from '../../../../host/containers/run/container-config.ts';
 import { ensureAgentImage } from '../../../../host/containers/image/image-ensure.ts';
 import { defaultBridgeAddress } from '../../../../host/containers/network/network-gateway.ts';
+import { setUpRunNetworks } from '../../../../host/containers/network/run-networks.ts';
 import {
   createKubernetesAgentRunner,
   type KubernetesAgentRunner,
 } from '../../../../host/containers/kubernetes/kubernetes-agent-runner.ts';
 import { kubernetesRunnerConfigSchema } from '../../../../host/containers/kubernetes/kubernetes-config.ts';
 import { loadKubeConfig } from '../../../../host/containers/kubernetes/kube-config.ts';
+import { probeNetworkPolicy } from '../../../../host/containers/kubernetes/network-probe.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../../host/gateway/config.ts';
 import { createGateway, type Gateway } from '../../../../host/gateway/gateway.ts';
 import type { RunOutcome } from '../../../../host/router/agent-runner.ts';
@@ -38,12 +45,21 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const testRun = randomUUID().slice(0, 8);
 const PROVIDER_KEY = 'sk-kube-test-provider-key';
 const tempDir = useTempDirs();
+const silent = pino({ level: process.env.KUBE_TEST_LOG ?? 'silent' });
 
 let fake: FakeProvider;
 let gateway: Gateway;
+/** Pods on the isolated gateway network: a cluster that enforces the policy. */
 let api: FakeKubeApi;
-let kc: KubeConfig;
+/** Pods on Docker's bridge: a cluster whose network plugin ignores NetworkPolicy. */
+let unenforcing: FakeKubeApi;
 let runner: KubernetesAgentRunner;
+let image = '';
+let gatewayAddress = '';
+/** A TCP server on the host that any unrestricted container reaches: the probe's forbidden address. */
+let outside: net.Server;
+let outsideAddress = '';
+const cleanups: (() => Promise<unknown>)[] = [];
 let nextRunId = 1;
 const issuedKeys: string[] = [];
 
@@ -61,10 +77,66 @@ function group(id: string): GroupRecord {
   };
 }
 
-function startRun(g: GroupRecord, text: string) {
+/** A runner on the fake API server `on`, made as the host makes it for `[runner] kind = "kubernetes"`. */
+function runnerOn(on: FakeKubeApi): KubernetesAgentRunner {
+  const kc = loadKubeConfig({ kubeconfig: on.writeKubeconfig(tempDir()) });
+  const clients = {
+    core: kc.makeApiClient(CoreV1Api),
+    networking: kc.makeApiClient(NetworkingV1Api),
+    attach: new Attach(kc),
+    watch: new Watch(kc),
+  };
+  const cluster = kubernetesRunnerConfigSchema.parse({
+    image,
+    gateway_address: gatewayAddress,
+    resources: { memory_mb: 256, scratch_mb: 32 },
+  });
+  const scope = { dataFolderId: `k${testRun}`, hostInstanceId: `kube-${testRun}` };
+  return createKubernetesAgentRunner({
+    ...scope,
+    api: clients,
+    cluster: { ...cluster, image, gateway_address: gatewayAddress },
+    containers: containersConfigSchema.parse({
+      group_quota_mb: 64,
+      session_quota_mb: 16,
+      stop_grace_ms: 500,
+    }),
+    clock: systemClock,
+    probe: () =>
+      probeNetworkPolicy(
+        clients,
+        { ...scope, namespace: cluster.namespace, image, gatewayAddress, forbiddenAddress: outsideAddress },
+        systemClock,
+      ),
+    gateway: {
+      issueKey: (owner) => {
+        const key = gateway.issueKey(owner);
+        issuedKeys.push(key.key);
+        return key;
+      },
+      baseUrlFor: (address) => gateway.baseUrlFor(address),
+      credentialsUrlFor: (address) => gateway.credentialsUrlFor(address),
+    },
+    groupById: (id) => group(id),
+    startParams: () => ({
+      assistantName: 'Andy',
+      timezone: 'UTC',
+      formatting: 'Plain text.',
+      limits: { maxToolSteps: 3, maxOutputTokens: 256, wallTimeMs: 60_000 },
+      model: 'fake-model',
+    }),
+    env: () => ({ TZ: 'UTC' }),
+    handlersFor: (_identity, callbacks, onDone) => replyOnlyHandlers(callbacks, onDone),
+    onProtocolProblem: () => undefined,
+    onRunEnded: () => undefined,
+    logger: silent,
+  });
+}
+
+function startRun(on: KubernetesAgentRunner, g: GroupRecord, text: string) {
   const replies: string[] = [];
   const runId = nextRunId++;
-  const handle = runner.start(
+  const handle = on.start(
     {
       runId,
       attempt: 1,
@@ -91,7 +163,7 @@ function startRun(g: GroupRecord, text: string) {
 
 await describeDocker('the Kubernetes runner on the fake API server', () => {
   beforeAll(async () => {
-    const image = (await ensureAgentImage({ docker, projectRoot })).tag;
+    image = (await ensureAgentImage({ docker, projectRoot })).tag;
     fake = await startFakeProvider({ apiKey: PROVIDER_KEY });
     gateway = createGateway({
       config: () => gatewayConfigSchema.parse({}),
@@ -101,66 +173,45 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
       clock: systemClock,
       timezone: () => 'UTC',
       maxOutputTokens: 256,
-      logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+      logger: silent,
     });
     const bridge = await defaultBridgeAddress(docker);
-    await gateway.listen(['127.0.0.1', bridge]);
-    api = await startFakeKubeApi({
-      pods: createDockerPods({ docker, network: 'bridge', labels: { 'carapace.test': testRun } }),
-    });
-    kc = loadKubeConfig({ kubeconfig: api.writeKubeconfig(tempDir()) });
-    const cluster = kubernetesRunnerConfigSchema.parse({
-      image,
-      gateway_address: `${bridge}:${gateway.port}`,
-      resources: { memory_mb: 256, scratch_mb: 32 },
-    });
-    runner = createKubernetesAgentRunner({
-      api: {
-        core: kc.makeApiClient(CoreV1Api),
-        networking: kc.makeApiClient(NetworkingV1Api),
-        attach: new Attach(kc),
-        watch: new Watch(kc),
-      },
-      cluster: { ...cluster, image, gateway_address: cluster.gateway_address! },
-      containers: containersConfigSchema.parse({ group_quota_mb: 64, session_quota_mb: 16, stop_grace_ms: 500 }),
-      dataFolderId: `k${testRun}`,
+    const { networks } = await setUpRunNetworks({
+      docker,
+      gateway,
+      configuredName: `carapace-kube-${testRun}`,
+      dataDir: tempDir(),
+      dataLabel: `k${testRun}`,
       hostInstanceId: `kube-${testRun}`,
-      clock: systemClock,
-      gateway: {
-        issueKey: (owner) => {
-          const key = gateway.issueKey(owner);
-          issuedKeys.push(key.key);
-          return key;
-        },
-        baseUrlFor: (address) => gateway.baseUrlFor(address),
-        credentialsUrlFor: (address) => gateway.credentialsUrlFor(address),
-      },
-      groupById: (id) => group(id),
-      startParams: () => ({
-        assistantName: 'Andy',
-        timezone: 'UTC',
-        formatting: 'Plain text.',
-        limits: { maxToolSteps: 3, maxOutputTokens: 256, wallTimeMs: 60_000 },
-        model: 'fake-model',
-      }),
-      env: () => ({ TZ: 'UTC' }),
-      handlersFor: (_identity, callbacks, onDone) => replyOnlyHandlers(callbacks, onDone),
-      onProtocolProblem: () => undefined,
-      onRunEnded: () => undefined,
-      logger: pino({ level: process.env.KUBE_TEST_LOG ?? 'silent' }),
+      onNetwork: (_name, remove) => void cleanups.push(remove),
+      logger: silent,
     });
+    if ('unavailable' in networks.gateway) throw new Error(networks.gateway.unavailable);
+    gatewayAddress = `${networks.gateway.hostAddress}:${gateway.port}`;
+    outside = net.createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => outside.listen(0, bridge, resolve));
+    outsideAddress = `${bridge}:${(outside.address() as net.AddressInfo).port}`;
+    const labels = { 'carapace.test': testRun };
+    api = await startFakeKubeApi({
+      pods: createDockerPods({ docker, network: networks.gateway.networkName, labels }),
+    });
+    unenforcing = await startFakeKubeApi({ pods: createDockerPods({ docker, network: 'bridge', labels }) });
+    runner = runnerOn(api);
   }, 5 * 60_000);
 
   afterAll(async () => {
     await runner?.close();
     await api?.close();
+    await unenforcing?.close();
+    outside?.close();
     await gateway?.close();
     await fake?.close();
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
   }, 60_000);
 
   it('answers a turn from a pod, with no key in its spec, and deletes the pod when the run ends', async () => {
     fake.script(reply.text('hello from the pod'));
-    const run = startRun(group('kube-alpha'), 'hi');
+    const run = startRun(runner, group('kube-alpha'), 'hi');
     await run.handle.accepted;
     const outcome: RunOutcome = await run.handle.done;
     expect(outcome).toMatchObject({ ok: true });
@@ -182,7 +233,7 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
   it('stops a run on request: the pod is deleted and the outcome says it was stopped', async () => {
     fake.script(reply.hang());
     const requestsBefore = fake.requests.length;
-    const run = startRun(group('kube-beta'), 'wait for it');
+    const run = startRun(runner, group('kube-beta'), 'wait for it');
     await run.handle.accepted;
     await fake.waitForRequests(requestsBefore + 1);
     run.handle.stop('the owner said stop');
@@ -195,10 +246,33 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
 
   it('refuses a group with full network access before any pod is made', async () => {
     const before = api.accepted().length;
-    const run = startRun({ ...group('kube-full'), networkMode: 'full' }, 'hi');
+    const run = startRun(runner, { ...group('kube-full'), networkMode: 'full' }, 'hi');
     const outcome = await run.handle.done;
     expect(outcome).toMatchObject({ ok: false, retryable: false });
     expect(outcome.reason).toContain('full network access');
     expect(api.accepted()).toHaveLength(before);
+  });
+
+  it('refuses every run on a cluster that does not enforce NetworkPolicy, and says so', async () => {
+    const careless = runnerOn(unenforcing);
+    const run = startRun(careless, group('kube-open'), 'hi');
+    const outcome = await run.handle.done;
+    expect(outcome).toMatchObject({ ok: false, retryable: false });
+    expect(outcome.reason).toContain(
+      `NetworkPolicy is not enforced: a probe pod under the gateway-only policy reached ${outsideAddress}`,
+    );
+    // The probe ran and was deleted; no agent pod was ever made.
+    expect(unenforcing.accepted().map((p) => p.spec!.containers[0]!.name)).toEqual(['probe']);
+    expect(unenforcing.pods()).toEqual([]);
+    // Refused for the host's life: a second run makes no second probe.
+    expect((await startRun(careless, group('kube-open'), 'again').handle.done).ok).toBe(false);
+    expect(unenforcing.accepted()).toHaveLength(1);
+    await careless.close();
+  }, 120_000);
+
+  it('proves the policy on an enforcing cluster: its probe reached the gateway and not the outside', async () => {
+    const probes = api.accepted().filter((p) => p.spec!.containers[0]!.name === 'probe');
+    expect(probes).toHaveLength(1);
+    expect(api.pods()).toEqual([]);
   });
 });

@@ -1,0 +1,109 @@
+import crypto from 'node:crypto';
+import { isIP } from 'node:net';
+import { Attach, CoreV1Api, NetworkingV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
+import { dataFolderLabel } from '../containers/run/data-folder-label.ts';
+import { createKubernetesAgentRunner } from '../containers/kubernetes/kubernetes-agent-runner.ts';
+import { loadKubeConfig } from '../containers/kubernetes/kube-config.ts';
+import { probeNetworkPolicy } from '../containers/kubernetes/network-probe.ts';
+import { systemClock } from '../time/clock.ts';
+import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+import type { AgentRuntime } from './agent-runtime.ts';
+import { startAgentGateway } from './agent-gateway.ts';
+import { runWiringFor } from './agent-runner.ts';
+import type { CloserStack } from './closer-stack.ts';
+
+/** The address a pod without the policy would reach: the API server's, when the kubeconfig names an IP. */
+function defaultProbeAddress(kc: KubeConfig): string | undefined {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) return undefined;
+  const url = new URL(server);
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return isIP(url.hostname) === 4 ? `${url.hostname}:${port}` : undefined;
+}
+
+/**
+ * The runtime when `[runner] kind = "kubernetes"`: the gateway on the address the pods reach, the data
+ * folder's NetworkPolicy, and a probe pod proving it is enforced before any run starts (fail closed: the
+ * runtime refuses to start otherwise, and the groups get the reason). No Docker engine is needed here.
+ */
+export async function startKubernetesRuntime(deps: AgentRuntimeDeps, closers: CloserStack): Promise<AgentRuntime> {
+  const { config, paths, logger } = deps;
+  const k8s = config.runner.kubernetes;
+  const { image, gateway_address: gatewayAddress } = k8s;
+  if (!image || !gatewayAddress) throw new Error('[runner.kubernetes] needs image and gateway_address');
+  const [gatewayIp, gatewayPort] = gatewayAddress.split(':') as [string, string];
+  const listenAddress = k8s.listen_address ?? gatewayIp;
+  if (listenAddress === gatewayIp && deps.live().gateway.port !== Number(gatewayPort)) {
+    throw new Error(
+      `the pods reach the gateway at ${gatewayAddress}, so it must listen on port ${gatewayPort}: ` +
+        `set [gateway] port = ${gatewayPort} (or listen_address under [runner.kubernetes] when a Service forwards)`,
+    );
+  }
+  const kc = loadKubeConfig(k8s);
+  const probeAddress = k8s.probe_address ?? defaultProbeAddress(kc);
+  if (!probeAddress) {
+    throw new Error(
+      'set [runner.kubernetes] probe_address to an IPv4:port any pod reaches without the policy (the API ' +
+        "server's Service address, say): the kubeconfig's server is not an IP, and without a forbidden address " +
+        'the start probe cannot prove egress is limited',
+    );
+  }
+  const hostInstanceId = deps.hostInstanceId ?? crypto.randomUUID();
+  const dataFolderId = dataFolderLabel(paths.dataDir);
+
+  const credentialBook = createCredentialStatusBook(systemClock);
+  const gateway = startAgentGateway(deps, credentialBook);
+  closers.push('LLM gateway', () => gateway.close());
+  await gateway.listen(['127.0.0.1', listenAddress]);
+
+  const api = {
+    core: kc.makeApiClient(CoreV1Api),
+    networking: kc.makeApiClient(NetworkingV1Api),
+    attach: new Attach(kc),
+    watch: new Watch(kc),
+  };
+  const runner = createKubernetesAgentRunner({
+    ...runWiringFor(deps, gateway),
+    api,
+    cluster: { ...k8s, image, gateway_address: gatewayAddress },
+    containers: config.containers,
+    dataFolderId,
+    hostInstanceId,
+    clock: systemClock,
+    probe: () =>
+      probeNetworkPolicy(
+        api,
+        {
+          namespace: k8s.namespace,
+          dataFolderId,
+          hostInstanceId,
+          image,
+          runtimeClass: k8s.runtime_class,
+          gatewayAddress,
+          forbiddenAddress: probeAddress,
+        },
+        systemClock,
+      ),
+  });
+  closers.push('agent pods', () => runner.close());
+  await runner.prepare();
+  logger.info({ namespace: k8s.namespace, image, gateway: gatewayAddress }, 'kubernetes agent runtime ready');
+  return {
+    runner,
+    credentials: {
+      status: () =>
+        credentialBook.status(
+          deps.live().credentials,
+          deps.live().groups,
+          (name) => deps.credentials?.secret(name) !== undefined,
+        ),
+    },
+    transcribe: gateway.transcribe,
+    review: gateway.review,
+    close: async () => {
+      const failures = await closers.closeAll('host stopping');
+      if (failures[0]) throw new Error(`could not close ${failures[0].name}`, { cause: failures[0].error });
+    },
+  };
+}
