@@ -1,11 +1,10 @@
 import crypto from 'node:crypto';
-import { isIP } from 'node:net';
-import { Attach, CoreV1Api, NetworkingV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { Attach, CoreV1Api, NetworkingV1Api, Watch } from '@kubernetes/client-node';
 import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import { dataFolderLabel } from '../containers/run/data-folder-label.ts';
 import { createKubernetesAgentRunner } from '../containers/kubernetes/kubernetes-agent-runner.ts';
 import { loadKubeConfig } from '../containers/kubernetes/kube-config.ts';
-import { probeNetworkPolicy } from '../containers/kubernetes/network-probe.ts';
+import { defaultProbeAddress, probeNetworkPolicy } from '../containers/kubernetes/network-probe.ts';
 import { systemClock } from '../time/clock.ts';
 import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
@@ -13,21 +12,15 @@ import { startAgentGateway } from './agent-gateway.ts';
 import { runWiringFor } from './agent-runner.ts';
 import type { CloserStack } from './closer-stack.ts';
 
-/** The address a pod without the policy would reach: the API server's, when the kubeconfig names an IP. */
-function defaultProbeAddress(kc: KubeConfig): string | undefined {
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) return undefined;
-  const url = new URL(server);
-  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-  return isIP(url.hostname) === 4 ? `${url.hostname}:${port}` : undefined;
-}
-
 /**
  * The runtime when `[runner] kind = "kubernetes"`: the gateway on the address the pods reach, the data
  * folder's NetworkPolicy, and a probe pod proving it is enforced before any run starts (fail closed: the
  * runtime refuses to start otherwise, and the groups get the reason). No Docker engine is needed here.
  */
-export async function startKubernetesRuntime(deps: AgentRuntimeDeps, closers: CloserStack): Promise<AgentRuntime> {
+export async function startKubernetesRuntime(
+  deps: AgentRuntimeDeps,
+  closers: CloserStack,
+): Promise<AgentRuntime> {
   const { config, paths, logger } = deps;
   const k8s = config.runner.kubernetes;
   const { image, gateway_address: gatewayAddress } = k8s;

@@ -1,5 +1,6 @@
 import { ApiException, CoreV1Api, NetworkingV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { describeApiError } from './api-errors.ts';
+import type { NetworkProbeResult } from './network-probe.ts';
 
 export interface ClusterCheck {
   ok: boolean;
@@ -11,11 +12,15 @@ const code = (err: unknown) => (err instanceof ApiException ? err.code : undefin
 
 /**
  * What `doctor` asks of a cluster before a Kubernetes runner may use it, failing closed: the API answers,
- * this identity may list pods and NetworkPolicies in the namespace, and the policy's enforcement is
- * proven. Enforcement needs a probe pod trying a forbidden connection; that probe comes with the runner,
- * so until then the last step always fails, and says why.
+ * this identity may list pods and NetworkPolicies in the namespace, and a probe pod proves the policy is
+ * enforced (it reaches the gateway and not an address any unrestricted pod reaches).
  */
-export async function checkCluster(kc: KubeConfig, namespace: string): Promise<ClusterCheck> {
+export async function checkCluster(
+  kc: KubeConfig,
+  namespace: string,
+  /** Runs the network probe pod (network-probe.ts): the one proof that egress is limited. */
+  probe: () => Promise<NetworkProbeResult>,
+): Promise<ClusterCheck> {
   const server = kc.getCurrentCluster()?.server ?? 'the in-cluster API server';
   const rbacFix =
     `grant this identity get, list, watch, create and delete on pods, create on pods/exec and pods/attach, ` +
@@ -45,11 +50,10 @@ export async function checkCluster(kc: KubeConfig, namespace: string): Promise<C
         code(err) === 401 || code(err) === 403 ? rbacFix : 'use a cluster that serves networking.k8s.io/v1',
     };
   }
+  const verdict = await probe();
   return {
-    ok: false,
-    detail:
-      `${server} answers and namespace ${namespace}'s pods and NetworkPolicies are readable, but NetworkPolicy ` +
-      `enforcement is not verified: its probe comes with the Kubernetes runner, which is not built yet`,
-    fix: 'set [runner] kind = "docker" until the Kubernetes runner lands (DESIGN.md "Kubernetes runner")',
+    ok: verdict.enforced,
+    detail: `${server} answers, namespace ${namespace}'s pods and NetworkPolicies are readable; ${verdict.detail}`,
+    ...(verdict.fix ? { fix: verdict.fix } : {}),
   };
 }

@@ -1,4 +1,5 @@
-import { ApiException, type NetworkingV1Api } from '@kubernetes/client-node';
+import type { NetworkingV1Api } from '@kubernetes/client-node';
+import { ensureGatewayPolicy } from './gateway-policy.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { Clock } from '../../time/clock.ts';
 import type { ContainersConfig } from '../run/container-config.ts';
@@ -10,17 +11,9 @@ import {
   type RunWiring,
 } from '../run/run-opening.ts';
 import type { KubernetesRunnerConfig } from './kubernetes-config.ts';
-import { describeApiError } from './api-errors.ts';
 import { launchPod, type PodApi } from './pod-process.ts';
 import type { NetworkProbeResult } from './network-probe.ts';
-import {
-  agentPodSpec,
-  dataFolderSelector,
-  gatewayNetworkPolicy,
-  labelValue,
-  PodSpecError,
-  POD_LABEL_RUN,
-} from './pod-spec.ts';
+import { agentPodSpec, dataFolderSelector, labelValue, PodSpecError, POD_LABEL_RUN } from './pod-spec.ts';
 
 export interface KubernetesAgentRunnerDeps extends RunWiring {
   api: PodApi & { networking: NetworkingV1Api };
@@ -65,28 +58,14 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
   const gatewayUrl = `http://${cluster.gateway_address}`;
   let policy: Promise<void> | undefined;
 
-  async function ensurePolicy(): Promise<void> {
-    const body = gatewayNetworkPolicy({
+  let refusal: ClusterRefusal | undefined;
+  async function ensureLimited(): Promise<void> {
+    await ensureGatewayPolicy(deps.api.networking, {
       namespace: cluster.namespace,
       dataFolderId: deps.dataFolderId,
       gatewayAddress: cluster.gateway_address,
       gatewayPodLabels: cluster.gateway_pod_labels,
     });
-    try {
-      await deps.api.networking.createNamespacedNetworkPolicy({ namespace: cluster.namespace, body });
-    } catch (err) {
-      // Made by an earlier start of this data folder's host: the same name, the same rules.
-      if (err instanceof ApiException && err.code === 409) return;
-      throw new Error(
-        `cannot create NetworkPolicy ${body.metadata!.name} in namespace ${cluster.namespace}: ${describeApiError(err)}; ` +
-          'without it no run is limited to the gateway, so none starts (grant create on networkpolicies)',
-        { cause: err },
-      );
-    }
-  }
-  let refusal: ClusterRefusal | undefined;
-  async function ensureLimited(): Promise<void> {
-    await ensurePolicy();
     const verdict = await deps.probe();
     if (verdict.enforced) {
       deps.logger.info({ detail: verdict.detail }, 'network policy verified');

@@ -55,6 +55,7 @@ export const kubernetesRunnerConfigSchema = z
     listen_address: z
       .string()
       .regex(/^\d{1,3}(\.\d{1,3}){3}$/, 'must be an IPv4 address of this host (not 0.0.0.0)')
+      .refine((s) => !s.startsWith('0.'), 'must be an IPv4 address of this host, not a wildcard (0.0.0.0)')
       .optional(),
     /**
      * `IPv4:port` that any pod without the gateway-only policy would reach (the API server's address, say):

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../../time/clock.ts';
 import { waitFor } from '../../time/clock-timers.ts';
 import { errorMessage } from '../../errors/error-message.ts';
@@ -36,7 +38,10 @@ export async function probeNetworkPolicy(
   try {
     follower = await createAndFollowPod(api, pod, {
       clock,
-      selector: { ...dataFolderSelector(input.dataFolderId), [POD_LABEL_RUN]: pod.metadata!.labels![POD_LABEL_RUN]! },
+      selector: {
+        ...dataFolderSelector(input.dataFolderId),
+        [POD_LABEL_RUN]: pod.metadata!.labels![POD_LABEL_RUN]!,
+      },
     });
   } catch (err) {
     return { enforced: false, detail: `the network probe could not start: ${errorMessage(err)}` };
@@ -50,7 +55,9 @@ export async function probeNetworkPolicy(
           return `the probe pod failed (${p.status.reason ?? 'no reason'})`;
         return p.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
       }),
-      waitFor(clock, PROBE_TIMEOUT_MS).then(() => `the probe did not finish within ${PROBE_TIMEOUT_MS / 1000} s`),
+      waitFor(clock, PROBE_TIMEOUT_MS).then(
+        () => `the probe did not finish within ${PROBE_TIMEOUT_MS / 1000} s`,
+      ),
     ]);
     if (exitCode === 0) {
       return {
@@ -72,9 +79,21 @@ export async function probeNetworkPolicy(
         fix: 'check [runner.kubernetes] gateway_address (and gateway_pod_labels when the gateway runs in the cluster)',
       };
     }
-    return { enforced: false, detail: typeof exitCode === 'string' ? exitCode : `the probe exited with ${exitCode}` };
+    return {
+      enforced: false,
+      detail: typeof exitCode === 'string' ? exitCode : `the probe exited with ${exitCode}`,
+    };
   } finally {
     follower.stop();
     await follower.remove(0).catch(() => undefined);
   }
+}
+
+/** The address a pod without the policy would reach: the API server's, when the kubeconfig names an IP. */
+export function defaultProbeAddress(kc: KubeConfig): string | undefined {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) return undefined;
+  const url = new URL(server);
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return isIP(url.hostname) === 4 ? `${url.hostname}:${port}` : undefined;
 }

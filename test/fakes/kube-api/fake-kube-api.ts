@@ -255,6 +255,23 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
       }
       return;
     }
+    if (req.method === 'PUT' && name !== undefined) {
+      const body = (await readBody(req)) as V1Pod & V1NetworkPolicy;
+      const problem = validate(kind, body);
+      if (problem) return reply(res, 422, status(422, 'Invalid', problem));
+      const existing = store[kind].get(key(name));
+      if (!existing) return reply(res, 404, status(404, 'NotFound', `${kind} "${name}" not found`));
+      if (kind === 'pods')
+        return reply(
+          res,
+          422,
+          status(422, 'Invalid', 'pod updates may not change fields other than the image'),
+        );
+      const obj = { ...structuredClone(body), metadata: { ...body.metadata, ...existing.metadata } };
+      store[kind].set(key(name), obj);
+      record(kind, 'MODIFIED', obj);
+      return reply(res, 200, obj);
+    }
     if (req.method === 'DELETE' && name !== undefined) {
       const obj = store[kind].get(key(name));
       if (!obj) return reply(res, 404, status(404, 'NotFound', `${kind} "${name}" not found`));

@@ -27,6 +27,7 @@ import {
 import { kubernetesRunnerConfigSchema } from '../../../../host/containers/kubernetes/kubernetes-config.ts';
 import { loadKubeConfig } from '../../../../host/containers/kubernetes/kube-config.ts';
 import { probeNetworkPolicy } from '../../../../host/containers/kubernetes/network-probe.ts';
+import { gatewayNetworkPolicy } from '../../../../host/containers/kubernetes/pod-spec.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../../host/gateway/config.ts';
 import { createGateway, type Gateway } from '../../../../host/gateway/gateway.ts';
 import type { RunOutcome } from '../../../../host/router/agent-runner.ts';
@@ -196,6 +197,16 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
       pods: createDockerPods({ docker, network: networks.gateway.networkName, labels }),
     });
     unenforcing = await startFakeKubeApi({ pods: createDockerPods({ docker, network: 'bridge', labels }) });
+    // A policy left by an earlier start with another gateway: the runner must put its own rules in place.
+    const stale = loadKubeConfig({ kubeconfig: api.writeKubeconfig(tempDir()) });
+    await stale.makeApiClient(NetworkingV1Api).createNamespacedNetworkPolicy({
+      namespace: 'carapace',
+      body: gatewayNetworkPolicy({
+        namespace: 'carapace',
+        dataFolderId: `k${testRun}`,
+        gatewayAddress: '10.9.9.9:1',
+      }),
+    });
     runner = runnerOn(api);
   }, 5 * 60_000);
 
@@ -227,7 +238,13 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
     expect(pod!.spec!.automountServiceAccountToken).toBe(false);
     await runner.close();
     expect(api.pods()).toEqual([]);
-    expect(api.policies().map((p) => p.spec?.egress?.[0]?.ports?.[0]?.port)).toEqual([gateway.port]);
+    // The stale policy was replaced by one that allows exactly this gateway.
+    expect(api.policies().map((p) => p.spec?.egress?.[0])).toEqual([
+      {
+        to: [{ ipBlock: { cidr: `${gatewayAddress.split(':')[0]}/32` } }],
+        ports: [{ protocol: 'TCP', port: gateway.port }],
+      },
+    ]);
   }, 120_000);
 
   it('stops a run on request: the pod is deleted and the outcome says it was stopped', async () => {
