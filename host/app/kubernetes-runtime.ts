@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
-import { Attach, CoreV1Api, NetworkingV1Api, Watch } from '@kubernetes/client-node';
+import path from 'node:path';
+import { Attach, CoreV1Api, Exec, NetworkingV1Api, Watch } from '@kubernetes/client-node';
 import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import { dataFolderLabel } from '../containers/run/data-folder-label.ts';
 import { createKubernetesAgentRunner } from '../containers/kubernetes/kubernetes-agent-runner.ts';
@@ -54,11 +55,13 @@ export async function startKubernetesRuntime(
     core: kc.makeApiClient(CoreV1Api),
     networking: kc.makeApiClient(NetworkingV1Api),
     attach: new Attach(kc),
+    exec: new Exec(kc),
     watch: new Watch(kc),
   };
   const runner = createKubernetesAgentRunner({
     ...runWiringFor(deps, gateway),
     api,
+    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
     cluster: { ...k8s, image, gateway_address: gatewayAddress },
     containers: config.containers,
     dataFolderId,

@@ -1,4 +1,9 @@
-import type { NetworkingV1Api } from '@kubernetes/client-node';
+import { PassThrough } from 'node:stream';
+import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
+import { errorMessage } from '../../errors/error-message.ts';
+import { openGuardedRoot, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
+import { packGroupFolder, unpackGroupChanges, type GroupChanges, type GroupSnapshot } from './group-sync.ts';
+import { execInPod } from './pod-exec.ts';
 import { ensureGatewayPolicy } from './gateway-policy.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { Clock } from '../../time/clock.ts';
@@ -16,7 +21,9 @@ import type { NetworkProbeResult } from './network-probe.ts';
 import { agentPodSpec, dataFolderSelector, labelValue, PodSpecError, POD_LABEL_RUN } from './pod-spec.ts';
 
 export interface KubernetesAgentRunnerDeps extends RunWiring {
-  api: PodApi & { networking: NetworkingV1Api };
+  api: PodApi & { networking: NetworkingV1Api; exec: Exec };
+  /** The group's folder on the host: copied into each run's pod and the changes copied back. */
+  groupDir(groupId: string): string;
   /** `[runner.kubernetes]`, with the image and the gateway's address required (the config schema says so). */
   cluster: KubernetesRunnerConfig & { image: string; gateway_address: string };
   /** Quotas, timeouts and the grace period: the same settings as the Docker runner's. */
@@ -33,6 +40,22 @@ export interface KubernetesAgentRunnerDeps extends RunWiring {
 
 /** The cluster cannot run turns safely (its network policy is not enforced): trying again will not help. */
 export class ClusterRefusal extends Error {}
+
+const COMMANDS_CONTAINER = 'commands';
+const POD_GROUP_DIR = '/workspace/group';
+
+/** The group folder as the run left it, through the commands' container (which outlives the agent). */
+async function copyBack(
+  exec: Exec,
+  target: { namespace: string; pod: string; container: string },
+  root: GuardedRoot,
+  before: GroupSnapshot,
+  maxBytes: number,
+): Promise<GroupChanges> {
+  const out = new PassThrough();
+  const result = execInPod(exec, target, ['tar', '-c', '-C', POD_GROUP_DIR, '.'], { stdout: out });
+  return unpackGroupChanges(root, out, { before, maxBytes, complete: async () => (await result).ok });
+}
 
 export interface KubernetesAgentRunner extends AgentRunner {
   /**
@@ -109,7 +132,24 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       hardTimeoutMs: containers.hard_timeout_ms,
       env: { ...deps.env(), OPENAI_BASE_URL: `${gatewayUrl}/v1` },
     });
+    const quotaBytes = containers.group_quota_mb * 1024 * 1024;
+    const groupRoot = await openGuardedRoot(deps.groupDir(ctx.group.id), {
+      create: { mode: 0o2775 },
+      label: 'the group folder',
+    });
+    const packed = await packGroupFolder(groupRoot, quotaBytes);
+    const target = { namespace: cluster.namespace, pod: pod.metadata!.name!, container: COMMANDS_CONTAINER };
+    const log = deps.logger.child({ runId: ctx.runId, groupId: ctx.group.id });
     const container = await launchPod(deps.api, pod, {
+      beforeDelete: async () => {
+        const changes = await copyBack(deps.api.exec, target, groupRoot, packed.snapshot, quotaBytes).catch(
+          (err: unknown) => {
+            log.warn({ err: errorMessage(err) }, "could not take the group folder back from the run's pod");
+            return undefined;
+          },
+        );
+        if (changes) log.info(changes, 'group folder taken back from the pod');
+      },
       clock: deps.clock,
       timeouts: {
         hardMs: containers.hard_timeout_ms,
@@ -119,6 +159,19 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       selector: { ...dataFolderSelector(deps.dataFolderId), [POD_LABEL_RUN]: labelValue(String(ctx.runId)) },
       startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
     });
+    // The group's files are in place before run.start, which is what the agent waits for.
+    const copied = await execInPod(
+      deps.api.exec,
+      target,
+      ['/bin/sh', '-c', `umask 0002 && exec tar -x -C ${POD_GROUP_DIR}`],
+      {
+        stdin: packed.tar,
+      },
+    );
+    if (!copied.ok) {
+      await container.stop('the group folder could not be copied in', 0);
+      throw new Error(`copying the group folder into pod ${target.pod} failed: ${copied.detail}`);
+    }
     return openRun(deps, {
       ctx,
       callbacks,
@@ -137,6 +190,7 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       runHandleOf(deps, ctx, launch(ctx, callbacks), {
         retire,
         retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
+        doneAtExit: true,
       }),
     close: async () => {
       await retired();

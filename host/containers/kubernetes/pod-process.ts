@@ -11,6 +11,8 @@ import { createAndFollowPod, type PodClients } from './pod-follower.ts';
 export const AGENT_CONTAINER = 'agent';
 /** How long a deleted pod's output may take to drain before the run is reported over. */
 const OUTPUT_DRAIN_MS = 2_000;
+/** How long the copy back of a finished run's group folder may take before the pod is deleted anyway. */
+const BEFORE_DELETE_MS = 120_000;
 
 export interface PodApi extends PodClients {
   attach: Attach;
@@ -23,6 +25,8 @@ export interface PodLaunchOptions {
   selector: Record<string, string>;
   /** How long the pod may take to run its agent (image pull, scheduling) before the run gives up. */
   startTimeoutMs: number;
+  /** Runs once the agent has exited, before the pod is deleted (the group folder's copy back). */
+  beforeDelete?(): Promise<void>;
 }
 
 const agentStatus = (pod: V1Pod): V1ContainerStatus | undefined =>
@@ -139,14 +143,20 @@ export async function launchPod(
   stdout.on('data', timers.touch);
   stderr.on('data', timers.touch);
 
-  const exited: Promise<ContainerExit> = pods
-    .until((): ContainerExit | undefined => {
-      const why = pods.goneWhy();
-      return why !== undefined ? { exitCode: null, reason: 'error', detail: why } : exitOf(latest());
-    })
+  const agentExited = pods.until((): ContainerExit | undefined => {
+    const why = pods.goneWhy();
+    return why !== undefined ? { exitCode: null, reason: 'error', detail: why } : exitOf(latest());
+  });
+  const exited: Promise<ContainerExit> = agentExited
     .then(async (exit) => {
       await Promise.race([outputEnded, waitFor(options.clock, OUTPUT_DRAIN_MS)]);
       follow.stop();
+      if (pods.goneWhy() === undefined && options.beforeDelete) {
+        await Promise.race([
+          options.beforeDelete().catch(() => undefined),
+          waitFor(options.clock, BEFORE_DELETE_MS),
+        ]);
+      }
       await deletePod(0).catch(() => undefined);
       return stopRequest
         ? { exitCode: exit.exitCode, reason: stopRequest.reason, detail: stopRequest.detail }
@@ -158,10 +168,21 @@ export async function launchPod(
       (socket as unknown as { terminate?: () => void }).terminate?.();
     });
 
+  /**
+   * The pod's SIGTERM is the end of the agent's stdin (it exits at once when the host is gone), its SIGKILL
+   * the pod's deletion after the grace: a pod cannot signal one of its containers through the API. An agent
+   * that left in time leaves its pod for `beforeDelete` (the group folder's copy back), as a stopped Docker
+   * container leaves its bind-mounted folder.
+   */
   async function stopWith(reason: ContainerExitReason, detail: string, graceMs: number): Promise<void> {
     if (finished) return;
     stopRequest ??= { reason, detail };
-    await deletePod(Math.ceil(graceMs / 1000));
+    stdin.end();
+    const gone = await Promise.race([
+      agentExited.then(() => true),
+      waitFor(options.clock, graceMs).then(() => false),
+    ]);
+    if (!gone) await deletePod(0);
     await exited;
   }
 

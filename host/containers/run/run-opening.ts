@@ -151,6 +151,11 @@ export function runHandleOf(
     retire(container: ContainerProcess): void;
     retryable(err: unknown): boolean;
     afterEnd?(): void;
+    /**
+     * The run is over only once its container is gone: what the run changed reaches the host at its
+     * container's end (a pod's group folder is copied back), and the group's next run must see it.
+     */
+    doneAtExit?: boolean;
   },
 ): RunHandle {
   launched.catch(() => undefined);
@@ -173,10 +178,15 @@ export function runHandleOf(
     done: launched
       .then(
         (l) =>
-          l.session.done.finally(() => {
-            l.key.revoke();
-            hooks.retire(l.container);
-          }),
+          l.session.done
+            .finally(() => {
+              l.key.revoke();
+              hooks.retire(l.container);
+            })
+            .then(async (outcome) => {
+              if (hooks.doneAtExit) await l.container.exited;
+              return outcome;
+            }),
         (err: unknown) => {
           wiring.logger.error(
             { err, groupId: ctx.group.id, runId: ctx.runId },

@@ -18,15 +18,21 @@ export interface DockerPods {
   /** Starts the pod's containers; `onStatus` gets each change of the pod's status. */
   run(pod: V1Pod, onStatus: (status: V1PodStatus) => void): void;
   /** The container's streams, as `kubectl attach` gets them; rejects when it is not running. */
-  attach(
-    pod: V1Pod,
-    container: string,
-    want: { stdin: boolean },
-  ): Promise<{ stdin: Duplex | undefined; stdout: PassThrough; stderr: PassThrough; ended: Promise<void> }>;
+  attach(pod: V1Pod, container: string, want: { stdin: boolean }): Promise<PodStreams>;
+  /** A command run in the container (`kubectl exec`), as its user; `ended` has its exit code. */
+  exec(pod: V1Pod, container: string, command: string[], want: { stdin: boolean }): Promise<PodStreams>;
   /** Stops the pod's containers (SIGTERM, SIGKILL after `graceSeconds`) and removes them and their volumes. */
   remove(pod: V1Pod, graceSeconds: number): Promise<void>;
   /** Removes every container and folder this fake made. */
   close(): Promise<void>;
+}
+
+export interface PodStreams {
+  stdin: Duplex | undefined;
+  stdout: PassThrough;
+  stderr: PassThrough;
+  /** Resolves when the stream ends, with the exit code when it is known (exec). */
+  ended: Promise<number | undefined>;
 }
 
 export interface DockerPodsOptions {
@@ -188,6 +194,30 @@ export function createDockerPods(options: DockerPodsOptions): DockerPods {
     for (const dir of p.dirs) fs.rmSync(dir, { recursive: true, force: true });
   }
 
+  function runningContainer(pod: V1Pod, name: string): Docker.Container {
+    const p = pods.get(keyOf(pod));
+    const container = p?.containers.get(name);
+    const state = p?.statuses.find((s) => s.name === name)?.state;
+    if (!container || !state?.running) throw new Error(`container ${name} is not running`);
+    return container;
+  }
+
+  function streamsOf(
+    socket: Duplex,
+    withStdin: boolean,
+    exitCode: () => Promise<number | undefined>,
+  ): PodStreams {
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    docker.modem.demuxStream(socket, stdout, stderr);
+    const closed = new Promise<void>((resolve) => {
+      socket.once('end', resolve);
+      socket.once('close', resolve);
+      socket.once('error', () => resolve());
+    });
+    return { stdin: withStdin ? socket : undefined, stdout, stderr, ended: closed.then(exitCode) };
+  }
+
   return {
     run(pod, onStatus) {
       const p: RunningPod = {
@@ -212,10 +242,7 @@ export function createDockerPods(options: DockerPodsOptions): DockerPods {
       });
     },
     async attach(pod, name, want) {
-      const p = pods.get(keyOf(pod));
-      const container = p?.containers.get(name);
-      const state = p?.statuses.find((s) => s.name === name)?.state;
-      if (!container || !state?.running) throw new Error(`container ${name} is not running`);
+      const container = runningContainer(pod, name);
       const socket = (await container.attach({
         stream: true,
         stdin: want.stdin,
@@ -223,15 +250,21 @@ export function createDockerPods(options: DockerPodsOptions): DockerPods {
         stderr: true,
         hijack: true,
       })) as Duplex;
-      const stdout = new PassThrough();
-      const stderr = new PassThrough();
-      docker.modem.demuxStream(socket, stdout, stderr);
-      const ended = new Promise<void>((resolve) => {
-        socket.once('end', resolve);
-        socket.once('close', resolve);
-        socket.once('error', () => resolve());
+      return streamsOf(socket, want.stdin, async () => undefined);
+    },
+    async exec(pod, name, command, want) {
+      const container = runningContainer(pod, name);
+      const exec = await container.exec({
+        Cmd: command,
+        AttachStdin: want.stdin,
+        AttachStdout: true,
+        AttachStderr: true,
       });
-      return { stdin: want.stdin ? socket : undefined, stdout, stderr, ended };
+      const socket = (await exec.start({ hijack: true, stdin: want.stdin })) as Duplex;
+      return streamsOf(socket, want.stdin, async () => {
+        const info = await exec.inspect();
+        return info.ExitCode ?? undefined;
+      });
     },
     remove: (pod, graceSeconds) => removePod(keyOf(pod), graceSeconds),
     async close() {

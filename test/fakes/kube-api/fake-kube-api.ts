@@ -303,15 +303,18 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     const refuse = (code: number, text: string) => {
       socket.end(`HTTP/1.1 ${code} ${text}\r\ncontent-length: 0\r\n\r\n`);
     };
-    const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/attach$/.exec(url.pathname);
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(attach|exec)$/.exec(url.pathname);
     if (!m || !options.pods) return refuse(404, 'Not Found');
     if (forbidden.has('pods')) return refuse(403, 'Forbidden');
     const pod = store.pods.get(`${m[1]}/${m[2]}`) as V1Pod | undefined;
     const container = url.searchParams.get('container') ?? pod?.spec?.containers[0]?.name ?? '';
     if (!pod) return refuse(404, 'Not Found');
-    const pods = options.pods;
-    pods
-      .attach(pod, container, { stdin: url.searchParams.get('stdin') === 'true' })
+    const want = { stdin: url.searchParams.get('stdin') === 'true' };
+    const opened =
+      m[3] === 'attach'
+        ? options.pods.attach(pod, container, want)
+        : options.pods.exec(pod, container, url.searchParams.getAll('command'), want);
+    opened
       .then((streams) => {
         sockets.handleUpgrade(req, socket, head, (ws) => {
           attached.add(ws);

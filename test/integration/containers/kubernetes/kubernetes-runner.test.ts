@@ -9,12 +9,13 @@
  * Docker's bridge for one that ignores it. The runner's start probe must tell the two apart.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pino from 'pino';
-import { Attach, CoreV1Api, NetworkingV1Api, Watch } from '@kubernetes/client-node';
+import { Attach, CoreV1Api, Exec, NetworkingV1Api, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { containersConfigSchema } from '../../../../host/containers/run/container-config.ts';
 import { ensureAgentImage } from '../../../../host/containers/image/image-ensure.ts';
@@ -62,6 +63,7 @@ let outside: net.Server;
 let outsideAddress = '';
 const cleanups: (() => Promise<unknown>)[] = [];
 let nextRunId = 1;
+let groupsDir = '';
 const issuedKeys: string[] = [];
 
 function group(id: string): GroupRecord {
@@ -85,6 +87,7 @@ function runnerOn(on: FakeKubeApi): KubernetesAgentRunner {
     core: kc.makeApiClient(CoreV1Api),
     networking: kc.makeApiClient(NetworkingV1Api),
     attach: new Attach(kc),
+    exec: new Exec(kc),
     watch: new Watch(kc),
   };
   const cluster = kubernetesRunnerConfigSchema.parse({
@@ -96,6 +99,7 @@ function runnerOn(on: FakeKubeApi): KubernetesAgentRunner {
   return createKubernetesAgentRunner({
     ...scope,
     api: clients,
+    groupDir: (groupId) => path.join(groupsDir, groupId),
     cluster: { ...cluster, image, gateway_address: gatewayAddress },
     containers: containersConfigSchema.parse({
       group_quota_mb: 64,
@@ -127,7 +131,13 @@ function runnerOn(on: FakeKubeApi): KubernetesAgentRunner {
       model: 'fake-model',
     }),
     env: () => ({ TZ: 'UTC' }),
-    handlersFor: (_identity, callbacks, onDone) => replyOnlyHandlers(callbacks, onDone),
+    handlersFor: (_identity, callbacks, onDone) =>
+      replyOnlyHandlers(callbacks, onDone, {
+        'security.bash_check': ({ command }) =>
+          command.startsWith('id -u;')
+            ? { decision: 'allow' as const, reason: 'test command' }
+            : { decision: 'deny' as const, reason: 'no other commands in this test' },
+      }),
     onProtocolProblem: () => undefined,
     onRunEnded: () => undefined,
     logger: silent,
@@ -165,6 +175,7 @@ function startRun(on: KubernetesAgentRunner, g: GroupRecord, text: string) {
 await describeDocker('the Kubernetes runner on the fake API server', () => {
   beforeAll(async () => {
     image = (await ensureAgentImage({ docker, projectRoot })).tag;
+    groupsDir = tempDir();
     fake = await startFakeProvider({ apiKey: PROVIDER_KEY });
     gateway = createGateway({
       config: () => gatewayConfigSchema.parse({}),
@@ -245,6 +256,35 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
         ports: [{ protocol: 'TCP', port: gateway.port }],
       },
     ]);
+  }, 120_000);
+
+  it('runs a command in the commands container under its own uid, on a copy of the group folder taken back after', async () => {
+    const dir = path.join(groupsDir, 'kube-gamma');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'notes.txt'), 'before\n');
+    fs.writeFileSync(path.join(dir, 'gone.txt'), 'remove me\n');
+    fs.writeFileSync(path.join(dir, 'kept.txt'), 'unchanged\n');
+    const command =
+      'id -u; cat notes.txt; echo after > notes.txt; rm gone.txt; mkdir -p sub && echo new > sub/new.txt; ' +
+      'ln -s /etc/passwd link; ls -ld /workspace/session';
+    fake.script(
+      reply.toolCalls([{ id: 'call_k1', name: 'bash', arguments: { command } }]),
+      reply.text('done'),
+    );
+    const run = startRun(runner, group('kube-gamma'), 'run it');
+    expect(await run.handle.done).toEqual({ ok: true, reason: 'completed' });
+    const last = fake.requests.at(-1)?.body as { messages: { role: string; content: string }[] };
+    const result = last.messages.find((m) => m.role === 'tool')?.content ?? '';
+    // Commands run as their own uid, saw the host's file, and have no agent's session folder at all.
+    expect(result).toMatch(/^10002$/m);
+    expect(result).toMatch(/^before$/m);
+    expect(result).toMatch(/cannot access '\/workspace\/session': No such file or directory/);
+    // Back on the host: the change, the new file and the removal; the link was not taken.
+    expect(fs.readFileSync(path.join(dir, 'notes.txt'), 'utf8')).toBe('after\n');
+    expect(fs.readFileSync(path.join(dir, 'sub', 'new.txt'), 'utf8')).toBe('new\n');
+    expect(fs.readFileSync(path.join(dir, 'kept.txt'), 'utf8')).toBe('unchanged\n');
+    expect(fs.existsSync(path.join(dir, 'gone.txt'))).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'link'))).toBe(false);
   }, 120_000);
 
   it('stops a run on request: the pod is deleted and the outcome says it was stopped', async () => {
