@@ -18,7 +18,14 @@ import {
 import type { KubernetesRunnerConfig } from './kubernetes-config.ts';
 import { launchPod, type PodApi } from './pod-process.ts';
 import type { NetworkProbeResult } from './network-probe.ts';
-import { agentPodSpec, dataFolderSelector, labelValue, PodSpecError, POD_LABEL_RUN } from './pod-spec.ts';
+import {
+  agentPodSpec,
+  dataFolderSelector,
+  labelValue,
+  PodSpecError,
+  POD_LABEL_HOST,
+  POD_LABEL_RUN,
+} from './pod-spec.ts';
 
 export interface KubernetesAgentRunnerDeps extends RunWiring {
   api: PodApi & { networking: NetworkingV1Api; exec: Exec };
@@ -82,7 +89,34 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
   let policy: Promise<void> | undefined;
 
   let refusal: ClusterRefusal | undefined;
+  /** Pods of this data folder left by an earlier host process (killed, or its node lost): their runs are over. */
+  async function removeLeftovers(): Promise<void> {
+    const selector = dataFolderSelector(deps.dataFolderId);
+    const list = await deps.api.core.listNamespacedPod({
+      namespace: cluster.namespace,
+      labelSelector: Object.entries(selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    });
+    const mine = labelValue(deps.hostInstanceId);
+    const left = list.items.filter((p) => p.metadata?.labels?.[POD_LABEL_HOST] !== mine);
+    await Promise.all(
+      left.map((p) =>
+        deps.api.core
+          .deleteNamespacedPod({
+            namespace: cluster.namespace,
+            name: p.metadata!.name!,
+            gracePeriodSeconds: 0,
+          })
+          .catch(() => undefined),
+      ),
+    );
+    if (left.length > 0)
+      deps.logger.warn({ removed: left.length }, 'removed agent pods left by an earlier host process');
+  }
+
   async function ensureLimited(): Promise<void> {
+    await removeLeftovers();
     await ensureGatewayPolicy(deps.api.networking, {
       namespace: cluster.namespace,
       dataFolderId: deps.dataFolderId,

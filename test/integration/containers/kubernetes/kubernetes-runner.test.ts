@@ -28,7 +28,7 @@ import {
 import { kubernetesRunnerConfigSchema } from '../../../../host/containers/kubernetes/kubernetes-config.ts';
 import { loadKubeConfig } from '../../../../host/containers/kubernetes/kube-config.ts';
 import { probeNetworkPolicy } from '../../../../host/containers/kubernetes/network-probe.ts';
-import { gatewayNetworkPolicy } from '../../../../host/containers/kubernetes/pod-spec.ts';
+import { agentPodSpec, gatewayNetworkPolicy } from '../../../../host/containers/kubernetes/pod-spec.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../../host/gateway/config.ts';
 import { createGateway, type Gateway } from '../../../../host/gateway/gateway.ts';
 import type { RunOutcome } from '../../../../host/router/agent-runner.ts';
@@ -218,6 +218,20 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
         gatewayAddress: '10.9.9.9:1',
       }),
     });
+    // A pod of this data folder left by an earlier host process that was killed: the runner removes it.
+    const leftover = agentPodSpec({
+      namespace: 'carapace',
+      dataFolderId: `k${testRun}`,
+      hostInstanceId: 'an-earlier-host',
+      runId: 999,
+      groupId: 'kube-old',
+      image,
+      resources: { cpu: 1, memoryMb: 256, scratchMb: 32 },
+      quotas: { groupMb: 64, sessionMb: 16 },
+      hardTimeoutMs: 60_000,
+      env: { TZ: 'UTC', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' },
+    });
+    await stale.makeApiClient(CoreV1Api).createNamespacedPod({ namespace: 'carapace', body: leftover });
     runner = runnerOn(api);
   }, 5 * 60_000);
 
@@ -247,6 +261,8 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
     for (const key of issuedKeys) expect(spec).not.toContain(key);
     expect(spec).not.toContain(PROVIDER_KEY);
     expect(pod!.spec!.automountServiceAccountToken).toBe(false);
+    // The earlier host's pod was removed before this run's pod was made.
+    expect(api.pods().map((p) => p.metadata!.name)).not.toContain(`carapace-k${testRun}-999`);
     await runner.close();
     expect(api.pods()).toEqual([]);
     // The stale policy was replaced by one that allows exactly this gateway.
