@@ -1,14 +1,14 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { HostConfig } from '../config/schema.ts';
-import { PROVIDER_DEFAULTS, type Review } from '../gateway/index.ts';
+import { PROVIDER_DEFAULTS } from '../gateway/index.ts';
 import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import type { RunnerRuntime } from './host.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, LABEL_DATA } from '../containers/run/data-folder-label.ts';
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
-import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import { startAgentGateway } from './agent-gateway.ts';
 import { startKubernetesRuntime } from './kubernetes-runtime.ts';
 import { createAgentRunner, prestartStatusOf } from './agent-runner.ts';
@@ -19,12 +19,8 @@ import { ensureAgentImage } from '../containers/image/image-ensure.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import { systemClock } from '../time/clock.ts';
 
-export type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+export type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 
-/** The runtime, and the Cop's way to the provider: through its gateway (absent when nothing runs). */
-export interface AgentRuntime extends RunnerRuntime {
-  review?: Review;
-}
 
 /** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
 function recentlyActiveGroups(store: Store, withinMs: number) {

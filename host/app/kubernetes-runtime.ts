@@ -7,8 +7,7 @@ import { createKubernetesAgentRunner } from '../containers/kubernetes/kubernetes
 import { loadKubeConfig } from '../containers/kubernetes/kube-config.ts';
 import { defaultProbeAddress, probeNetworkPolicy } from '../containers/kubernetes/network-probe.ts';
 import { systemClock } from '../time/clock.ts';
-import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
-import type { AgentRuntime } from './agent-runtime.ts';
+import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import { startAgentGateway } from './agent-gateway.ts';
 import { runWiringFor } from './agent-runner.ts';
 import type { CloserStack } from './closer-stack.ts';
