@@ -2,7 +2,13 @@ import { PassThrough } from 'node:stream';
 import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
 import { errorMessage } from '../../errors/error-message.ts';
 import { openGuardedRoot, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
-import { packGroupFolder, unpackGroupChanges, type GroupChanges, type GroupSnapshot } from './group-sync.ts';
+import {
+  GroupSyncError,
+  packGroupFolder,
+  unpackGroupChanges,
+  type GroupChanges,
+  type GroupSnapshot,
+} from './group-sync.ts';
 import { execInPod } from './pod-exec.ts';
 import { ensureGatewayPolicy } from './gateway-policy.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
@@ -61,7 +67,22 @@ async function copyBack(
 ): Promise<GroupChanges> {
   const out = new PassThrough();
   const result = execInPod(exec, target, ['tar', '-c', '-C', POD_GROUP_DIR, '.'], { stdout: out });
-  return unpackGroupChanges(root, out, { before, maxBytes, complete: async () => (await result).ok });
+  // The client ends `out` with the command's status; an exec that never opened must end it too, or the
+  // unpacking would wait for ever (what it took so far stays; nothing is removed from a partial stream).
+  void result.then(() => {
+    if (!out.writableEnded) out.end();
+  });
+  const changes = await unpackGroupChanges(root, out, {
+    before,
+    maxBytes,
+    complete: async () => (await result).ok,
+  });
+  const { ok, detail } = await result;
+  if (!ok)
+    throw new GroupSyncError(
+      `the copy back stopped short (${detail}); ${changes.written.length} files were taken back`,
+    );
+  return changes;
 }
 
 export interface KubernetesAgentRunner extends AgentRunner {

@@ -147,7 +147,10 @@ export async function launchPod(
     const why = pods.goneWhy();
     return why !== undefined ? { exitCode: null, reason: 'error', detail: why } : exitOf(latest());
   });
-  const exited: Promise<ContainerExit> = agentExited
+  // A stop whose grace ran out ends the run without waiting for the agent: its pod is then deleted.
+  let forceEnd!: (exit: ContainerExit) => void;
+  const forced = new Promise<ContainerExit>((resolve) => (forceEnd = resolve));
+  const exited: Promise<ContainerExit> = Promise.race([agentExited, forced])
     .then(async (exit) => {
       await Promise.race([outputEnded, waitFor(options.clock, OUTPUT_DRAIN_MS)]);
       follow.stop();
@@ -170,9 +173,9 @@ export async function launchPod(
 
   /**
    * The pod's SIGTERM is the end of the agent's stdin (it exits at once when the host is gone), its SIGKILL
-   * the pod's deletion after the grace: a pod cannot signal one of its containers through the API. An agent
-   * that left in time leaves its pod for `beforeDelete` (the group folder's copy back), as a stopped Docker
-   * container leaves its bind-mounted folder.
+   * the pod's deletion after the grace: a pod cannot signal one of its containers through the API. Either
+   * way `beforeDelete` (the group folder's copy back, through the commands' container) runs first, so what
+   * the run wrote reaches the host as a stopped Docker container's bind-mounted folder does.
    */
   async function stopWith(reason: ContainerExitReason, detail: string, graceMs: number): Promise<void> {
     if (finished) return;
@@ -182,7 +185,7 @@ export async function launchPod(
       agentExited.then(() => true),
       waitFor(options.clock, graceMs).then(() => false),
     ]);
-    if (!gone) await deletePod(0);
+    if (!gone) forceEnd({ exitCode: null, reason, detail });
     await exited;
   }
 
