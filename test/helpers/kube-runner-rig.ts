@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -27,6 +28,7 @@ import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/fake-kube-
 import { createMemoryUsageStore } from '../fakes/memory-usage-store.ts';
 import { startFakeProvider, type FakeProvider } from '../fakes/fake-provider.ts';
 import { replyOnlyHandlers } from './reply-only-handlers.ts';
+import { makeTempDir, removeTempDir } from './temp-dir.ts';
 
 /**
  * Everything a Kubernetes runner needs without a cluster, for its tests and its bench: the real agent image,
@@ -105,7 +107,6 @@ export function startRigRun(runner: AgentRunner, ctx: RunContext) {
 export async function startKubeRig(options: {
   docker: Docker;
   projectRoot: string;
-  tempDir: () => string;
   /** A label on every container the rig's pods make, so cleanup stays in its lane. */
   testRun: string;
   logger: Logger;
@@ -115,8 +116,13 @@ export async function startKubeRig(options: {
 }): Promise<KubeRig> {
   const { docker, testRun, logger } = options;
   const cleanups: (() => Promise<unknown>)[] = [];
+  // The rig's own folder, removed by close(): it outlives any one test.
+  const base = makeTempDir('carapace-kube-rig-');
+  cleanups.push(async () => removeTempDir(base));
+  let folders = 0;
+  const tempDir = () => fs.mkdtempSync(path.join(base, `d${folders++}-`));
   const image = (await ensureAgentImage({ docker, projectRoot: options.projectRoot })).tag;
-  const groupsDir = options.tempDir();
+  const groupsDir = tempDir();
   const fake = await startFakeProvider({ apiKey: options.providerKey });
   cleanups.push(() => fake.close());
   const gateway = createGateway({
@@ -135,7 +141,7 @@ export async function startKubeRig(options: {
     docker,
     gateway,
     configuredName: `carapace-kube-${testRun}`,
-    dataDir: options.tempDir(),
+    dataDir: tempDir(),
     dataLabel: `k${testRun}`,
     hostInstanceId: `kube-${testRun}`,
     onNetwork: (_name, remove) => void cleanups.push(remove),
@@ -200,7 +206,7 @@ export async function startKubeRig(options: {
     groupsDir,
     wiring,
     runnerOn(api) {
-      const kc = loadKubeConfig({ kubeconfig: api.writeKubeconfig(options.tempDir()) });
+      const kc = loadKubeConfig({ kubeconfig: api.writeKubeconfig(tempDir()) });
       const clients = {
         core: kc.makeApiClient(CoreV1Api),
         networking: kc.makeApiClient(NetworkingV1Api),

@@ -51,7 +51,6 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
     rig = await startKubeRig({
       docker,
       projectRoot,
-      tempDir,
       testRun,
       logger: pino({ level: process.env.KUBE_TEST_LOG ?? 'silent' }),
       providerKey: PROVIDER_KEY,
