@@ -11,9 +11,6 @@ import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { RPC_ERROR_CODES, type HostMethods } from '../../../container-agent/src/protocol.ts';
-import { RpcError } from '../../../container-agent/src/rpc/errors.ts';
-import type { RpcHandlers } from '../../../container-agent/src/rpc/peer.ts';
 import { removeOrphans } from '../../../host/containers/run/container-orphans.ts';
 import { containersConfigSchema } from '../../../host/containers/run/container-config.ts';
 import { LABEL_GROUP } from '../../../host/containers/run/container-spec.ts';
@@ -31,6 +28,7 @@ import type { GroupRecord } from '../../../host/store/groups-store.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { replyOnlyHandlers } from '../../helpers/reply-only-handlers.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { systemClock } from '../../../host/time/clock.ts';
 
@@ -123,38 +121,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
       model: 'fake-model',
     }),
     env: () => ({ TZ: 'UTC' }),
-    handlersFor: (_identity, callbacks, onDone) => {
-      const refuse = () => {
-        throw new RpcError(RPC_ERROR_CODES.forbidden, 'not in this test');
-      };
-      return {
-        'message.send': async ({ text }) => {
-          await callbacks.reply(text);
-          return { queued: true as const };
-        },
-        'run.done': (done) => {
-          onDone(done);
-          return { ok: true as const };
-        },
-        'task.schedule': refuse,
-        'task.list': refuse,
-        'task.update': refuse,
-        'task.pause': refuse,
-        'task.resume': refuse,
-        'task.cancel': refuse,
-        'group.list': refuse,
-        'group.register': refuse,
-        'security.bash_check': refuse,
-        'bash.ran': () => undefined,
-        'file.read': () => undefined,
-        'service.call': refuse,
-        'config.read': refuse,
-        'config.propose': refuse,
-        'memory.search': refuse,
-        'memory.remember': refuse,
-        'memory.forget': refuse,
-      } satisfies RpcHandlers<HostMethods>;
-    },
+    handlersFor: (_identity, callbacks, onDone) => replyOnlyHandlers(callbacks, onDone),
     onProtocolProblem: () => undefined,
     onRunEnded: () => undefined,
     hostIds: { uid: process.getuid?.() ?? 1000, gid: process.getgid?.() ?? 1000 },
