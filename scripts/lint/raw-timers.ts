@@ -19,14 +19,6 @@ const TIME_DIR = 'host/time/';
  * the Clock; a stale entry fails the lint so the list only shrinks.
  */
 export const RAW_TIMER_ALLOWED: ReadonlyMap<string, string> = new Map([
-  [
-    'host/app/run-services.ts',
-    'issue 39: the composition root is being split by another change; its run deadline moves to timeoutSignal there',
-  ],
-  [
-    'host/channels/whatsapp/whatsapp-login.ts',
-    "issue 39: WhatsApp's own `Timers` shape is being folded into the Clock by the channels change",
-  ],
   ...[
     'host/channels/local/local-client.ts',
     'host/channels/local/send-and-wait.ts',
@@ -38,15 +30,10 @@ export const RAW_TIMER_ALLOWED: ReadonlyMap<string, string> = new Map([
     'host/cli/commands/whatsapp-command.ts',
     'host/containers/image/image-base-online.ts',
     'host/containers/image/image-build-lock.ts',
-    'host/services/web-fetch.ts',
   ].map((file): [string, string] => [
     file,
     'issue 39: not yet on the Clock; a CLI/client wait or deadline that moves to sleepOn / timeoutSignal with a Clock dependency',
   ]),
-  [
-    'host/router/media/media-ingest.ts',
-    'issue 39: the download deadline moves to timeoutSignal once the router takes a Clock',
-  ],
 ]);
 
 // `setImmediate` is left out: it yields to the event loop once and waits for no time.
