@@ -11,6 +11,7 @@ import { LAUNCHER_CAPABILITIES } from '../../../host/containers/run/container-sp
 import { AGENT_UID, AGENT_USER, COMMAND_UID } from '../../../host/containers/image/image-base-offline.ts';
 import { ensureProbeImage } from '../../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 import { containerSpecs } from '../../helpers/container-specs.ts';
 
 const docker = new Docker();
@@ -168,37 +169,40 @@ await describeDocker('docker container lifecycle', () => {
   });
 
   it('touch() resets the idle timer of a silent run', async () => {
+    const clock = fakeClock(0);
     const proc = await launchContainer(
       docker,
-      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 60_000, idleMs: 800, graceMs: 200 } }),
+      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 60_000, idleMs: 800, graceMs: 0 } }),
+      { clock: clock.clock },
     );
     running.push(proc);
-    const keepAlive = setInterval(() => proc.touch(), 100);
-    let settled = false;
-    void proc.exited.then(() => (settled = true));
-    // Hold the run for well over its idle timeout while touching it.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    clearInterval(keepAlive);
-    expect(settled).toBe(false);
-    expect((await proc.exited).reason).toBe('idle_timeout');
+    // Well over its idle timeout on the run's clock, touched before each 800 ms ran out.
+    for (let i = 0; i < 5; i++) {
+      clock.advance(700);
+      proc.touch();
+    }
+    // The first stop asked for names the exit: an idle timeout that fired above would be it.
+    await proc.stop('done', 0);
+    expect((await proc.exited).reason).toBe('stopped');
   });
 
   it('with deferred timeouts a container waits past them, and they run from beginRun()', async () => {
+    const clock = fakeClock(0);
     const proc = await launchContainer(
       docker,
-      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 1000, idleMs: 800, graceMs: 200 } }),
-      { deferTimeouts: true },
+      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 1000, idleMs: 800, graceMs: 0 } }),
+      { deferTimeouts: true, clock: clock.clock },
     );
     running.push(proc);
-    let settled = false;
-    void proc.exited.then(() => (settled = true));
-    // Pre-started: silent for longer than both timeouts, and still there.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    expect(settled).toBe(false);
-    const begun = Date.now();
+    // Pre-started: silent for longer than both timeouts, and no timeout armed.
+    clock.advance(2000);
+    expect(clock.live()).toEqual([]);
     proc.beginRun();
-    expect((await proc.exited).reason).toBe('idle_timeout');
-    expect(Date.now() - begun).toBeGreaterThanOrEqual(700);
+    // From beginRun on: the idle timeout (800 ms) comes before the hard one (1000 ms).
+    clock.advance(799);
+    expect(clock.live().map((t) => t.ms).sort((a, b) => a - b)).toEqual([800, 1000]);
+    clock.advance(1);
+    expect(await proc.exited).toMatchObject({ reason: 'idle_timeout', detail: 'no output for 800 ms' });
   });
 
   it('stop() ends a run with reason stopped and the given detail', async () => {
