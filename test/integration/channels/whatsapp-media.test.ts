@@ -170,7 +170,8 @@ describe('WhatsApp media taken in by the host (real Baileys, crabline, real stor
 
   it('gives up on a download that stalls once [media] download_timeout_ms is over, and the chat goes on', async () => {
     const clock = fakeClock(1_000_000);
-    const t = await setup({ media: { download_timeout_ms: 1_000 }, clock: clock.clock });
+    // A minute on the fake clock: only its move ends the download within the test.
+    const t = await setup({ media: { download_timeout_ms: 60_000 }, clock: clock.clock });
     const stalled = await t.files.put(Buffer.alloc(3000, 's'), 'document', { stallAfter: 1000 });
     t.upsert(
       fromAnn('S1', { documentMessage: { ...stalled, mimetype: 'text/plain', fileName: 'slow.txt' } }),
@@ -180,7 +181,7 @@ describe('WhatsApp media taken in by the host (real Baileys, crabline, real stor
     await waitFor('the stalled download requested', () =>
       t.files.requests().includes(new URL(stalled.url).pathname),
     );
-    clock.advance(1_000);
+    clock.advance(60_000);
     await t.nextMessage('family', 2);
     expect(t.messages('family').map((m) => m.text)).toEqual([
       expect.stringMatching(/^\[document slow\.txt, not stored: it could not be downloaded \(.*\)\]$/),
