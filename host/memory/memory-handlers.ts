@@ -92,6 +92,9 @@ export function createMemoryHandlers(deps: MemoryHandlerDeps) {
         ...(params.since ? { since: isoOr(params.since) } : {}),
         ...(params.until ? { until: isoOr(params.until) } : {}),
         ...(params.sender ? { sender: params.sender } : {}),
+        // What the run was given (the message that asked, its context, anything offered since) is the
+        // conversation it is in, not history: the asking message would be its own best hit.
+        ...(identity.firstGivenId === undefined ? {} : { throughId: identity.firstGivenId - 1 }),
         limit: params.limit ?? 10,
       });
       const read = hits.map(recalled);

@@ -16,6 +16,11 @@ export interface MemoryQuery {
   until?: string;
   /** A sender id or display name (case-insensitive); messages only. */
   sender?: string;
+  /**
+   * Only messages up to this id: a run passes the group's cursor at its start, so its own input (the
+   * message that asked, and whatever came after) is the conversation it is in, never a recalled hit.
+   */
+  throughId?: number;
   limit?: number;
 }
 
@@ -199,7 +204,7 @@ function toNote(r: NoteRow): MemoryNote {
 
 const MESSAGE_BODY = `m.text || ' ' || m.sender_name || ' ' || coalesce(json_extract(m.media, '$.fileName'), '')`;
 
-const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until
+const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until AND m.id <= @through
        AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`;
 
 type Ranked = MemoryHit & { body: string };
@@ -289,12 +294,13 @@ function createMemorySearch(db: Db) {
     const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
     const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));
     const sender = q.sender ?? null;
+    const through = q.throughId ?? Number.MAX_SAFE_INTEGER;
     const all: Ranked[] = [
       ...waitingMessages
-        .all({ ...range, sender })
+        .all({ ...range, sender, through })
         .map((r) => messageHit(r, terms))
         .filter((h) => matches(h.body, terms)),
-      ...messagesByIds.all({ ...range, ids: messageIds, sender }).map((r) => messageHit(r, terms)),
+      ...messagesByIds.all({ ...range, ids: messageIds, sender, through }).map((r) => messageHit(r, terms)),
       ...(q.sender === undefined
         ? notesByIds.all({ ...range, ids: noteIds }).map((r) => noteHit(r, terms))
         : []),

@@ -218,7 +218,14 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
 
   async function launch(ctx: RunContext, callbacks: RunCallbacks) {
     const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
-    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts, sharedMounts };
+    const firstGiven = ctx.messages[0]?.id;
+    const identity: RunIdentity = {
+      runId: ctx.runId,
+      group: ctx.group,
+      secretMounts,
+      sharedMounts,
+      ...(firstGiven === undefined ? {} : { firstGivenId: firstGiven }),
+    };
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);

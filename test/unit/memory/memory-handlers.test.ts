@@ -28,9 +28,9 @@ beforeEach(() => {
 });
 afterEach(() => store.close());
 
-function say(groupId: string, text: string, from: { id: string; name: string; owner?: boolean }) {
+function say(groupId: string, text: string, from: { id: string; name: string; owner?: boolean }): number {
   seq += 1;
-  store.messages.insert({
+  const id = store.messages.insert({
     groupId,
     channel: 'local',
     chatId: groupId,
@@ -42,17 +42,19 @@ function say(groupId: string, text: string, from: { id: string; name: string; ow
     triggers: false,
     ...(from.owner ? { fromOwner: true } : {}),
   });
+  if (id === undefined) throw new Error('the message was not stored');
+  return id;
 }
 
 let nextRun = 100;
-function run(groupId: string, start: Taint = { corruption: false, secret: false }) {
+function run(groupId: string, start: Taint = { corruption: false, secret: false }, firstGivenId?: number) {
   const runId = (nextRun += 1);
   standing.set(runId, start);
   const group = store.groups.get(groupId);
   if (!group) throw new Error(`no group ${groupId}`);
   const notes = createMemoryNotes({ memory: store.memory, groupDir: (id) => path.join(groupsDir, id) });
   const handlers = createMemoryHandlers({
-    identity: { runId, group, secretMounts: [] },
+    identity: { runId, group, secretMounts: [], ...(firstGivenId === undefined ? {} : { firstGivenId }) },
     memory: store.memory,
     notes,
     taint,
@@ -79,6 +81,22 @@ describe('memory recall keeps authorship', () => {
     expect(hits[0]?.text).toMatch(/^<<<UNTRUSTED TEXT from Mallory \(sender mallory\), recalled/);
     expect(hits[0]?.text).toMatch(/<<<END UNTRUSTED TEXT>>>$/);
     expect(r.taint().corruption).toBe(true);
+  });
+
+  it('never recalls what the run was given: the asking message and what came after it', async () => {
+    say('main', 'the plumber is Joe, 555-0101', { id: 'owner', name: 'Owner', owner: true });
+    const asking = say('main', '@Andy what was the plumber’s number?', { id: 'owner', name: 'Owner', owner: true });
+    say('main', 'and the plumber’s van colour', { id: 'owner', name: 'Owner', owner: true });
+    const r = run('main', undefined, asking);
+    const { hits } = await r.handlers['memory.search']({ query: 'plumber' });
+    expect(hits.map((h) => h.text)).toEqual(['the plumber is Joe, 555-0101']);
+    // Once indexed, the same.
+    while (!store.memory.backfillStep().done);
+    const again = await r.handlers['memory.search']({ query: 'plumber' });
+    expect(again.hits.map((h) => h.text)).toEqual(['the plumber is Joe, 555-0101']);
+    // A run given nothing (a scheduled task) recalls all of it.
+    const task = await run('main').handlers['memory.search']({ query: 'plumber' });
+    expect(task.hits).toHaveLength(3);
   });
 
   it('searches only the run’s own group: another group never sees it, the admin group’s memory included', async () => {
