@@ -116,6 +116,7 @@ export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerPart
           notes: memoryNotes,
           taint: deps.taint,
           audit: store.audit,
+          containerGroupDir: CONTAINER_GROUP_DIR,
         }),
         tasks: createTaskHandlers({
           identity,
