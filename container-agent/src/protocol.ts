@@ -64,6 +64,8 @@ export const LIMITS = {
   memoryQuery: 500,
   memoryHits: 20,
   memoryHitText: 4000,
+  /** read_attachment's own bound on a document's text (container-agent/src/tools/read-attachment.ts). */
+  documentText: 60_000,
   /** A note `remember` writes. */
   memoryNote: 8000,
 } as const;
@@ -350,6 +352,17 @@ export const fileReadParamsSchema = z.strictObject({
   tool: z.enum(['read_file', 'grep', 'edit_file', 'read_attachment']),
 });
 
+/**
+ * Sent after `read_attachment` extracted a document's text, with the real path it read (as `file.read` had
+ * it) and the text, unfenced: the host keeps it for the group's memory search, tied to the message that
+ * carried the file. The text is this run's report, so the host keeps it with the run's taint and always
+ * recalls it fenced.
+ */
+export const documentTextParamsSchema = z.strictObject({
+  path: nonEmptyText(4096),
+  text: boundedText(LIMITS.documentText),
+});
+
 export const serviceCallParamsSchema = z.strictObject({
   service: serviceNameSchema,
   /** For an MCP service: which of its tools; `params` are then the tool's arguments. */
@@ -413,8 +426,11 @@ export const memorySearchParamsSchema = z.strictObject({
   limit: z.optional(intBetween(1, LIMITS.memoryHits)),
 });
 export const memoryHitSchema = z.strictObject({
-  kind: z.enum(['message', 'note']),
-  /** `message:<id>` or `note:<id>`; a note's id is what `memory.forget` takes. */
+  kind: z.enum(['message', 'note', 'document']),
+  /**
+   * `message:<id>` or `note:<id>`; a note's id is what `memory.forget` takes. A document's text (what a
+   * run read from a file a message carried) has its message's ref.
+   */
   ref: nonEmptyText(64),
   /** Who wrote it, in the host's words ("the owner", "Sam (sender 4412)", "the assistant, run 12"). */
   author: boundedText(LIMITS.name * 2),
@@ -465,6 +481,7 @@ export const hostMethods = {
   'security.bash_check': { params: bashCheckParamsSchema, result: bashCheckResultSchema },
   'bash.ran': { params: bashRanParamsSchema, result: z.void(), notification: true },
   'file.read': { params: fileReadParamsSchema, result: z.void(), notification: true },
+  'document.text': { params: documentTextParamsSchema, result: z.void(), notification: true },
   'service.call': { params: serviceCallParamsSchema, result: serviceCallResultSchema },
   'config.read': { params: configReadParamsSchema, result: configReadResultSchema },
   'config.propose': { params: configProposeParamsSchema, result: configProposeResultSchema },

@@ -129,6 +129,7 @@ export function runWiringFor(deps: AgentRuntimeDeps, gateway: AgentGateway): Run
           notes: memoryNotes,
           taint: deps.taint,
           audit: store.audit,
+          containerGroupDir: CONTAINER_GROUP_DIR,
         }),
         tasks: createTaskHandlers({
           identity,

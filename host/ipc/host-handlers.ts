@@ -90,6 +90,7 @@ const unavailableMemory: MemoryHandlers = {
   'memory.search': noMemory,
   'memory.remember': noMemory,
   'memory.forget': noMemory,
+  'document.text': async () => undefined,
 };
 
 const forbidden = (message: string) => new RpcError(RPC_ERROR_CODES.forbidden, message);

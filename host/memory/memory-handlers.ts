@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { z } from 'zod';
 import {
   LIMITS,
@@ -18,10 +19,12 @@ type MemoryHitOut = z.input<typeof memoryHitSchema>;
 
 export interface MemoryHandlerDeps {
   identity: RunIdentity;
-  memory: Pick<MemoryStore, 'search'>;
+  memory: Pick<MemoryStore, 'search' | 'messageCarrying' | 'putDocumentText'>;
   notes: Pick<MemoryNotes, 'write' | 'forget'>;
   taint: { get(runId: number): Taint; markCorrupted(runId: number): void; markSecret(runId: number): void };
   audit: Pick<AuditStore, 'record'>;
+  /** Where the group's folder is in the container: a reported path is the group's file below it. */
+  containerGroupDir: string;
 }
 
 /** One line, bounded: a sender's name is theirs to choose. */
@@ -54,6 +57,22 @@ export function recalled(hit: MemoryHit): { out: MemoryHitOut; taint: Taint } {
           : fenceStrangerText(`${author}, recalled from this group's history`, body, room),
       },
       taint: { corruption: !hit.fromOwner, secret: false },
+    };
+  }
+  if (hit.kind === 'document') {
+    const sender = `${named(hit.senderName)} (sender ${named(hit.senderId)})`;
+    const name = hit.fileName === '' ? 'a document' : `the document ${named(hit.fileName)}`;
+    return {
+      out: {
+        kind: 'document',
+        ref: `message:${hit.messageId}`,
+        author: `nobody's own words: ${name}, sent by ${sender}`,
+        origin: `the text of ${name}, as a run of this group read it (${hit.channel})`,
+        at: isoOr(hit.at),
+        // Whoever sent it, the owner included: a document is nobody's own words, as read_attachment treats it.
+        text: fenceStrangerText(`${name} sent by ${sender}, recalled from this group's history`, body, room),
+      },
+      taint: hit.taint,
     };
   }
   const author =
@@ -92,6 +111,9 @@ export function createMemoryHandlers(deps: MemoryHandlerDeps) {
         ...(params.since ? { since: isoOr(params.since) } : {}),
         ...(params.until ? { until: isoOr(params.until) } : {}),
         ...(params.sender ? { sender: params.sender } : {}),
+        // What the run was given (the message that asked, its context, anything offered since) is the
+        // conversation it is in, not history: the asking message would be its own best hit.
+        ...(identity.firstGivenId === undefined ? {} : { throughId: identity.firstGivenId - 1 }),
         limit: params.limit ?? 10,
       });
       const read = hits.map(recalled);
@@ -110,6 +132,29 @@ export function createMemoryHandlers(deps: MemoryHandlerDeps) {
       const note = await deps.notes.write({ groupId: group.id, text, author: 'agent', runId, taint });
       record('memory.remember', `note ${note.id} written`, { path: note.path, taint });
       return { ref: `note:${note.id}`, path: note.path };
+    },
+
+    /**
+     * A document's text as read_attachment read it: kept for search with the message of this group that
+     * carried the file (none: not kept), and with the run's secret taint, since the text is the run's report.
+     */
+    async 'document.text'({ path: real, text }: { path: string; text: string }): Promise<void> {
+      const prefix = `${deps.containerGroupDir}/`;
+      if (!real.startsWith(prefix)) return;
+      const messageId = deps.memory.messageCarrying(
+        group.id,
+        path.posix.normalize(real.slice(prefix.length)),
+      );
+      if (messageId === undefined) return;
+      const id = deps.memory.putDocumentText({
+        groupId: group.id,
+        messageId,
+        text,
+        runId,
+        secret: deps.taint.get(runId).secret,
+      });
+      if (id !== undefined)
+        record('memory.document', `document text ${id} kept`, { messageId, chars: text.length });
     },
 
     async 'memory.forget'({ ref }: { ref: string }) {

@@ -21,6 +21,11 @@ export interface RunIdentity {
    * runs wrote there is untrusted, so reading inside one corrupts the run (host/security/secret-reads.ts).
    */
   sharedMounts?: readonly string[];
+  /**
+   * The oldest message the run was given as its conversation (the message that asked, or the context
+   * before it); undefined when it was given none (a scheduled task). What it was given is not recalled.
+   */
+  firstGivenId?: number;
 }
 
 /** Whether a reviewed action may go ahead, and why (shown to the agent and audited). */

@@ -1,8 +1,9 @@
 import type { Db } from './open-database.ts';
 
 /**
- * The memory index (migrations 016, 017): full-text search over one group's messages and notes. Notes and
- * the deletion or edit of an indexed message reach the index by trigger; a new message waits until the
+ * The memory index (migrations 016, 017, 018): full-text search over one group's messages, notes and the
+ * text of documents it read. Notes, documents and the deletion or edit of an indexed message reach the index
+ * by trigger; a new message waits until the
  * walker (`backfillStep`) takes it in with others in one transaction, and search reads a group's waiting
  * messages directly meanwhile. This module reads the index, writes notes, walks the waiting messages in,
  * checks the index and rebuilds it from the store of record (messages, memory_notes).
@@ -16,6 +17,11 @@ export interface MemoryQuery {
   until?: string;
   /** A sender id or display name (case-insensitive); messages only. */
   sender?: string;
+  /**
+   * Only messages up to this id: a run passes the group's cursor at its start, so its own input (the
+   * message that asked, and whatever came after) is the conversation it is in, never a recalled hit.
+   */
+  throughId?: number;
   limit?: number;
 }
 
@@ -49,7 +55,31 @@ export interface NoteHit extends HitBase {
   taint: { corruption: boolean; secret: boolean };
 }
 
-export type MemoryHit = MessageHit | NoteHit;
+/** The text of a document a message carried, as a run that read it reported it (migration 018). */
+export interface DocumentHit extends HitBase {
+  kind: 'document';
+  id: number;
+  messageId: number;
+  /** The sender's name for the file, when they gave one. */
+  fileName: string;
+  /** Who sent the message that carried it. */
+  senderId: string;
+  senderName: string;
+  channel: string;
+  runId: number | null;
+  /** A document is nobody's own words: always corrupting; secret when the run that reported it was. */
+  taint: { corruption: true; secret: boolean };
+}
+
+export type MemoryHit = MessageHit | NoteHit | DocumentHit;
+
+export interface NewDocumentText {
+  groupId: string;
+  messageId: number;
+  text: string;
+  runId?: number;
+  secret: boolean;
+}
 
 export interface MemoryNote {
   id: number;
@@ -97,6 +127,10 @@ const MAX_TERMS = 16;
  * indexed, as before. */
 const MAX_WAITING = 1000;
 const SNIPPET_CHARS = 240;
+/** A document's rowid in memory_fts is −(DOCUMENT_ROWIDS + id), below every note's −id (migration 018). */
+const DOCUMENT_ROWIDS = 2 ** 40;
+/** The text of one document kept for search, at most (read_attachment returns no more than 60,000). */
+export const MAX_DOCUMENT_CHARS = 60_000;
 
 /** The words of a query, as FTS5 phrases: quoting each keeps FTS5's own operators out of the owner's words. */
 export function queryTerms(text: string): string[] {
@@ -184,6 +218,19 @@ interface NoteRow {
   taint_secret: number;
 }
 
+interface DocumentRow {
+  id: number;
+  message_id: number;
+  text: string;
+  run_id: number | null;
+  taint_secret: number;
+  sender_id: string;
+  sender_name: string;
+  channel: string;
+  sent_at: string;
+  file_name: string;
+}
+
 function toNote(r: NoteRow): MemoryNote {
   return {
     id: r.id,
@@ -199,7 +246,7 @@ function toNote(r: NoteRow): MemoryNote {
 
 const MESSAGE_BODY = `m.text || ' ' || m.sender_name || ' ' || coalesce(json_extract(m.media, '$.fileName'), '')`;
 
-const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until
+const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until AND m.id <= @through
        AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`;
 
 type Ranked = MemoryHit & { body: string };
@@ -237,6 +284,26 @@ function noteHit(r: NoteRow, terms: string[]): Ranked {
   };
 }
 
+function documentHit(r: DocumentRow, terms: string[]): Ranked {
+  return {
+    kind: 'document',
+    id: r.id,
+    messageId: r.message_id,
+    fileName: r.file_name,
+    senderId: r.sender_id,
+    senderName: r.sender_name,
+    channel: r.channel,
+    runId: r.run_id,
+    taint: { corruption: true, secret: r.taint_secret === 1 },
+    text: r.text,
+    snippet: snippetOf(r.text, terms),
+    score: 0,
+    // When the document came in: its message's time, which the time filters apply to.
+    at: r.sent_at,
+    body: r.text,
+  };
+}
+
 /** Whether a body holds every term, as the index's tokenizer (unicode61, diacritics removed) would see it. */
 export function matches(body: string, terms: string[]): boolean {
   const have = new Set(words(body));
@@ -254,7 +321,13 @@ function createMemorySearch(db: Db) {
   // Notes apart (rowid = −note id, the newest the most negative): in one walk they would come after every
   // message, and a word the group says often would push the notes it was asked to keep out of the candidates.
   const matchNoteRowids = db.prepare<[string, number], { rowid: number }>(
-    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 ORDER BY rowid ASC LIMIT ?',
+    `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 AND rowid > -${DOCUMENT_ROWIDS}
+     ORDER BY rowid ASC LIMIT ?`,
+  );
+  // Documents apart too, for the same reason (rowid = −(2^40 + document id)).
+  const matchDocumentRowids = db.prepare<[string, number], { rowid: number }>(
+    `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid <= -${DOCUMENT_ROWIDS}
+     ORDER BY rowid ASC LIMIT ?`,
   );
   // Then each candidate by its id, the group checked again on every row.
   const messagesByIds = db.prepare<Record<string, unknown>, MessageHitRow>(
@@ -276,6 +349,14 @@ function createMemorySearch(db: Db) {
        AND n.written_at >= @since AND n.written_at <= @until`,
   );
 
+  // A document is found by its message's sender and time, and leaves with its message.
+  const documentsByIds = db.prepare<Record<string, unknown>, DocumentRow>(
+    `SELECT d.id, d.message_id, d.text, d.run_id, d.taint_secret, m.sender_id, m.sender_name, m.channel, m.sent_at,
+            coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
+     FROM memory_documents d JOIN messages m ON m.id = d.message_id AND m.group_id = d.group_id
+     WHERE d.id IN (SELECT value FROM json_each(@ids)) AND d.group_id = @group ${MESSAGE_FILTER}`,
+  );
+
   return (groupId: string, q: MemoryQuery): MemoryHit[] => {
     const terms = queryTerms(q.text);
     if (terms.length === 0) return [];
@@ -285,16 +366,23 @@ function createMemorySearch(db: Db) {
       ...matchRowids.all(match, MAX_CANDIDATES),
       ...matchNoteRowids.all(match, MAX_CANDIDATES),
     ].map((r) => r.rowid);
+    const documentIds = JSON.stringify(
+      matchDocumentRowids.all(match, MAX_CANDIDATES).map((r) => -r.rowid - DOCUMENT_ROWIDS),
+    );
     const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
     const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
     const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));
     const sender = q.sender ?? null;
+    const through = q.throughId ?? Number.MAX_SAFE_INTEGER;
     const all: Ranked[] = [
       ...waitingMessages
-        .all({ ...range, sender })
+        .all({ ...range, sender, through })
         .map((r) => messageHit(r, terms))
         .filter((h) => matches(h.body, terms)),
-      ...messagesByIds.all({ ...range, ids: messageIds, sender }).map((r) => messageHit(r, terms)),
+      ...messagesByIds.all({ ...range, ids: messageIds, sender, through }).map((r) => messageHit(r, terms)),
+      ...documentsByIds
+        .all({ ...range, ids: documentIds, sender, through })
+        .map((r) => documentHit(r, terms)),
       ...(q.sender === undefined
         ? notesByIds.all({ ...range, ids: noteIds }).map((r) => noteHit(r, terms))
         : []),
@@ -323,6 +411,19 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const noteById = db.prepare<[number], NoteRow>('SELECT * FROM memory_notes WHERE id = ?');
   const deleteNote = db.prepare('DELETE FROM memory_notes WHERE id = ?');
   const deleteMessage = db.prepare('DELETE FROM messages WHERE id = ? AND group_id = ?');
+  // The message must be the group's own: a run reports a path, never which group the text belongs to.
+  const insertDocument = db.prepare(
+    `INSERT INTO memory_documents (group_id, message_id, text, read_at, run_id, taint_secret)
+     SELECT @groupId, id, @text, @readAt, @runId, @secret FROM messages WHERE id = @messageId AND group_id = @groupId
+     ON CONFLICT (message_id) DO UPDATE SET text = excluded.text, read_at = excluded.read_at,
+       run_id = excluded.run_id, taint_secret = MAX(taint_secret, excluded.taint_secret)
+     RETURNING id`,
+  );
+  // Files are few per group; a scan of the group's messages with media is bounded by the group's history.
+  const messageByMediaPath = db.prepare<[string, string], { id: number }>(
+    `SELECT id FROM messages WHERE group_id = ? AND media IS NOT NULL AND json_extract(media, '$.path') = ?
+     ORDER BY id DESC LIMIT 1`,
+  );
   const backfillRow = db.prepare<[], { through: number; next_id: number }>(
     'SELECT (SELECT coalesce(max(id), 0) FROM messages) AS through, next_id FROM memory_backfill WHERE id = 1',
   );
@@ -339,6 +440,8 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
              WHERE m.id < (SELECT next_id FROM memory_backfill WHERE id = 1)
                AND NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = m.id))
           + (SELECT count(*) FROM memory_notes n WHERE NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = -n.id))
+          + (SELECT count(*) FROM memory_documents d
+             WHERE NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = -(${DOCUMENT_ROWIDS} + d.id)))
        AS n`,
   );
   const extraRows = db.prepare<[], { n: number }>(
@@ -346,7 +449,10 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
      WHERE (f.rowid > 0 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = f.rowid))
         -- A waiting message already indexed would be indexed twice when the walker reaches it.
         OR f.rowid >= (SELECT next_id FROM memory_backfill WHERE id = 1)
-        OR (f.rowid < 0 AND NOT EXISTS (SELECT 1 FROM memory_notes n WHERE n.id = -f.rowid))`,
+        OR (f.rowid < 0 AND f.rowid > -${DOCUMENT_ROWIDS}
+            AND NOT EXISTS (SELECT 1 FROM memory_notes n WHERE n.id = -f.rowid))
+        OR (f.rowid <= -${DOCUMENT_ROWIDS}
+            AND NOT EXISTS (SELECT 1 FROM memory_documents d WHERE d.id = -f.rowid - ${DOCUMENT_ROWIDS}))`,
   );
 
   const backfillProgress = (): BackfillProgress => {
@@ -380,6 +486,25 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
     },
     deleteNote(id: number): boolean {
       return deleteNote.run(id).changes > 0;
+    },
+    /**
+     * Keeps the text a run read from a document the group's message carried (replacing an earlier read of
+     * it); the trigger indexes it. Undefined when no message of the group carried that file.
+     */
+    putDocumentText(d: NewDocumentText): number | undefined {
+      const row = insertDocument.get({
+        groupId: d.groupId,
+        messageId: d.messageId,
+        text: d.text.slice(0, MAX_DOCUMENT_CHARS),
+        readAt: now().toISOString(),
+        runId: d.runId ?? null,
+        secret: d.secret ? 1 : 0,
+      }) as { id: number } | undefined;
+      return row?.id;
+    },
+    /** The message of the group that carried the file stored at `path` (relative to the group folder). */
+    messageCarrying(groupId: string, path: string): number | undefined {
+      return messageByMediaPath.get(groupId, path)?.id;
     },
     /** The owner forgets a message: it leaves the history, and by trigger the index. */
     forgetMessage(groupId: string, id: number): boolean {
@@ -428,7 +553,8 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
     },
 
     /**
-     * Empties the index and starts the backfill over every stored message; notes are indexed at once.
+     * Empties the index and starts the backfill over every stored message; notes and documents' text are
+     * indexed at once.
      * One transaction: a crash before it commits leaves the old index whole, after it the backfill
      * resumes where it stopped. Nothing is read from the index, so nothing in it can be lost.
      */
@@ -437,6 +563,10 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
         db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')").run();
         db.prepare(
           `INSERT INTO memory_fts (rowid, body, scope) SELECT -id, text, 'g' || hex(group_id) FROM memory_notes`,
+        ).run();
+        db.prepare(
+          `INSERT INTO memory_fts (rowid, body, scope)
+           SELECT -(${DOCUMENT_ROWIDS} + id), text, 'g' || hex(group_id) FROM memory_documents`,
         ).run();
         resetBackfill.run();
       })();

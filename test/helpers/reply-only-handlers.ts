@@ -36,6 +36,7 @@ export function replyOnlyHandlers(
     'security.bash_check': refuse,
     'bash.ran': () => undefined,
     'file.read': () => undefined,
+    'document.text': () => undefined,
     'service.call': refuse,
     'config.read': refuse,
     'config.propose': refuse,

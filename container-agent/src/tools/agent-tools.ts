@@ -59,6 +59,7 @@ export function createAgentTools(options: AgentToolsOptions): AgentTool[] {
       workspace: reportingReads(workspace, host, 'read_attachment'),
       commands: options.commands,
       env: options.commandEnv,
+      host,
     }),
     createWriteFileTool(workspace),
     createEditFileTool(reportingReads(workspace, host, 'edit_file')),

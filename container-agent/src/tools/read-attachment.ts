@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
 import type { CommandRunner } from '../executor/command-runner.ts';
+import type { HostClient } from '../ipc/host-client.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import { ToolError, defineTool, truncateMiddle, type AgentTool } from './tool.ts';
 
@@ -29,6 +30,8 @@ export interface ReadAttachmentOptions {
   /** Where pdftotext runs: the command executor, under the commands' uid, never the agent's. */
   commands: CommandRunner;
   env: NodeJS.ProcessEnv;
+  /** Told the text read, for the group's memory search (`document.text`); a failed report loses only that. */
+  host?: Pick<HostClient, 'notify'>;
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -66,12 +69,23 @@ export function createReadAttachmentTool(options: ReadAttachmentOptions): AgentT
         await handle.close();
       }
       if (bytes.subarray(0, 5).toString('latin1') === '%PDF-')
-        return fenced(name, await pdfText(file, context.signal));
+        return fenced(name, remembered(file, await pdfText(file, context.signal)));
       const text = await fs.readFile(file).then((b) => b.subarray(0, MAX_TEXT_BYTES));
       if (text.includes(0)) throw new ToolError(`${name} is neither a PDF nor a text document`);
-      return fenced(name, truncateMiddle(text.toString('utf8'), MAX_TEXT_CHARS));
+      return fenced(name, remembered(file, truncateMiddle(text.toString('utf8'), MAX_TEXT_CHARS)));
     },
   });
+
+  /** The host keeps what the group read for its memory search; the read succeeds whether or not it could. */
+  function remembered(file: string, text: string): string {
+    if (text.trim() !== '')
+      try {
+        options.host?.notify('document.text', { path: file, text: text.slice(0, MAX_TEXT_CHARS) });
+      } catch {
+        // The host not hearing of it leaves the document out of memory search, nothing more.
+      }
+    return text;
+  }
 
   async function pdfText(file: string, signal: AbortSignal): Promise<string> {
     const separation = await options.commands.separation();

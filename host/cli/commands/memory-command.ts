@@ -15,6 +15,9 @@ function groupOf(store: Store, id: string | undefined) {
 }
 
 function hitLine(h: MemoryHit): string {
+  if (h.kind === 'document')
+    // Forgotten with the message that carried it.
+    return `message:${h.messageId}\t${h.at}\tdocument ${h.fileName || '(unnamed)'} sent by ${h.senderName} (${h.senderId})\n  ${h.snippet.replace(/\s+/g, ' ')}`;
   const who =
     h.kind === 'message'
       ? `${h.senderName} (${h.senderId})${h.fromOwner ? ', owner' : ''}`

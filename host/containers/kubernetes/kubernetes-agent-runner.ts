@@ -18,6 +18,7 @@ import {
   createRetiring,
   openRun,
   runHandleOf,
+  runIdentityOf,
   type LaunchedRun,
   type RunWiring,
 } from '../run/run-opening.ts';
@@ -232,7 +233,7 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       callbacks,
       container,
       // Nothing of the host is mounted into a pod: no mount can hold a secret or be shared.
-      identity: { runId: ctx.runId, group: ctx.group, secretMounts: [], sharedMounts: [] },
+      identity: runIdentityOf(ctx, { secretMounts: [], sharedMounts: [] }),
       credentialsUrl: `${gatewayUrl}/credentials`,
       startParams,
       stopGraceMs: containers.stop_grace_ms,

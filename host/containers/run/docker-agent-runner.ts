@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type Docker from 'dockerode';
-import type { RunIdentity } from '../../security/decisions.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { ContainersConfig } from './container-config.ts';
 import { launchContainer } from './container-launch.ts';
-import { createRetiring, openRun, runHandleOf, type LaunchedRun, type RunWiring } from './run-opening.ts';
+import {
+  createRetiring,
+  openRun,
+  runHandleOf,
+  runIdentityOf,
+  type LaunchedRun,
+  type RunWiring,
+} from './run-opening.ts';
 import { containerMemoryBytes } from './container-memory.ts';
 import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
 import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
@@ -138,7 +144,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
 
   async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
     const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
-    const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts, sharedMounts };
+    const identity = runIdentityOf(ctx, { secretMounts, sharedMounts });
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);

@@ -77,6 +77,21 @@ export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
   return kept.reverse();
 }
 
+/** Who the run is, as the host's handlers know it: from the run's context, never from the container. */
+export function runIdentityOf(
+  ctx: RunContext,
+  mounts: { secretMounts: string[]; sharedMounts: string[] },
+): RunIdentity {
+  const firstGiven = ctx.messages[0]?.id;
+  return {
+    runId: ctx.runId,
+    group: ctx.group,
+    ...mounts,
+    // Memory search leaves out what the run was given (the asking message and after).
+    ...(firstGiven === undefined ? {} : { firstGivenId: firstGiven }),
+  };
+}
+
 export interface LaunchedRun {
   session: RunHandle;
   key: { revoke(): void };

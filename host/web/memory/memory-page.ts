@@ -15,6 +15,8 @@ export interface MemoryView {
 
 function author(hit: MemoryHit): string {
   if (hit.kind === 'message') return `${hit.senderName} (${hit.senderId})${hit.fromOwner ? ', owner' : ''}`;
+  if (hit.kind === 'document')
+    return `document ${hit.fileName || '(unnamed)'} sent by ${hit.senderName} (${hit.senderId})`;
   const run = hit.runId === null ? '' : `, run ${hit.runId}`;
   return `note by ${hit.author}${run}${hit.taint.corruption ? ', tainted' : ''}`;
 }
@@ -39,7 +41,8 @@ export function memoryPage(v: MemoryView, f: ConsoleFormat): Html {
         : table(
             ['Ref', 'When', 'Author', 'Text', 'Forget'],
             v.hits.map((hit) => {
-              const ref = `${hit.kind}:${hit.id}`;
+              // A document's text is forgotten with the message that carried it.
+              const ref = hit.kind === 'document' ? `message:${hit.messageId}` : `${hit.kind}:${hit.id}`;
               return row(
                 [
                   ref,

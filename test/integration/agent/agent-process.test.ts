@@ -94,6 +94,7 @@ function startAgent(): HostSide {
       },
       'bash.ran': () => undefined,
       'file.read': () => undefined,
+      'document.text': () => undefined,
       'security.bash_check': ({ command }) =>
         command.startsWith('echo $$ > pid.txt')
           ? { decision: 'allow' as const, reason: 'test command' }

@@ -163,7 +163,7 @@ describe('memory search', () => {
     expect(
       store.memory
         .search('family', { text: 'pizza', until: '2026-01-10T00:00:00.000Z' })
-        .map((h) => (h.kind === 'message' ? h.senderName : h.path)),
+        .map((h) => (h.kind === 'note' ? h.path : h.senderName)),
     ).toEqual(['Ann']);
     expect(store.memory.search('family', { text: 'pizza' })[0]?.id).toBe(bob);
   });
@@ -392,5 +392,116 @@ describe('the index’s lifecycle', () => {
     }
     expect({ family: ids('family', 'shared'), work: ids('work', 'shared') }).toEqual(before);
     expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+});
+
+describe('the text of documents the group read', () => {
+  const media = (file: string) => ({
+    media: {
+      kind: 'document',
+      fileName: 'lease.pdf',
+      path: file,
+      senderId: 'u1',
+      status: 'stored' as const,
+    },
+  });
+  const documentRows = () =>
+    (
+      store.db.prepare('SELECT count(*) AS n FROM memory_fts WHERE rowid <= ?').get(-(2 ** 40)) as {
+        n: number;
+      }
+    ).n;
+
+  it('is found with the sender and time of the message that carried it, and only in its group', () => {
+    const msg = say('family', 'here is the lease', {
+      ...media('media/2026-01-01/7-lease.pdf'),
+      senderName: 'Landlord',
+      senderId: 'll',
+    });
+    expect(store.memory.messageCarrying('family', 'media/2026-01-01/7-lease.pdf')).toBe(msg);
+    expect(store.memory.messageCarrying('work', 'media/2026-01-01/7-lease.pdf')).toBeUndefined();
+    const id = store.memory.putDocumentText({
+      groupId: 'family',
+      messageId: msg,
+      text: 'The deposit is 1200 euros, returned within 30 days.',
+      runId: 5,
+      secret: false,
+    });
+    expect(id).toBeDefined();
+    // A message of another group is not this group's to attach text to.
+    expect(
+      store.memory.putDocumentText({ groupId: 'work', messageId: msg, text: 'x', secret: false }),
+    ).toBeUndefined();
+    const [hit] = store.memory.search('family', { text: 'deposit euros' });
+    expect(hit).toMatchObject({
+      kind: 'document',
+      messageId: msg,
+      fileName: 'lease.pdf',
+      senderName: 'Landlord',
+      senderId: 'll',
+      runId: 5,
+      taint: { corruption: true, secret: false },
+    });
+    expect(store.memory.search('family', { text: 'deposit', sender: 'Landlord' })).toHaveLength(1);
+    expect(store.memory.search('family', { text: 'deposit', sender: 'Ann' })).toHaveLength(0);
+    expect(store.memory.search('work', { text: 'deposit' })).toEqual([]);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('a second read replaces the text and keeps the worse taint', () => {
+    const msg = say('family', 'the lease', media('media/a.pdf'));
+    store.memory.putDocumentText({ groupId: 'family', messageId: msg, text: 'old clause', secret: true });
+    store.memory.putDocumentText({ groupId: 'family', messageId: msg, text: 'new clause', secret: false });
+    expect(ids('family', 'old')).toEqual([]);
+    expect(store.memory.search('family', { text: 'clause' })).toEqual([
+      expect.objectContaining({ kind: 'document', taint: { corruption: true, secret: true } }),
+    ]);
+    expect(documentRows()).toBe(1);
+  });
+
+  it('leaves with its message: forget, retention and the group’s removal', () => {
+    const forgotten = say('family', 'first', media('media/1.pdf'));
+    const retained = say('work', 'second', media('media/2.pdf'));
+    const third = say('main', 'third', media('media/3.pdf'));
+    store.memory.putDocumentText({
+      groupId: 'family',
+      messageId: forgotten,
+      text: 'alpha clause',
+      secret: false,
+    });
+    store.memory.putDocumentText({
+      groupId: 'work',
+      messageId: retained,
+      text: 'beta clause',
+      secret: false,
+    });
+    store.memory.putDocumentText({ groupId: 'main', messageId: third, text: 'gamma clause', secret: false });
+    expect(documentRows()).toBe(3);
+    expect(store.memory.forgetMessage('family', forgotten)).toBe(true);
+    expect(ids('family', 'clause')).toEqual([]);
+    store.groups.remove('work');
+    expect(documentRows()).toBe(1);
+    clock = new Date('2026-03-01T00:00:00.000Z');
+    store.retention.pruneMessages(1, 0, 100);
+    expect(ids('main', 'gamma')).toEqual([]);
+    expect(documentRows()).toBe(0);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('the check finds a document missing from the index, and a reindex puts it back', () => {
+    const msg = say('family', 'the lease', media('media/a.pdf'));
+    const id = store.memory.putDocumentText({
+      groupId: 'family',
+      messageId: msg,
+      text: 'deposit clause',
+      secret: false,
+    });
+    expect(id).toBeDefined();
+    dropFromIndex(-(2 ** 40 + (id ?? 0)));
+    expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 0 });
+    store.memory.resetIndex();
+    indexWaiting();
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+    expect(store.memory.search('family', { text: 'deposit' }).map((h) => h.kind)).toEqual(['document']);
   });
 });
