@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { WAITING_FOR_OWNER_LINE } from '../../host/admin/waiting-line.ts';
 import { CHAT_MOVED_OPERATION } from '../../host/channels/delivery-outcomes.ts';
 import {
   createSocketChannel,
@@ -40,7 +41,10 @@ await describeDocker('e2e admin chats: the console and a second owner chat, thro
   let seq = 0;
   const socketFile = () => path.join(dir, 'fake.sock');
   const deliveries = () => socketChannelDeliveries(path.join(dir, 'fake-deliveries.jsonl'));
-  const toChat = (chatId: string) => deliveries().filter((d) => d.chatId === chatId);
+  // The group's "waiting for the owner's OK" line is liveness (test/integration/channels/telegram-liveness),
+  // not an answer: these tests read the answers.
+  const toChat = (chatId: string) =>
+    deliveries().filter((d) => d.chatId === chatId && d.text !== WAITING_FOR_OWNER_LINE);
   const post = (chatId: string, text: string, senderId = 'member') =>
     postToSocketChannel(socketFile(), { externalId: `m${(seq += 1)}`, chatId, senderId, text }) as Promise<{
       stored: boolean;

@@ -1,0 +1,160 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { listTsFiles } from './import-cycles.ts';
+
+/**
+ * Host code takes time from the `Clock` passed in (host/time/clock.ts, with sleepOn / timeoutSignal /
+ * repeatEvery in clock-timers.ts), so a test moves a fake clock instead of waiting (DESIGN.md, "never a
+ * pause"). A raw `setTimeout`, `setInterval`, `AbortSignal.timeout` or an import of `node:timers` outside
+ * host/time/ is a timer no test can drive; this lint fails on one.
+ */
+export const TIMER_LINTED_DIRS = ['host'];
+
+/** Where the real timers live: the one place allowed to call them. */
+const TIME_DIR = 'host/time/';
+
+/**
+ * Files that still hold a raw timer, each with why it is there. An entry goes when its file moves onto
+ * the Clock; a stale entry fails the lint so the list only shrinks.
+ */
+export const RAW_TIMER_ALLOWED: ReadonlyMap<string, string> = new Map([
+  [
+    'host/app/run-services.ts',
+    'issue 39: the composition root is being split by another change; its run deadline moves to timeoutSignal there',
+  ],
+  [
+    'host/channels/whatsapp/whatsapp-login.ts',
+    "issue 39: WhatsApp's own `Timers` shape is being folded into the Clock by the channels change",
+  ],
+  ...[
+    'host/channels/local/local-client.ts',
+    'host/channels/local/send-and-wait.ts',
+    'host/cli/chat-repl.ts',
+    'host/cli/commands/doctor-command.ts',
+    'host/cli/commands/doctor-config-checks.ts',
+    'host/cli/commands/doctor-service-checks.ts',
+    'host/cli/commands/stop-command.ts',
+    'host/cli/commands/whatsapp-command.ts',
+    'host/containers/image/image-base-online.ts',
+    'host/containers/image/image-build-lock.ts',
+    'host/services/web-fetch.ts',
+  ].map((file): [string, string] => [
+    file,
+    'issue 39: not yet on the Clock; a CLI/client wait or deadline that moves to sleepOn / timeoutSignal with a Clock dependency',
+  ]),
+  [
+    'host/router/media/media-ingest.ts',
+    'issue 39: the download deadline moves to timeoutSignal once the router takes a Clock',
+  ],
+]);
+
+// `setImmediate` is left out: it yields to the event loop once and waits for no time.
+const RAW_TIMER_NAMES = new Set(['setTimeout', 'setInterval']);
+const TIMER_MODULES = new Set(['timers', 'node:timers', 'timers/promises', 'node:timers/promises']);
+
+export interface RawTimer {
+  /** Path relative to the root, `/`-separated. */
+  file: string;
+  line: number;
+  what: string;
+}
+
+/** Is `node` a type position (`ReturnType<typeof setTimeout>`), which arms no timer? */
+function inTypeQuery(node: ts.Node): boolean {
+  for (let up = node.parent; up; up = up.parent) {
+    if (ts.isTypeQueryNode(up)) return true;
+    if (ts.isStatement(up) || ts.isExpression(up)) return false;
+  }
+  return false;
+}
+
+/** Every raw timer in one file: calls, references (`globalThis.setTimeout`, passing it on) and imports. */
+export function rawTimersIn(file: string, root: string): RawTimer[] {
+  const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const rel = path.relative(root, file).split(path.sep).join('/');
+  const out: RawTimer[] = [];
+  const add = (node: ts.Node, what: string) =>
+    out.push({ file: rel, line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, what });
+  const visit = (node: ts.Node) => {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier) &&
+      TIMER_MODULES.has(node.moduleSpecifier.text)
+    ) {
+      add(node, `import from '${node.moduleSpecifier.text}'`);
+    } else if (
+      ts.isCallExpression(node) &&
+      ts.isIdentifier(node.expression) &&
+      node.expression.text === 'import' &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0]) &&
+      TIMER_MODULES.has(node.arguments[0].text)
+    ) {
+      add(node, `import('${node.arguments[0].text}')`);
+    } else if (
+      ts.isPropertyAccessExpression(node) &&
+      node.expression.getText(source) === 'AbortSignal' &&
+      node.name.text === 'timeout'
+    ) {
+      add(node, 'AbortSignal.timeout');
+    } else if (ts.isIdentifier(node) && RAW_TIMER_NAMES.has(node.text) && !inTypeQuery(node)) {
+      const parent = node.parent;
+      // A declaration of that name (a property of an object, a parameter) is not the global timer.
+      const declared =
+        (ts.isPropertyAssignment(parent) && parent.name === node) ||
+        (ts.isMethodDeclaration(parent) && parent.name === node) ||
+        (ts.isPropertySignature(parent) && parent.name === node) ||
+        (ts.isMethodSignature(parent) && parent.name === node) ||
+        (ts.isParameter(parent) && parent.name === node) ||
+        ts.isImportSpecifier(parent);
+      const ownProperty =
+        ts.isPropertyAccessExpression(parent) &&
+        parent.name === node &&
+        !['globalThis', 'global', 'window'].includes(parent.expression.getText(source));
+      if (!declared && !ownProperty) add(node, node.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+/** The raw timers under `dirs` outside host/time/ and not on the allow-list, and stale allow-list entries. */
+export function findRawTimers(
+  root: string,
+  dirs: readonly string[] = TIMER_LINTED_DIRS,
+  allowed: ReadonlyMap<string, string> = RAW_TIMER_ALLOWED,
+): string[] {
+  const found = listTsFiles(dirs.map((d) => path.join(root, d)))
+    .flatMap((f) => rawTimersIn(f, root))
+    .filter((t) => !t.file.startsWith(TIME_DIR));
+  const seen = new Set(found.map((t) => t.file));
+  const problems = found
+    .filter((t) => !allowed.has(t.file))
+    .map(
+      (t) =>
+        `raw timer: ${t.what} (${t.file}:${t.line})\n` +
+        '  take a Clock as a dependency and use clock.setTimer, or sleepOn / timeoutSignal / repeatEvery from host/time/clock-timers.ts, so tests move a fake clock',
+    );
+  for (const file of allowed.keys()) {
+    if (!seen.has(file)) {
+      problems.push(
+        `RAW_TIMER_ALLOWED lists "${file}", which holds no raw timer any more (or moved): remove the entry (scripts/lint/raw-timers.ts)`,
+      );
+    }
+  }
+  return problems;
+}
+
+// `node --import tsx scripts/lint/raw-timers.ts [root]`: part of `npm run lint`; exits 1 on a raw timer.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const root = path.resolve(process.argv[2] ?? process.cwd());
+  const problems = findRawTimers(root);
+  if (problems.length > 0) {
+    console.error(problems.join('\n'));
+    console.error(`${problems.length} problem(s); npm run lint fails until they are gone.`);
+    process.exit(1);
+  }
+}
