@@ -544,7 +544,7 @@ function takeOverWork(
   owner.scheduler.start();
   const retention = startRetention(store, core.config.retention, clock, logger);
   closers.push('retention', () => retention.stop());
-  closers.push('memory backfill', startMemoryBackfill(store.memory, logger));
+  closers.push('memory backfill', startMemoryBackfill(store.memory, clock, logger));
   closers.push(
     'daily summary',
     startDailySummary({

@@ -1,10 +1,14 @@
 import type { Logger } from '../logging/logger.ts';
 import type { BackfillProgress, MemoryStore } from '../store/memory-store.ts';
+import type { Clock } from '../time/clock.ts';
 
 export interface MemoryBackfillDeps {
   memory: Pick<MemoryStore, 'backfillStep' | 'backfillProgress'>;
   /** Messages per step; each step is one short transaction. */
   batchSize?: number;
+  /** How long new messages wait, at most, before they are indexed (search reads them directly meanwhile). */
+  intervalMs?: number;
+  clock: Pick<Clock, 'setTimer'>;
   logger: Pick<Logger, 'info' | 'error'>;
 }
 
@@ -14,18 +18,33 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const LOG_EVERY = 50_000;
 
 /**
- * Indexes the history stored before the memory index existed (an upgrade) or after a reindex emptied it,
- * in small steps with the event loop free between them, so the host answers meanwhile (search finds what
- * is indexed so far). Where it is lives in the database: a stop or crash resumes there at the next start.
+ * Takes stored messages into the memory index, many per transaction (FTS5 writes a segment per commit, so
+ * one message per commit cost ingest twice its CPU): the history stored before the index existed (an
+ * upgrade) or after a reindex emptied it, and every few seconds what came in since. Small steps with the
+ * event loop free between them, so the host answers meanwhile. Where it is lives in the database: a stop or
+ * crash resumes there at the next start, and nothing stored is lost, only not indexed yet.
  */
-export function createMemoryBackfill({ memory, batchSize = 500, logger }: MemoryBackfillDeps) {
+export function createMemoryBackfill({
+  memory,
+  batchSize = 500,
+  intervalMs = 2000,
+  clock,
+  logger,
+}: MemoryBackfillDeps) {
   let stopped = false;
   let running: Promise<BackfillProgress> | undefined;
+  let caughtUp: Promise<BackfillProgress> | undefined;
+  let wake: (() => void) | undefined;
+  let cancelTimer: (() => void) | undefined;
 
-  async function run(): Promise<BackfillProgress> {
+  async function catchUp(): Promise<BackfillProgress> {
     let progress = memory.backfillProgress();
-    if (progress.done) return progress;
-    logger.info({ from: progress.nextId, through: progress.through }, 'indexing stored messages for memory');
+    const long = progress.through - progress.nextId >= LOG_EVERY;
+    if (long)
+      logger.info(
+        { from: progress.nextId, through: progress.through },
+        'indexing stored messages for memory',
+      );
     let logged = progress.nextId;
     while (!progress.done && !stopped) {
       progress = memory.backfillStep(batchSize);
@@ -35,34 +54,57 @@ export function createMemoryBackfill({ memory, batchSize = 500, logger }: Memory
       }
       await nextTurn();
     }
-    if (progress.done) logger.info({ through: progress.through }, 'memory index backfill done');
+    if (long && progress.done) logger.info({ through: progress.through }, 'memory index backfill done');
+    return progress;
+  }
+
+  async function run(onCaughtUp: (p: BackfillProgress) => void): Promise<BackfillProgress> {
+    let progress = await catchUp();
+    onCaughtUp(progress);
+    while (!stopped) {
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        cancelTimer = clock.setTimer(resolve, intervalMs);
+      });
+      progress = await catchUp();
+    }
     return progress;
   }
 
   return {
+    /** Resolves once what was waiting at the start is indexed (or the indexer stopped); it goes on. */
     start(): Promise<BackfillProgress> {
-      running ??= run().catch((err: unknown) => {
-        logger.error({ err }, 'the memory index backfill failed; it resumes at the next start');
-        return memory.backfillProgress();
+      if (caughtUp) return caughtUp;
+      let onCaughtUp: (p: BackfillProgress) => void = () => undefined;
+      caughtUp = new Promise((resolve) => (onCaughtUp = resolve));
+      running = run(onCaughtUp).catch((err: unknown) => {
+        logger.error({ err }, 'the memory indexer failed; it resumes at the next start');
+        const progress = memory.backfillProgress();
+        onCaughtUp(progress);
+        return progress;
       });
-      return running;
+      return caughtUp;
     },
+    /** Stops between steps; what waits is indexed at the next start. */
     async stop(): Promise<void> {
       stopped = true;
+      cancelTimer?.();
+      wake?.();
       await running;
     },
   };
 }
 
 /**
- * The host's start step: history stored before the memory index (an upgrade, a reindex) is indexed in the
- * background; the returned closer stops it between steps.
+ * The host's start step: stored messages not indexed yet (new ones, an upgrade's history, a reindex) are
+ * indexed in the background; the returned closer stops it between steps.
  */
 export function startMemoryBackfill(
   memory: MemoryBackfillDeps['memory'],
+  clock: MemoryBackfillDeps['clock'],
   logger: Pick<Logger, 'child'>,
 ): () => Promise<void> {
-  const backfill = createMemoryBackfill({ memory, logger: logger.child({ subsystem: 'memory' }) });
+  const backfill = createMemoryBackfill({ memory, clock, logger: logger.child({ subsystem: 'memory' }) });
   void backfill.start();
   return () => backfill.stop();
 }

@@ -1,9 +1,11 @@
 import type { Db } from './open-database.ts';
 
 /**
- * The memory index (migration 016): full-text search over one group's messages and notes. The index is
- * kept in step by triggers; this module reads it, writes notes, backfills what was stored before the
- * index existed, checks it and rebuilds it from the store of record (messages, memory_notes).
+ * The memory index (migrations 016, 017): full-text search over one group's messages and notes. Notes and
+ * the deletion or edit of an indexed message reach the index by trigger; a new message waits until the
+ * walker (`backfillStep`) takes it in with others in one transaction, and search reads a group's waiting
+ * messages directly meanwhile. This module reads the index, writes notes, walks the waiting messages in,
+ * checks the index and rebuilds it from the store of record (messages, memory_notes).
  */
 
 export interface MemoryQuery {
@@ -70,9 +72,9 @@ export interface NewNote {
 }
 
 export interface BackfillProgress {
-  /** Highest message id stored before the index existed. */
+  /** The newest message's id. */
   through: number;
-  /** The next id to index; done when past `through`. */
+  /** The first message not indexed yet; done when past `through`. */
   nextId: number;
   done: boolean;
 }
@@ -90,6 +92,10 @@ const MAX_HITS = 50;
  * ranked among its newest uses only. */
 const MAX_CANDIDATES = 300;
 const MAX_TERMS = 16;
+/** Waiting messages of one group read by a search, newest first: the host's indexer keeps them to a few
+ * seconds' worth; only during a backfill of a long history are there more, and the older ones are found once
+ * indexed, as before. */
+const MAX_WAITING = 1000;
 const SNIPPET_CHARS = 240;
 
 /** The words of a query, as FTS5 phrases: quoting each keeps FTS5's own operators out of the owner's words. */
@@ -193,7 +199,51 @@ function toNote(r: NoteRow): MemoryNote {
 
 const MESSAGE_BODY = `m.text || ' ' || m.sender_name || ' ' || coalesce(json_extract(m.media, '$.fileName'), '')`;
 
-export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
+const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until
+       AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`;
+
+type Ranked = MemoryHit & { body: string };
+
+function messageHit(r: MessageHitRow, terms: string[]): Ranked {
+  return {
+    kind: 'message',
+    id: r.id,
+    senderId: r.sender_id,
+    senderName: r.sender_name,
+    fromOwner: r.from_owner === 1,
+    channel: r.channel,
+    text: r.text,
+    snippet: snippetOf(r.text, terms),
+    score: 0,
+    at: r.sent_at,
+    // What the index holds for the row, for the rank (see MESSAGE_BODY).
+    body: `${r.text} ${r.sender_name} ${r.file_name}`,
+  };
+}
+
+function noteHit(r: NoteRow, terms: string[]): Ranked {
+  return {
+    kind: 'note',
+    id: r.id,
+    path: r.path,
+    author: r.author,
+    runId: r.run_id,
+    taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
+    text: r.text,
+    snippet: snippetOf(r.text, terms),
+    score: 0,
+    at: r.written_at,
+    body: r.text,
+  };
+}
+
+/** Whether a body holds every term, as the index's tokenizer (unicode61, diacritics removed) would see it. */
+export function matches(body: string, terms: string[]): boolean {
+  const have = new Set(words(body));
+  return terms.every((t) => words(t).every((w) => have.has(w)));
+}
+
+function createMemorySearch(db: Db) {
   // The newest matches of the group, from the index alone: the scope token limits the match to the group's
   // postings, and FTS5 walks rowids backwards natively. FTS5's bm25() is not used: its word frequencies
   // are counted over every group's rows (a read of all their postings on each query, and a ranking that
@@ -210,14 +260,56 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const messagesByIds = db.prepare<Record<string, unknown>, MessageHitRow>(
     `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
             coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
-     FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group
-       AND m.sent_at >= @since AND m.sent_at <= @until
-       AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`,
+     FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group ${MESSAGE_FILTER}`,
+  );
+  // The group's messages the walker has not taken in yet, newest first, by (group_id, id) in
+  // messages_by_group: each is matched here word by word as the index would (see `matches`).
+  const waitingMessages = db.prepare<Record<string, unknown>, MessageHitRow>(
+    `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
+            coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
+     FROM messages m
+     WHERE m.group_id = @group AND m.id >= (SELECT next_id FROM memory_backfill WHERE id = 1) ${MESSAGE_FILTER}
+     ORDER BY m.id DESC LIMIT ${MAX_WAITING}`,
   );
   const notesByIds = db.prepare<Record<string, unknown>, NoteRow>(
     `SELECT n.* FROM memory_notes n WHERE n.id IN (SELECT value FROM json_each(@ids)) AND n.group_id = @group
        AND n.written_at >= @since AND n.written_at <= @until`,
   );
+
+  return (groupId: string, q: MemoryQuery): MemoryHit[] => {
+    const terms = queryTerms(q.text);
+    if (terms.length === 0) return [];
+    const limit = Math.min(Math.max(1, q.limit ?? 10), MAX_HITS);
+    const match = matchExpression(groupId, terms);
+    const rowids = [
+      ...matchRowids.all(match, MAX_CANDIDATES),
+      ...matchNoteRowids.all(match, MAX_CANDIDATES),
+    ].map((r) => r.rowid);
+    const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
+    const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
+    const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));
+    const sender = q.sender ?? null;
+    const all: Ranked[] = [
+      ...waitingMessages
+        .all({ ...range, sender })
+        .map((r) => messageHit(r, terms))
+        .filter((h) => matches(h.body, terms)),
+      ...messagesByIds.all({ ...range, ids: messageIds, sender }).map((r) => messageHit(r, terms)),
+      ...(q.sender === undefined
+        ? notesByIds.all({ ...range, ids: noteIds }).map((r) => noteHit(r, terms))
+        : []),
+    ];
+    const scores = bm25(
+      all.map((h) => h.body),
+      terms,
+    );
+    const hits: MemoryHit[] = all.map(({ body: _body, ...h }, i) => ({ ...h, score: scores[i] ?? 0 }));
+    // Best first; among equals, the newer.
+    return hits.sort((x, y) => x.score - y.score || (x.at < y.at ? 1 : -1)).slice(0, limit);
+  };
+}
+
+export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const insertNote = db.prepare(
     `INSERT INTO memory_notes (group_id, path, text, written_at, author, run_id, taint_corruption, taint_secret)
      VALUES (@groupId, @path, @text, @writtenAt, @author, @runId, @corruption, @secret)
@@ -232,22 +324,19 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const deleteNote = db.prepare('DELETE FROM memory_notes WHERE id = ?');
   const deleteMessage = db.prepare('DELETE FROM messages WHERE id = ? AND group_id = ?');
   const backfillRow = db.prepare<[], { through: number; next_id: number }>(
-    'SELECT through, next_id FROM memory_backfill WHERE id = 1',
+    'SELECT (SELECT coalesce(max(id), 0) FROM messages) AS through, next_id FROM memory_backfill WHERE id = 1',
   );
-  const backfillBatch = db.prepare<[number, number, number], { id: number; body: string; scope: string }>(
+  const backfillBatch = db.prepare<[number, number], { id: number; body: string; scope: string }>(
     `SELECT m.id, ${MESSAGE_BODY} AS body, 'g' || hex(m.group_id) AS scope
-     FROM messages m WHERE m.id >= ? AND m.id <= ? ORDER BY m.id LIMIT ?`,
+     FROM messages m WHERE m.id >= ? ORDER BY m.id LIMIT ?`,
   );
   const indexRow = db.prepare('INSERT INTO memory_fts (rowid, body, scope) VALUES (?, ?, ?)');
-  const unindexRow = db.prepare('DELETE FROM memory_fts WHERE rowid = ?');
   const setBackfill = db.prepare('UPDATE memory_backfill SET next_id = ? WHERE id = 1');
-  const resetBackfill = db.prepare(
-    'UPDATE memory_backfill SET through = (SELECT coalesce(max(id), 0) FROM messages), next_id = 0 WHERE id = 1',
-  );
-  // A message the backfill has not reached yet (between next_id and through) is waiting, not missing.
+  const resetBackfill = db.prepare('UPDATE memory_backfill SET next_id = 0 WHERE id = 1');
+  // A message the walker has not reached yet (at or past next_id) is waiting, not missing.
   const missingRows = db.prepare<[], { n: number }>(
-    `SELECT (SELECT count(*) FROM messages m, memory_backfill b
-             WHERE b.id = 1 AND (m.id < b.next_id OR m.id > b.through)
+    `SELECT (SELECT count(*) FROM messages m
+             WHERE m.id < (SELECT next_id FROM memory_backfill WHERE id = 1)
                AND NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = m.id))
           + (SELECT count(*) FROM memory_notes n WHERE NOT EXISTS (SELECT 1 FROM memory_fts f WHERE f.rowid = -n.id))
        AS n`,
@@ -255,6 +344,8 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const extraRows = db.prepare<[], { n: number }>(
     `SELECT count(*) AS n FROM memory_fts f
      WHERE (f.rowid > 0 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = f.rowid))
+        -- A waiting message already indexed would be indexed twice when the walker reaches it.
+        OR f.rowid >= (SELECT next_id FROM memory_backfill WHERE id = 1)
         OR (f.rowid < 0 AND NOT EXISTS (SELECT 1 FROM memory_notes n WHERE n.id = -f.rowid))`,
   );
 
@@ -264,62 +355,7 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   };
 
   return {
-    search(groupId: string, q: MemoryQuery): MemoryHit[] {
-      const terms = queryTerms(q.text);
-      if (terms.length === 0) return [];
-      const limit = Math.min(Math.max(1, q.limit ?? 10), MAX_HITS);
-      const match = matchExpression(groupId, terms);
-      const rowids = [
-        ...matchRowids.all(match, MAX_CANDIDATES),
-        ...matchNoteRowids.all(match, MAX_CANDIDATES),
-      ].map((r) => r.rowid);
-      const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
-      const messageIds = JSON.stringify(rowids.filter((r) => r > 0));
-      const noteIds = JSON.stringify(rowids.filter((r) => r < 0).map((r) => -r));
-      const messages: MemoryHit[] = messagesByIds
-        .all({ ...range, ids: messageIds, sender: q.sender ?? null })
-        .map((r) => ({
-          kind: 'message',
-          id: r.id,
-          senderId: r.sender_id,
-          senderName: r.sender_name,
-          fromOwner: r.from_owner === 1,
-          channel: r.channel,
-          text: r.text,
-          snippet: snippetOf(r.text, terms),
-          score: 0,
-          at: r.sent_at,
-          // What the index holds for the row, for the rank (see MESSAGE_BODY).
-          body: `${r.text} ${r.sender_name} ${r.file_name}`,
-        }));
-      const notes: MemoryHit[] =
-        q.sender === undefined
-          ? notesByIds.all({ ...range, ids: noteIds }).map((r) => ({
-              kind: 'note',
-              id: r.id,
-              path: r.path,
-              author: r.author,
-              runId: r.run_id,
-              taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
-              text: r.text,
-              snippet: snippetOf(r.text, terms),
-              score: 0,
-              at: r.written_at,
-              body: r.text,
-            }))
-          : [];
-      const all = [...messages, ...notes] as (MemoryHit & { body?: string })[];
-      const scores = bm25(
-        all.map((h) => h.body ?? h.text),
-        terms,
-      );
-      all.forEach((h, i) => {
-        h.score = scores[i] ?? 0;
-        delete h.body;
-      });
-      // Best first; among equals, the newer.
-      return all.sort((x, y) => x.score - y.score || (x.at < y.at ? 1 : -1)).slice(0, limit);
-    },
+    search: createMemorySearch(db),
 
     /** Stores (or replaces, by path) a note; the trigger indexes it. A replaced note keeps the worse taint. */
     putNote(n: NewNote): number {
@@ -352,20 +388,19 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
 
     backfillProgress,
     /**
-     * Indexes up to `limit` messages stored before the index existed, in one short transaction, and
-     * remembers where it stopped: a crash or stop resumes there. Returns the progress after the step.
+     * Indexes up to `limit` waiting messages (new ones, or history stored before the index existed or
+     * before a reindex) in one transaction, and remembers where it stopped: a crash or stop resumes there.
+     * One transaction for the batch is the point: FTS5 writes a segment per commit. Returns the progress
+     * after the step.
      */
     backfillStep(limit = 500): BackfillProgress {
       return db.transaction(() => {
         const p = backfillProgress();
         if (p.done) return p;
-        const rows = backfillBatch.all(p.nextId, p.through, limit);
-        for (const r of rows) {
-          // Idempotent: a row a previous run indexed before a crash is replaced, never doubled.
-          unindexRow.run(r.id);
-          indexRow.run(r.id, r.body, r.scope);
-        }
-        const next = rows.length < limit ? p.through + 1 : (rows.at(-1)?.id ?? p.through) + 1;
+        // Nothing at or past next_id is in the index (migration 017's triggers), so no row is doubled.
+        const rows = backfillBatch.all(p.nextId, limit);
+        for (const r of rows) indexRow.run(r.id, r.body, r.scope);
+        const next = Math.max(p.nextId, (rows.at(-1)?.id ?? p.through) + 1);
         setBackfill.run(next);
         return { through: p.through, nextId: next, done: next > p.through };
       })();

@@ -66,6 +66,8 @@ export function seedHistory(file: string, shape: HistoryShape): { messages: numb
           }
         }
       });
+      // As the host's memory indexer does while it runs: the day's messages into the index.
+      while (!store.memory.backfillStep(10_000).done);
     }
   } finally {
     store.close();

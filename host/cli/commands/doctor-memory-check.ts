@@ -31,7 +31,7 @@ export const checkMemoryIndex: Check = async (ctx) => {
       ok: true,
       detail: progress.done
         ? 'whole: every stored message and note is indexed'
-        : `indexing older history: at message ${progress.nextId} of ${progress.through} (search finds what is done)`,
+        : `messages ${progress.nextId} to ${progress.through} wait to be indexed (the host takes them in every few seconds; search reads them directly meanwhile)`,
     };
   } catch (err) {
     return { name, ok: false, detail: errorMessage(err), fix: 'carapace memory reindex' };

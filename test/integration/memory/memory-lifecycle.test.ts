@@ -50,6 +50,10 @@ async function seed(f: ReturnType<typeof folders>) {
     memory: store.memory,
     groupDir: (id) => path.join(f.paths.groupsDir, id),
   });
+  // What the host's indexer does within seconds of each message.
+  while (!store.memory.backfillStep(1000).done) {
+    /* step */
+  }
   await notes.write({
     groupId: 'family',
     text: 'Sam is vegetarian; dinner plans avoid meat',

@@ -21,7 +21,8 @@ beforeEach(() => {
 });
 afterEach(() => store.close());
 
-function say(groupId: string, text: string, fields: Partial<NewMessage> = {}): number {
+/** Stores a message as ingest does; it waits for the indexer (search reads it directly meanwhile). */
+function sayWaiting(groupId: string, text: string, fields: Partial<NewMessage> = {}): number {
   seq += 1;
   const id = store.messages.insert({
     groupId,
@@ -36,6 +37,20 @@ function say(groupId: string, text: string, fields: Partial<NewMessage> = {}): n
     ...fields,
   });
   if (id === undefined) throw new Error('expected the message to be stored');
+  return id;
+}
+
+/** What the host's indexer does within seconds: every waiting message into the index. */
+function indexWaiting() {
+  while (!store.memory.backfillStep(1000).done) {
+    /* step */
+  }
+}
+
+/** Stores a message and indexes it, as it is a few seconds after it came in. */
+function say(groupId: string, text: string, fields: Partial<NewMessage> = {}): number {
+  const id = sayWaiting(groupId, text, fields);
+  indexWaiting();
   return id;
 }
 
@@ -110,6 +125,16 @@ describe('memory search', () => {
     // Each candidate is read by its id within the group's own rows, (group_id, id) in messages_by_group.
     expect(rows).toContain('SEARCH m USING INDEX messages_by_group (group_id=? AND id=?)');
     expect(rows.some((d) => /SCAN m\b/.test(d))).toBe(false);
+    const waiting = plan(
+      `SELECT m.id FROM messages m
+       WHERE m.group_id = @group AND m.id >= (SELECT next_id FROM memory_backfill WHERE id = 1)
+         AND m.sent_at >= @since AND m.sent_at <= @until
+       ORDER BY m.id DESC LIMIT 1000`,
+      { group: 'family', since: '', until: 'z' },
+    );
+    // The waiting messages of the group: the newest end of its (group_id, id) range, nothing older read.
+    expect(waiting).toContain('SEARCH m USING INDEX messages_by_group (group_id=? AND id>?)');
+    expect(waiting.some((d) => /SCAN m\b|TEMP B-TREE/.test(d))).toBe(false);
   });
 
   it('ranks by the group’s own word statistics: another group’s use of a word changes nothing', () => {
@@ -201,6 +226,89 @@ describe('notes', () => {
   });
 });
 
+describe('messages waiting for the indexer', () => {
+  const indexed = () =>
+    (
+      store.db.prepare('SELECT rowid FROM memory_fts WHERE rowid > 0 ORDER BY rowid').all() as {
+        rowid: number;
+      }[]
+    ).map((r) => r.rowid);
+
+  it('are found the moment they are stored, and indexing them changes no answer', () => {
+    say('family', 'the café opens at nine', { senderId: 'ann', senderName: 'Ann' });
+    const waiting = [
+      sayWaiting('family', 'Meet at the Café Nero, nine sharp', { senderId: 'bob', senderName: 'Bob' }),
+      sayWaiting('family', 'cafe closed on Sunday', { senderId: 'ann', senderName: 'Ann' }),
+      sayWaiting('work', 'cafe budget for the team', { senderId: 'bob', senderName: 'Bob' }),
+      sayWaiting('family', 'nine o’clock it is', { senderId: 'bob', senderName: 'Bob' }),
+    ];
+    store.memory.putNote({
+      groupId: 'family',
+      path: 'memory/cafe.md',
+      text: 'Ann likes the café by the station',
+      author: 'owner',
+      taint: { corruption: false, secret: false },
+    });
+    expect(indexed()).not.toContain(waiting[0]);
+    const questions: [string, Parameters<Store['memory']['search']>[1]][] = [
+      ['family', { text: 'cafe' }],
+      ['family', { text: 'café nine' }],
+      ['family', { text: 'cafe', sender: 'bob' }],
+      ['family', { text: 'nine', until: new Date(Date.UTC(2026, 0, 1) + (seq - 1) * 60_000).toISOString() }],
+      ['family', { text: 'bob' }], // the sender's name is indexed with the words
+      ['work', { text: 'cafe' }],
+      ['main', { text: 'cafe' }],
+    ];
+    const answers = () => questions.map(([group, q]) => store.memory.search(group, q));
+    const before = answers();
+    expect(before[0]?.map((h) => `${h.kind}:${h.id}`)).toHaveLength(4);
+    expect(before[5]?.map((h) => h.id)).toEqual([waiting[2]]);
+    expect(before[6]).toEqual([]);
+    indexWaiting();
+    expect(indexed()).toEqual(expect.arrayContaining(waiting));
+    expect(answers()).toEqual(before);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('a waiting message edited or deleted is read as it is now, and indexed so', () => {
+    const edited = sayWaiting('family', 'the code is 1234');
+    const gone = sayWaiting('family', 'the code is 9999');
+    store.db.prepare("UPDATE messages SET text = 'the pin is 4321' WHERE id = ?").run(edited);
+    store.memory.forgetMessage('family', gone);
+    expect(ids('family', 'code')).toEqual([]);
+    expect(ids('family', 'pin')).toEqual([`message:${edited}`]);
+    indexWaiting();
+    expect(ids('family', 'code')).toEqual([]);
+    expect(ids('family', 'pin')).toEqual([`message:${edited}`]);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('a step that fails midway loses nothing: the messages wait on, and the next step takes them', () => {
+    const id = sayWaiting('family', 'boiler service on Tuesday');
+    const before = store.memory.backfillProgress();
+    expect(() =>
+      store.transaction(() => {
+        store.memory.backfillStep(100);
+        throw new Error('crash before the commit');
+      }),
+    ).toThrow('crash before the commit');
+    expect(store.memory.backfillProgress()).toEqual(before);
+    expect(indexed()).not.toContain(id);
+    expect(ids('family', 'boiler')).toEqual([`message:${id}`]);
+    expect(store.memory.backfillStep(100).done).toBe(true);
+    expect(indexed()).toContain(id);
+    expect(store.memory.check()).toMatchObject({ ok: true, missing: 0, extra: 0 });
+  });
+
+  it('the integrity check fails on a waiting message already in the index (the walker would double it)', () => {
+    const id = sayWaiting('family', 'not yet');
+    store.db
+      .prepare("INSERT INTO memory_fts (rowid, body, scope) VALUES (?, 'not yet', ?)")
+      .run(id, scopeToken('family'));
+    expect(store.memory.check()).toMatchObject({ ok: false, missing: 0, extra: 1 });
+  });
+});
+
 describe('the index’s lifecycle', () => {
   it('retention deleting a message deletes it from the index', () => {
     const id = say('family', 'ephemeral words');
@@ -242,10 +350,11 @@ describe('the index’s lifecycle', () => {
     const old = [say('family', 'old alpha'), say('family', 'old beta'), say('work', 'old alpha')];
     // As the upgrade finds them: stored, not indexed, the backfill starting at the beginning.
     for (const id of old) dropFromIndex(id);
-    store.db.prepare('UPDATE memory_backfill SET through = ?, next_id = 0').run(Math.max(...old));
-    const fresh = say('family', 'new alpha');
+    store.db.prepare('UPDATE memory_backfill SET next_id = 0').run();
+    const fresh = sayWaiting('family', 'new alpha');
     expect(store.memory.check().ok).toBe(true); // waiting, not missing
-    expect(ids('family', 'alpha')).toEqual([`message:${fresh}`]); // usable meanwhile
+    // Usable meanwhile: the waiting messages are read directly.
+    expect(ids('family', 'alpha').sort()).toEqual([`message:${old[0]}`, `message:${fresh}`].sort());
     const first = store.memory.backfillStep(1);
     expect(first.done).toBe(false);
     // A crash between steps: the next connection resumes where the last one stopped.
