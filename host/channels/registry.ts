@@ -143,9 +143,10 @@ export function createChannelRegistry({ definitions, config, alwaysOn, dataDirOf
           : d.registrationBlocked?.({ config: config()[channel], dataDir: dataDirOf(channel) });
       if (blocked) throw new ChannelNotConfiguredError(blocked);
     },
-    /** Creates one channel per configured account; `depsFor` gives each its own state, folder and logger. */
-    create(depsFor: (label: string) => Omit<ChannelDeps<unknown>, 'config'>): Channel[] {
-      return this.configured().map(({ label, definition }) =>
+    /** Creates one channel per configured account (or only the one named); `depsFor` gives each its own state, folder and logger. */
+    create(depsFor: (label: string) => Omit<ChannelDeps<unknown>, 'config'>, only?: string): Channel[] {
+      const accounts = this.configured().filter(({ label }) => only === undefined || label === only);
+      return accounts.map(({ label, definition }) =>
         asAccount(definition.create({ ...depsFor(label), config: config()[label] }), label),
       );
     },

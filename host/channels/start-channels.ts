@@ -20,7 +20,11 @@ export interface ConfiguredChannelsDeps {
 }
 
 /** The channels config.toml enables, each with its own data folder, state and logger. */
-export function createConfiguredChannels(registry: ChannelRegistry, deps: ConfiguredChannelsDeps): Channel[] {
+export function createConfiguredChannels(
+  registry: ChannelRegistry,
+  deps: ConfiguredChannelsDeps,
+  only?: string,
+): Channel[] {
   return registry.create((label) => {
     const dataDir = deps.dataDirOf(label);
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -32,7 +36,7 @@ export function createConfiguredChannels(registry: ChannelRegistry, deps: Config
       assistantName: deps.assistantName,
       clock: deps.clock,
     };
-  });
+  }, only);
 }
 
 export interface StartChannelsDeps {

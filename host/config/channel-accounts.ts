@@ -129,3 +129,17 @@ export function accountDataDir(
 export function accountLabel(account: Pick<ChannelAccount, 'channel' | 'name'>): string {
   return account.name === DEFAULT_ACCOUNT ? account.channel : `${account.channel}.${account.name}`;
 }
+
+/**
+ * The accounts (by label, as `[channels]` parses to them) present in only one of two configs: added or
+ * removed whole, which a reload starts or stops while an edit of a running account waits for the restart.
+ */
+export function accountsAddedOrRemoved(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): { added: string[]; removed: string[] } {
+  return {
+    added: Object.keys(after).filter((label) => before[label] === undefined),
+    removed: Object.keys(before).filter((label) => after[label] === undefined),
+  };
+}
