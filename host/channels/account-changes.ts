@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors/error-message.ts';
 import type { Logger } from '../logging/logger.ts';
-import { accountsAddedOrRemoved } from '../config/channel-accounts.ts';
+import { accountsAddedOrRemoved } from './channel-accounts.ts';
 import type { Channel } from './channel.ts';
 
 export interface AccountChangesDeps {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { accountLabel, channelAccountsSchema } from '../config/channel-accounts.ts';
+import { accountLabel, channelAccountsSchema } from './channel-accounts.ts';
 import type { Channel, ChannelDefinition, ChannelDeps, ChatKind } from './channel.ts';
 
 /** Thrown when a channel is used that is unknown or not configured; the message says how to set it up. */

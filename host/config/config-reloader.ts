@@ -4,7 +4,7 @@ import { StaleConfigError, type ConfigFileStore } from './config-file-store.ts';
 import type { AppliedConfig, ConfigSource } from './config-source.ts';
 import type { CheckedConfigText } from './load-config.ts';
 import { restartKeys } from './reload-scope.ts';
-import { accountsAddedOrRemoved } from './channel-accounts.ts';
+import { accountsAddedOrRemoved } from '../channels/channel-accounts.ts';
 import type { Logger } from '../logging/logger.ts';
 
 /** Who asked for the reload: a change of the file seen by the watcher, the CLI, or an approved proposal. */

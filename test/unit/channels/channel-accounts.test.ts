@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  accountDataDir,
   accountLabel,
   channelAccountsSchema,
   listChannelAccounts,
-} from '../../../host/config/channel-accounts.ts';
+} from '../../../host/channels/channel-accounts.ts';
+import { accountDataDir } from '../../../host/config/paths.ts';
 import { z } from 'zod';
 import { problemsFromZod } from '../../../host/config/zod-problems.ts';
 import { formatProblem } from '../../../host/config/config-error.ts';

@@ -1,6 +1,4 @@
-import path from 'node:path';
 import { z } from 'zod';
-import { channelDataDir, type CarapacePaths } from './paths.ts';
 
 /**
  * Accounts of one channel: several Telegram bots or WhatsApp numbers on one host. `[channels.<channel>]`
@@ -13,7 +11,7 @@ import { channelDataDir, type CarapacePaths } from './paths.ts';
 /** The account today's single `[channels.<channel>]` table is; its folders stay where they always were. */
 export const DEFAULT_ACCOUNT = 'default';
 
-const ACCOUNT_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
+export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 
 /** One account as the host starts it. */
 export interface ChannelAccount<C = unknown> {
@@ -108,21 +106,6 @@ export function listChannelAccounts(
       .sort()
       .map((name) => ({ channel, name, settings: accounts[name] }));
   });
-}
-
-/**
- * An account's own data folder (its login, its WhatsApp session). The default account keeps the channel's
- * folder so existing installs go on with their session; a named one gets a sibling, `<channel>.<account>`,
- * never a folder inside the default's, so removing one account's folder never touches another's.
- */
-export function accountDataDir(
-  paths: Pick<CarapacePaths, 'dataDir'>,
-  channel: string,
-  account: string,
-): string {
-  if (account === DEFAULT_ACCOUNT) return channelDataDir(paths, channel);
-  if (!ACCOUNT_NAME.test(account)) throw new Error(`"${account}" is not an account name`);
-  return path.join(path.dirname(channelDataDir(paths, channel)), `${channel}.${account}`);
 }
 
 /** How status lines and logs name an account: `telegram` for the default, `telegram.work` for a named one. */
