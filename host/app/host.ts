@@ -17,6 +17,7 @@ import type { PrestartStatus } from '../channels/local/local-api.ts';
 import { createLocalChannel, LOCAL_CHANNEL } from '../channels/local/local-channel.ts';
 import { createRunningChannels, type RunningChannels } from '../channels/running-channels.ts';
 import { createConfiguredChannels, startChannels } from '../channels/start-channels.ts';
+import { createAccountChanges } from '../channels/account-changes.ts';
 import { channelDataDir, ensureDataDirs, type CarapacePaths } from '../config/paths.ts';
 import { reloadWhenRunning, type ReloadConfig } from '../config/config-reload.ts';
 import type { ConfigReloader } from '../config/config-reloader.ts';
@@ -145,6 +146,8 @@ interface HostCore extends HostDeps {
   events: HostEvents;
   channels: RunningChannels;
   registry: ChannelRegistry;
+  /** The `[channels]` accounts running now, by label; the registry reads it, account changes move it. */
+  startedAccounts: { current: Record<string, unknown> };
   late: LateParts;
   closers: CloserStack;
   onStep(step: string): void;
@@ -169,6 +172,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     ensureDataDirs(paths);
     const store = openHostStore({ ...paths, redact, clock, opened: closers.push, onStep, logger });
     ensureAdminGroup(store);
+    const startedAccounts = { current: config.channels as Record<string, unknown> };
     const core: HostCore = {
       ...deps,
       clock,
@@ -177,9 +181,11 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
       store,
       events: createHostEvents(),
       channels: createRunningChannels(),
+      startedAccounts,
       registry: createChannelRegistry({
         definitions: CHANNEL_DEFINITIONS,
-        config: () => config.channels,
+        // What runs, not what the file says: a reload moves it as it starts or stops an account.
+        config: () => startedAccounts.current,
         alwaysOn: ALWAYS_ON_CHANNELS,
         dataDirOf: (name) => channelDataDir(paths, name),
       }),
@@ -214,7 +220,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     onStep('setting up the configured channels');
     // Set once every channel started: a channel's own shutdown on stop is not news to announce.
     let running = false;
-    await startAllChannels(core, {
+    const applyAccounts = await startAllChannels(core, {
       local: local.channel,
       owner,
       wayIn,
@@ -226,7 +232,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     takeOverWork(core, { owner, queue, spend });
     if (deps.reload) {
       onStep('watching the config file');
-      watchConfigFile(core, deps.reload, owner.delivery.adminChats);
+      watchConfigFile(core, deps.reload, owner.delivery.adminChats, applyAccounts);
     }
     logger.info({ socket: paths.socketFile, groups: store.groups.list().length }, 'host started');
     return {
@@ -442,34 +448,68 @@ async function startAllChannels(
     channelClosers: CloserStack;
     running(): boolean;
   },
-): Promise<void> {
+): Promise<(channels: Record<string, unknown>) => Promise<void>> {
   const { store, channels, clock, logger } = core;
-  const configured = createConfiguredChannels(core.registry, {
-    dataDirOf: (name) => channelDataDir(core.paths, name),
+  const configuredDeps = {
+    dataDirOf: (name: string) => channelDataDir(core.paths, name),
     secret: core.secret ?? (() => undefined),
-    state: (name) => store.channelState(name),
+    state: (name: string) => store.channelState(name),
     assistantName: core.config.assistant.name,
     clock,
     logger,
-  });
+  };
+  const configured = createConfiguredChannels(core.registry, configuredDeps);
+  const fixed = [parts.local, ...(core.extraChannels ?? [])];
   for (const ch of [parts.local, ...configured, ...(core.extraChannels ?? [])]) channels.add(ch);
   const { adminChats, outcomes } = parts.owner.delivery;
   const channelNotices = createChannelNotices({ notify: adminChats.notify, running: parts.running });
-  await startChannels(channels.all(), {
+  // Each channel's stop runs once: by the host's stop, or earlier when its account leaves the config.
+  const stops = new Map<string, () => Promise<void>>();
+  const startDeps = {
     store,
     ingest: parts.wayIn.ingest,
     ingestMedia: parts.wayIn.ingestMedia,
     statuses: channels.statuses,
     onStatusChanged: channelNotices.statusChanged,
     onChatMoved: outcomes.rebind,
-    registerStop: parts.channelClosers.push,
+    registerStop: (name: string, stop: () => Promise<void>) => {
+      let stopped: Promise<void> | undefined;
+      const once = () => (stopped ??= stop());
+      stops.set(name, once);
+      parts.channelClosers.push(name, once);
+    },
     onStep: core.onStep,
+    logger,
+  };
+  await startChannels(channels.all(), startDeps);
+  return createAccountChanges({
+    started: core.startedAccounts,
+    fixed: fixed.map((ch) => ch.name),
+    create: (label) => {
+      const [ch] = createConfiguredChannels(core.registry, configuredDeps, label);
+      if (!ch) throw new Error(`no channel is configured as ${label}`);
+      return ch;
+    },
+    start: async (ch) => {
+      channels.add(ch);
+      await startChannels([ch], { ...startDeps, onStep: () => undefined });
+    },
+    stop: async (label) => {
+      await stops.get(label)?.();
+      stops.delete(label);
+      channels.remove(label);
+    },
     logger,
   });
 }
 
 /** config.toml watched and applied while the host runs. */
-function watchConfigFile(core: HostCore, reload: ConfigFileReload, adminChats: AdminChats): void {
+function watchConfigFile(
+  core: HostCore,
+  reload: ConfigFileReload,
+  adminChats: AdminChats,
+  applyAccounts: (channels: Record<string, unknown>) => Promise<void>,
+): void {
   const { reloader, stop } = wireConfigReload({
     configFile: core.paths.configFile,
     reload,
@@ -479,7 +519,11 @@ function watchConfigFile(core: HostCore, reload: ConfigFileReload, adminChats: A
     adminChats,
     // A pre-started container made under the old config (its TZ, its mounts) is replaced now, not
     // discarded when its group's next run finds it stale.
-    onApplied: () => prestartRefresh(core),
+    onApplied: () => {
+      prestartRefresh(core);
+      // Failures are logged by the account changes themselves; the reload's outcome is already decided.
+      void applyAccounts(core.live().channels);
+    },
     logger: core.logger,
   });
   core.late.reloader.set(reloader);

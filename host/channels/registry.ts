@@ -1,15 +1,66 @@
 import { z } from 'zod';
+import { accountLabel, channelAccountsSchema } from './channel-accounts.ts';
 import type { Channel, ChannelDefinition, ChannelDeps, ChatKind } from './channel.ts';
 
 /** Thrown when a channel is used that is unknown or not configured; the message says how to set it up. */
 export class ChannelNotConfiguredError extends Error {}
 
-/** `[channels]`: one optional section per channel, each validated by the schema its channel owns. */
-export function channelsConfigSchema(definitions: readonly ChannelDefinition[]) {
+/**
+ * `[channels]`: one optional section per channel, each validated by the schema its channel owns, parsed to
+ * one entry per account under its label (channel-accounts.ts): `telegram` for the default account (today's
+ * single table), `telegram.work` for `[channels.telegram.work]`. The label is the running channel's name,
+ * so a named account's groups, outbox rows and state are its own while the default account's stay as they
+ * were: two bots that both see chat -100123 hold two groups, `telegram/-100123` and `telegram.work/-100123`.
+ */
+export function channelsConfigSchema(
+  definitions: readonly ChannelDefinition[],
+  alwaysOn: readonly string[] = [],
+) {
+  const sectionOf = (d: ChannelDefinition) =>
+    alwaysOn.includes(d.name)
+      ? d.configSchema.transform((c) => ({ default: c }))
+      : channelAccountsSchema(d.name, d.configSchema, settingsKeysOf(d.configSchema));
   return z
-    .object(Object.fromEntries(definitions.map((d) => [d.name, d.configSchema.optional()])))
+    .object(Object.fromEntries(definitions.map((d) => [d.name, sectionOf(d).optional()])))
     .strict()
+    .transform((sections) => {
+      const out: Record<string, unknown> = {};
+      for (const [channel, accounts] of Object.entries(sections)) {
+        if (accounts === undefined) continue;
+        for (const [name, settings] of Object.entries(accounts as Record<string, unknown>))
+          out[accountLabel({ channel, name })] = settings;
+      }
+      return out;
+    })
     .default({});
+}
+
+/** One account's own keys (a table under one is a setting, never an account). */
+function settingsKeysOf(schema: z.ZodType): string[] {
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+/** The channel an account label belongs to: `telegram` for both `telegram` and `telegram.work`. */
+export function channelOfAccount(label: string): string {
+  return label.split('.')[0] ?? label;
+}
+
+/**
+ * A named account's channel: the adapter as its definition made it, renamed to the account's label, with
+ * what it ingests carried under that label, so its groups, replies and state are the account's own.
+ */
+function asAccount(ch: Channel, label: string): Channel {
+  if (ch.name === label) return ch;
+  return {
+    ...ch,
+    name: label,
+    start: (host) =>
+      ch.start({
+        ...host,
+        ingest: (m) => host.ingest({ ...m, channel: label }),
+        ingestMedia: (m) => host.ingestMedia({ ...m, channel: label }),
+      }),
+  };
 }
 
 export interface ChannelRegistryDeps {
@@ -27,8 +78,15 @@ export interface ChannelRegistryDeps {
  * the agent gets, which channels start. An absent `[channels.<name>]` section means "not configured".
  */
 export function createChannelRegistry({ definitions, config, alwaysOn, dataDirOf }: ChannelRegistryDeps) {
-  const byName = new Map(definitions.map((d) => [d.name, d]));
-  const names = () => definitions.map((d) => d.name);
+  const byChannel = new Map(definitions.map((d) => [d.name, d]));
+  /** The definition behind a channel or account label (`telegram.work` is Telegram's). */
+  const byName = {
+    get: (name: string) => byChannel.get(channelOfAccount(name)),
+    has: (name: string) => byChannel.has(channelOfAccount(name)),
+  };
+  /** The named accounts configured now, after the channels (`telegram`, …, `telegram.work`). */
+  const accountLabels = () => Object.keys(config()).filter((k) => k.includes('.') && byName.has(k));
+  const names = () => [...definitions.map((d) => d.name), ...accountLabels()];
   const isConfigured = (name: string) =>
     byName.has(name) && (alwaysOn.includes(name) || config()[name] !== undefined);
   /** What a chat id names on a configured channel; an unconfigured one knows nothing, so: a group. */
@@ -42,9 +100,12 @@ export function createChannelRegistry({ definitions, config, alwaysOn, dataDirOf
     names,
     definition: (name: string) => byName.get(name),
     isConfigured,
-    /** The configured channels that the registry starts (everything but the always-on ones). */
-    configured(): ChannelDefinition[] {
-      return definitions.filter((d) => !alwaysOn.includes(d.name) && config()[d.name] !== undefined);
+    /** The configured accounts that the registry starts (everything but the always-on channels), by label. */
+    configured(): { label: string; definition: ChannelDefinition }[] {
+      return Object.keys(config()).flatMap((label) => {
+        const definition = byName.get(label);
+        return definition && !alwaysOn.includes(definition.name) ? [{ label, definition }] : [];
+      });
     },
     chatKind,
     formattingRules(name: string): string {
@@ -82,9 +143,12 @@ export function createChannelRegistry({ definitions, config, alwaysOn, dataDirOf
           : d.registrationBlocked?.({ config: config()[channel], dataDir: dataDirOf(channel) });
       if (blocked) throw new ChannelNotConfiguredError(blocked);
     },
-    /** Creates the configured channels; `depsFor` gives each its own state, folder and logger. */
-    create(depsFor: (d: ChannelDefinition) => Omit<ChannelDeps<unknown>, 'config'>): Channel[] {
-      return this.configured().map((d) => d.create({ ...depsFor(d), config: config()[d.name] }));
+    /** Creates one channel per configured account (or only the one named); `depsFor` gives each its own state, folder and logger. */
+    create(depsFor: (label: string) => Omit<ChannelDeps<unknown>, 'config'>, only?: string): Channel[] {
+      const accounts = this.configured().filter(({ label }) => only === undefined || label === only);
+      return accounts.map(({ label, definition }) =>
+        asAccount(definition.create({ ...depsFor(label), config: config()[label] }), label),
+      );
     },
   };
 }

@@ -12,6 +12,8 @@ export interface RunningChannelSummary {
 export interface RunningChannels {
   add(ch: Channel): void;
   get(name: string): Channel | undefined;
+  /** Forgets a stopped channel and its status (an account removed at a reload). */
+  remove(name: string): void;
   all(): Iterable<Channel>;
   /** Written by the channels' status reports (`startChannels`), read through `summary`. */
   statuses: Map<string, ChannelStatus>;
@@ -24,6 +26,10 @@ export function createRunningChannels(): RunningChannels {
   return {
     add: (ch) => channels.set(ch.name, ch),
     get: (name) => channels.get(name),
+    remove: (name) => {
+      channels.delete(name);
+      statuses.delete(name);
+    },
     all: () => channels.values(),
     statuses,
     summary: () =>

@@ -20,19 +20,23 @@ export interface ConfiguredChannelsDeps {
 }
 
 /** The channels config.toml enables, each with its own data folder, state and logger. */
-export function createConfiguredChannels(registry: ChannelRegistry, deps: ConfiguredChannelsDeps): Channel[] {
-  return registry.create((d) => {
-    const dataDir = deps.dataDirOf(d.name);
+export function createConfiguredChannels(
+  registry: ChannelRegistry,
+  deps: ConfiguredChannelsDeps,
+  only?: string,
+): Channel[] {
+  return registry.create((label) => {
+    const dataDir = deps.dataDirOf(label);
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     return {
       secret: deps.secret,
-      state: deps.state(d.name),
+      state: deps.state(label),
       dataDir,
-      logger: deps.logger.child({ channel: d.name }),
+      logger: deps.logger.child({ channel: label }),
       assistantName: deps.assistantName,
       clock: deps.clock,
     };
-  });
+  }, only);
 }
 
 export interface StartChannelsDeps {

@@ -5,13 +5,13 @@ export const approvalUsage = `carapace approve <id>
 carapace deny <id>
 carapace pending`;
 
-export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp [--chat <chat id>] [--name <name>] [--network full|gateway]
+export const groupsUsage = `carapace groups add <id> --channel local|telegram|whatsapp|<channel>.<account> [--chat <chat id>] [--name <name>] [--network full|gateway]
 carapace groups list
 carapace groups remove <id>
 carapace groups untaint <id> [--keep <task id>]... [--cancel <task id>]...`;
 
 export const whatsappUsage =
-  'carapace whatsapp login [--phone <digits with country code>] [--timeout <seconds>] | carapace whatsapp logout';
+  'carapace whatsapp login [--account <name>] [--phone <digits with country code>] [--timeout <seconds>] | carapace whatsapp logout [--account <name>]';
 
 export const serviceUsage =
   'carapace service install [--user | --system [--run-as <user>]] | uninstall [--user | --system]';

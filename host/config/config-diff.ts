@@ -52,12 +52,12 @@ const show = (v: unknown) =>
  * One line per change, `key: old → new`, for a person to read; a change the running host cannot take
  * without a restart ends in "(applies at restart)".
  */
-export function formatDiff(changes: ConfigChange[]): string {
+export function formatDiff(changes: ConfigChange[], alsoLive: readonly (readonly string[])[] = []): string {
   if (changes.length === 0) return 'no change to the effective configuration';
   return changes
     .map(
       (c) =>
-        `${c.key}: ${show(c.before)} → ${show(c.after)}${appliesAtRestart(c.key) ? ' (applies at restart)' : ''}`,
+        `${c.key}: ${show(c.before)} → ${show(c.after)}${appliesAtRestart(c.key, alsoLive) ? ' (applies at restart)' : ''}`,
     )
     .join('\n');
 }

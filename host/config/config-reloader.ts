@@ -4,6 +4,7 @@ import { StaleConfigError, type ConfigFileStore } from './config-file-store.ts';
 import type { AppliedConfig, ConfigSource } from './config-source.ts';
 import type { CheckedConfigText } from './load-config.ts';
 import { restartKeys } from './reload-scope.ts';
+import { accountsAddedOrRemoved } from '../channels/channel-accounts.ts';
 import type { Logger } from '../logging/logger.ts';
 
 /** Who asked for the reload: a change of the file seen by the watcher, the CLI, or an approved proposal. */
@@ -103,7 +104,10 @@ export function createConfigReloader<S>(deps: ConfigReloaderDeps<S>): ConfigRelo
     const problems = await deps.health.problems(before);
     if (problems.length > 0) return rollBack(trigger, previous, next, problems);
     deps.saveLastGood(next);
-    const atRestart = restartKeys(changes);
+    // An account added or removed whole is started or stopped now (onApplied); its keys are not restart keys.
+    const { added, removed } = accountsAddedOrRemoved(previous.config.channels, next.config.channels);
+    const alsoLive = [...added, ...removed].map((label) => ['channels', label]);
+    const atRestart = restartKeys(changes, alsoLive);
     deps.logger.info(
       { trigger, hash: short(next.hash), changes: changes.map((c) => c.key), atRestart },
       'config reloaded',
@@ -114,7 +118,7 @@ export function createConfigReloader<S>(deps: ConfigReloaderDeps<S>): ConfigRelo
       announce(
         'applied',
         next.hash,
-        `Configuration changed (${BY[trigger]}):\n${formatDiff(changes)}` +
+        `Configuration changed (${BY[trigger]}):\n${formatDiff(changes, alsoLive)}` +
           (atRestart.length > 0
             ? `\n${atRestart.length} of these take effect when the host restarts (carapace stop, then start).`
             : ''),

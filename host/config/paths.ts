@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { OUTBOX_FILES_FOLDER } from '../store/outbox-store.ts';
 import { HOST_PID_FILE } from '../store/host-pid-file.ts';
+import { ACCOUNT_NAME, DEFAULT_ACCOUNT } from '../channels/channel-accounts.ts';
 
 export interface CarapacePaths {
   /** Holds config.toml, mount-allowlist.toml and .env; outside the project so containers never see it. */
@@ -68,4 +69,19 @@ export function ensureDataDirs(paths: CarapacePaths): void {
   }
   // The socket's only authentication is that nobody else can reach into this folder.
   fs.chmodSync(paths.dataDir, 0o700);
+}
+
+/**
+ * An account's own data folder (its login, its WhatsApp session). The default account keeps the channel's
+ * folder so existing installs go on with their session; a named one gets a sibling, `<channel>.<account>`,
+ * never a folder inside the default's, so removing one account's folder never touches another's.
+ */
+export function accountDataDir(
+  paths: Pick<CarapacePaths, 'dataDir'>,
+  channel: string,
+  account: string,
+): string {
+  if (account === DEFAULT_ACCOUNT) return channelDataDir(paths, channel);
+  if (!ACCOUNT_NAME.test(account)) throw new Error(`"${account}" is not an account name`);
+  return path.join(path.dirname(channelDataDir(paths, channel)), `${channel}.${account}`);
 }

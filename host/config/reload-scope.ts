@@ -46,13 +46,20 @@ function covers(pattern: readonly string[], parts: string[]): boolean {
   return pattern.every((p, i) => p === '*' || p === parts[i]);
 }
 
-/** Whether a changed key (as config-diff names it) only takes effect when the host starts again. */
-export function appliesAtRestart(key: string): boolean {
+/**
+ * Whether a changed key (as config-diff names it) only takes effect when the host starts again. `alsoLive`
+ * are patterns live for this one change only: a channel account added or removed whole (its channel is
+ * started or stopped) where an edit of a running account's settings waits for the restart.
+ */
+export function appliesAtRestart(key: string, alsoLive: readonly (readonly string[])[] = []): boolean {
   const parts = keyParts(key);
-  return !LIVE_KEYS.some((pattern) => covers(pattern, parts));
+  return ![...LIVE_KEYS, ...alsoLive].some((pattern) => covers(pattern, parts));
 }
 
 /** The keys of a diff that wait for a restart. */
-export function restartKeys(changes: readonly { key: string }[]): string[] {
-  return changes.filter((c) => appliesAtRestart(c.key)).map((c) => c.key);
+export function restartKeys(
+  changes: readonly { key: string }[],
+  alsoLive: readonly (readonly string[])[] = [],
+): string[] {
+  return changes.filter((c) => appliesAtRestart(c.key, alsoLive)).map((c) => c.key);
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { groupIdSchema } from '../../container-agent/src/protocol.ts';
-import { CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
+import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { channelsConfigSchema } from '../channels/registry.ts';
 import { containersConfigSchema } from '../containers/run/container-config.ts';
 import { runnerConfigSchema } from '../containers/kubernetes/kubernetes-config.ts';
@@ -167,7 +167,7 @@ export const hostConfigSchema = z
   .object({
     assistant: assistantConfigSchema.prefault({}),
     admin: adminConfigSchema.prefault({}),
-    channels: channelsConfigSchema(CHANNEL_DEFINITIONS),
+    channels: channelsConfigSchema(CHANNEL_DEFINITIONS, ALWAYS_ON_CHANNELS),
     provider: providerConfigSchema.prefault({}),
     gateway: gatewayConfigSchema.prefault({}),
     containers: containersConfigSchema.prefault({}),

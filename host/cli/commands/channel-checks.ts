@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import pino from 'pino';
-import { CHANNEL_DEFINITIONS } from '../../channels/channel-definitions.ts';
 import { hostStatus } from '../../channels/local/local-api.ts';
 import { createLocalClient, HostUnreachable } from '../../channels/local/local-client.ts';
 import { cliChannelRegistry } from './channel-registry.ts';
@@ -68,20 +67,21 @@ export const checkChannelSetups: Check = async (ctx) => {
   const config = ctx.config();
   const secrets = loadSecrets({ envFile: ctx.paths.envFile, env: ctx.io.env });
   const lines: { ok: boolean; line: string }[] = [];
-  for (const d of CHANNEL_DEFINITIONS) {
-    const section = (config.channels as Record<string, unknown>)[d.name];
+  // One run of the channel's checks per account, each line prefixed with the account when it is a named one.
+  for (const { label, definition: d } of cliChannelRegistry(ctx).configured()) {
+    const section = (config.channels as Record<string, unknown>)[label];
     if (section === undefined || !d.doctor) continue;
-    lines.push(
-      ...(await d.doctor({
-        config: section,
-        secret: (name) => secrets.get(name),
-        // Read-only checks: nothing is remembered.
-        state: { get: () => undefined, set: () => undefined },
-        dataDir: channelDataDir(ctx.paths, d.name),
-        logger: pino({ level: 'silent' }),
-        assistantName: config.assistant.name,
-      })),
-    );
+    const prefix = label === d.name ? '' : `${label}: `;
+    const checked = await d.doctor({
+      config: section,
+      secret: (name) => secrets.get(name),
+      // Read-only checks: nothing is remembered.
+      state: { get: () => undefined, set: () => undefined },
+      dataDir: channelDataDir(ctx.paths, label),
+      logger: pino({ level: 'silent' }),
+      assistantName: config.assistant.name,
+    });
+    lines.push(...checked.map((l) => ({ ...l, line: prefix + l.line })));
   }
   const failed = lines.filter((l) => !l.ok);
   return {

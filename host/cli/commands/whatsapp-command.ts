@@ -1,10 +1,11 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { whatsappConfigSchema } from '../../channels/whatsapp/whatsapp-config.ts';
 import { linkWhatsApp, unlinkWhatsApp } from '../../channels/whatsapp/whatsapp-login.ts';
 import { acquireHostLock } from '../../store/host-lock.ts';
+import { ACCOUNT_NAME, DEFAULT_ACCOUNT, accountLabel } from '../../channels/channel-accounts.ts';
+import { accountDataDir } from '../../config/paths.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { whatsappUsage } from '../command-usage.ts';
 import { errorMessage } from '../../errors/error-message.ts';
@@ -20,7 +21,11 @@ export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { phone: { type: 'string' }, timeout: { type: 'string', default: '180' } },
+    options: {
+      phone: { type: 'string' },
+      timeout: { type: 'string', default: '180' },
+      account: { type: 'string', default: DEFAULT_ACCOUNT },
+    },
   });
   const [action] = positionals;
   if (action !== 'login' && action !== 'logout') throw new UsageError(`usage: ${whatsappUsage}`);
@@ -31,12 +36,22 @@ export async function whatsappCommand(ctx: CliContext, args: string[]): Promise<
   const timeoutS = Number(values.timeout);
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 3600)
     throw new UsageError('--timeout takes whole seconds, 1 to 3600');
-  const section = (ctx.config() as { channels?: Record<string, unknown> }).channels?.whatsapp;
-  const config = whatsappConfigSchema.parse(section ?? {});
+  if (!ACCOUNT_NAME.test(values.account))
+    throw new UsageError(
+      `--account takes the name of a [channels.whatsapp.<name>] table (got "${values.account}")`,
+    );
+  const label = accountLabel({ channel: 'whatsapp', name: values.account });
+  const channels = (ctx.config() as { channels?: Record<string, unknown> }).channels ?? {};
+  if (values.account !== DEFAULT_ACCOUNT && channels[label] === undefined)
+    throw new UsageError(
+      `there is no WhatsApp account "${values.account}": add a [channels.whatsapp.${values.account}] table to config.toml first`,
+    );
+  const config = whatsappConfigSchema.parse(channels[label] ?? {});
   fs.mkdirSync(ctx.paths.dataDir, { recursive: true, mode: 0o700 });
   // The running host holds these credentials open: two processes writing them would corrupt them.
   const lock = acquireHostLock(ctx.paths.dataDir);
-  const authDir = path.join(ctx.paths.dataDir, 'channels', 'whatsapp');
+  // Each account's login in its own folder; the default account's where it always was.
+  const authDir = accountDataDir(ctx.paths, 'whatsapp', values.account);
   const logger = pino({ level: 'silent' });
   const started = Date.now();
   const progress = setInterval(
