@@ -147,6 +147,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
         'security.bash_check': refuse,
         'bash.ran': () => undefined,
         'file.read': () => undefined,
+        'run.draft': () => undefined,
         'service.call': refuse,
         'config.read': refuse,
         'config.propose': refuse,

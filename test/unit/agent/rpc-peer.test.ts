@@ -349,6 +349,7 @@ describe('createRpcPeer (two peers)', () => {
         'task.schedule': () => ({ taskId: 't1' }),
         'bash.ran': () => undefined,
         'file.read': () => undefined,
+        'run.draft': () => undefined,
         'task.list': () => ({ tasks: [] }),
         'task.update': () => ({ ok: true as const }),
         'task.pause': () => ({ ok: true as const }),
