@@ -68,6 +68,11 @@ export const LIMITS = {
   documentText: 60_000,
   /** A note `remember` writes. */
   memoryNote: 8000,
+  /**
+   * A streamed draft of the reply (`run.draft`): the whole text so far. Longer than any one platform
+   * message (Telegram's 4096): past that the host stops streaming and the reply arrives whole.
+   */
+  draftText: 16 * 1024,
 } as const;
 
 /** Same shape as the host's group ids: they name folders on disk, so they can never traverse paths. */
@@ -449,6 +454,14 @@ export const memoryForgetParamsSchema = z.strictObject({
   ref: z.string().check(z.regex(/^note:\d{1,15}$/, 'give the ref of a note, as memory_search returned it')),
 });
 
+/**
+ * The reply as the model has written it so far (the whole text, not a delta), sent while it streams. A
+ * notification: the host may show it in the run's own chat, by editing one message, only after the same
+ * outbound checks a message passes; it drops drafts beyond its edit rate and never answers. Nothing here
+ * names a chat: a draft only ever goes to the run's own.
+ */
+export const runDraftParamsSchema = z.strictObject({ text: boundedText(LIMITS.draftText) });
+
 export const runDoneParamsSchema = z.strictObject({
   status: z.enum(['ok', 'error']),
   error: z.optional(boundedText(LIMITS.error)),
@@ -488,6 +501,7 @@ export const hostMethods = {
   'memory.search': { params: memorySearchParamsSchema, result: memorySearchResultSchema },
   'memory.remember': { params: memoryRememberParamsSchema, result: memoryRememberResultSchema },
   'memory.forget': { params: memoryForgetParamsSchema, result: okResult },
+  'run.draft': { params: runDraftParamsSchema, result: z.void(), notification: true },
   'run.done': { params: runDoneParamsSchema, result: okResult },
 } as const satisfies MethodTable;
 

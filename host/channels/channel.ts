@@ -261,6 +261,13 @@ export interface Channel {
    * throws; a message already gone counts as taken back.
    */
   unsend?(target: { chatId: string; platformId: string }): Promise<boolean>;
+  /**
+   * Replaces the text of a delivered message of the host's (a streamed draft growing into the answer).
+   * Present exactly when the definition's `edits` capability is true. Best effort: resolves `false` when
+   * the platform refused (logged), never throws; an edit to the text the message already shows is `true`.
+   * The caller keeps within the platform's edit rate (host/router/draft-stream.ts).
+   */
+  editText?(target: { chatId: string; platformId: string; text: string }): Promise<boolean>;
   /** The owner's admin chat on this channel once known (Telegram: the owner's private chat id; WhatsApp: self-chat JID). */
   adminChatId(): string | undefined;
   /**
@@ -347,6 +354,8 @@ export interface ChannelCapabilities {
   typing: true | string;
   /** The bot can delete a message it sent, for everyone (`Channel.unsend`). */
   unsend: true | string;
+  /** The bot can change the text of a message it sent, so a long answer streams into one message (`Channel.editText`). */
+  edits: true | string;
 }
 
 /** One entry of the channel registry (host/channels/registry.ts). */

@@ -55,6 +55,11 @@ export interface HostHandlerDeps {
   config: ConfigHandlers;
   /** memory.search|remember|forget, built for the same run identity (host/memory/memory-handlers.ts). */
   memory?: MemoryHandlers;
+  /**
+   * A streamed draft of the run's reply (`run.draft`): handed to the run's draft stream, which gates and
+   * throttles it (host/router/draft-stream.ts). Absent where the run's channel cannot edit: dropped.
+   */
+  draft?(identity: RunIdentity, text: string): void;
   /** Files sent with message.send: read from the group folder, copied where the container cannot reach. */
   outboundFiles?: OutboundFiles;
 }
@@ -217,6 +222,10 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
 
     async 'file.read'(report) {
       deps.fileRead(identity, report);
+    },
+
+    async 'run.draft'({ text }) {
+      deps.draft?.(identity, text);
     },
 
     async 'bash.ran'(report) {

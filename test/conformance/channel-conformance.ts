@@ -634,6 +634,28 @@ export function describeChannelConformance(
       expect(await driver.received(driver.groupChatId)).toEqual(['this one stays']);
     });
 
+    it('offers editText exactly when it declares the edits capability', () => {
+      const { channel } = (harness as Harness).subject;
+      expect(typeof channel.editText === 'function').toBe(opts.capabilities.edits === true);
+    });
+
+    needs('edits', 'changes the text of a delivered message, and an edit to the same text is a success', async (h) => {
+      const { driver, channel } = h.subject;
+      reply(h, 'draft', 'The answer so far');
+      const [first] = await h.settled(1);
+      const [platformId] = h.ctx.store.outbox.platformIds(first?.id ?? -1);
+      if (platformId === undefined) throw new Error('the message was not delivered');
+      const target = { chatId: driver.groupChatId, platformId };
+      expect(await channel.editText?.({ ...target, text: 'The answer, whole.' })).toBe(true);
+      await waitFor(
+        'the message edited',
+        async () => (await driver.received(driver.groupChatId)).includes('The answer, whole.'),
+        wait,
+      );
+      expect(await driver.received(driver.groupChatId)).toEqual(['The answer, whole.']);
+      expect(await channel.editText?.({ ...target, text: 'The answer, whole.' })).toBe(true);
+    });
+
     needs('connectionDrops', 'reports a dropped connection and its return', async (h) => {
       const { driver, channel } = h.subject;
       await driver.dropConnection?.();

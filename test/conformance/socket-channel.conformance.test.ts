@@ -70,6 +70,7 @@ describeChannelConformance(
       reactions: 'the test platform has no reactions',
       typing: 'the test platform shows no typing',
       unsend: 'the test platform cannot take a message back',
+      edits: 'the test platform cannot change a message it delivered',
     },
   },
 );

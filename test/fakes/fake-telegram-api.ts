@@ -90,6 +90,8 @@ export interface FakeTelegram {
   downloads(): string[];
   /** The bot's messages it deleted (deleteMessage), in order. */
   deleted(): { chat_id: number; message_id: number }[];
+  /** The bot's edits of its own messages (editMessageText), in order; `sent()` shows each message's latest text. */
+  edits(): { chat_id: number; message_id: number; text: string }[];
   /** The emoji the bot's reaction on a message shows now (setMessageReaction), none when it has none. */
   reactions(chatId: number, messageId: number): string[];
   /** Files the bot sent (sendPhoto, sendVoice, sendDocument), in order. */
@@ -130,6 +132,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   const calls: ApiCall[] = [];
   const reactionsOn = new Map<string, string[]>();
   const deletedMessages: { chat_id: number; message_id: number }[] = [];
+  const editedMessages: { chat_id: number; message_id: number; text: string }[] = [];
   const updates: Update[] = [];
   let nextUpdateId = 1;
   const nextMessageId = new Map<number, number>();
@@ -303,6 +306,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return setReaction(p);
       case 'deleteMessage':
         return deleteMessage(p);
+      case 'editMessageText':
+        return editMessageText(p);
       case 'sendChatAction':
       case 'answerCallbackQuery':
       case 'editMessageReplyMarkup':
@@ -323,6 +328,26 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       default:
         throw { error_code: 404, description: `Not Found: method ${method} is not faked` } satisfies Failure;
     }
+  }
+
+  /** The bot changes the text of one of its own text messages, as Telegram does (not a deleted one, not to the same text). */
+  function editMessageText(p: Record<string, unknown>): unknown {
+    const at = { chat_id: Number(p.chat_id), message_id: Number(p.message_id) };
+    const message = sentMessages.find((m) => m.chat_id === at.chat_id && m.message_id === at.message_id);
+    const gone = deletedMessages.some((d) => d.chat_id === at.chat_id && d.message_id === at.message_id);
+    if (!message || gone)
+      throw { error_code: 400, description: 'Bad Request: message to edit not found' } satisfies Failure;
+    const text = String(p.text ?? '');
+    if (p.parse_mode === 'HTML' && !balancedHtml(text))
+      throw { error_code: 400, description: "Bad Request: can't parse entities: unclosed tag" } satisfies Failure;
+    if (text === message.text)
+      throw {
+        error_code: 400,
+        description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+      } satisfies Failure;
+    message.text = text;
+    editedMessages.push({ ...at, text });
+    return { message_id: at.message_id, date: Math.floor(Date.now() / 1000), chat: { id: at.chat_id, type: 'supergroup' }, from: bot(), text };
   }
 
   /** The bot deletes one of its own messages, once: after that Telegram no longer finds it. */
@@ -542,6 +567,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     username,
     calls,
     deleted: () => deletedMessages,
+    edits: () => editedMessages,
     reactions: (chatId, messageId) => reactionsOn.get(`${chatId}:${messageId}`) ?? [],
     sent: () => sentMessages,
     push,

@@ -37,6 +37,7 @@ export function replyOnlyHandlers(
     'bash.ran': () => undefined,
     'file.read': () => undefined,
     'document.text': () => undefined,
+    'run.draft': () => undefined,
     'service.call': refuse,
     'config.read': refuse,
     'config.propose': refuse,

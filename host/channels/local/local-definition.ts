@@ -24,6 +24,7 @@ export const localChannelDefinition: ChannelDefinition<Record<string, never>> = 
     reactions: 'the console has no reactions: the owner sees the run begin in the console itself',
     typing: 'the console has no typing indicator: it shows the run as it goes',
     unsend: 'the console prints lines; what it printed stays in the scrollback',
+    edits: 'the console prints each answer once, whole; nothing there waits long enough to need streaming',
   },
   chatId: { pattern: /^[a-z0-9][a-z0-9_-]{0,63}$/, example: 'family' },
   setupHint: 'The local console is always there.',

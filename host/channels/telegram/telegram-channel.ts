@@ -9,6 +9,7 @@ import { parseConversationId, type BotIdentity } from './telegram-inbound.ts';
 import { sendPiece } from './telegram-send.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { deleteOwnMessage } from './telegram-delete.ts';
+import { editOwnMessage } from './telegram-edit.ts';
 import { reactTo } from './telegram-reaction.ts';
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -127,6 +128,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps): Channel & {
     acknowledge: (target) => reactTo(bot.api, config.ack_reaction, target, logger),
 
     unsend: (target) => deleteOwnMessage(bot.api, target, logger),
+
+    editText: (target) => editOwnMessage(bot.api, target, logger),
 
     async retractActions({ chatId, platformId }) {
       let target: ReturnType<typeof parseConversationId>;

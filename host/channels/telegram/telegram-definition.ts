@@ -30,6 +30,7 @@ export const telegramChannelDefinition: ChannelDefinition<TelegramConfig> = {
     reactions: true,
     typing: true,
     unsend: true,
+    edits: true,
   },
   chatId: {
     pattern: /^-?\d{1,20}(\/\d{1,12})?$/,

@@ -95,6 +95,7 @@ function startAgent(): HostSide {
       'bash.ran': () => undefined,
       'file.read': () => undefined,
       'document.text': () => undefined,
+      'run.draft': () => undefined,
       'security.bash_check': ({ command }) =>
         command.startsWith('echo $$ > pid.txt')
           ? { decision: 'allow' as const, reason: 'test command' }

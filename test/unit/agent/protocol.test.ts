@@ -60,6 +60,7 @@ describe('protocol', () => {
       'memory.search',
       'message.send',
       'run.done',
+      'run.draft',
       'security.bash_check',
       'service.call',
       'task.cancel',
@@ -72,6 +73,15 @@ describe('protocol', () => {
     expect(agentMethods['run.stop'].notification).toBe(true);
     expect(hostMethods['bash.ran'].notification).toBe(true);
     expect(hostMethods['file.read'].notification).toBe(true);
+    expect(hostMethods['run.draft'].notification).toBe(true);
+  });
+
+  it('bounds a draft and takes nothing but its text', () => {
+    const draft = hostMethods['run.draft'].params;
+    expect(draft.safeParse({ text: 'x'.repeat(LIMITS.draftText) }).success).toBe(true);
+    expect(draft.safeParse({ text: 'x'.repeat(LIMITS.draftText + 1) }).success).toBe(false);
+    expect(draft.safeParse({ text: 'hi', to: 'other-group' }).success).toBe(false);
+    expect(draft.safeParse({ text: 42 }).success).toBe(false);
   });
 
   it('never lets a container claim authority in its params', () => {

@@ -376,6 +376,7 @@ describe('createRpcPeer (two peers)', () => {
         'bash.ran': () => undefined,
         'file.read': () => undefined,
         'document.text': () => undefined,
+        'run.draft': () => undefined,
         'task.list': () => ({ tasks: [] }),
         'task.update': () => ({ ok: true as const }),
         'task.pause': () => ({ ok: true as const }),
