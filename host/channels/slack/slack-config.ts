@@ -25,13 +25,21 @@ export const slackConfigSchema = z
      */
     owner_user_id: z
       .string()
-      .regex(/^[UW][A-Z0-9]{2,20}$/, 'must be your Slack member id, e.g. U0123ABCD (profile → ⋮ → Copy member ID)')
+      .regex(
+        /^[UW][A-Z0-9]{2,20}$/,
+        'must be your Slack member id, e.g. U0123ABCD (profile → ⋮ → Copy member ID)',
+      )
       .optional(),
     /** Another Web API root (a test server); ends with `/`. */
     api_url: z.url({ protocol: /^https?$/ }).default(SLACK_API_URL),
     /** The reaction name put on a message that triggers a run (`eyes`, `+1` …); `false` turns it off. */
     ack_reaction: z
-      .union([z.literal(false), z.string().regex(/^[a-z0-9_+'-]{1,64}$/, 'must be a Slack emoji name without colons, e.g. eyes, or false')])
+      .union([
+        z.literal(false),
+        z
+          .string()
+          .regex(/^[a-z0-9_+'-]{1,64}$/, 'must be a Slack emoji name without colons, e.g. eyes, or false'),
+      ])
       .default('eyes'),
   })
   .strict();
@@ -39,9 +47,16 @@ export const slackConfigSchema = z
 export type SlackConfig = z.infer<typeof slackConfigSchema>;
 
 /** Slack's token prefixes: a bot token where an app token belongs is the commonest setup mistake. */
-export function tokenProblem(kind: 'bot' | 'app', token: string | undefined, envVar: string): string | undefined {
+export function tokenProblem(
+  kind: 'bot' | 'app',
+  token: string | undefined,
+  envVar: string,
+): string | undefined {
   const prefix = kind === 'bot' ? 'xoxb-' : 'xapp-';
-  const where = kind === 'bot' ? 'OAuth & Permissions → Bot User OAuth Token' : 'Basic Information → App-Level Tokens (scope connections:write)';
+  const where =
+    kind === 'bot'
+      ? 'OAuth & Permissions → Bot User OAuth Token'
+      : 'Basic Information → App-Level Tokens (scope connections:write)';
   if (!token) return `${envVar} is not set: put ${envVar}=${prefix}… in <config dir>/.env (${where})`;
   if (!token.startsWith(prefix)) return `${envVar} must start with ${prefix} (${where})`;
   return undefined;
