@@ -25,7 +25,7 @@ export const slackChannelDefinition: ChannelDefinition<SlackConfig> = {
   capabilities: {
     members: true,
     forwards:
-      "a shared Slack message arrives as an attachment of the sharer's message; the adapter drops shares rather than take their words for the sharer's",
+      "a shared Slack message arrives as an attachment of the sharer's message; the adapter keeps only the sharer's own comment rather than take the shared words for the sharer's",
     transientSendFailures: true,
     chatMoves: 'Slack keeps a channel id for life, through renames and archive',
     connectionDrops: true,

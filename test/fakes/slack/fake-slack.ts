@@ -7,6 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { readMultipart } from '../multipart-form.ts';
 
 export const BOT_TOKEN = 'xoxb-fake-bot-token';
 export const APP_TOKEN = 'xapp-fake-app-token';
@@ -109,7 +110,14 @@ export async function startFakeSlack(
     if (url.pathname.startsWith('/upload/')) {
       const u = uploads.get(url.pathname.slice('/upload/'.length));
       if (!u) return void send(res, 404, { ok: false });
-      u.bytes = await body(req);
+      // The SDK posts the bytes as a multipart form's one file field, as Slack's upload URL takes them.
+      const raw = await body(req);
+      const type = req.headers['content-type'] ?? '';
+      if (type.startsWith('multipart/')) {
+        const form = await readMultipart(type, raw);
+        const part = [...form.values()].find((v): v is File => typeof v !== 'string');
+        u.bytes = part ? Buffer.from(await part.arrayBuffer()) : Buffer.alloc(0);
+      } else u.bytes = raw;
       res.end('OK');
       return;
     }
