@@ -190,9 +190,9 @@ export function startWalCheckpoints(options: WalCheckpointsOptions): WalCheckpoi
       if (!exited) {
         worker.postMessage('close');
         // A worker that never closes must not hold the host's stop.
-        const timer = setTimeout(() => void worker.terminate(), 2_000);
+        const cancelTerminate = clock.setTimer(() => void worker.terminate(), 2_000);
         await exit;
-        clearTimeout(timer);
+        cancelTerminate();
       }
       if (walState(walFile).size > 0) checkpointHere('stop');
     },
