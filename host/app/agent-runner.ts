@@ -17,6 +17,7 @@ import { createTaskHandlers } from '../scheduler/task-handlers.ts';
 import type { PrestartStatus } from '../channels/local/local-api.ts';
 import type { AgentGateway } from './agent-gateway.ts';
 import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+import type { RunWiring } from '../containers/run/run-opening.ts';
 
 export interface AgentRunnerParts {
   image: string;
@@ -31,21 +32,12 @@ export interface AgentRunnerParts {
  * its environment) and the host's handlers of the agent's calls (messages, files, tasks, security).
  */
 export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerParts) {
-  const { docker, config, paths, store, logger } = deps;
+  const { docker, config, paths } = deps;
   const { image, hostInstanceId, dataLabel, networks, gateway } = parts;
   // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed.
   const walkCache = createShadowWalkCache();
-  const outboundFiles = createOutboundFiles({
-    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
-    containerGroupDir: CONTAINER_GROUP_DIR,
-    maxBytes: () => deps.live().media.max_send_bytes,
-    stagingDir: outboxFilesDir(paths),
-  });
-  const memoryNotes = createMemoryNotes({
-    memory: store.memory,
-    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
-  });
   return createDockerAgentRunner({
+    ...runWiringFor(deps, gateway),
     docker,
     image,
     hostInstanceId,
@@ -58,10 +50,6 @@ export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerPart
       idleMs: config.runs.prestart.idle_ms,
     },
     networks,
-    gateway,
-    commandSetup: (group, routesUrl, credentialKey) =>
-      credentialCommandSetup(deps.live().credentials, deps.live().groups[group.id], routesUrl, credentialKey),
-    groupById: (id) => store.groups.get(id),
     planMounts: (group) =>
       planGroupMounts({
         dataDir: paths.dataDir,
@@ -79,6 +67,31 @@ export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerPart
           .filter(([id]) => id !== group.id)
           .flatMap(([, g]) => g.extra_mounts.filter((m) => m.read_write).map((m) => m.host_path)),
       }),
+    hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
+  });
+}
+
+/**
+ * What a run needs from the host whatever runs it (run-opening.ts): its gateway key, start parameters and
+ * environment, and the host's handlers of the agent's calls (messages, files, tasks, memory, security).
+ */
+export function runWiringFor(deps: AgentRuntimeDeps, gateway: AgentGateway): RunWiring {
+  const { config, paths, store, logger } = deps;
+  const outboundFiles = createOutboundFiles({
+    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+    containerGroupDir: CONTAINER_GROUP_DIR,
+    maxBytes: () => deps.live().media.max_send_bytes,
+    stagingDir: outboxFilesDir(paths),
+  });
+  const memoryNotes = createMemoryNotes({
+    memory: store.memory,
+    groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+  });
+  return {
+    gateway,
+    commandSetup: (group, routesUrl, credentialKey) =>
+      credentialCommandSetup(deps.live().credentials, deps.live().groups[group.id], routesUrl, credentialKey),
+    groupById: (id) => store.groups.get(id),
     maxImageBytes: () => (deps.live().media.model_sees_images ? deps.live().media.max_image_bytes : 0),
     startParams: async (ctx: RunContext) => ({
       ...(deps.serviceToolsFor ? { serviceTools: await deps.serviceToolsFor(ctx.group) } : {}),
@@ -133,9 +146,8 @@ export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerPart
     onProtocolProblem: (identity, problem) => auditProtocolProblem(store.audit, identity, problem),
     onRunEnded: deps.onRunEnded,
     settleOutcome: (runId, outcome) => deps.finalFailures.settle(runId, outcome),
-    hostIds: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 },
     logger: logger.child({ subsystem: 'containers' }),
-  });
+  };
 }
 
 /** What `status` shows of the pre-started containers: the budget, and each container's group and memory. */

@@ -11,6 +11,8 @@ import type { ServiceTool } from '../../container-agent/src/protocol.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
 import type { Store } from '../store/store.ts';
+import type { Review } from '../gateway/index.ts';
+import type { RunnerRuntime } from './host.ts';
 
 /** The security decisions the runtime delegates (the security subsystem implements them). */
 export type RunPolicy = Pick<
@@ -61,4 +63,9 @@ export interface AgentRuntimeDeps {
     secret(envName: string): string | undefined;
   };
   logger: Logger;
+}
+
+/** The runtime, and the Cop's way to the provider: through its gateway (absent when nothing runs). */
+export interface AgentRuntime extends RunnerRuntime {
+  review?: Review;
 }

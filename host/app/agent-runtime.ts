@@ -1,15 +1,16 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { HostConfig } from '../config/schema.ts';
-import { PROVIDER_DEFAULTS, type Review } from '../gateway/index.ts';
+import { PROVIDER_DEFAULTS } from '../gateway/index.ts';
 import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import type { RunnerRuntime } from './host.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, LABEL_DATA } from '../containers/run/data-folder-label.ts';
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
-import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import { startAgentGateway } from './agent-gateway.ts';
+import { startKubernetesRuntime } from './kubernetes-runtime.ts';
 import { createAgentRunner, prestartStatusOf } from './agent-runner.ts';
 import { setUpRunNetworks } from '../containers/network/run-networks.ts';
 import { removeOrphans } from '../containers/run/container-orphans.ts';
@@ -18,12 +19,8 @@ import { ensureAgentImage } from '../containers/image/image-ensure.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import { systemClock } from '../time/clock.ts';
 
-export type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
+export type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 
-/** The runtime, and the Cop's way to the provider: through its gateway (absent when nothing runs). */
-export interface AgentRuntime extends RunnerRuntime {
-  review?: Review;
-}
 
 /** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
 function recentlyActiveGroups(store: Store, withinMs: number) {
@@ -57,6 +54,7 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<AgentR
         `or set [provider] base_url in ${paths.configFile} to a local server such as http://localhost:11434/v1, then restart Carapace`,
     );
   }
+  if (config.runner.kind === 'kubernetes') return startRuntimeWith(deps, startKubernetesRuntime);
   try {
     await docker.ping();
   } catch (err) {
@@ -66,11 +64,21 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<AgentR
     );
   }
 
-  // Anything that fails from here on becomes a notice to the group instead of a host that cannot start,
-  // and never leaves the gateway's listeners, the network or a warmed container behind.
+  return startRuntimeWith(deps, startContainerRuntime);
+}
+
+/**
+ * Anything that fails from here on becomes a notice to the group instead of a host that cannot start, and
+ * never leaves the gateway's listeners, the network, a warmed container or a pod behind.
+ */
+async function startRuntimeWith(
+  deps: AgentRuntimeDeps,
+  start: (deps: AgentRuntimeDeps, closers: CloserStack) => Promise<AgentRuntime>,
+): Promise<AgentRuntime> {
+  const { logger } = deps;
   const closers = createCloserStack();
   try {
-    return await startContainerRuntime(deps, closers);
+    return await start(deps, closers);
   } catch (err) {
     const failures = await closers.closeAll('the agent runtime could not start');
     for (const f of failures)

@@ -94,6 +94,8 @@ export interface RunnerFactoryDeps {
   reloadConfig?: ReloadConfig;
   /** The configuration running now; read values that apply without a restart from here, at use. */
   config: ConfigSource;
+  /** The host's clock: the runner's own deadlines (a service call's) run on it. */
+  clock: Clock;
 }
 
 export interface HostDeps {
@@ -304,6 +306,7 @@ async function startRuntime(core: HostCore, owner: OwnerParts): Promise<RunnerRu
     notifyOwner: owner.notifyOwner,
     channels: core.registry,
     config: core.source,
+    clock: core.clock,
     ...(core.reload ? { reloadConfig: reloadWhenRunning(core.late.reloader.get, 'proposal') } : {}),
   });
   core.late.runtime.set(runtime);

@@ -1,4 +1,3 @@
-import { assertRunnerAvailable } from '../containers/kubernetes/runner-choice.ts';
 import { createAgentRuntime } from './agent-runtime.ts';
 import type { ProductionRunnerOptions } from './production-runner-options.ts';
 import type { HostDeps, RunnerFactoryDeps } from './host.ts';
@@ -16,7 +15,6 @@ export type { ProductionRunnerOptions };
 export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps['createRunner'] {
   return async (deps: RunnerFactoryDeps) => {
     const { config } = opts;
-    assertRunnerAvailable(config.runner);
     const providerApiKey = opts.secrets.get(config.provider.api_key_env);
     const security = await createRunSecurity(opts, deps);
     const services = createRunServices(opts, deps, security);

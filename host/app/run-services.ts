@@ -8,6 +8,7 @@ import { createServicePolicy } from '../security/policies/service-policy.ts';
 import { createToolCatalogue } from '../services/mcp/mcp-catalogue.ts';
 import { MCP_DEFAULTS } from '../services/mcp/mcp-config.ts';
 import { createMcpServices } from '../services/mcp/mcp-services.ts';
+import { timeoutSignal } from '../time/clock-timers.ts';
 import type { RunnerFactoryDeps } from './host.ts';
 import type { ProductionRunnerOptions } from './production-runner-options.ts';
 import type { RunSecurity } from './run-security.ts';
@@ -18,7 +19,7 @@ import type { RunSecurity } from './run-security.ts';
  */
 export function createRunServices(
   opts: ProductionRunnerOptions,
-  { store, logger, config: source }: RunnerFactoryDeps,
+  { store, logger, config: source, clock }: RunnerFactoryDeps,
   security: RunSecurity,
 ) {
   const { taint, cop, human, privateText, runSignals } = security;
@@ -68,7 +69,8 @@ export function createRunServices(
     signalFor: (runId) =>
       AbortSignal.any([
         runSignals.signal(runId),
-        AbortSignal.timeout(
+        timeoutSignal(
+          clock,
           Math.max(
             source.current().web_fetch.timeout_ms,
             ...Object.values(source.current().services).map((s) => s.timeout_ms ?? MCP_DEFAULTS.timeout_ms),

@@ -76,6 +76,7 @@ export function wireIngest(deps: IngestWiringDeps) {
     quotaProblem: deps.quotaProblem,
     transcribe: () => deps.runtime.transcribe,
     ingest,
+    clock: deps.clock ?? systemClock,
     logger: deps.logger.child({ subsystem: 'media' }),
   });
   return { ingest, ingestMedia, typing };

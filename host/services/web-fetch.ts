@@ -12,6 +12,7 @@ import { fenceUntrusted } from './untrusted-fence.ts';
 import { comparableHost, type WebFetchConfig } from './web-fetch-config.ts';
 import { errorMessage } from '../errors/error-message.ts';
 import { errorCodeInChain } from '../errors/error-code.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 
 export const WEB_FETCH_SERVICE = 'web_fetch';
 
@@ -77,6 +78,8 @@ export interface WebFetchDeps {
   /** Which addresses are refused; defaults to `isForbiddenAddress`. */
   isForbiddenAddress?: AddressPolicy;
   userAgent?: string;
+  /** The deadline's time (default: the system clock; tests pass a fake one). */
+  clock?: Clock;
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -298,9 +301,10 @@ export async function webFetch(
     resolve: deps.resolve ?? systemResolver,
     isForbiddenAddress: deps.isForbiddenAddress ?? isForbiddenAddress,
     userAgent: deps.userAgent ?? 'Carapace-web_fetch/0.1',
+    clock: deps.clock ?? systemClock,
   };
   const timeout = new AbortController();
-  const timer = setTimeout(
+  const cancelTimer = full.clock.setTimer(
     () =>
       timeout.abort(
         new ServiceError('timeout', `web_fetch gave up on ${params.url} after ${deps.config.timeout_ms} ms`),
@@ -317,7 +321,7 @@ export async function webFetch(
     const message = errorMessage(error);
     throw new ServiceError('failed', `web_fetch failed: ${message}`, { cause: error });
   } finally {
-    clearTimeout(timer);
+    cancelTimer();
   }
 }
 

@@ -53,3 +53,8 @@ export function repeatEvery(clock: Pick<Clock, 'setTimer'>, fn: () => void, ms: 
     cancel();
   };
 }
+
+/** Resolves after `ms` on `clock` (a pause that is never cancelled: for races whose loser does no harm). */
+export function waitFor(clock: Pick<Clock, 'setTimer'>, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimer(resolve, ms));
+}

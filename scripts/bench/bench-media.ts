@@ -58,6 +58,7 @@ async function benchIngest(): Promise<Record<string, number | string>> {
         (await folderUsage(groupDir)).bytes + add > 1024 * MiB ? 'full' : null,
       transcribe: () => undefined,
       ingest,
+      clock: systemClock,
       logger,
     });
     // A real PDF head, padded to 10 MiB: sniffed as what it is.

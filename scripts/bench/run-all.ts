@@ -68,6 +68,11 @@ const BENCHES: Bench[] = [
   },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
   { title: 'cold reply latency vs bare docker run', module: './bench-cold-reply.ts', fn: 'benchColdReply' },
+  {
+    title: 'Kubernetes runner on the fake API server vs the Docker runner and a bare docker run',
+    module: './bench-kube-runner.ts',
+    fn: 'benchKubeRunner',
+  },
 ];
 
 const only = process.argv.slice(2);

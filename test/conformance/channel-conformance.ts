@@ -25,6 +25,7 @@ import type { OutboxItem } from '../../host/store/outbox-store.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
 import { fakeClock } from '../helpers/fake-clock.ts';
 import { FENCE_START, outsideFences } from '../helpers/fences.ts';
+import { waitFor } from '../helpers/processes.ts';
 
 /** What the suite gives a factory: the host's real pieces over a fresh SQLite file. */
 export interface ConformanceContext {
@@ -562,7 +563,7 @@ export function describeChannelConformance(
         await driver.memberMentionsBot?.(driver.groupChatId, 'are you there?');
         const [plain, mention] = h.inbound as [InboundMessage, InboundMessage];
         const reactions = (m: InboundMessage) => driver.reactionsOn?.(driver.groupChatId, m.externalId) ?? [];
-        await until('the reaction on the mention', async () => (await reactions(mention)).length > 0, wait);
+        await waitFor('the reaction on the mention', async () => (await reactions(mention)).length > 0, wait);
         expect(await reactions(mention)).toHaveLength(1);
         expect(await reactions(plain)).toEqual([]);
       },
@@ -587,14 +588,14 @@ export function describeChannelConformance(
         const ons = async () =>
           (await driver.typingSignals?.(driver.groupChatId))?.filter((s) => s === 'on').length ?? 0;
         typing.sync(GROUP_ID);
-        await until('typing shown', async () => (await ons()) === 1, wait);
+        await waitFor('typing shown', async () => (await ons()) === 1, wait);
         // A long tool call: the run stays active, and every renewal reaches the platform before a lapse.
         const expected = 1 + Math.floor(90_000 / renewMs);
         for (let t = 0; t < 90_000; t += renewMs) time.advance(Math.min(renewMs, 90_000 - t));
-        await until(`${expected} typing signals`, async () => (await ons()) >= expected, wait);
+        await waitFor(`${expected} typing signals`, async () => (await ons()) >= expected, wait);
         busy = false;
         typing.sync(GROUP_ID);
-        await until(
+        await waitFor(
           'the indicator to see the run end',
           () => Promise.resolve(time.live().length === 0),
           wait,
@@ -623,7 +624,7 @@ export function describeChannelConformance(
       expect(await driver.received(driver.groupChatId)).toEqual(['waiting for the owner', 'this one stays']);
       const target = { chatId: driver.groupChatId, platformId };
       expect(await channel.unsend?.(target)).toBe(true);
-      await until(
+      await waitFor(
         'the message gone',
         async () => (await driver.received(driver.groupChatId)).length === 1,
         wait,
@@ -644,13 +645,4 @@ export function describeChannelConformance(
       expect(h.statuses.at(-1)?.state).toBe('connected');
     });
   });
-}
-
-/** Polls an async probe until it holds (a platform double answers over the network). */
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }

@@ -8,7 +8,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { stringify } from 'smol-toml';
 import type { Channel } from '../../host/channels/channel.ts';
@@ -32,7 +31,7 @@ import {
   type Responder,
 } from '../fakes/fake-provider.ts';
 import { groupIdOf } from '../fakes/e2e-responders.ts';
-import { runCli, type CliResult } from '../helpers/processes.ts';
+import { runCli, waitFor, type CliResult } from '../helpers/processes.ts';
 
 type Section = Exclude<keyof HostConfig, 'groups'>;
 
@@ -128,19 +127,13 @@ function mergeSections(
   return out;
 }
 
-/** Polls `check` until it returns a value; fails with `what` after `timeoutMs`. */
-export async function eventually<T>(
+/** test/helpers/processes.ts's `waitFor` with the longer wait a whole host needs. */
+export function eventually<T>(
   what: string,
   check: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
+  return waitFor(what, check, timeoutMs);
 }
 
 export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHost> {

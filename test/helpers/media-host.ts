@@ -7,6 +7,7 @@ import { createIngest } from '../../host/router/ingest.ts';
 import { mediaConfigSchema, type MediaConfig } from '../../host/router/media/media-config.ts';
 import { createMediaIngest, type Transcribe } from '../../host/router/media/media-ingest.ts';
 import { openStore, type Store } from '../../host/store/store.ts';
+import { systemClock, type Clock } from '../../host/time/clock.ts';
 
 export interface MediaHostOptions {
   /** `[media]`, parsed as config.toml's would be. */
@@ -15,6 +16,8 @@ export interface MediaHostOptions {
   quotaBytes?: number;
   transcribe?: Transcribe;
   groupTranscribes?: boolean;
+  /** The download deadline's clock (default: the system clock). */
+  clock?: Clock;
 }
 
 /**
@@ -53,6 +56,7 @@ export function startMediaHost(dir: string, opts: MediaHostOptions = {}) {
         return opts.transcribe?.(req) ?? { ok: false, reason: 'unset' };
       }),
     ingest,
+    clock: opts.clock ?? systemClock,
     logger: pino({ level: 'silent' }),
   });
   const host: ChannelHost = {

@@ -56,15 +56,18 @@ export function startProcess(
   });
 }
 
-/** Waits for a condition that another process makes true; fails with `what` after the timeout. */
+/**
+ * Waits for a condition that another process (or a double over the network) makes true, polling because
+ * no event says so; fails with `what` after the timeout. The one poll of the suite.
+ */
 export async function waitFor<T>(
   what: string,
-  fn: () => T | undefined | false,
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 20_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));

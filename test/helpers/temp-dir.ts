@@ -30,3 +30,12 @@ export function useTempDirs(prefix = 'carapace-'): () => string {
     return dir;
   };
 }
+
+/** Writes `files` (relative path → text) under `root`, making the folders on the way; returns `root`. */
+export function writeTree(root: string, files: Record<string, string>): string {
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+    fs.writeFileSync(path.join(root, name), text);
+  }
+  return root;
+}

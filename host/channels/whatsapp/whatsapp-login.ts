@@ -5,6 +5,7 @@ import { closeStatusCode } from './disconnect-reason.ts';
 import { selfIdentity } from './jids.ts';
 import { makeBaileysSocket, type SocketFactory, type WhatsAppSocket } from './whatsapp-socket.ts';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 
 export interface LoginDeps {
   /** The channel's auth folder (`<data>/channels/whatsapp`). */
@@ -18,6 +19,8 @@ export interface LoginDeps {
   makeSocket?: SocketFactory;
   renderQr?: (qr: string) => Promise<string>;
   timeoutMs?: number;
+  /** The deadline's time (default: the system clock; tests pass a fake one). */
+  clock?: Clock;
 }
 
 export const renderQrForTerminal = (qr: string): Promise<string> =>
@@ -43,10 +46,11 @@ export async function linkWhatsApp(deps: LoginDeps): Promise<{ linkedAs: string;
   }
   const auth = openAuthStore(deps.authDir);
   const wasLinked = auth.isLinked();
-  const deadline = Date.now() + (deps.timeoutMs ?? 180_000);
+  const clock = deps.clock ?? systemClock;
+  const deadline = clock.now() + (deps.timeoutMs ?? 180_000);
   let pairingRequested = false;
   for (let round = 0; round < 6; round++) {
-    const result = await attempt(deps, auth, deadline, () => {
+    const result = await attempt(deps, clock, auth, deadline, () => {
       const first = !pairingRequested;
       pairingRequested = true;
       return first;
@@ -66,6 +70,7 @@ export async function linkWhatsApp(deps: LoginDeps): Promise<{ linkedAs: string;
 
 function attempt(
   deps: LoginDeps,
+  clock: Clock,
   auth: WhatsAppAuthStore,
   deadline: number,
   firstPairingRequest: () => boolean,
@@ -77,19 +82,19 @@ function attempt(
     const finish = (a: Attempt) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      cancelTimer();
       void auth.flush().then(() => {
         void sock.end(undefined);
         resolve(a);
       });
     };
-    const timer = setTimeout(
+    const cancelTimer = clock.setTimer(
       () =>
         finish({
           kind: 'failed',
           reason: 'no phone linked this device in time; run `carapace whatsapp login` again',
         }),
-      Math.max(0, deadline - Date.now()),
+      Math.max(0, deadline - clock.now()),
     );
     sock.ev.on('creds.update', () => {
       auth
@@ -158,11 +163,12 @@ export async function unlinkWhatsApp(
   }
   const makeSocket = deps.makeSocket ?? makeBaileysSocket;
   const sock = makeSocket({ auth: auth.state, url: deps.url, logger: deps.logger });
+  const clock = deps.clock ?? systemClock;
   const opened = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), deps.timeoutMs ?? 20_000);
+    const cancelTimer = clock.setTimer(() => resolve(false), deps.timeoutMs ?? 20_000);
     sock.ev.on('connection.update', (u) => {
       if (u.connection === 'open' || u.connection === 'close') {
-        clearTimeout(timer);
+        cancelTimer();
         resolve(u.connection === 'open');
       }
     });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type Docker from 'dockerode';
 import { errorMessage } from '../../errors/error-message.ts';
+import { systemClock, type Clock } from '../../time/clock.ts';
 import { isDockerNotFound } from '../docker-errors.ts';
 
 /** The image named by the first FROM of a Dockerfile (the online build's base). */
@@ -29,17 +30,25 @@ export async function localImageId(docker: Docker, reference: string): Promise<s
 export async function pullImage(
   docker: Docker,
   reference: string,
-  options: { onProgress?: (line: string) => void; firstByteTimeoutMs?: number } = {},
+  options: {
+    onProgress?: (line: string) => void;
+    firstByteTimeoutMs?: number;
+    /** The first-byte deadline's timer (default: the system clock; the pull itself holds the process). */
+    clock?: Pick<Clock, 'setTimer'>;
+  } = {},
 ): Promise<string> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), options.firstByteTimeoutMs ?? 20_000);
+  const cancelTimer = (options.clock ?? systemClock).setTimer(
+    () => controller.abort(),
+    options.firstByteTimeoutMs ?? 20_000,
+  );
   try {
     const stream = (await docker.pull(reference, {
       abortSignal: controller.signal,
     })) as NodeJS.ReadableStream;
     const events = await new Promise<{ status?: string; error?: string; id?: string }[]>(
       (resolve, reject) => {
-        stream.once('data', () => clearTimeout(timer));
+        stream.once('data', cancelTimer);
         docker.modem.followProgress(
           stream,
           (err: Error | null, out: { status?: string; error?: string }[]) =>
@@ -63,7 +72,7 @@ export async function pullImage(
       },
     );
   } finally {
-    clearTimeout(timer);
+    cancelTimer();
   }
   const id = await localImageId(docker, reference);
   if (!id) throw new Error(`Pulled ${reference} but Docker does not list it.`);

@@ -1,5 +1,6 @@
 import { ApiException, CoreV1Api, NetworkingV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { errorMessage } from '../../errors/error-message.ts';
+import { describeApiError } from './api-errors.ts';
+import type { NetworkProbeResult } from './network-probe.ts';
 
 export interface ClusterCheck {
   ok: boolean;
@@ -7,30 +8,19 @@ export interface ClusterCheck {
   fix?: string;
 }
 
-/** "HTTP 403 (pods is forbidden: …)" or the transport's own words. */
-function describeFailure(err: unknown): string {
-  if (err instanceof ApiException) {
-    let message = '';
-    try {
-      const body: unknown = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
-      if (body && typeof body === 'object' && 'message' in body) message = String(body.message);
-    } catch {
-      // Not a Status object: the code alone says enough.
-    }
-    return `HTTP ${err.code}${message ? ` (${message})` : ''}`;
-  }
-  return errorMessage(err);
-}
-
 const code = (err: unknown) => (err instanceof ApiException ? err.code : undefined);
 
 /**
  * What `doctor` asks of a cluster before a Kubernetes runner may use it, failing closed: the API answers,
- * this identity may list pods and NetworkPolicies in the namespace, and the policy's enforcement is
- * proven. Enforcement needs a probe pod trying a forbidden connection; that probe comes with the runner,
- * so until then the last step always fails, and says why.
+ * this identity may list pods and NetworkPolicies in the namespace, and a probe pod proves the policy is
+ * enforced (it reaches the gateway and not an address any unrestricted pod reaches).
  */
-export async function checkCluster(kc: KubeConfig, namespace: string): Promise<ClusterCheck> {
+export async function checkCluster(
+  kc: KubeConfig,
+  namespace: string,
+  /** Runs the network probe pod (network-probe.ts): the one proof that egress is limited. */
+  probe: () => Promise<NetworkProbeResult>,
+): Promise<ClusterCheck> {
   const server = kc.getCurrentCluster()?.server ?? 'the in-cluster API server';
   const rbacFix =
     `grant this identity get, list, watch, create and delete on pods, create on pods/exec and pods/attach, ` +
@@ -41,7 +31,7 @@ export async function checkCluster(kc: KubeConfig, namespace: string): Promise<C
     const status = code(err);
     return {
       ok: false,
-      detail: `cannot list pods in namespace ${namespace} at ${server}: ${describeFailure(err)}`,
+      detail: `cannot list pods in namespace ${namespace} at ${server}: ${describeApiError(err)}`,
       fix:
         status === 401 || status === 403
           ? rbacFix
@@ -55,16 +45,15 @@ export async function checkCluster(kc: KubeConfig, namespace: string): Promise<C
   } catch (err) {
     return {
       ok: false,
-      detail: `cannot read NetworkPolicies in namespace ${namespace}: ${describeFailure(err)}; without them no run's egress is limited to the gateway`,
+      detail: `cannot read NetworkPolicies in namespace ${namespace}: ${describeApiError(err)}; without them no run's egress is limited to the gateway`,
       fix:
         code(err) === 401 || code(err) === 403 ? rbacFix : 'use a cluster that serves networking.k8s.io/v1',
     };
   }
+  const verdict = await probe();
   return {
-    ok: false,
-    detail:
-      `${server} answers and namespace ${namespace}'s pods and NetworkPolicies are readable, but NetworkPolicy ` +
-      `enforcement is not verified: its probe comes with the Kubernetes runner, which is not built yet`,
-    fix: 'set [runner] kind = "docker" until the Kubernetes runner lands (DESIGN.md "Kubernetes runner")',
+    ok: verdict.enforced,
+    detail: `${server} answers, namespace ${namespace}'s pods and NetworkPolicies are readable; ${verdict.detail}`,
+    ...(verdict.fix ? { fix: verdict.fix } : {}),
   };
 }

@@ -49,6 +49,20 @@ export const kubernetesRunnerConfigSchema = z
     runtime_class: dnsLabel.optional(),
     gateway_address: gatewayAddressSchema.optional(),
     /**
+     * The host's own address the gateway listens on for the pods (never a wildcard). Absent: the address of
+     * `gateway_address` (a host the pods reach directly; in the cluster, the host pod's IP).
+     */
+    listen_address: z
+      .string()
+      .regex(/^\d{1,3}(\.\d{1,3}){3}$/, 'must be an IPv4 address of this host (not 0.0.0.0)')
+      .refine((s) => !s.startsWith('0.'), 'must be an IPv4 address of this host, not a wildcard (0.0.0.0)')
+      .optional(),
+    /**
+     * `IPv4:port` that any pod without the gateway-only policy would reach (the API server's address, say):
+     * the start probe must fail to reach it. Absent: the kubeconfig's server when it is an IP address.
+     */
+    probe_address: gatewayAddressSchema.optional(),
+    /**
      * Labels of the gateway's pods when the gateway runs in the cluster: the NetworkPolicy selects them
      * (a policy's IP rule does not match a Service's address on most network plugins). Absent: the policy
      * allows `gateway_address` by IP (a host outside the cluster).

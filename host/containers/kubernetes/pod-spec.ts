@@ -100,9 +100,12 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
     memory: mib(input.resources.memoryMb),
     'ephemeral-storage': mib(agentStorage),
   };
-  const workspaceMounts = [
+  // The session volume is the agent's workspace root, where it makes its own `session` folder (mode 0700,
+  // its own uid: an emptyDir's root belongs to root, and the agent's separation check wants the folder its
+  // own); the group volume is mounted over `/workspace/group`. The commands' container never mounts it.
+  const agentMounts = [
+    { name: 'session', mountPath: '/workspace' },
     { name: 'group', mountPath: '/workspace/group' },
-    { name: 'session', mountPath: '/workspace/session' },
     { name: 'tmp', mountPath: '/tmp' },
     { name: 'pipes', mountPath: PIPE_DIR },
   ];
@@ -147,7 +150,8 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           // FIFOs opened read-write never block on a missing other end; the executor starts at its own pace.
           command: ['/bin/bash', '-c'],
           args: [
-            `umask 0002 && mkfifo -m 0660 ${REQUESTS}.new ${ANSWERS}.new && ` +
+            `umask 0002 && mkdir -p -m 0700 /workspace/session && ` +
+              `mkfifo -m 0660 ${REQUESTS}.new ${ANSWERS}.new && ` +
               `mv ${REQUESTS}.new ${REQUESTS} && mv ${ANSWERS}.new ${ANSWERS} && ` +
               `exec /usr/bin/tini -- node --min-semi-space-size=16 /app/agent.cjs 3<>${ANSWERS} 4<>${REQUESTS}`,
           ],
@@ -158,7 +162,7 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           tty: false,
           securityContext: restrictedContainerSecurity(AGENT_UID, gid),
           resources: { requests: agentResources, limits: agentResources },
-          volumeMounts: workspaceMounts,
+          volumeMounts: agentMounts,
         },
         {
           name: 'commands',
@@ -166,8 +170,9 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           imagePullPolicy: 'IfNotPresent',
           command: ['/bin/bash', '-c'],
           args: [
+            // As launch.sh: the executor's node starts at the agent's first line (its "start"), not before.
             `umask 0002 && until [ -p ${REQUESTS} ] && [ -p ${ANSWERS} ]; do sleep 0.05; done && ` +
-              `exec node /app/executor.cjs <>${REQUESTS} 1<>${ANSWERS} 2>/dev/null`,
+              `exec <>${REQUESTS} 1<>${ANSWERS} 2>/dev/null && read -r && exec node /app/executor.cjs`,
           ],
           workingDir: '/workspace/group',
           env: [{ name: 'PATH', value: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' }],
@@ -176,7 +181,7 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           securityContext: restrictedContainerSecurity(COMMAND_UID, gid),
           // Commands share the agent's budget in the Docker runner; here they get their own, as large.
           resources: { requests: agentResources, limits: agentResources },
-          volumeMounts: workspaceMounts.filter((m) => m.name !== 'session'),
+          volumeMounts: agentMounts.filter((m) => m.name !== 'session'),
         },
       ],
       volumes: [
@@ -225,6 +230,89 @@ export function gatewayNetworkPolicy(input: GatewayPolicyInput): V1NetworkPolicy
               : { ipBlock: { cidr: `${ip}/32` } },
           ],
           ports: [{ protocol: 'TCP', port: Number(port) }],
+        },
+      ],
+    },
+  };
+}
+
+export interface ProbePodInput {
+  namespace: string;
+  dataFolderId: string;
+  hostInstanceId: string;
+  image: string;
+  runtimeClass?: string | undefined;
+  /** `IPv4:port` the NetworkPolicy allows: the probe must reach it, or it proves nothing. */
+  gatewayAddress: string;
+  /** `IPv4:port` a pod without the policy would reach: the probe must not. */
+  forbiddenAddress: string;
+  /** Unique per probe, for its name and the watch's selector. */
+  probeId: string;
+}
+
+/** Exit codes of the probe: it reached the forbidden address / it could not reach the gateway. */
+export const PROBE_EXIT_UNLIMITED = 10;
+export const PROBE_EXIT_NO_GATEWAY = 11;
+
+/** Tries both addresses with a TCP connect each (3 s), and says by its exit code what it found. */
+const PROBE_SCRIPT = `
+const net = require('node:net');
+const reach = (address) => new Promise((done) => {
+  const [host, port] = address.split(':');
+  const s = net.connect({ host, port: Number(port), timeout: 3000 });
+  s.on('connect', () => { s.destroy(); done(true); });
+  s.on('timeout', () => { s.destroy(); done(false); });
+  s.on('error', () => done(false));
+});
+Promise.all([reach(process.env.PROBE_GATEWAY), reach(process.env.PROBE_FORBIDDEN)]).then(([gateway, forbidden]) =>
+  process.exit(forbidden ? ${PROBE_EXIT_UNLIMITED} : gateway ? 0 : ${PROBE_EXIT_NO_GATEWAY}));
+`;
+
+/**
+ * The pod that proves the data folder's NetworkPolicy is enforced: labelled like the runs' pods (so the
+ * policy selects it), hardened like them, it must reach the gateway and fail to reach an address any
+ * unrestricted pod reaches. A cluster whose network plugin ignores NetworkPolicy accepts the policy object
+ * all the same; only this shows the difference.
+ */
+export function networkProbePodSpec(input: ProbePodInput): V1Pod {
+  const runLabel = labelValue(`probe-${input.probeId}`).toLowerCase();
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: agentPodName(input.dataFolderId, runLabel),
+      namespace: input.namespace,
+      labels: {
+        ...dataFolderSelector(input.dataFolderId),
+        [POD_LABEL_HOST]: labelValue(input.hostInstanceId),
+        [POD_LABEL_RUN]: runLabel,
+      },
+    },
+    spec: {
+      restartPolicy: 'Never',
+      activeDeadlineSeconds: 60,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      dnsPolicy: 'None',
+      dnsConfig: { nameservers: ['127.0.0.1'] },
+      terminationGracePeriodSeconds: 0,
+      ...(input.runtimeClass ? { runtimeClassName: input.runtimeClass } : {}),
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'probe',
+          image: input.image,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['node', '-e', PROBE_SCRIPT],
+          env: [
+            { name: 'PROBE_GATEWAY', value: input.gatewayAddress },
+            { name: 'PROBE_FORBIDDEN', value: input.forbiddenAddress },
+          ],
+          securityContext: restrictedContainerSecurity(AGENT_UID, AGENT_UID),
+          resources: {
+            requests: { cpu: '100m', memory: '64Mi', 'ephemeral-storage': '16Mi' },
+            limits: { cpu: '100m', memory: '64Mi', 'ephemeral-storage': '16Mi' },
+          },
         },
       ],
     },

@@ -11,8 +11,10 @@ import {
 } from './container-spec.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { systemClock, type Clock } from '../../time/clock.ts';
+import { waitFor } from '../../time/clock-timers.ts';
 import { dockerStatusCode, isDockerAlreadyGone } from '../docker-errors.ts';
 import { gatewayHostAddress } from '../network/network-gateway.ts';
+import { createRunTimers } from './run-timers.ts';
 import type { ContainerExit, ContainerExitReason, ContainerProcess } from '../../ipc/container-process.ts';
 
 export type { ContainerExit, ContainerExitReason, ContainerProcess };
@@ -99,37 +101,26 @@ export async function launchContainer(
 
   let stopRequest: { reason: ContainerExitReason; detail: string } | undefined;
   let finished = false;
-  let timing = false;
   const clock = options.clock ?? systemClock;
-  let cancelIdle: (() => void) | undefined;
-  let cancelHard: (() => void) | undefined;
-  const touch = () => {
-    if (finished || !timing) return;
-    cancelIdle?.();
-    cancelIdle = clock.setTimer(() => {
-      stopWith('idle_timeout', `no output for ${spec.timeouts.idleMs} ms`, graceMs).catch(() => {
+  const graceMs = spec.timeouts.graceMs ?? DEFAULT_GRACE_MS;
+  const timers = createRunTimers({
+    clock,
+    hardMs: spec.timeouts.hardMs,
+    idleMs: spec.timeouts.idleMs,
+    onExpire: (reason, detail) => {
+      stopWith(reason, detail, graceMs).catch(() => {
         // The engine refused the kill; the exit (or the lost connection) is still reported by exited.
       });
-    }, spec.timeouts.idleMs);
-  };
-  const graceMs = spec.timeouts.graceMs ?? DEFAULT_GRACE_MS;
-  const beginRun = () => {
-    if (timing || finished) return;
-    timing = true;
-    cancelHard = clock.setTimer(() => {
-      stopWith('hard_timeout', `still running after ${spec.timeouts.hardMs} ms`, graceMs).catch(() => {
-        // As above: exited still settles.
-      });
-    }, spec.timeouts.hardMs);
-    touch();
-  };
+    },
+  });
+  const { touch, beginRun } = timers;
   socket.on('data', touch);
   if (!options.deferTimeouts) beginRun();
 
   const exited: Promise<ContainerExit> = waiting.body
     .then(async (body): Promise<ContainerExit> => {
       const exitCode = typeof body.StatusCode === 'number' ? body.StatusCode : null;
-      await Promise.race([outputEnded, delay(OUTPUT_DRAIN_MS, clock)]);
+      await Promise.race([outputEnded, waitFor(clock, OUTPUT_DRAIN_MS)]);
       if (stopRequest) return { exitCode, reason: stopRequest.reason, detail: stopRequest.detail };
       if (body.Error?.Message) return { exitCode, reason: 'error', detail: body.Error.Message };
       // 137 = killed by SIGKILL, which nobody here asked for: the kernel's OOM killer is the usual cause.
@@ -148,8 +139,7 @@ export async function launchContainer(
     })
     .finally(() => {
       finished = true;
-      cancelHard?.();
-      cancelIdle?.();
+      timers.cancel();
       socket.removeListener('data', touch);
       if (!socket.destroyed) socket.destroy();
     });
@@ -164,7 +154,7 @@ export async function launchContainer(
       return;
     }
     await signal('SIGTERM');
-    const gone = await Promise.race([exited.then(() => true), delay(grace, clock).then(() => false)]);
+    const gone = await Promise.race([exited.then(() => true), waitFor(clock, grace).then(() => false)]);
     if (!gone) await signal('SIGKILL');
     await exited;
   }
@@ -267,14 +257,10 @@ async function wasOomKilled(docker: Docker, id: string, since: number): Promise<
         stream.on('end', resolve);
         stream.on('error', () => resolve());
       }),
-      delay(2000),
+      waitFor(systemClock, 2000),
     ]);
     return text.includes('"oom"');
   } catch {
     return false;
   }
-}
-
-function delay(ms: number, clock: Pick<Clock, 'setTimer'> = systemClock): Promise<void> {
-  return new Promise((resolve) => clock.setTimer(resolve, ms));
 }

@@ -1,24 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type Docker from 'dockerode';
-import type { Logger } from '../../logging/logger.ts';
-import type { CommandSetup, RunStartParams } from '../../../container-agent/src/protocol.ts';
-import type { ProtocolProblem } from '../../../container-agent/src/rpc/peer.ts';
-import type { RunDone } from '../../ipc/host-handlers.ts';
 import type { RunIdentity } from '../../security/decisions.ts';
-import { createRunSession, toChatMessage } from '../../ipc/run-session.ts';
-import type {
-  AgentRunner,
-  RunCallbacks,
-  RunContext,
-  RunHandle,
-  RunOutcome,
-} from '../../router/agent-runner.ts';
-import type { StoredMessage } from '../../store/messages-store.ts';
-import type { RpcHandlers } from '../../../container-agent/src/rpc/peer.ts';
-import type { HostMethods } from '../../../container-agent/src/protocol.ts';
+import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { ContainersConfig } from './container-config.ts';
-import { launchContainer, type ContainerProcess } from './container-launch.ts';
+import { launchContainer } from './container-launch.ts';
+import { createRetiring, openRun, runHandleOf, type LaunchedRun, type RunWiring } from './run-opening.ts';
 import { containerMemoryBytes } from './container-memory.ts';
 import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
 import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
@@ -36,12 +23,8 @@ export interface RunNetworks {
   gateway: { networkName: string; hostAddress: string } | { unavailable: string };
 }
 
-type StartParams = Omit<RunStartParams, 'runId' | 'group' | 'messages' | 'gatewayKey' | 'commandSetup'>;
-
-export interface DockerAgentRunnerDeps {
+export interface DockerAgentRunnerDeps extends RunWiring {
   docker: Docker;
-  /** Read at each run: photos up to this size go to the model as images (0: the model sees none). */
-  maxImageBytes?: () => number;
   image: string;
   hostInstanceId: string;
   /** Extra labels on every container (the data folder's identity, so orphan cleanup stays in its lane). */
@@ -52,68 +35,14 @@ export interface DockerAgentRunnerDeps {
   /** Pre-started containers: how many, how much memory, how long one may wait for a run. */
   prestart: PrestartBudget;
   networks: RunNetworks;
-  gateway: {
-    issueKey(owner: { runId: string; groupId: string }): {
-      key: string;
-      credentialKey: string;
-      revoke(): void;
-    };
-    baseUrlFor(address: string): string;
-    credentialsUrlFor(address: string): string;
-  };
-  /**
-   * What the run's commands get to use the group's credentials through the host (the routes' URL at the
-   * address the container reaches the host on, the run's credential key); read at each run.
-   */
-  commandSetup?(
-    group: RunContext['group'],
-    routesUrl: string,
-    credentialKey: string,
-  ): CommandSetup | undefined;
   planMounts(group: RunContext['group']): GroupMountPlan;
-  /** A group as stored now; undefined once it was removed. */
-  groupById(groupId: string): RunContext['group'] | undefined;
-  /** The run.start params the agent gets, apart from runId, group, messages and the gateway key. */
-  /** May wait (listing the group's MCP tools); the container is already starting meanwhile. */
-  startParams(ctx: RunContext): StartParams | Promise<StartParams>;
-  /** The container's environment, read at each run: a reloaded time zone reaches the next container. */
-  env(): Record<string, string>;
-  handlersFor(
-    identity: RunIdentity,
-    callbacks: RunCallbacks,
-    onDone: (done: RunDone) => void,
-    stopRun: (reason: string) => void,
-  ): RpcHandlers<HostMethods>;
-  onProtocolProblem(identity: RunIdentity, problem: ProtocolProblem): void;
-  /** Called once when a run has ended, however it ended (to release what the host holds for it). */
-  onRunEnded(runId: number): void;
-  /** Applies what was noted during the run to its outcome (a denial or a 401 make a failure final). */
-  settleOutcome?(runId: number, outcome: RunOutcome): RunOutcome;
   /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
   hostIds: { uid: number; gid: number };
-  logger: Logger;
 }
 
 export interface PrestartStatus {
   budget: PrestartBudget;
   containers: ReturnType<PrestartPool<RunContext['group']>['snapshot']>;
-}
-
-/** One run.start frame must stay under the 1 MiB IPC limit; older context beyond this is left out. */
-const MAX_START_MESSAGES = 200;
-const MAX_START_TEXT_BYTES = 512 * 1024;
-
-export function fitStartMessages(messages: StoredMessage[]): StoredMessage[] {
-  const kept: StoredMessage[] = [];
-  let bytes = 0;
-  for (let i = messages.length - 1; i >= 0 && kept.length < MAX_START_MESSAGES; i--) {
-    const m = messages[i] as StoredMessage;
-    // The frame carries JSON: escaping can double the size of text full of quotes or newlines.
-    bytes += Buffer.byteLength(JSON.stringify(toChatMessage(m)));
-    if (bytes > MAX_START_TEXT_BYTES && kept.length > 0) break;
-    kept.push(m);
-  }
-  return kept.reverse();
 }
 
 /**
@@ -205,122 +134,51 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
 
   // A finished run's container is stopped and removed off the critical path; close() waits for those, so a
   // host stop leaves none behind.
-  const retiring = new Set<Promise<unknown>>();
-  const retire = (container: ContainerProcess) => {
-    const gone = container.exited.finally(() => retiring.delete(gone));
-    retiring.add(gone);
-  };
+  const { retire, all: retired } = createRetiring();
 
-  function commandSetupFor(group: RunContext['group'], hostAddress: string, credentialKey: string) {
-    const setup = deps.commandSetup?.(group, deps.gateway.credentialsUrlFor(hostAddress), credentialKey);
-    return setup === undefined ? {} : { commandSetup: setup };
-  }
-
-  async function launch(ctx: RunContext, callbacks: RunCallbacks) {
+  async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
     const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
     const identity: RunIdentity = { runId: ctx.runId, group: ctx.group, secretMounts, sharedMounts };
     const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);
     const container = prestarted ?? (await launchContainer(docker, { ...spec, runId: ctx.runId }));
-    container.beginRun();
-    // Issued as the run starts, revoked when it ends: a key is never live without its run.
-    const key = deps.gateway.issueKey({ runId: String(ctx.runId), groupId: ctx.group.id });
-    const maxImageBytes = deps.maxImageBytes?.() ?? 0;
-    try {
-      const session = createRunSession({
-        container,
-        maxImageBytes,
-        start: {
-          ...(await startParams),
-          runId: ctx.runId,
-          group: {
-            id: ctx.group.id,
-            name: ctx.group.name,
-            isAdmin: ctx.group.isAdmin,
-            channel: ctx.group.channel,
-          },
-          messages: fitStartMessages(ctx.messages).map((m) => toChatMessage(m, maxImageBytes)),
-          gatewayKey: key.key,
-          ...commandSetupFor(ctx.group, hostAddress, key.credentialKey),
-        },
-        handlers: (onDone, stopRun) => deps.handlersFor(identity, callbacks, onDone, stopRun),
-        guards: [
-          (stop) =>
-            watchDiskQuota(
-              quotaFolders(spec.mounts, containers),
-              containers.disk_check_ms,
-              (reason) => stop(reason, { now: true }),
-              {
-                onWatchError: (folder, err) =>
-                  logger.warn(
-                    { runId: ctx.runId, folder: folder.label, err: err.message },
-                    'cannot watch a folder for its disk quota; it is checked every disk_check_ms only',
-                  ),
-              },
-            ),
-        ],
-        onProtocolProblem: (p) => deps.onProtocolProblem(identity, p),
-        stopGraceMs: containers.stop_grace_ms,
-        logger: logger.child({ runId: ctx.runId, groupId: ctx.group.id, container: container.name }),
-      });
-      if (prestarted)
-        logger.debug({ runId: ctx.runId, container: container.name }, 'run took a pre-started container');
-      return { session, key, container };
-    } catch (err) {
-      key.revoke();
-      await container.stop('the run could not start', 0).catch(() => undefined);
-      throw err;
-    }
+    if (prestarted)
+      logger.debug({ runId: ctx.runId, container: container.name }, 'run took a pre-started container');
+    return openRun(deps, {
+      ctx,
+      callbacks,
+      container,
+      identity,
+      credentialsUrl: deps.gateway.credentialsUrlFor(hostAddress),
+      startParams,
+      stopGraceMs: containers.stop_grace_ms,
+      guards: [
+        (stop) =>
+          watchDiskQuota(
+            quotaFolders(spec.mounts, containers),
+            containers.disk_check_ms,
+            (reason) => stop(reason, { now: true }),
+            {
+              onWatchError: (folder, err) =>
+                logger.warn(
+                  { runId: ctx.runId, folder: folder.label, err: err.message },
+                  'cannot watch a folder for its disk quota; it is checked every disk_check_ms only',
+                ),
+            },
+          ),
+      ],
+    });
   }
 
   return {
-    start(ctx, callbacks): RunHandle {
-      const launched = launch(ctx, callbacks);
-      launched.catch(() => undefined);
-      let stopReason: string | undefined;
-      launched.then(
-        (l) => {
-          if (stopReason !== undefined) l.session.stop(stopReason);
-        },
-        () => undefined,
-      );
-      const accepted = launched.then((l) => l.session.accepted);
-      accepted.catch(() => undefined);
-      return {
-        accepted,
-        input: (messages) => launched.then((l) => l.session.input(messages)).catch(() => false),
-        stop(reason) {
-          stopReason = reason;
-          void launched.then((l) => l.session.stop(reason)).catch(() => undefined);
-        },
-        done: launched
-          .then(
-            (l) =>
-              l.session.done.finally(() => {
-                l.key.revoke();
-                retire(l.container);
-              }),
-            (err: unknown) => {
-              logger.error(
-                { err, groupId: ctx.group.id, runId: ctx.runId },
-                'could not start the agent container',
-              );
-              return {
-                ok: false,
-                reason: `could not start the agent: ${errorMessage(err)}`,
-                retryable: !(err instanceof NonRetryable),
-              };
-            },
-          )
-          .then((outcome) => deps.settleOutcome?.(ctx.runId, outcome) ?? outcome)
-          .finally(() => {
-            deps.onRunEnded(ctx.runId);
-            // The group is active: its next run should not wait for a container either.
-            pool.warm(ctx.group);
-          }),
-      };
-    },
+    start: (ctx, callbacks): RunHandle =>
+      runHandleOf(deps, ctx, launch(ctx, callbacks), {
+        retire,
+        retryable: (err) => !(err instanceof NonRetryable),
+        // The group is active: its next run should not wait for a container either.
+        afterEnd: () => pool.warm(ctx.group),
+      }),
     warm: (group) => pool.warm(group),
     prestarted: () => pool.snapshot(),
     prestartStatus: () => ({ budget: deps.prestart, containers: pool.snapshot() }),
@@ -343,7 +201,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     },
     async close() {
       await pool.close();
-      await Promise.all([...retiring]);
+      await retired();
     },
   };
 }

@@ -15,6 +15,8 @@ import { groupOf, type IngestExtras } from '../ingest.ts';
 import type { MediaConfig } from './media-config.ts';
 import { mediaPath, storeMediaFile } from './media-file.ts';
 import { sniffMedia } from './media-sniff.ts';
+import { timeoutSignal } from '../../time/clock-timers.ts';
+import type { Clock } from '../../time/clock.ts';
 
 /** The gateway's transcription (gateway/transcription/transcription.ts); never rejects. */
 export type Transcribe = (req: TranscriptionRequest) => Promise<TranscriptionResult>;
@@ -36,6 +38,8 @@ export interface MediaIngestDeps {
   transcribe: () => Transcribe | undefined;
   /** The host's one ingest (router/ingest.ts). */
   ingest: (m: InboundMessage, extras?: IngestExtras) => InboundResult;
+  /** The download deadline's time (tests pass a fake one). */
+  clock: Clock;
   logger: Logger;
 }
 
@@ -97,7 +101,7 @@ export function createMediaIngest(deps: MediaIngestDeps) {
     if (media.declaredBytes !== undefined && media.declaredBytes > limit)
       return { ok: false, reason: `too large (${size(media.declaredBytes)}, the limit is ${size(limit)})` };
     try {
-      const bytes = await media.download(limit, AbortSignal.timeout(timeoutMs));
+      const bytes = await media.download(limit, timeoutSignal(deps.clock, timeoutMs));
       if (bytes.byteLength === 0) return { ok: false, reason: 'the file is empty' };
       return { ok: true, bytes };
     } catch (err) {

@@ -38,13 +38,7 @@ export function createAuditRoutes(deps: WebConsoleDeps): Hono<WebEnv> {
   const app = new Hono<WebEnv>();
   app.get('/', (c) => {
     const q = auditQuery.safeParse(c.req.query());
-    if (!q.success)
-      return render(
-        c,
-        'Audit',
-        h`<p class="notice">${describeZodIssues(q.error)}</p>`,
-        400,
-      );
+    if (!q.success) return render(c, 'Audit', h`<p class="notice">${describeZodIssues(q.error)}</p>`, 400);
     const f = {
       limit: AUDIT_PAGE_ROWS,
       ...(q.data.group ? { groupId: q.data.group } : {}),

@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
 import type { V1NetworkPolicy, V1Pod } from '@kubernetes/client-node';
 import { Pod } from 'kubernetes-models/v1/Pod';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { restrictedViolations } from './pod-security.ts';
+import type { DockerPods } from './docker-pods.ts';
 
 /**
  * A Kubernetes API server for tests: real HTTP speaking exactly the calls the Kubernetes runner makes, for
@@ -14,13 +16,18 @@ import { restrictedViolations } from './pod-security.ts';
  * as a namespace enforcing it would. Watches send bookmarks and answer a compacted resource version with a
  * 410 "Expired" event, as the real server does, so a client's resync path runs.
  *
- * Not served yet (issue 38): pods backed by Docker containers, exec/attach over WebSocket.
+ * With `pods`, a pod's containers run as real Docker containers (docker-pods.ts) and `attach` is served
+ * over WebSocket with the `v5.channel.k8s.io` framing the real API server speaks: one leading byte names the
+ * stream (0 stdin, 1 stdout, 2 stderr, 3 the final status), and a client ends stdin with [255, 0].
+ * Without `pods`, pods stay Pending until a test sets their phase.
  */
 export interface FakeKubeApi {
   url: string;
   /** A kubeconfig file naming this server, written into `dir`. */
   writeKubeconfig(dir: string): string;
   pods(): V1Pod[];
+  /** Every pod the server accepted, as it was created (deleted ones too). */
+  accepted(): V1Pod[];
   policies(): V1NetworkPolicy[];
   /** Refuse every request on a resource with 403, as RBAC without the grant does. */
   forbid(resource: 'pods' | 'networkpolicies'): void;
@@ -75,7 +82,20 @@ function parseSelector(text: string | null): Record<string, string> {
 const matches = (labels: Record<string, string> | undefined, selector: Record<string, string>) =>
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
-export async function startFakeKubeApi(): Promise<FakeKubeApi> {
+export interface FakeKubeApiOptions {
+  /** Runs each accepted pod's containers (on Docker) and serves attach to them. */
+  pods?: DockerPods;
+}
+
+/** The subprotocols this fake speaks, best first; client-node offers v5 first. */
+const CHANNEL_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+const STDIN = 0;
+const STDOUT = 1;
+const STDERR = 2;
+const STATUS = 3;
+const CLOSE = 255;
+
+export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
   let rv = 1;
   let compactedThrough = 0;
   const store: Record<Kind, Map<string, V1Pod | V1NetworkPolicy>> = {
@@ -86,6 +106,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
   const watchers = new Set<Watcher>();
   const forbidden = new Set<Kind>();
   const requests: string[] = [];
+  const acceptedPods: V1Pod[] = [];
   let onWatch: (() => void)[] = [];
 
   const send = (w: Watcher, type: string, object: unknown) =>
@@ -218,14 +239,49 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
         uid: `uid-${rv + 1}`,
         creationTimestamp: new Date(0).toISOString() as never,
       };
-      if (kind === 'pods') (obj as V1Pod).status = { phase: 'Pending' };
+      if (kind === 'pods') {
+        acceptedPods.push(structuredClone(obj as V1Pod));
+        (obj as V1Pod).status = { phase: 'Pending' };
+      }
       store[kind].set(key(objName), obj);
       record(kind, 'ADDED', obj);
-      return reply(res, 201, obj);
+      reply(res, 201, obj);
+      if (kind === 'pods' && options.pods) {
+        options.pods.run(obj as V1Pod, (podStatus) => {
+          if (store.pods.get(key(objName)) !== obj) return;
+          (obj as V1Pod).status = podStatus;
+          record('pods', 'MODIFIED', obj);
+        });
+      }
+      return;
+    }
+    if (req.method === 'PUT' && name !== undefined) {
+      const body = (await readBody(req)) as V1Pod & V1NetworkPolicy;
+      const problem = validate(kind, body);
+      if (problem) return reply(res, 422, status(422, 'Invalid', problem));
+      const existing = store[kind].get(key(name));
+      if (!existing) return reply(res, 404, status(404, 'NotFound', `${kind} "${name}" not found`));
+      if (kind === 'pods')
+        return reply(
+          res,
+          422,
+          status(422, 'Invalid', 'pod updates may not change fields other than the image'),
+        );
+      const obj = { ...structuredClone(body), metadata: { ...body.metadata, ...existing.metadata } };
+      store[kind].set(key(name), obj);
+      record(kind, 'MODIFIED', obj);
+      return reply(res, 200, obj);
     }
     if (req.method === 'DELETE' && name !== undefined) {
       const obj = store[kind].get(key(name));
       if (!obj) return reply(res, 404, status(404, 'NotFound', `${kind} "${name}" not found`));
+      if (kind === 'pods' && options.pods) {
+        const grace = Number(url.searchParams.get('gracePeriodSeconds') ?? 30);
+        await options.pods.remove(obj as V1Pod, Number.isFinite(grace) ? grace : 30);
+      }
+      if (store[kind].get(key(name)) !== obj) {
+        return reply(res, 404, status(404, 'NotFound', `${kind} "${name}" not found`));
+      }
       store[kind].delete(key(name));
       record(kind, 'DELETED', obj);
       return reply(res, 200, obj);
@@ -235,6 +291,55 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err: unknown) => reply(res, 500, status(500, 'InternalError', String(err))));
+  });
+  const sockets = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (offered) => CHANNEL_PROTOCOLS.find((p) => offered.has(p)) ?? false,
+  });
+  const attached = new Set<WebSocket>();
+  server.on('upgrade', (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    requests.push(`${req.method} ${url.pathname}`);
+    const refuse = (code: number, text: string) => {
+      socket.end(`HTTP/1.1 ${code} ${text}\r\ncontent-length: 0\r\n\r\n`);
+    };
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(attach|exec)$/.exec(url.pathname);
+    if (!m || !options.pods) return refuse(404, 'Not Found');
+    if (forbidden.has('pods')) return refuse(403, 'Forbidden');
+    const pod = store.pods.get(`${m[1]}/${m[2]}`) as V1Pod | undefined;
+    const container = url.searchParams.get('container') ?? pod?.spec?.containers[0]?.name ?? '';
+    if (!pod) return refuse(404, 'Not Found');
+    const want = { stdin: url.searchParams.get('stdin') === 'true' };
+    const opened =
+      m[3] === 'attach'
+        ? options.pods.attach(pod, container, want)
+        : options.pods.exec(pod, container, url.searchParams.getAll('command'), want);
+    opened
+      .then((streams) => {
+        sockets.handleUpgrade(req, socket, head, (ws) => {
+          attached.add(ws);
+          const forward = (channel: number) => (chunk: Buffer) =>
+            ws.send(Buffer.concat([Buffer.from([channel]), chunk]));
+          streams.stdout.on('data', forward(STDOUT));
+          streams.stderr.on('data', forward(STDERR));
+          ws.on('message', (data: Buffer) => {
+            if (data[0] === STDIN) streams.stdin?.write(data.subarray(1));
+            else if (data[0] === CLOSE && data[1] === STDIN) streams.stdin?.end();
+          });
+          ws.on('close', () => {
+            attached.delete(ws);
+            streams.stdin?.destroy();
+          });
+          void streams.ended.then(() => {
+            if (ws.readyState !== ws.OPEN) return;
+            ws.send(
+              Buffer.concat([Buffer.from([STATUS]), Buffer.from(JSON.stringify({ status: 'Success' }))]),
+            );
+            ws.close(1000);
+          });
+        });
+      })
+      .catch(() => refuse(400, 'Bad Request'));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -259,6 +364,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       return file;
     },
     pods: () => [...store.pods.values()] as V1Pod[],
+    accepted: () => [...acceptedPods],
     policies: () => [...store.networkpolicies.values()] as V1NetworkPolicy[],
     forbid: (resource) => forbidden.add(resource),
     watchOpened: () => new Promise<void>((resolve) => onWatch.push(resolve)),
@@ -295,6 +401,8 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       record('pods', 'MODIFIED', pod);
     },
     async close() {
+      for (const ws of attached) ws.terminate();
+      await options.pods?.close();
       for (const w of watchers) w.res.end();
       watchers.clear();
       server.closeAllConnections();

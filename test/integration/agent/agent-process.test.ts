@@ -2,7 +2,7 @@
  * The agent as a real Node process: spoken to over its stdin/stdout with the real rpc peer, calling a
  * real OpenAI-compatible HTTP server (the fake provider), writing real files.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,6 +21,7 @@ import {
 import { RpcError } from '../../../container-agent/src/rpc/errors.ts';
 import { createRpcPeer, type ProtocolProblem } from '../../../container-agent/src/rpc/peer.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
+import { waitFor } from '../../helpers/processes.ts';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const GATEWAY_KEY = 'gw-integration-test-key';
@@ -136,16 +137,6 @@ const runStart = (runId: number, messages: ChatMessage[]): RunStartParams => ({
   gatewayKey: GATEWAY_KEY,
 });
 
-/** Polls a condition (a file another process writes, a process ending); fails after 20 s. */
-async function waitFor<T>(probe: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('condition not reached within 20 s');
-}
-
 /** Alive and not a zombie waiting to be reaped. */
 function isRunning(pid: number): boolean {
   try {
@@ -259,26 +250,26 @@ describe('agent process', () => {
     const exited = once(executor, 'exit').then(([code]) => code as number | null);
     const groupDir = path.join(workspace, 'group');
     fs.mkdirSync(groupDir, { recursive: true });
+    // The command's shell tells its pid through a FIFO: reading it returns once the command wrote it.
+    const pidFifo = path.join(groupDir, 'pid.fifo');
+    execFileSync('mkfifo', [pidFifo]);
     executor.stdin.write(
       JSON.stringify({
         type: 'run',
         id: 1,
-        command: 'echo $$ > pid.txt; exec sleep 300',
+        command: 'echo $$ > pid.fifo; exec sleep 300',
         cwd: groupDir,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
         timeoutMs: 300_000,
         maxOutputBytes: 1024,
       }) + '\n',
     );
-    const pidFile = path.join(groupDir, 'pid.txt');
-    const pid = await waitFor(() => {
-      const text = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : '';
-      return text === '' ? undefined : Number(text);
-    });
+    const pid = Number((await fs.promises.readFile(pidFifo, 'utf8')).trim());
     expect(isRunning(pid)).toBe(true);
     executor.stdin.end();
     expect(await exited).toBe(0);
-    await waitFor(() => (isRunning(pid) ? undefined : true));
+    // Killed by the executor; reaped by whoever inherits it, which is another process's doing.
+    await waitFor('the command gone', () => !isRunning(pid));
   });
 
   it('keeps stdout for frames only and answers protocol errors without dying', async () => {

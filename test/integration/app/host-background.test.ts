@@ -2,14 +2,13 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { afterAll, expect, it } from 'vitest';
 import { findLeftovers, LABEL_DATA_DIR } from '../../../host/containers/run/docker-leftovers.ts';
 import { gatewayChainName, hostIptables } from '../../../host/containers/network/network-host-firewall.ts';
 import { hostIsRunning } from '../../../host/store/host-lock.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
-import { ROOT, runCli } from '../../helpers/processes.ts';
+import { ROOT, runCli, waitFor } from '../../helpers/processes.ts';
 
 /**
  * The README's ways of running the host without systemd must survive the terminal closing (SIGHUP to the
@@ -41,15 +40,12 @@ async function gatewayNetworkOf(dataDir: string): Promise<string | undefined> {
   return nets[0]?.Id;
 }
 
-/** The host's network appears once its runtime is up; polled because it is another process's doing. */
-async function waitForNetwork(dataDir: string): Promise<string> {
-  for (let i = 0; i < 1800; i++) {
-    const id = await gatewayNetworkOf(dataDir);
-    if (id) return id;
-    await sleep(100);
-  }
-  throw new Error(`no gateway network for ${dataDir}`);
-}
+/**
+ * The host's network appears once its runtime is up. A host started from a shell with its output
+ * thrown away says so to nobody, so this polls; `start --detach` returns only once it is up.
+ */
+const waitForNetwork = (dataDir: string): Promise<string> =>
+  waitFor(`the gateway network of ${dataDir}`, () => gatewayNetworkOf(dataDir), 180_000);
 
 /** SIGHUP to the group, as a closing terminal sends it, then proof the host still answers. */
 async function hangUpAndCheck(pgid: number, env: Folders): Promise<void> {
@@ -107,7 +103,9 @@ await describeDocker('the host run in the background without systemd', () => {
     const pid = Number(/pid (\d+)/.exec(started.stdout)?.[1]);
     expect(started.stdout).toContain('carapace stop');
     expect(fs.readFileSync(path.join(env.CARAPACE_DATA_DIR, 'host.pid'), 'utf8').trim()).toBe(String(pid));
-    const networkId = await waitForNetwork(env.CARAPACE_DATA_DIR);
+    // Returned once the host was up: its runtime's network is there already.
+    const networkId = (await gatewayNetworkOf(env.CARAPACE_DATA_DIR)) ?? '';
+    expect(networkId).not.toBe('');
     await hangUpAndCheck(pid, env);
     const again = await runCli(['start', '--detach'], env);
     expect(again.code).toBe(1);

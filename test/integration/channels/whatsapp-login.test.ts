@@ -6,6 +6,7 @@ import { linkWhatsApp, renderQrForTerminal } from '../../../host/channels/whatsa
 import { makeBaileysSocket, type WhatsAppSocket } from '../../../host/channels/whatsapp/whatsapp-socket.ts';
 import { FAKE_SELF_PHONE } from '../../fakes/whatsapp-fake.ts';
 import { startFakePairingServer, type FakePairingServer } from '../../fakes/whatsapp-pairing-server.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { waitFor } from '../../helpers/processes.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
@@ -20,7 +21,7 @@ afterEach(async () => {
  * `whatsapp login` on a real Baileys socket against a server that offers QR refs, answers the pairing-code
  * request and asks for the restart as WhatsApp does; the phone's side (what pair-success leaves) is synthetic.
  */
-async function login(phone?: string) {
+async function login(phone?: string, clock?: FakeClock) {
   const dir = tempDir();
   const srv = await startFakePairingServer();
   server = srv;
@@ -37,8 +38,10 @@ async function login(phone?: string) {
       sockets.push(s);
       return s;
     },
-    timeoutMs: 20_000,
+    // On a fake clock, ten minutes: only its move ends the login within the test.
+    timeoutMs: clock ? 600_000 : 20_000,
     ...(phone ? { phone } : {}),
+    ...(clock ? { clock: clock.clock } : {}),
   });
   await waitFor('a socket', () => sockets.length > 0);
   const first = sockets[0] as WhatsAppSocket;
@@ -93,6 +96,14 @@ describe('carapace whatsapp login', () => {
     expect((await done).linkedAs).toBe(`${FAKE_SELF_PHONE}@s.whatsapp.net`);
     expect(said.filter((s) => s.startsWith('Pairing code: '))).toHaveLength(1);
     expect(srv.pairingRequests()).toHaveLength(1);
+  });
+
+  it('gives up when no phone links the device before the deadline on its clock', async () => {
+    const clock = fakeClock(1_000_000);
+    const { done, qrs } = await login(undefined, clock);
+    await waitFor('a QR code offered', () => qrs[0]);
+    clock.advance(600_000);
+    await expect(done).rejects.toThrow(/no phone linked this device in time/);
   });
 
   it('refuses a phone number that is not digits with a country code', async () => {

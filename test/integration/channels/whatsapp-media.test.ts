@@ -7,6 +7,7 @@ import { createWhatsAppChannel } from '../../../host/channels/whatsapp/whatsapp-
 import { whatsappConfigSchema } from '../../../host/channels/whatsapp/whatsapp-config.ts';
 import { FAKE_SELF_JID, waMessage } from '../../fakes/whatsapp-fake.ts';
 import { startWhatsAppWithMedia } from '../../fakes/whatsapp-media-server.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 import { startMediaHost, type MediaHostOptions } from '../../helpers/media-host.ts';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
 import { waitFor } from '../../helpers/processes.ts';
@@ -27,7 +28,9 @@ afterEach(async () => {
  * feeding the host's real ingest and media step, a real SQLite store and a real group folder. Only the
  * transcription service is a function here (the gateway's own is tested with the fake provider's route).
  */
-async function setup(opts: { media?: MediaHostOptions['media']; transcript?: string } = {}) {
+async function setup(
+  opts: { media?: MediaHostOptions['media']; transcript?: string; clock?: MediaHostOptions['clock'] } = {},
+) {
   const dir = tempDir();
   const { server, files, authDir } = await startWhatsAppWithMedia(dir, cleanups);
   const media = startMediaHost(dir, {
@@ -166,12 +169,19 @@ describe('WhatsApp media taken in by the host (real Baileys, crabline, real stor
   });
 
   it('gives up on a download that stalls once [media] download_timeout_ms is over, and the chat goes on', async () => {
-    const t = await setup({ media: { download_timeout_ms: 1_000 } });
+    const clock = fakeClock(1_000_000);
+    // A minute on the fake clock: only its move ends the download within the test.
+    const t = await setup({ media: { download_timeout_ms: 60_000 }, clock: clock.clock });
     const stalled = await t.files.put(Buffer.alloc(3000, 's'), 'document', { stallAfter: 1000 });
     t.upsert(
       fromAnn('S1', { documentMessage: { ...stalled, mimetype: 'text/plain', fileName: 'slow.txt' } }),
       waMessage({ id: 'S2', remoteJid: GROUP, participant: ANN, pushName: 'Ann', text: 'still there?' }),
     );
+    // The deadline is armed before the request goes out; the file host has it once the download stalls.
+    await waitFor('the stalled download requested', () =>
+      t.files.requests().includes(new URL(stalled.url).pathname),
+    );
+    clock.advance(60_000);
     await t.nextMessage('family', 2);
     expect(t.messages('family').map((m) => m.text)).toEqual([
       expect.stringMatching(/^\[document slow\.txt, not stored: it could not be downloaded \(.*\)\]$/),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { LAUNCHER_CAPABILITIES } from '../../../host/containers/run/container-sp
 import { AGENT_UID, AGENT_USER, COMMAND_UID } from '../../../host/containers/image/image-base-offline.ts';
 import { ensureProbeImage } from '../../fixtures/agent-entries/probe-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 import { containerSpecs } from '../../helpers/container-specs.ts';
 
 const docker = new Docker();
@@ -138,67 +140,82 @@ await describeDocker('docker container lifecycle', () => {
     expect(await proc.exited).toEqual({ exitCode: 3, reason: 'exited' });
   });
 
-  it('kills a run past its hard timeout and says so', async () => {
+  /** A probe on a fake clock: its timeouts fire only as the test moves the clock (no grace: one kill). */
+  async function onFakeClock(
+    mode: 'silent' | 'chatty',
+    timeouts: { hardMs: number; idleMs: number },
+    options: { deferTimeouts?: boolean } = {},
+  ) {
+    const clock = fakeClock(0);
     const proc = await launchContainer(
       docker,
-      spec({ env: { PROBE_MODE: 'chatty' }, timeouts: { hardMs: 1500, idleMs: 60_000, graceMs: 500 } }),
+      spec({ env: { PROBE_MODE: mode }, timeouts: { ...timeouts, graceMs: 0 } }),
+      { ...options, clock: clock.clock },
     );
+    running.push(proc);
+    return { clock, proc };
+  }
+  /** The next line a chatty probe printed; its touch of the idle timer has run by then. */
+  const nextOutput = (proc: ContainerProcess) => once(proc.stdout, 'data');
+
+  it('kills a run past its hard timeout and says so', async () => {
+    const { clock, proc } = await onFakeClock('chatty', { hardMs: 1500, idleMs: 60_000 });
+    clock.advance(1499);
+    await nextOutput(proc);
+    clock.advance(1);
     const exit = await proc.exited;
-    expect(exit.reason).toBe('hard_timeout');
+    expect(exit).toMatchObject({ reason: 'hard_timeout', detail: 'still running after 1500 ms' });
     expect(exit.exitCode).not.toBe(0);
   });
 
   it('kills a silent run after its idle timeout, and output keeps a run alive', async () => {
-    const silent = await launchContainer(
-      docker,
-      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 60_000, idleMs: 1000, graceMs: 500 } }),
-    );
-    const chatty = await launchContainer(
-      docker,
-      spec({ env: { PROBE_MODE: 'chatty' }, timeouts: { hardMs: 60_000, idleMs: 1000, graceMs: 500 } }),
-    );
-    running.push(chatty);
-    const exit = await silent.exited;
-    expect(exit.reason).toBe('idle_timeout');
-    // The chatty one prints every 100 ms: it outlived the silent one's idle timeout.
-    const state = await docker.getContainer(chatty.id).inspect();
-    expect(state.State.Running).toBe(true);
-    await chatty.stop('done', 0);
-    expect((await chatty.exited).reason).toBe('stopped');
+    const silent = await onFakeClock('silent', { hardMs: 60_000, idleMs: 1000 });
+    const chatty = await onFakeClock('chatty', { hardMs: 60_000, idleMs: 1000 });
+    // Both clocks at 1200 ms, the chatty one printing at 600: its idle timer runs from there.
+    silent.clock.advance(1200);
+    chatty.clock.advance(600);
+    await nextOutput(chatty.proc);
+    chatty.clock.advance(600);
+    expect(await silent.proc.exited).toMatchObject({
+      reason: 'idle_timeout',
+      detail: 'no output for 1000 ms',
+    });
+    await chatty.proc.stop('done', 0);
+    expect((await chatty.proc.exited).reason).toBe('stopped');
   });
 
   it('touch() resets the idle timer of a silent run', async () => {
-    const proc = await launchContainer(
-      docker,
-      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 60_000, idleMs: 800, graceMs: 200 } }),
-    );
-    running.push(proc);
-    const keepAlive = setInterval(() => proc.touch(), 100);
-    let settled = false;
-    void proc.exited.then(() => (settled = true));
-    // Hold the run for well over its idle timeout while touching it.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    clearInterval(keepAlive);
-    expect(settled).toBe(false);
-    expect((await proc.exited).reason).toBe('idle_timeout');
+    const { clock, proc } = await onFakeClock('silent', { hardMs: 60_000, idleMs: 800 });
+    // Well over its idle timeout on the run's clock, touched before each 800 ms ran out.
+    for (let i = 0; i < 5; i++) {
+      clock.advance(700);
+      proc.touch();
+    }
+    // The first stop asked for names the exit: an idle timeout that fired above would be it.
+    await proc.stop('done', 0);
+    expect((await proc.exited).reason).toBe('stopped');
   });
 
   it('with deferred timeouts a container waits past them, and they run from beginRun()', async () => {
-    const proc = await launchContainer(
-      docker,
-      spec({ env: { PROBE_MODE: 'silent' }, timeouts: { hardMs: 1000, idleMs: 800, graceMs: 200 } }),
+    const { clock, proc } = await onFakeClock(
+      'silent',
+      { hardMs: 1000, idleMs: 800 },
       { deferTimeouts: true },
     );
-    running.push(proc);
-    let settled = false;
-    void proc.exited.then(() => (settled = true));
-    // Pre-started: silent for longer than both timeouts, and still there.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    expect(settled).toBe(false);
-    const begun = Date.now();
+    // Pre-started: silent for longer than both timeouts, and no timeout armed.
+    clock.advance(2000);
+    expect(clock.live()).toEqual([]);
     proc.beginRun();
-    expect((await proc.exited).reason).toBe('idle_timeout');
-    expect(Date.now() - begun).toBeGreaterThanOrEqual(700);
+    // From beginRun on: the idle timeout (800 ms) comes before the hard one (1000 ms).
+    clock.advance(799);
+    expect(
+      clock
+        .live()
+        .map((t) => t.ms)
+        .sort((x, y) => x - y),
+    ).toEqual([800, 1000]);
+    clock.advance(1);
+    expect(await proc.exited).toMatchObject({ reason: 'idle_timeout', detail: 'no output for 800 ms' });
   });
 
   it('stop() ends a run with reason stopped and the given detail', async () => {

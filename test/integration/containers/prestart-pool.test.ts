@@ -11,9 +11,6 @@ import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { RPC_ERROR_CODES, type HostMethods } from '../../../container-agent/src/protocol.ts';
-import { RpcError } from '../../../container-agent/src/rpc/errors.ts';
-import type { RpcHandlers } from '../../../container-agent/src/rpc/peer.ts';
 import { removeOrphans } from '../../../host/containers/run/container-orphans.ts';
 import { containersConfigSchema } from '../../../host/containers/run/container-config.ts';
 import { LABEL_GROUP } from '../../../host/containers/run/container-spec.ts';
@@ -31,6 +28,7 @@ import type { GroupRecord } from '../../../host/store/groups-store.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
+import { replyOnlyHandlers } from '../../helpers/reply-only-handlers.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { systemClock } from '../../../host/time/clock.ts';
 
@@ -123,38 +121,7 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
       model: 'fake-model',
     }),
     env: () => ({ TZ: 'UTC' }),
-    handlersFor: (_identity, callbacks, onDone) => {
-      const refuse = () => {
-        throw new RpcError(RPC_ERROR_CODES.forbidden, 'not in this test');
-      };
-      return {
-        'message.send': async ({ text }) => {
-          await callbacks.reply(text);
-          return { queued: true as const };
-        },
-        'run.done': (done) => {
-          onDone(done);
-          return { ok: true as const };
-        },
-        'task.schedule': refuse,
-        'task.list': refuse,
-        'task.update': refuse,
-        'task.pause': refuse,
-        'task.resume': refuse,
-        'task.cancel': refuse,
-        'group.list': refuse,
-        'group.register': refuse,
-        'security.bash_check': refuse,
-        'bash.ran': () => undefined,
-        'file.read': () => undefined,
-        'service.call': refuse,
-        'config.read': refuse,
-        'config.propose': refuse,
-        'memory.search': refuse,
-        'memory.remember': refuse,
-        'memory.forget': refuse,
-      } satisfies RpcHandlers<HostMethods>;
-    },
+    handlersFor: (_identity, callbacks, onDone) => replyOnlyHandlers(callbacks, onDone),
     onProtocolProblem: () => undefined,
     onRunEnded: () => undefined,
     hostIds: { uid: process.getuid?.() ?? 1000, gid: process.getgid?.() ?? 1000 },
@@ -348,9 +315,12 @@ await describeDocker('pre-started containers', () => {
     await runner.close();
     expect(runner.prestarted()).toEqual([]);
     expect(await containersOf()).toEqual([]);
-    // Closed: nothing is pre-started any more.
+    // Closed: nothing is pre-started any more. A second close waits for any pre-start the warm queued.
+    const loggedBefore = logged.length;
     runner.warm(group('epsilon'));
-    await new Promise((r) => setTimeout(r, 500));
+    await runner.close();
+    expect(logged.slice(loggedBefore)).not.toContain('container pre-started');
+    expect(runner.prestarted()).toEqual([]);
     expect(await containersOf()).toEqual([]);
   }, 120_000);
 
@@ -378,9 +348,14 @@ await describeDocker('pre-started containers', () => {
     expect(info.Mounts.some((m) => m.Destination === '/workspace/extra/x')).toBe(true);
     // The unchanged group keeps the container it had.
     expect(runner.prestarted().find((p) => p.groupId === 'theta')?.name).toBe(before.get('theta'));
-    // A removed group is not pre-started again by a refresh.
+    // A removed group is not pre-started again by a refresh. Pre-starts run one at a time in the order
+    // asked: once a group warmed after the refresh is up, whatever the refresh asked for is done too.
     runner.refresh();
-    await new Promise((r) => setTimeout(r, 500));
+    runner.warm(group('iota'));
+    await eventually('iota pre-started after the refresh', () =>
+      runner.prestarted().some((p) => p.groupId === 'iota'),
+    );
+    expect(runner.prestarted().map((p) => p.groupId)).not.toContain('zeta');
     expect(await containersOf('zeta')).toEqual([]);
     await runner.close();
     expect(await containersOf()).toEqual([]);
@@ -391,8 +366,8 @@ await describeDocker('pre-started containers', () => {
     const groups = Array.from({ length: 20 }, (_, i) => group(`burst-${i}`));
     for (const g of groups) runner.warm(g);
     await eventually('three pre-started containers', () => runner.prestarted().length === 3);
-    // Let any launch that was refused have had its chance to (wrongly) start.
-    await new Promise((r) => setTimeout(r, 1000));
+    // The other 17 were refused when asked (warm() decides at once). One wrongly queued behind the three
+    // would be up before its group's run below, which would take it: the count of takes is the check.
     expect(runner.prestarted()).toHaveLength(3);
     const warmed = new Set(runner.prestarted().map((p) => p.groupId));
     const tookBefore = tookPrestarted();

@@ -3,10 +3,12 @@
  * malformed frames. Driven over in-memory stdio against the real session, handlers and SQLite; the run
  * must go on, the claim must have no effect, and the audit must say what was refused.
  */
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ContainerExit, ContainerProcess } from '../../../host/containers/run/container-launch.ts';
@@ -22,6 +24,7 @@ import { createBashLedger } from '../../../host/security/policies/bash-ledger.ts
 import { createBashReports } from '../../../host/security/taint/bash-reports.ts';
 import { createSecretReads } from '../../../host/security/taint/secret-reads.ts';
 import { createTaintRegistry } from '../../../host/security/taint/taint.ts';
+import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { idleTaskHandlers } from '../../helpers/idle-task-handlers.ts';
 import { refusingConfigHandlers } from '../../helpers/refusing-config-handlers.ts';
 
@@ -43,6 +46,7 @@ function fakeContainer(onTouch: () => void = () => undefined) {
   let exit!: (e: ContainerExit) => void;
   const exited = new Promise<ContainerExit>((r) => (exit = r));
   const replies: Record<string, unknown>[] = [];
+  const arrived = new EventEmitter();
   let buffered = '';
   fromHost.setEncoding('utf8');
   fromHost.on('data', (chunk: string) => {
@@ -51,6 +55,7 @@ function fakeContainer(onTouch: () => void = () => undefined) {
     while ((nl = buffered.indexOf('\n')) >= 0) {
       replies.push(JSON.parse(buffered.slice(0, nl)) as Record<string, unknown>);
       buffered = buffered.slice(nl + 1);
+      arrived.emit('frame');
     }
   });
   const container: ContainerProcess = {
@@ -68,15 +73,19 @@ function fakeContainer(onTouch: () => void = () => undefined) {
   };
   const send = (frame: unknown) =>
     toHost.write(`${typeof frame === 'string' ? frame : JSON.stringify(frame)}\n`);
-  const replyTo = async (id: number, timeoutMs = 1000) => {
-    for (let i = 0; i < timeoutMs / 5; i++) {
-      // Responses only: the host's own requests (run.start) carry ids of their own.
-      const r = replies.find((x) => x.id === id && !('method' in x));
-      if (r) return r;
-      await new Promise((res) => setTimeout(res, 5));
-    }
-    throw new Error(`no reply to request ${id}`);
-  };
+  /** The host's response to request `id`, once its frame arrives. */
+  const replyTo = (id: number) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const check = () => {
+        // Responses only: the host's own requests (run.start) carry ids of their own.
+        const r = replies.find((x) => x.id === id && !('method' in x));
+        if (!r) return;
+        arrived.off('frame', check);
+        resolve(r);
+      };
+      arrived.on('frame', check);
+      check();
+    });
   return { container, send, replies, replyTo, exit };
 }
 
@@ -86,6 +95,8 @@ interface SessionOverrides {
   config?: HostHandlerDeps['config'];
   onTouch?: () => void;
   keepAliveMs?: number;
+  /** The session's timers: the grace period after run.done, the keep-alive (default: the system clock). */
+  clock?: FakeClock;
 }
 
 function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
@@ -139,6 +150,7 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
     onProtocolProblem: (p) => auditProtocolProblem(store.audit, identity, p),
     stopGraceMs: 10,
     ...(overrides.keepAliveMs === undefined ? {} : { keepAliveMs: overrides.keepAliveMs }),
+    ...(overrides.clock ? { clock: overrides.clock.clock } : {}),
     logger: pino({ level: 'silent' }),
   });
   return { ...fake, sent, handle };
@@ -146,13 +158,19 @@ function startSession(isAdmin: boolean, overrides: SessionOverrides = {}) {
 
 const audits = () => store.audit.tail(50);
 
-/** Records whether the host stopped the session's container; `removalMs` delays the fake engine's removal. */
-function watchStops(s: ReturnType<typeof startSession>, removalMs = 0): { stopped: () => boolean } {
+/**
+ * Records whether the host stopped the session's container. With `removal: 'never'` the fake engine never
+ * finishes removing it within the test: the stop and the exit stay pending.
+ */
+function watchStops(
+  s: ReturnType<typeof startSession>,
+  removal: 'at once' | 'never' = 'at once',
+): { stopped: () => boolean } {
   let stopped = false;
   const stop = s.container.stop.bind(s.container);
   s.container.stop = async (...args) => {
     stopped = true;
-    if (removalMs > 0) await new Promise((resolve) => setTimeout(resolve, removalMs).unref());
+    if (removal === 'never') await new Promise(() => undefined);
     return stop(...args);
   };
   return { stopped: () => stopped };
@@ -264,20 +282,27 @@ describe('IPC forgery and bad frames', () => {
   });
 
   it('ends the run once run.done is confirmed, without waiting for the container to be gone', async () => {
-    const s = startSession(false);
-    // The engine is slow to remove it: exited settles only much later.
-    const { stopped } = watchStops(s, 60_000);
+    const clock = fakeClock(0);
+    const s = startSession(false, { clock });
+    // The engine never gets round to removing it: exited does not settle in this test.
+    const { stopped } = watchStops(s, 'never');
     s.send({ jsonrpc: '2.0', id: 30, method: 'run.done', params: { status: 'ok' } });
     expect(await s.replyTo(30)).toMatchObject({ result: { ok: true } });
     expect(await s.handle.done).toEqual({ ok: true, reason: 'completed' });
-    // Its stdin is closed at once; this agent does not exit by itself, so after the grace period it is
-    // stopped, off the run's path.
+    // Its stdin is closed at once; this agent does not exit by itself, so once the grace period (10 ms)
+    // is over it is stopped, off the run's path.
     expect(s.container.stdin.writableEnded).toBe(true);
-    await vi.waitFor(() => expect(stopped()).toBe(true), { timeout: 2_000 });
+    clock.advance(9);
+    await nextTurn();
+    expect(stopped()).toBe(false);
+    clock.advance(1);
+    await nextTurn();
+    expect(stopped()).toBe(true);
   });
 
   it('leaves a finished agent that exits by itself alone: no signal races its last log lines', async () => {
-    const s = startSession(false);
+    const clock = fakeClock(0);
+    const s = startSession(false, { clock });
     const { stopped } = watchStops(s);
     // As the real agent: it takes in run.start (an unanswered one stops the container when it exits)…
     const start = await vi.waitFor(() => {
@@ -292,8 +317,9 @@ describe('IPC forgery and bad frames', () => {
     expect(await s.replyTo(31)).toMatchObject({ result: { ok: true } });
     expect(await s.handle.done).toEqual({ ok: true, reason: 'completed' });
     expect(await s.container.exited).toMatchObject({ reason: 'exited' });
-    // Well past the grace period (10 ms here): never stopped.
-    await new Promise((r) => setTimeout(r, 100));
+    // Past the grace period (10 ms here) on the session's clock: never stopped.
+    clock.advance(1_000);
+    await nextTurn();
     expect(stopped()).toBe(false);
   });
 
@@ -385,7 +411,7 @@ describe('a host request in flight', () => {
       method: 'security.bash_check',
       params: { command: 'curl x', localReason: 'r' },
     });
-    expect(await s.replyTo(30, 10_000)).toMatchObject({ result: { decision: 'deny' } });
+    expect(await s.replyTo(30)).toMatchObject({ result: { decision: 'deny' } });
     // Touched when the request came in, twice by the keep-alive while it was pending, and when answered.
     expect(pendingTouches).toBe(2);
     expect(touches.length).toBeGreaterThanOrEqual(4);

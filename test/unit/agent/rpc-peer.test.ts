@@ -25,8 +25,9 @@ const echoMethods = {
     params: z.object({ text: z.string().max(10) }).strict(),
     result: z.object({ text: z.string() }).strict(),
   },
+  /** Answers once the test opens the gate of that name (never, unless it does). */
   slow: {
-    params: z.object({ ms: z.number().int() }).strict(),
+    params: z.object({ gate: z.string() }).strict(),
     result: z.object({ done: z.literal(true) }).strict(),
   },
   fail: {
@@ -36,11 +37,27 @@ const echoMethods = {
   ping: { params: z.object({ n: z.number() }).strict(), result: z.void(), notification: true },
 } as const satisfies MethodTable;
 
-function echoHandlers(seen: number[] = []): RpcHandlers<typeof echoMethods> {
+/** Named gates a `slow` handler waits on; opening one before the handler asks for it is fine too. */
+function gates() {
+  const opened = new Map<string, { promise: Promise<void>; open: () => void }>();
+  const get = (name: string) => {
+    let gate = opened.get(name);
+    if (!gate) {
+      let open!: () => void;
+      const promise = new Promise<void>((resolve) => (open = resolve));
+      gate = { promise, open };
+      opened.set(name, gate);
+    }
+    return gate;
+  };
+  return { wait: (name: string) => get(name).promise, open: (name: string) => get(name).open() };
+}
+
+function echoHandlers(seen: number[] = [], gate = gates()): RpcHandlers<typeof echoMethods> {
   return {
     echo: ({ text }) => ({ text: text.toUpperCase() }),
-    slow: async ({ ms }) => {
-      await new Promise((resolve) => setTimeout(resolve, ms));
+    slow: async ({ gate: name }) => {
+      await gate.wait(name);
       return { done: true as const };
     },
     fail: ({ kind }) => {
@@ -245,13 +262,20 @@ describe('createRpcPeer (raw frames)', () => {
 
 describe('createRpcPeer (two peers)', () => {
   it('matches concurrent requests to their responses, whatever order they finish in', async () => {
-    const { a } = connectedPair({}, {}, echoMethods, echoHandlers());
-    const results = await Promise.all([
-      a.request('slow', { ms: 30 }),
+    const gate = gates();
+    const { a } = connectedPair({}, {}, echoMethods, echoHandlers([], gate));
+    const requests = [
+      a.request('slow', { gate: 'last' }),
       a.request('echo', { text: 'first' }),
-      a.request('slow', { ms: 1 }),
+      a.request('slow', { gate: 'third' }),
       a.request('echo', { text: 'second' }),
-    ]);
+    ] as const;
+    // The echoes answer first, then the third request, and the first one last.
+    await Promise.all([requests[1], requests[3]]);
+    gate.open('third');
+    await requests[2];
+    gate.open('last');
+    const results = await Promise.all(requests);
     expect(results).toEqual([{ done: true }, { text: 'FIRST' }, { done: true }, { text: 'SECOND' }]);
   });
 
@@ -306,7 +330,7 @@ describe('createRpcPeer (two peers)', () => {
       remoteMethods: echoMethods,
       onClose: (reason) => (closedWith = reason),
     });
-    const first = a.request('slow', { ms: 10 });
+    const first = a.request('slow', { gate: 'never' });
     const second = a.request('echo', { text: 'x' });
     bToA.end();
     await expect(first).rejects.toBeInstanceOf(RpcConnectionClosedError);
@@ -317,9 +341,11 @@ describe('createRpcPeer (two peers)', () => {
 
   it('times out and honours abort signals', async () => {
     const { a } = connectedPair({}, {}, echoMethods, echoHandlers());
-    await expect(a.request('slow', { ms: 200 }, { timeoutMs: 5 })).rejects.toBeInstanceOf(RpcTimeoutError);
+    await expect(a.request('slow', { gate: 'never' }, { timeoutMs: 5 })).rejects.toBeInstanceOf(
+      RpcTimeoutError,
+    );
     const controller = new AbortController();
-    const pending = a.request('slow', { ms: 200 }, { signal: controller.signal });
+    const pending = a.request('slow', { gate: 'never' }, { signal: controller.signal });
     controller.abort(new Error('run stopped'));
     await expect(pending).rejects.toThrow(/abandoned: run stopped/);
   });

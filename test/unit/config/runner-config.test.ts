@@ -48,6 +48,8 @@ describe('[runner]', () => {
         'image = "registry.example/carapace-agent:1"',
         'runtime_class = "gvisor"',
         'gateway_address = "10.96.0.20:8787"',
+        'listen_address = "10.244.1.7"',
+        'probe_address = "10.96.0.1:443"',
         '[runner.kubernetes.resources]',
         'memory_mb = 512',
       ].join('\n'),
@@ -59,6 +61,8 @@ describe('[runner]', () => {
         image: 'registry.example/carapace-agent:1',
         runtime_class: 'gvisor',
         gateway_address: '10.96.0.20:8787',
+        listen_address: '10.244.1.7',
+        probe_address: '10.96.0.1:443',
         resources: { cpu: 1, memory_mb: 512, scratch_mb: 256 },
       },
     });
@@ -91,5 +95,11 @@ describe('[runner]', () => {
       /Kubernetes name/,
     );
     expect(at('runner.kind', '[runner]\nkind = "nomad"')).toMatch(/docker|kubernetes/);
+    expect(at('runner.kubernetes.listen_address', '[runner.kubernetes]\nlisten_address = "0.0.0.0"')).toMatch(
+      /not a wildcard/,
+    );
+    expect(
+      at('runner.kubernetes.probe_address', '[runner.kubernetes]\nprobe_address = "kubernetes:443"'),
+    ).toMatch(/IPv4:port/);
   });
 });

@@ -15,18 +15,11 @@ import {
 } from '../../../scripts/lint/function-length.ts';
 import { buildImportGraph, findCycles, listTsFiles } from '../../../scripts/lint/import-cycles.ts';
 import { ROOT } from '../../helpers/processes.ts';
-import { useTempDirs } from '../../helpers/temp-dir.ts';
+import { useTempDirs, writeTree } from '../../helpers/temp-dir.ts';
 
 const tempDir = useTempDirs();
 
-function tree(files: Record<string, string>): string {
-  const root = tempDir();
-  for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
-    fs.writeFileSync(path.join(root, name), text);
-  }
-  return root;
-}
+const tree = (files: Record<string, string>): string => writeTree(tempDir(), files);
 
 const cyclesIn = (root: string) =>
   findCycles(buildImportGraph(listTsFiles([path.join(root, 'host')]))).map((c) =>

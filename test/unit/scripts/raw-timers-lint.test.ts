@@ -5,18 +5,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findRawTimers } from '../../../scripts/lint/raw-timers.ts';
 import { ROOT } from '../../helpers/processes.ts';
-import { useTempDirs } from '../../helpers/temp-dir.ts';
+import { useTempDirs, writeTree } from '../../helpers/temp-dir.ts';
 
 const tempDir = useTempDirs();
 
-function tree(files: Record<string, string>): string {
-  const root = tempDir();
-  for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
-    fs.writeFileSync(path.join(root, name), text);
-  }
-  return root;
-}
+const tree = (files: Record<string, string>): string => writeTree(tempDir(), files);
 
 const lint = (root: string) =>
   spawnSync(process.execPath, ['--import', 'tsx', 'scripts/lint/raw-timers.ts', root], {

@@ -4,6 +4,7 @@ import tls from 'node:tls';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isForbiddenAddress } from '../../../host/services/address-policy.ts';
+import { fakeClock } from '../../helpers/fake-clock.ts';
 import { ServiceError } from '../../../host/services/service-registry.ts';
 import { UNTRUSTED_END_MARKER, untrustedStartMarker } from '../../../host/services/untrusted-fence.ts';
 import { webFetchConfigSchema, type WebFetchConfig } from '../../../host/services/web-fetch-config.ts';
@@ -367,21 +368,39 @@ describe('web_fetch caps and content handling', () => {
   });
 
   it('gives up after timeout_ms on a server that never finishes', async () => {
+    const clock = fakeClock(1_000_000);
+    let arrived!: () => void;
+    const requestArrived = new Promise<void>((resolve) => (arrived = resolve));
     routes['/hang'] = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('partial');
+      arrived();
     };
-    const error = await refusal(fetchWith({ ...deps(), config: config({ timeout_ms: 300 }) }, at('/hang')));
+    const fetching = refusal(
+      fetchWith({ ...deps(), clock: clock.clock, config: config({ timeout_ms: 60_000 }) }, at('/hang')),
+    );
+    // A minute on the fake clock: only its move ends the fetch within the test.
+    await requestArrived;
+    clock.advance(60_000);
+    const error = await fetching;
     expect(error.kind).toBe('timeout');
-    expect(error.message).toMatch(/300 ms/);
+    expect(error.message).toMatch(/60000 ms/);
   });
 
   it('times out a resolver that never answers', async () => {
-    const never: HostResolver = () => new Promise(() => undefined);
-    const error = await refusal(
-      fetchWith({ resolve: never, config: config({ timeout_ms: 200 }) }, 'http://slow.test/'),
+    const clock = fakeClock(1_000_000);
+    let asked!: () => void;
+    const resolverAsked = new Promise<void>((resolve) => (asked = resolve));
+    const never: HostResolver = () => (asked(), new Promise(() => undefined));
+    const fetching = refusal(
+      fetchWith(
+        { resolve: never, clock: clock.clock, config: config({ timeout_ms: 200 }) },
+        'http://slow.test/',
+      ),
     );
-    expect(error.kind).toBe('timeout');
+    await resolverAsked;
+    clock.advance(200);
+    expect((await fetching).kind).toBe('timeout');
   });
 
   it('stops when the run is cancelled', async () => {

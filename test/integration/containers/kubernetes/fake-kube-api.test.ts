@@ -131,24 +131,34 @@ describe('the fake Kubernetes API, driven by @kubernetes/client-node', () => {
 });
 
 describe('doctor’s cluster check', () => {
-  it('fails closed even when the cluster answers: NetworkPolicy enforcement is not verified yet', async () => {
-    const result = await checkCluster(kc, 'carapace');
-    expect(result.ok).toBe(false);
-    expect(result.detail).toMatch(/enforcement is not verified/);
+  const unenforced = async () => ({
+    enforced: false,
+    detail: 'NetworkPolicy is not enforced: a probe pod under the gateway-only policy reached 10.0.0.9:443',
+    fix: 'use a network plugin that enforces NetworkPolicy',
+  });
+
+  it('passes only when the probe proves the policy enforced, and fails closed with its reason otherwise', async () => {
+    const result = await checkCluster(kc, 'carapace', unenforced);
+    expect(result).toMatchObject({ ok: false, fix: 'use a network plugin that enforces NetworkPolicy' });
+    expect(result.detail).toMatch(/pods and NetworkPolicies are readable; NetworkPolicy is not enforced/);
+    const enforced = await checkCluster(kc, 'carapace', async () => ({ enforced: true, detail: 'enforced' }));
+    expect(enforced.ok).toBe(true);
   });
 
   it('names a missing grant and how to give it', async () => {
     api.forbid('networkpolicies');
-    const result = await checkCluster(kc, 'carapace');
+    const result = await checkCluster(kc, 'carapace', unenforced);
     expect(result).toMatchObject({ ok: false, detail: expect.stringMatching(/NetworkPolicies.*HTTP 403/) });
     expect(result.fix).toMatch(/networkpolicies in namespace carapace/);
     api.forbid('pods');
-    expect((await checkCluster(kc, 'carapace')).detail).toMatch(/cannot list pods.*HTTP 403.*forbidden/);
+    expect((await checkCluster(kc, 'carapace', unenforced)).detail).toMatch(
+      /cannot list pods.*HTTP 403.*forbidden/,
+    );
   });
 
   it('says the cluster cannot be reached when nothing answers', async () => {
     await api.close();
-    const result = await checkCluster(kc, 'carapace');
+    const result = await checkCluster(kc, 'carapace', unenforced);
     expect(result.ok).toBe(false);
     expect(result.detail).toMatch(/cannot list pods in namespace carapace at http:\/\/127\.0\.0\.1/);
     expect(result.fix).toMatch(/kubeconfig/);

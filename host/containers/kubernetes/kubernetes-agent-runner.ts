@@ -1,0 +1,254 @@
+import { PassThrough } from 'node:stream';
+import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
+import { errorMessage } from '../../errors/error-message.ts';
+import { openGuardedRoot, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
+import {
+  GroupSyncError,
+  packGroupFolder,
+  unpackGroupChanges,
+  type GroupChanges,
+  type GroupSnapshot,
+} from './group-sync.ts';
+import { execInPod } from './pod-exec.ts';
+import { ensureGatewayPolicy } from './gateway-policy.ts';
+import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
+import type { Clock } from '../../time/clock.ts';
+import type { ContainersConfig } from '../run/container-config.ts';
+import {
+  createRetiring,
+  openRun,
+  runHandleOf,
+  type LaunchedRun,
+  type RunWiring,
+} from '../run/run-opening.ts';
+import type { KubernetesRunnerConfig } from './kubernetes-config.ts';
+import { launchPod, type PodApi } from './pod-process.ts';
+import type { NetworkProbeResult } from './network-probe.ts';
+import {
+  agentPodSpec,
+  dataFolderSelector,
+  labelValue,
+  PodSpecError,
+  POD_LABEL_HOST,
+  POD_LABEL_RUN,
+} from './pod-spec.ts';
+
+export interface KubernetesAgentRunnerDeps extends RunWiring {
+  api: PodApi & { networking: NetworkingV1Api; exec: Exec };
+  /** The group's folder on the host: copied into each run's pod and the changes copied back. */
+  groupDir(groupId: string): string;
+  /** `[runner.kubernetes]`, with the image and the gateway's address required (the config schema says so). */
+  cluster: KubernetesRunnerConfig & { image: string; gateway_address: string };
+  /** Quotas, timeouts and the grace period: the same settings as the Docker runner's. */
+  containers: ContainersConfig;
+  /** The data folder's short id: names, labels and the NetworkPolicy are scoped to it. */
+  dataFolderId: string;
+  hostInstanceId: string;
+  clock: Clock;
+  /** How long a pod may take to run its agent (scheduling, image pull). */
+  podStartTimeoutMs?: number;
+  /** Proves the NetworkPolicy is enforced (network-probe.ts); no run starts until it has. */
+  probe(): Promise<NetworkProbeResult>;
+}
+
+/** The cluster cannot run turns safely (its network policy is not enforced): trying again will not help. */
+export class ClusterRefusal extends Error {}
+
+const COMMANDS_CONTAINER = 'commands';
+const POD_GROUP_DIR = '/workspace/group';
+
+/** The group folder as the run left it, through the commands' container (which outlives the agent). */
+async function copyBack(
+  exec: Exec,
+  target: { namespace: string; pod: string; container: string },
+  root: GuardedRoot,
+  before: GroupSnapshot,
+  maxBytes: number,
+): Promise<GroupChanges> {
+  const out = new PassThrough();
+  const result = execInPod(exec, target, ['tar', '-c', '-C', POD_GROUP_DIR, '.'], { stdout: out });
+  // The client ends `out` with the command's status; an exec that never opened must end it too, or the
+  // unpacking would wait for ever (what it took so far stays; nothing is removed from a partial stream).
+  void result.then(() => {
+    if (!out.writableEnded) out.end();
+  });
+  const changes = await unpackGroupChanges(root, out, {
+    before,
+    maxBytes,
+    complete: async () => (await result).ok,
+  });
+  const { ok, detail } = await result;
+  if (!ok)
+    throw new GroupSyncError(
+      `the copy back stopped short (${detail}); ${changes.written.length} files were taken back`,
+    );
+  return changes;
+}
+
+export interface KubernetesAgentRunner extends AgentRunner {
+  /**
+   * Makes sure the data folder's NetworkPolicy exists and a probe pod proves it enforced; runs refuse to
+   * start until both hold. A cluster found not to enforce it is refused for the host's life.
+   */
+  prepare(): Promise<void>;
+  /** Waits for finished runs' pods to be deleted; runs in flight are the router's to stop. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_POD_START_TIMEOUT_MS = 120_000;
+
+/**
+ * Runs every agent turn as a fresh pod, through the same IPC session and handlers as the Docker runner
+ * (run-opening.ts): only how the agent's process comes to exist differs (DESIGN.md "Kubernetes runner").
+ * The pod spec holds no key (the run's gateway key travels in run.start over the attach stream), and no run
+ * starts before the data folder's NetworkPolicy is in place.
+ */
+export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): KubernetesAgentRunner {
+  const { cluster, containers } = deps;
+  const { retire, all: retired } = createRetiring();
+  const gatewayUrl = `http://${cluster.gateway_address}`;
+  let policy: Promise<void> | undefined;
+
+  let refusal: ClusterRefusal | undefined;
+  /** Pods of this data folder left by an earlier host process (killed, or its node lost): their runs are over. */
+  async function removeLeftovers(): Promise<void> {
+    const selector = dataFolderSelector(deps.dataFolderId);
+    const list = await deps.api.core.listNamespacedPod({
+      namespace: cluster.namespace,
+      labelSelector: Object.entries(selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    });
+    const mine = labelValue(deps.hostInstanceId);
+    const left = list.items.filter((p) => p.metadata?.labels?.[POD_LABEL_HOST] !== mine);
+    await Promise.all(
+      left.map((p) =>
+        deps.api.core
+          .deleteNamespacedPod({
+            namespace: cluster.namespace,
+            name: p.metadata!.name!,
+            gracePeriodSeconds: 0,
+          })
+          .catch(() => undefined),
+      ),
+    );
+    if (left.length > 0)
+      deps.logger.warn({ removed: left.length }, 'removed agent pods left by an earlier host process');
+  }
+
+  async function ensureLimited(): Promise<void> {
+    await removeLeftovers();
+    await ensureGatewayPolicy(deps.api.networking, {
+      namespace: cluster.namespace,
+      dataFolderId: deps.dataFolderId,
+      gatewayAddress: cluster.gateway_address,
+      gatewayPodLabels: cluster.gateway_pod_labels,
+    });
+    const verdict = await deps.probe();
+    if (verdict.enforced) {
+      deps.logger.info({ detail: verdict.detail }, 'network policy verified');
+      return;
+    }
+    refusal = new ClusterRefusal(`${verdict.detail}${verdict.fix ? `; ${verdict.fix}` : ''}`);
+    throw refusal;
+  }
+  const prepare = () => {
+    if (refusal) return Promise.reject(refusal);
+    policy ??= ensureLimited();
+    // A failed attempt is tried again by the next run, not remembered as a refusal forever.
+    policy.catch(() => (policy = undefined));
+    return policy;
+  };
+
+  async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
+    const startParams = Promise.resolve(deps.startParams(ctx));
+    startParams.catch(() => undefined);
+    if (ctx.group.networkMode === 'full') {
+      throw new PodSpecError(
+        `group ${ctx.group.id} asks for full network access, which the Kubernetes runner does not give ` +
+          '(its pods reach the gateway only); set its network to "gateway" or run it with [runner] kind = "docker"',
+      );
+    }
+    await prepare();
+    const pod = agentPodSpec({
+      namespace: cluster.namespace,
+      dataFolderId: deps.dataFolderId,
+      hostInstanceId: deps.hostInstanceId,
+      runId: ctx.runId,
+      groupId: ctx.group.id,
+      image: cluster.image,
+      runtimeClass: cluster.runtime_class,
+      resources: {
+        cpu: cluster.resources.cpu,
+        memoryMb: cluster.resources.memory_mb,
+        scratchMb: cluster.resources.scratch_mb,
+      },
+      quotas: { groupMb: containers.group_quota_mb, sessionMb: containers.session_quota_mb },
+      hardTimeoutMs: containers.hard_timeout_ms,
+      env: { ...deps.env(), OPENAI_BASE_URL: `${gatewayUrl}/v1` },
+    });
+    const quotaBytes = containers.group_quota_mb * 1024 * 1024;
+    const groupRoot = await openGuardedRoot(deps.groupDir(ctx.group.id), {
+      create: { mode: 0o2775 },
+      label: 'the group folder',
+    });
+    const packed = await packGroupFolder(groupRoot, quotaBytes);
+    const target = { namespace: cluster.namespace, pod: pod.metadata!.name!, container: COMMANDS_CONTAINER };
+    const log = deps.logger.child({ runId: ctx.runId, groupId: ctx.group.id });
+    const container = await launchPod(deps.api, pod, {
+      beforeDelete: async () => {
+        const changes = await copyBack(deps.api.exec, target, groupRoot, packed.snapshot, quotaBytes).catch(
+          (err: unknown) => {
+            log.warn({ err: errorMessage(err) }, "could not take the group folder back from the run's pod");
+            return undefined;
+          },
+        );
+        if (changes) log.info(changes, 'group folder taken back from the pod');
+      },
+      clock: deps.clock,
+      timeouts: {
+        hardMs: containers.hard_timeout_ms,
+        idleMs: containers.idle_timeout_ms,
+        graceMs: containers.stop_grace_ms,
+      },
+      selector: { ...dataFolderSelector(deps.dataFolderId), [POD_LABEL_RUN]: labelValue(String(ctx.runId)) },
+      startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
+    });
+    // The group's files are in place before run.start, which is what the agent waits for.
+    const copied = await execInPod(
+      deps.api.exec,
+      target,
+      ['/bin/sh', '-c', `umask 0002 && exec tar -x -C ${POD_GROUP_DIR}`],
+      {
+        stdin: packed.tar,
+      },
+    );
+    if (!copied.ok) {
+      await container.stop('the group folder could not be copied in', 0);
+      throw new Error(`copying the group folder into pod ${target.pod} failed: ${copied.detail}`);
+    }
+    return openRun(deps, {
+      ctx,
+      callbacks,
+      container,
+      // Nothing of the host is mounted into a pod: no mount can hold a secret or be shared.
+      identity: { runId: ctx.runId, group: ctx.group, secretMounts: [], sharedMounts: [] },
+      credentialsUrl: `${gatewayUrl}/credentials`,
+      startParams,
+      stopGraceMs: containers.stop_grace_ms,
+    });
+  }
+
+  return {
+    prepare,
+    start: (ctx, callbacks): RunHandle =>
+      runHandleOf(deps, ctx, launch(ctx, callbacks), {
+        retire,
+        retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
+        doneAtExit: true,
+      }),
+    close: async () => {
+      await retired();
+    },
+  };
+}
