@@ -23,7 +23,8 @@ export interface StoreOptions {
   migrationsDir?: string;
   /**
    * The host's own connection: SQLite's automatic checkpoint is off and `startWalCheckpoints` runs them
-   * when the host is idle (wal-checkpoints.ts). Other processes (the CLI) keep the automatic one.
+   * in a worker thread, off the message path (wal-checkpoints.ts). Other processes (the CLI) keep the
+   * automatic one.
    */
   scheduledCheckpoints?: boolean;
 }

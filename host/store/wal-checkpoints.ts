@@ -1,24 +1,29 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { z } from 'zod';
 import type { Logger } from '../logging/logger.ts';
 import type { Clock } from '../time/clock.ts';
 import type { Db } from './open-database.ts';
 
 /**
- * When the host's WAL is copied back into the database. SQLite's automatic checkpoint runs inside the
- * commit that crosses `wal_autocheckpoint` pages: on the message path, where it was most of the delivered
- * p99 with a month of history (20–22 ms a message against 1–2 ms without it). The host turns it off
- * (`openStore({ scheduledCheckpoints: true })`) and checkpoints here instead: once the WAL has stopped
- * changing for a tick (the host is idle), or at once when it passes `maxWalBytes` (the bound on its size
- * while the host never rests). PASSIVE checkpoints never wait for a reader or a writer; a WAL that a
- * checkpoint fully copied is rewritten from its start by the next commit and cut to `journal_size_limit`.
+ * When the host's WAL is copied back into the database, and by whom. SQLite's automatic checkpoint runs
+ * inside the commit that crosses `wal_autocheckpoint` pages: on the message path. The host turns it off
+ * (`openStore({ scheduledCheckpoints: true })`) and checkpoints here instead, on a timer whether the host
+ * is busy or not, in a worker thread with a connection of its own. Measured with bench-history.ts: a host
+ * that never rests never had an idle tick, so the WAL grew to the old 64 MiB bound and a checkpoint of
+ * 16–17 k frames then held the event loop 67–146 ms, in the middle of the traffic. PASSIVE checkpoints
+ * never wait for a reader or writer, so the host's connection keeps committing while the worker copies;
+ * a WAL a checkpoint fully copied is rewritten from its start by the next commit and cut to
+ * `journal_size_limit`, which keeps it to about one tick of writes.
  */
 export interface WalCheckpointsOptions {
   db: Pick<Db, 'pragma' | 'name'>;
   clock: Clock;
   logger: Pick<Logger, 'warn' | 'debug'>;
-  /** How often the WAL is looked at (its size and time of change: one stat). */
+  /** How often the WAL is looked at (one stat) and, when it changed, checkpointed. */
   intervalMs?: number;
-  /** Past this size the WAL is checkpointed whether the host is busy or not. */
+  /** Past this size something (a long reader) keeps checkpoints from finishing: the host says so. */
   maxWalBytes?: number;
 }
 
@@ -26,63 +31,174 @@ export const WAL_CHECK_INTERVAL_MS = 1_000;
 export const MAX_WAL_BYTES = 64 * 1024 * 1024;
 
 export interface WalCheckpoints {
-  /** Checkpoints what is left (at stop) and disarms the timer. */
-  stop(): void;
-  /** For tests and the bench: how many checkpoints ran, and why. */
-  readonly counts: { idle: number; bound: number };
+  /** Disarms the timer, ends the worker and checkpoints what is left on the host's connection. */
+  stop(): Promise<void>;
+  /** For tests and the bench: checkpoints the worker finished, and times the WAL was found past the bound. */
+  readonly counts: { checkpoints: number; overBound: number };
   /** The last checkpoint's frames: in the WAL, and copied back into the database. */
   readonly last: () => { log: number; checkpointed: number } | undefined;
+  /** Resolves once the checkpoint under way (if any) has answered. */
+  settled(): Promise<void>;
 }
+
+const checkpointResult = z.union([
+  z.object({ ok: z.literal(true), busy: z.number(), log: z.number(), checkpointed: z.number() }),
+  z.object({ ok: z.literal(false), error: z.string() }),
+]);
+
+/**
+ * The worker's code, evaluated as CommonJS: a file of its own would need a second entry point in the
+ * esbuild bundle and a TypeScript loader under tsx. It is given the driver's resolved path, so it loads
+ * the same better-sqlite3 as the host wherever the host runs from.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.file, { fileMustExist: true });
+db.pragma('wal_autocheckpoint = 0');
+parentPort.on('message', (what) => {
+  if (what === 'close') { db.close(); parentPort.close(); return; }
+  try {
+    // Passes until one finds nothing committed during the one before (or four): the WAL is rewound by
+    // the next commit only if it finds every frame copied, and under steady traffic that takes a quick
+    // last pass between two commits.
+    let r = db.pragma('wal_checkpoint(PASSIVE)')[0];
+    for (let pass = 1; pass < 4; pass++) {
+      const next = db.pragma('wal_checkpoint(PASSIVE)')[0];
+      const settled = next.log === r.log;
+      r = next;
+      if (settled) break;
+    }
+    parentPort.postMessage({ ok: true, busy: r.busy, log: r.log, checkpointed: r.checkpointed });
+  } catch (err) {
+    parentPort.postMessage({ ok: false, error: String((err && err.message) || err) });
+  }
+});
+`;
 
 export function startWalCheckpoints(options: WalCheckpointsOptions): WalCheckpoints {
   const { db, clock, logger } = options;
   const intervalMs = options.intervalMs ?? WAL_CHECK_INTERVAL_MS;
   const maxWalBytes = options.maxWalBytes ?? MAX_WAL_BYTES;
   const walFile = `${db.name}-wal`;
-  const counts = { idle: 0, bound: 0 };
+  const counts = { checkpoints: 0, overBound: 0 };
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { file: db.name, driver: createRequire(import.meta.url).resolve('better-sqlite3') },
+  });
+  // The host's closer ends it; a worker alone must not keep a process (a test, the CLI) alive.
+  worker.unref();
   let previous = walState(walFile);
   // Whether the WAL changed since the last checkpoint: an unchanged one is left alone.
   let dirty = previous.size > 0;
+  let inFlight: Promise<void> | undefined;
   let cancel: (() => void) | undefined;
   let last: { log: number; checkpointed: number } | undefined;
+  let workerError: Error | undefined;
+  let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
+  worker.on('error', (err) => {
+    workerError = err;
+    logger.warn({ err }, 'WAL checkpoint worker failed; checkpoints now run on the host connection');
+  });
 
-  const checkpoint = (why: 'idle' | 'bound' | 'stop') => {
+  const record = (why: string, result: { busy: number; log: number; checkpointed: number }) => {
+    last = { log: result.log, checkpointed: result.checkpointed };
+    // Frames a reader still needs stay in the WAL; the next checkpoint takes them.
+    if (result.checkpointed < result.log) dirty = true;
+    logger.debug({ why, ...result }, 'WAL checkpoint');
+  };
+
+  /**
+   * On the host's own connection: the top-off after each worker checkpoint, at stop, and every tick if
+   * the worker is gone (a stall then beats an unbounded WAL).
+   */
+  const checkpointHere = (why: 'stop' | 'no worker' | 'top-off') => {
     try {
       const [result] = db.pragma('wal_checkpoint(PASSIVE)') as {
         busy: number;
         log: number;
         checkpointed: number;
       }[];
-      if (why !== 'stop') counts[why]++;
-      if (result) last = { log: result.log, checkpointed: result.checkpointed };
-      // Frames a reader still needs stay in the WAL; the next checkpoint takes them.
-      dirty = result !== undefined && result.checkpointed < result.log;
-      logger.debug({ why, ...result }, 'WAL checkpoint');
+      dirty = false;
+      if (result) record(why, result);
     } catch (err) {
       logger.warn({ err, why }, 'WAL checkpoint failed; the next one will try again');
     }
-    previous = walState(walFile);
+  };
+
+  const checkpointInWorker = () => {
+    dirty = false;
+    inFlight = new Promise<void>((resolve) => {
+      const answered = (raw: unknown) => {
+        worker.off('exit', gone);
+        const reply = checkpointResult.safeParse(raw);
+        if (!reply.success) logger.warn({ raw }, 'WAL checkpoint worker answered something unexpected');
+        else if (!reply.data.ok) {
+          dirty = true;
+          logger.warn({ error: reply.data.error }, 'WAL checkpoint failed; the next one will try again');
+        } else {
+          counts.checkpoints++;
+          record('worker', reply.data);
+          // Past the bound the worker has not caught a gap between two commits for a long while: a top-off
+          // on the host's connection copies what was committed while it worked (no commit of the host's
+          // can land in between), so the next commit rewinds the WAL. A short copy, but it waits on fsync.
+          if (walState(walFile).size >= maxWalBytes) checkpointHere('top-off');
+        }
+        resolve();
+      };
+      const gone = () => {
+        worker.off('message', answered);
+        dirty = true;
+        resolve();
+      };
+      worker.once('message', answered);
+      worker.once('exit', gone);
+      worker.postMessage('checkpoint');
+    }).finally(() => (inFlight = undefined));
   };
 
   const tick = () => {
     const now = walState(walFile);
-    const changed = now.size !== previous.size || now.mtimeMs !== previous.mtimeMs;
+    if (now.size !== previous.size || now.mtimeMs !== previous.mtimeMs) dirty = true;
     previous = now;
-    if (changed) dirty = true;
-    if (dirty && now.size >= maxWalBytes) checkpoint('bound');
-    else if (dirty && !changed) checkpoint('idle');
+    if (now.size >= maxWalBytes) {
+      counts.overBound++;
+      logger.warn(
+        { walBytes: now.size, maxWalBytes },
+        'the WAL is past its bound: a long-running reader (a backup, a CLI query) keeps checkpoints from finishing',
+      );
+    }
+    if (dirty && !inFlight) {
+      if (workerError || exited) checkpointHere('no worker');
+      else checkpointInWorker();
+    }
     cancel = clock.setTimer(tick, intervalMs);
   };
   cancel = clock.setTimer(tick, intervalMs);
 
   return {
-    stop() {
+    async stop() {
       cancel?.();
       cancel = undefined;
-      if (dirty) checkpoint('stop');
+      await inFlight;
+      if (!exited) {
+        worker.postMessage('close');
+        // A worker that never closes must not hold the host's stop.
+        const cancelTerminate = clock.setTimer(() => void worker.terminate(), 2_000);
+        await exit;
+        cancelTerminate();
+      }
+      if (walState(walFile).size > 0) checkpointHere('stop');
     },
     counts,
     last: () => last,
+    settled: () => inFlight ?? Promise.resolve(),
   };
 }
 
