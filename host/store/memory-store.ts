@@ -419,7 +419,7 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
        run_id = excluded.run_id, taint_secret = MAX(taint_secret, excluded.taint_secret)
      RETURNING id`,
   );
-  // Files are few per group; a scan of the group's messages with media is bounded by the group's history.
+  // One seek in messages_by_media_path (migration 018).
   const messageByMediaPath = db.prepare<[string, string], { id: number }>(
     `SELECT id FROM messages WHERE group_id = ? AND media IS NOT NULL AND json_extract(media, '$.path') = ?
      ORDER BY id DESC LIMIT 1`,

@@ -31,3 +31,7 @@ BEGIN
   DELETE FROM memory_fts WHERE rowid = -(1099511627776 + OLD.id);
   INSERT INTO memory_fts (rowid, body, scope) VALUES (-(1099511627776 + NEW.id), NEW.text, 'g' || hex(NEW.group_id));
 END;
+
+-- A run reports the path of the file it read; the message that carried it is found by this index, not by a
+-- walk of the group's history (the store's query-plan test refuses such a walk).
+CREATE INDEX messages_by_media_path ON messages (group_id, json_extract(media, '$.path')) WHERE media IS NOT NULL;
