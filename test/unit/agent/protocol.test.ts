@@ -52,6 +52,7 @@ describe('protocol', () => {
       'bash.ran',
       'config.propose',
       'config.read',
+      'document.text',
       'file.read',
       'group.list',
       'group.register',
