@@ -2,14 +2,13 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import type { HostConfig } from '../config/schema.ts';
 import { PROVIDER_DEFAULTS } from '../gateway/index.ts';
-import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import type { RunnerRuntime } from './host.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
 import type { Store } from '../store/store.ts';
 import { dataFolderLabel, LABEL_DATA } from '../containers/run/data-folder-label.ts';
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
 import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
-import { startAgentGateway } from './agent-gateway.ts';
+import { startRuntimeGateway } from './runtime-gateway.ts';
 import { startKubernetesRuntime } from './kubernetes-runtime.ts';
 import { createAgentRunner, prestartStatusOf } from './agent-runner.ts';
 import { setUpRunNetworks } from '../containers/network/run-networks.ts';
@@ -17,10 +16,8 @@ import { removeOrphans } from '../containers/run/container-orphans.ts';
 import { stopBundler } from '../containers/image/agent-bundle.ts';
 import { ensureAgentImage } from '../containers/image/image-ensure.ts';
 import { errorMessage } from '../errors/error-message.ts';
-import { systemClock } from '../time/clock.ts';
 
 export type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
-
 
 /** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
 function recentlyActiveGroups(store: Store, withinMs: number) {
@@ -121,9 +118,7 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
     await stopBundler();
   }
 
-  const credentialBook = createCredentialStatusBook(systemClock);
-  const gateway = startAgentGateway(deps, credentialBook);
-  closers.push('LLM gateway', () => gateway.close());
+  const { gateway, parts } = startRuntimeGateway(deps, closers);
   const { networks, addresses } = await setUpRunNetworks({
     docker,
     gateway,
@@ -140,24 +135,10 @@ async function startContainerRuntime(deps: AgentRuntimeDeps, closers: CloserStac
   for (const group of recentlyActiveGroups(store, config.runs.prestart.idle_ms)) runner.warm(group);
   return {
     runner,
-    credentials: {
-      status: () =>
-        credentialBook.status(
-          deps.live().credentials,
-          deps.live().groups,
-          (name) => deps.credentials?.secret(name) !== undefined,
-        ),
-    },
-    transcribe: gateway.transcribe,
-    review: gateway.review,
+    ...parts,
     prestart: {
       status: () => prestartStatusOf(runner),
       refresh: () => runner.refresh(),
-    },
-    close: async () => {
-      const failures = await closers.closeAll('host stopping');
-      // The host logs a runtime that did not close; the first failure says what was left behind.
-      if (failures[0]) throw new Error(`could not close ${failures[0].name}`, { cause: failures[0].error });
     },
   };
 }

@@ -1,14 +1,13 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { Attach, CoreV1Api, Exec, NetworkingV1Api, Watch } from '@kubernetes/client-node';
-import { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import { dataFolderLabel } from '../containers/run/data-folder-label.ts';
 import { createKubernetesAgentRunner } from '../containers/kubernetes/kubernetes-agent-runner.ts';
 import { loadKubeConfig } from '../containers/kubernetes/kube-config.ts';
 import { defaultProbeAddress, probeNetworkPolicy } from '../containers/kubernetes/network-probe.ts';
 import { systemClock } from '../time/clock.ts';
 import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
-import { startAgentGateway } from './agent-gateway.ts';
+import { startRuntimeGateway } from './runtime-gateway.ts';
 import { runWiringFor } from './agent-runner.ts';
 import type { CloserStack } from './closer-stack.ts';
 
@@ -45,9 +44,7 @@ export async function startKubernetesRuntime(
   const hostInstanceId = deps.hostInstanceId ?? crypto.randomUUID();
   const dataFolderId = dataFolderLabel(paths.dataDir);
 
-  const credentialBook = createCredentialStatusBook(systemClock);
-  const gateway = startAgentGateway(deps, credentialBook);
-  closers.push('LLM gateway', () => gateway.close());
+  const { gateway, parts } = startRuntimeGateway(deps, closers);
   await gateway.listen(['127.0.0.1', listenAddress]);
 
   const api = {
@@ -86,19 +83,6 @@ export async function startKubernetesRuntime(
   logger.info({ namespace: k8s.namespace, image, gateway: gatewayAddress }, 'kubernetes agent runtime ready');
   return {
     runner,
-    credentials: {
-      status: () =>
-        credentialBook.status(
-          deps.live().credentials,
-          deps.live().groups,
-          (name) => deps.credentials?.secret(name) !== undefined,
-        ),
-    },
-    transcribe: gateway.transcribe,
-    review: gateway.review,
-    close: async () => {
-      const failures = await closers.closeAll('host stopping');
-      if (failures[0]) throw new Error(`could not close ${failures[0].name}`, { cause: failures[0].error });
-    },
+    ...parts,
   };
 }

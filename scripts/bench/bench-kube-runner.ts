@@ -23,7 +23,8 @@ import { createDockerAgentRunner } from '../../host/containers/run/docker-agent-
 import { removeOrphans } from '../../host/containers/run/container-orphans.ts';
 import type { AgentRunner } from '../../host/router/agent-runner.ts';
 import { reply } from '../../test/fakes/fake-provider.ts';
-import { rigGroup, rigRun, startKubeRig, startRigRun } from '../../test/helpers/kube-runner-rig.ts';
+import { startKubeRig } from '../../test/helpers/kube-runner-rig.ts';
+import { rigGroup, rigRun, startRigRun } from '../../test/helpers/run-context.ts';
 import { isMain, median, printFigures } from './stats.ts';
 
 const TURNS = 9;

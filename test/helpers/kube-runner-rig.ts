@@ -20,14 +20,13 @@ import { probeNetworkPolicy } from '../../host/containers/kubernetes/network-pro
 import type { RunWiring } from '../../host/containers/run/run-opening.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../host/gateway/config.ts';
 import { createGateway, type Gateway } from '../../host/gateway/gateway.ts';
-import type { AgentRunner, RunContext } from '../../host/router/agent-runner.ts';
-import type { GroupRecord } from '../../host/store/groups-store.ts';
 import { systemClock } from '../../host/time/clock.ts';
 import { createDockerPods } from '../fakes/kube-api/docker-pods.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/fake-kube-api.ts';
 import { createMemoryUsageStore } from '../fakes/memory-usage-store.ts';
 import { startFakeProvider, type FakeProvider } from '../fakes/fake-provider.ts';
 import { replyOnlyHandlers } from './reply-only-handlers.ts';
+import { rigGroup } from './run-context.ts';
 import { makeTempDir, removeTempDir } from './temp-dir.ts';
 
 /**
@@ -55,53 +54,6 @@ export interface KubeRig {
   /** A runner on `api`, made as the host makes it for `[runner] kind = "kubernetes"`. */
   runnerOn(api: FakeKubeApi): KubernetesAgentRunner;
   close(): Promise<void>;
-}
-
-export function rigGroup(id: string): GroupRecord {
-  return {
-    id,
-    channel: 'local',
-    chatId: id,
-    name: id,
-    isAdmin: false,
-    networkMode: 'gateway',
-    agentCursor: 0,
-    createdAt: new Date().toISOString(),
-    taint: { corruption: false, secret: false },
-  };
-}
-
-/** A run's context: one triggering message from Ann. */
-export function rigRun(runId: number, group: GroupRecord, text: string): RunContext {
-  return {
-    runId,
-    attempt: 1,
-    group,
-    messages: [
-      {
-        id: runId,
-        groupId: group.id,
-        channel: 'local',
-        chatId: group.id,
-        externalId: `m${runId}`,
-        senderId: 'ann',
-        senderName: 'Ann',
-        text,
-        sentAt: new Date().toISOString(),
-        triggers: true,
-      },
-    ],
-  };
-}
-
-/** Starts `ctx` on `runner`, collecting its replies. */
-export function startRigRun(runner: AgentRunner, ctx: RunContext) {
-  const replies: string[] = [];
-  const handle = runner.start(ctx, {
-    reply: async (t) => void replies.push(t),
-    sendToGroup: async () => undefined,
-  });
-  return { runId: ctx.runId, replies, handle };
 }
 
 export async function startKubeRig(options: {

@@ -29,6 +29,7 @@ import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
 import { replyOnlyHandlers } from '../../helpers/reply-only-handlers.ts';
+import { rigGroup, rigRun, startRigRun } from '../../helpers/run-context.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { systemClock } from '../../../host/time/clock.ts';
 
@@ -54,19 +55,7 @@ const runners: DockerAgentRunner[] = [];
 const logged: string[] = [];
 const tookPrestarted = () => logged.filter((m) => m === 'run took a pre-started container').length;
 
-function group(id: string): GroupRecord {
-  return {
-    id,
-    channel: 'local',
-    chatId: id,
-    name: id,
-    isAdmin: false,
-    networkMode: 'full',
-    agentCursor: 0,
-    createdAt: new Date().toISOString(),
-    taint: { corruption: false, secret: false },
-  };
-}
+const group = (id: string) => rigGroup(id, { networkMode: 'full' });
 
 function planFor(g: GroupRecord): GroupMountPlan {
   const groupDir = path.join(tmp, 'groups', g.id);
@@ -136,35 +125,9 @@ async function startRunner(budget: { count: number; memoryMb?: number }): Promis
 
 /** One run of `g` through the runner: its replies and how it ended. */
 async function runOnce(runner: DockerAgentRunner, g: GroupRecord, text: string) {
-  const replies: string[] = [];
-  const runId = nextRunId++;
-  const handle = runner.start(
-    {
-      runId,
-      attempt: 1,
-      group: g,
-      messages: [
-        {
-          id: runId,
-          groupId: g.id,
-          channel: 'local',
-          chatId: g.id,
-          externalId: `m${runId}`,
-          senderId: 'ann',
-          senderName: 'Ann',
-          text,
-          sentAt: new Date().toISOString(),
-          triggers: true,
-        },
-      ],
-    },
-    {
-      reply: async (t) => void replies.push(t),
-      sendToGroup: async () => undefined,
-    },
-  );
-  const outcome: RunOutcome = await handle.done;
-  return { runId, replies, outcome };
+  const run = startRigRun(runner, rigRun(nextRunId++, g, text));
+  const outcome: RunOutcome = await run.handle.done;
+  return { runId: run.runId, replies: run.replies, outcome };
 }
 
 /** Containers of this test (all states), optionally of one group. */

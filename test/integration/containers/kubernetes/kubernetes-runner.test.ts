@@ -23,13 +23,8 @@ import type { RunOutcome } from '../../../../host/router/agent-runner.ts';
 import type { GroupRecord } from '../../../../host/store/groups-store.ts';
 import { reply } from '../../../fakes/fake-provider.ts';
 import { describeDocker } from '../../../helpers/docker-available.ts';
-import {
-  rigGroup as group,
-  rigRun,
-  startKubeRig,
-  startRigRun,
-  type KubeRig,
-} from '../../../helpers/kube-runner-rig.ts';
+import { startKubeRig, type KubeRig } from '../../../helpers/kube-runner-rig.ts';
+import { rigGroup as group, rigRun, startRigRun } from '../../../helpers/run-context.ts';
 import { useTempDirs } from '../../../helpers/temp-dir.ts';
 
 const docker = new Docker();
