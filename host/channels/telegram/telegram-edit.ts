@@ -2,7 +2,7 @@ import { GrammyError, type Api } from 'grammy';
 import type { Logger } from '../../logging/logger.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { isEntityParseError, toTelegramHtml } from './telegram-format.ts';
-import { parseConversationId } from './telegram-inbound.ts';
+import { ownMessageIds } from './telegram-delete.ts';
 
 /**
  * Replaces the text of one of the bot's own messages (editMessageText), rendered as `sendPiece` renders a
@@ -14,18 +14,16 @@ export async function editOwnMessage(
   target: { chatId: string; platformId: string; text: string },
   logger: Logger,
 ): Promise<boolean> {
-  const messageId = Number(target.platformId);
-  let chatId: number;
-  try {
-    ({ chatId } = parseConversationId(target.chatId));
-  } catch {
-    return false;
-  }
-  if (!Number.isSafeInteger(messageId)) return false;
+  const ids = ownMessageIds(target);
+  if (!ids) return false;
+  const { chatId, messageId } = ids;
   const options = { link_preview_options: { is_disabled: true } };
   try {
     try {
-      await api.editMessageText(chatId, messageId, toTelegramHtml(target.text), { ...options, parse_mode: 'HTML' });
+      await api.editMessageText(chatId, messageId, toTelegramHtml(target.text), {
+        ...options,
+        parse_mode: 'HTML',
+      });
     } catch (err) {
       if (!(err instanceof GrammyError && err.error_code === 400 && isEntityParseError(err.description)))
         throw err;
