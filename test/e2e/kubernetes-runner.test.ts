@@ -6,6 +6,7 @@
  * agent's reply from a pod; no Docker-runner container is made.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +20,14 @@ import {
 } from '../../host/containers/network/network-host-firewall.ts';
 import { reply } from '../fakes/fake-provider.ts';
 import { turnResponder } from '../fakes/e2e-responders.ts';
+import {
+  bash,
+  nextApproval,
+  ownerSays,
+  resultsOf,
+  runTools,
+  securityResponder,
+} from '../fakes/security-responders.ts';
 import { createDockerPods } from '../fakes/kube-api/docker-pods.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/fake-kube-api.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
@@ -72,11 +81,13 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
             image,
             gateway_address: `${network.hostAddress}:${port}`,
             probe_address: `${bridge}:${(outside.address() as net.AddressInfo).port}`,
-            resources: { memory_mb: 512 },
           },
         },
+        runs: { max_attempts: 1 },
       },
     });
+    const added = await h.cli(['groups', 'add', 'alpha', '--channel', 'local']);
+    expect(added.code, added.stderr).toBe(0);
   }, 300_000);
 
   afterAll(async () => {
@@ -104,5 +115,34 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
     expect(h.started()).toEqual([]);
     expect(h.logEntries('network policy verified')).toHaveLength(1);
     for (const r of h.fake.requests) expect(r.headers.authorization).toBe(`Bearer ${h.providerKey}`);
+  }, 180_000);
+
+  it("asks the owner before a flagged command in the pod; the approved one runs and its file reaches the host's folder, the denied one does not", async () => {
+    const seen = new Set<string>();
+    const tag = crypto.randomBytes(4).toString('hex');
+    const approved = `FLAGGED-kube-yes-${tag}`;
+    h.fake.setResponder(
+      securityResponder({ alpha: runTools([bash(`touch ${approved} && mkfifo fifo-${approved}`)]) }),
+    );
+    const first = h.send('alpha', '@Andy run the flagged command');
+    const ask = await nextApproval(h, seen, approved);
+    expect(await ownerSays(h, `approve ${ask.id}`)).toBe(
+      `Approved ${ask.id}: bash may run once, with the parameters shown.`,
+    );
+    expect(resultsOf((await first).stdout)).toEqual(['exit code 0']);
+    // Made in the pod's copy of the group folder, taken back when the run ended (the FIFO is not a file: refused).
+    expect(fs.existsSync(path.join(h.paths.groupsDir, 'alpha', approved))).toBe(true);
+    expect(fs.existsSync(path.join(h.paths.groupsDir, 'alpha', `fifo-${approved}`))).toBe(false);
+
+    const denied = `FLAGGED-kube-no-${tag}`;
+    h.fake.setResponder(
+      securityResponder({ alpha: runTools([bash(`touch ${denied} && mkfifo fifo-${denied}`)]) }),
+    );
+    const second = h.send('alpha', '@Andy run the other flagged command');
+    const ask2 = await nextApproval(h, seen, denied);
+    expect(await ownerSays(h, `deny ${ask2.id}`)).toMatch(new RegExp(`^Denied ${ask2.id}`));
+    expect(resultsOf((await second).stdout)[0]).toMatch(/^Blocked: this command was not run/);
+    expect(fs.existsSync(path.join(h.paths.groupsDir, 'alpha', denied))).toBe(false);
+    expect(kube.pods()).toEqual([]);
   }, 180_000);
 });

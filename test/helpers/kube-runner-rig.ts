@@ -169,7 +169,7 @@ export async function startKubeRig(options: {
       const cluster = kubernetesRunnerConfigSchema.parse({
         image,
         gateway_address: gatewayAddress,
-        resources: { memory_mb: 512, scratch_mb: 32 },
+        resources: { scratch_mb: 32 },
       });
       const scope = { dataFolderId: `k${testRun}`, hostInstanceId: `kube-${testRun}` };
       const runner = createKubernetesAgentRunner({
