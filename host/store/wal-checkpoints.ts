@@ -188,6 +188,9 @@ export function startWalCheckpoints(options: WalCheckpointsOptions): WalCheckpoi
       cancel = undefined;
       await inFlight;
       if (!exited) {
+        // Held from here: a stop that awaits an unref'd worker (and the clock's unref'd timer) alone would
+        // let node leave with the stop unsettled, exit 13, before the WAL's last copy (the failed-start test).
+        worker.ref();
         worker.postMessage('close');
         // A worker that never closes must not hold the host's stop.
         const cancelTerminate = clock.setTimer(() => void worker.terminate(), 2_000);
