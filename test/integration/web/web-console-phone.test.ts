@@ -17,6 +17,7 @@ import { createLocalClient } from '../../../host/channels/local/local-client.ts'
 import { resolvePaths } from '../../../host/config/paths.ts';
 import { hostConfigSchema } from '../../../host/config/schema.ts';
 import { createEchoRunner } from '../../fakes/echo-runner.ts';
+import { waitFor } from '../../helpers/processes.ts';
 
 const CHROMIUM = process.env.CARAPACE_CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACTS = path.resolve('test-artifacts/web');
@@ -197,9 +198,9 @@ suite('the web console on a 390 px phone', () => {
   it('shows the pending push’s commits and files inside the viewport, with times in the owner’s zone', async () => {
     await page.goto(`${base}/approvals`);
     const commit = page.locator('li[data-commit="8f21d0c6e5a4"]');
-    await commit.waitFor();
-    const box = await commit.boundingBox();
-    expect(box).not.toBeNull();
+    // The page re-renders when its event stream says something changed (the previous test's answer, say):
+    // the element can be replaced between a wait and a measure, so the measure is what is waited for.
+    const box = await waitFor('the commit laid out', async () => (await commit.boundingBox()) ?? undefined);
     expect((box?.x ?? -1) >= 0 && (box?.x ?? 0) + (box?.width ?? 0) <= PHONE.width).toBe(true);
     expect(await commit.textContent()).toContain('Add the waffle recipe');
     expect(await page.textContent('footer')).toContain('Times are in Europe/Berlin');
