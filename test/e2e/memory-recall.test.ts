@@ -75,19 +75,17 @@ await describeDocker('e2e: memory through real containers', () => {
     // A non-admin group's runs read strangers' words: what they wrote comes back fenced.
     expect(recalled.stdout).toMatch(/UNTRUSTED[\s\S]*the gate code is 4711/);
 
-    // Each search finds the asking message itself (it is the group's history too), never the other group's.
+    // A search finds neither the asking message itself (the run has it already) nor the other group's words.
     const elsewhere = await h.send('fam', '@Andy recall: vegetarian');
-    expect(elsewhere.stdout).toMatch(/^RESULT \[message:\d+\]/);
-    expect(elsewhere.stdout).not.toContain('Sam is vegetarian');
+    expect(elsewhere.stdout).toBe('RESULT Nothing found in memory.\n');
     const fromAdmin = await h.send('main', '@Andy recall: gate code');
-    expect(fromAdmin.stdout).toMatch(/^RESULT \[message:\d+\]/);
-    expect(fromAdmin.stdout).not.toContain('4711');
+    expect(fromAdmin.stdout).toBe('RESULT Nothing found in memory.\n');
   }, 180_000);
 
   it("finds a stranger's words of a month ago with their sender, fenced, and the recall corrupts the run", async () => {
     // Said on day 1 (stored as the channel stores it, 29 days back), asked about on day 30.
     const dayOne = new Date(Date.now() - 29 * 86_400_000).toISOString();
-    h.host.store.messages.insert({
+    const stored = h.host.store.messages.insert({
       groupId: 'main',
       channel: 'local',
       chatId: h.host.store.groups.get('main')?.chatId ?? 'main',
@@ -100,6 +98,8 @@ await describeDocker('e2e: memory through real containers', () => {
       fromOwner: false,
     });
     expect(h.host.store.groups.get('main')?.taint.corruption).toBe(false);
+    // An earlier run took it in (a month ago): it is history now, not what the next run is given.
+    h.host.store.groups.advanceCursor('main', stored ?? 0);
 
     const recalled = await h.send('main', '@Andy recall: plumber');
     expect(recalled.stdout).toContain('Bob (sender bob-42)');
