@@ -103,6 +103,8 @@ export async function unpackGroupChanges(
       entry.resume();
       tar.unpipe(extract);
       extract.destroy();
+      // Whatever the pod still sends is read and dropped, not held in memory.
+      tar.resume();
       throw new GroupSyncError(
         `the run left more than the group quota of ${Math.round(options.maxBytes / 1024 / 1024)} MB in the group folder; ` +
           `${changes.written.length} changed files were taken back, the rest was not`,
