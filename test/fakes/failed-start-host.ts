@@ -82,7 +82,8 @@ const broken = {
       const label = `${LABEL_DATA}=${dataFolderLabel(paths.dataDir)}`;
       await waitFor(
         'a running container of this data folder',
-        async () => (await docker.listContainers({ filters: { label: [label], status: ['running'] } })).length > 0,
+        async () =>
+          (await docker.listContainers({ filters: { label: [label], status: ['running'] } })).length > 0,
         120_000,
       );
     }

@@ -22,18 +22,20 @@ import { createServicePolicy } from '../../../host/security/policies/service-pol
 import { createSecretScanner } from '../../../host/security/secrets/index.ts';
 import { createTaintRegistry, type Taint } from '../../../host/security/taint/taint.ts';
 import { createToolCatalogue } from '../../../host/services/mcp/mcp-catalogue.ts';
-import { createMcpServices, type McpServices, type McpServicesDeps } from '../../../host/services/mcp/mcp-services.ts';
+import {
+  createMcpServices,
+  type McpServices,
+  type McpServicesDeps,
+} from '../../../host/services/mcp/mcp-services.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import {
   CLEAN_TRUST,
   doctorMcpServers,
-  EVERYTHING_SERVER,
   MEMORY_SERVER,
   memoryNotebook,
   startEverythingHttp,
 } from '../../helpers/mcp-servers.ts';
 
-const EVERYTHING = EVERYTHING_SERVER;
 const MEMORY = MEMORY_SERVER;
 const ASKING = path.resolve('test/fixtures/mcp/asking-server.ts');
 const HELD = 'sk-live-host-held-secret-0123456789';

@@ -480,7 +480,10 @@ describe('bash tool and gate', () => {
     const classifier = await loadBashClassifier({
       create: (wasm) => createBashClassifier(wasm),
       scriptUrl: import.meta.url,
-      logger: { info: (_details, message) => lines.push(message), warn: (_details, message) => lines.push(message) },
+      logger: {
+        info: (_details, message) => lines.push(message),
+        warn: (_details, message) => lines.push(message),
+      },
     });
     expect(lines).toEqual(['bash classifier loaded']);
     const { host, calls } = fakeHost({
@@ -511,7 +514,10 @@ describe('bash tool and gate', () => {
       create: (wasm) => createBashClassifier(wasm),
       scriptUrl: import.meta.url,
       wasmDir: path.join(tmp, 'no-wasm-here'),
-      logger: { info: (_details, message) => lines.push(message), warn: (_details, message) => lines.push(message) },
+      logger: {
+        info: (_details, message) => lines.push(message),
+        warn: (_details, message) => lines.push(message),
+      },
     });
     expect(lines).toEqual(['bash classifier unavailable: every bash command will ask the host']);
     expect(classifier.classify('ls')).toMatchObject({
