@@ -1,4 +1,3 @@
-import os from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /** Both projects: the suites wait for containers and child processes. */
@@ -8,11 +7,6 @@ export default defineConfig({
   test: {
     // The root project's global setup runs once for the whole run (the projects below do not repeat it).
     globalSetup: ['test/global-setup.ts'],
-    // Files at once, across both projects. Vitest's default is one fewer than the cores: on a two-core
-    // machine one file at a time, while most of a suite's time is spent waiting on Docker, child processes
-    // and sockets rather than on the CPU. One worker per core (two at least) overlaps those waits; the
-    // before/after is in DESIGN.md ("Testing").
-    maxWorkers: Math.max(2, os.availableParallelism()),
     projects: [
       {
         test: {
