@@ -23,6 +23,7 @@ import { reloadWhenRunning, type ReloadConfig } from '../config/config-reload.ts
 import type { ConfigReloader } from '../config/config-reloader.ts';
 import { createConfigSource, type ConfigSource } from '../config/config-source.ts';
 import { wireConfigReload, type ConfigFileReload } from '../config/wire-config-reload.ts';
+import { capsWithAccounts } from '../config/group-defaults.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { groupRoomCheck } from '../containers/mounts/disk-quota.ts';
 import { describeRunner } from '../containers/kubernetes/runner-choice.ts';
@@ -211,7 +212,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     const spend = createSpendView({
       reporter: createSpendReporter(store.db),
       groupIds: () => store.groups.list().map((g) => g.id),
-      gateway: () => core.live().gateway,
+      gateway: () => capsWithAccounts(core.live(), store.groups.list()),
       timezone: () => core.live().assistant.timezone,
       now: clock.now,
     });
@@ -330,6 +331,7 @@ function startRuns(core: HostCore, owner: OwnerParts, runtime: RunnerRuntime): G
     store: core.store,
     runner: runtime.runner,
     live: core.live,
+    caps: () => capsWithAccounts(core.live(), core.store.groups.list()),
     limits: {
       maxConcurrent: config.runs.max_concurrent,
       maxAttempts: config.runs.max_attempts,
