@@ -10,7 +10,7 @@ import { startDailySummary } from '../admin/start-daily-summary.ts';
 import { wireAdminCommands } from '../admin/wire-admin-commands.ts';
 import { wireApprovals } from '../admin/wire-approvals.ts';
 import { wireDelivery } from '../admin/wire-delivery.ts';
-import type { Channel } from '../channels/channel.ts';
+import type { Channel, ChannelDefinition } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
 import type { PrestartStatus } from '../channels/local/local-api.ts';
@@ -112,6 +112,11 @@ export interface HostDeps {
   redact: (s: string) => string;
   /** Channels besides the console and the configured ones (tests' doubles). */
   extraChannels?: Channel[];
+  /**
+   * The channels the config's accounts are made by (default: every channel Carapace knows); tests give a
+   * definition whose adapter sends through a seam, so configured accounts stay config-driven end to end.
+   */
+  channelDefinitions?: readonly ChannelDefinition[];
   /** Secret lookup by variable name, for the channels' tokens. */
   secret?(name: string): string | undefined;
   /**
@@ -184,7 +189,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
       channels: createRunningChannels(),
       startedAccounts,
       registry: createChannelRegistry({
-        definitions: CHANNEL_DEFINITIONS,
+        definitions: deps.channelDefinitions ?? CHANNEL_DEFINITIONS,
         // What runs, not what the file says: a reload moves it as it starts or stops an account.
         config: () => startedAccounts.current,
         alwaysOn: ALWAYS_ON_CHANNELS,

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { buildSystemPrompt, type SystemPromptInput } from '../../../container-agent/src/prompt/system-prompt.ts';
+import {
+  buildSystemPrompt,
+  type SystemPromptInput,
+} from '../../../container-agent/src/prompt/system-prompt.ts';
 
 const input: SystemPromptInput = {
   assistantName: 'Andy',

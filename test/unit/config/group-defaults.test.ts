@@ -106,7 +106,9 @@ describe('per-account defaults of persona, caps and credentials', () => {
   });
 
   it("reads the default account's defaults from today's single table", () => {
-    const single = config(`[channels.telegram]\nowner_user_id = 42\npersona = "Pirate."\ndaily_cap_usd = 1\n`);
+    const single = config(
+      `[channels.telegram]\nowner_user_id = 42\npersona = "Pirate."\ndaily_cap_usd = 1\n`,
+    );
     expect(groupDefaults(single, { id: 'crew', channel: 'telegram', isAdmin: false })).toMatchObject({
       persona: { value: 'Pirate.', setting: '[channels.telegram].persona' },
       dailyCap: { value: 1, setting: '[channels.telegram].daily_cap_usd' },
@@ -115,7 +117,10 @@ describe('per-account defaults of persona, caps and credentials', () => {
 
   it("counts the account's cap where the gateway and the router check caps, naming the setting to raise", () => {
     const caps = capsWithAccounts(c, [work('clients'), work('standup')]);
-    expect(groupCap(caps, 'clients')).toMatchObject({ usd: 2, setting: '[channels.telegram.work].daily_cap_usd' });
+    expect(groupCap(caps, 'clients')).toMatchObject({
+      usd: 2,
+      setting: '[channels.telegram.work].daily_cap_usd',
+    });
     expect(groupCap(caps, 'standup')).toMatchObject({ usd: 0.5 });
     expect(groupCap(caps, 'elsewhere')).toMatchObject({ usd: 5, setting: '[gateway].daily_cap_usd' });
   });
@@ -127,9 +132,9 @@ describe('per-account defaults of persona, caps and credentials', () => {
       expect.stringContaining('channels.telegram.work.persona: must not be empty'),
     ]);
     // Beside account tables, a default is a top-level setting: which accounts it was meant for is a guess.
-    expect(problems(`[channels.telegram]\npersona = "x"\n[channels.telegram.work]\nowner_user_id = 42\n`)).toEqual(
-      [expect.stringContaining('mixes one account')],
-    );
+    expect(
+      problems(`[channels.telegram]\npersona = "x"\n[channels.telegram.work]\nowner_user_id = 42\n`),
+    ).toEqual([expect.stringContaining('mixes one account')]);
   });
 
   it('refuses to start with an account credential that does not exist', () => {
@@ -148,8 +153,7 @@ describe('per-account defaults of persona, caps and credentials', () => {
   });
 
   it("keeps an agent from proposing an account's credentials or owner, in a named account too", () => {
-    const keys = (path: string[]) =>
-      protectedTouches([{ path, value: 'x' }], c, c).map((t) => t.key);
+    const keys = (path: string[]) => protectedTouches([{ path, value: 'x' }], c, c).map((t) => t.key);
     expect(keys(['channels', 'telegram', 'work', 'credentials'])).toHaveLength(1);
     expect(keys(['channels', 'telegram', 'work', 'owner_user_id'])).toHaveLength(1);
     expect(keys(['channels', 'telegram', 'work', 'persona'])).toEqual([]);
