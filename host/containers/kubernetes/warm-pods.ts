@@ -2,11 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { ContainerProcess } from '../../ipc/container-process.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Clock } from '../../time/clock.ts';
-import {
-  createPrestartPool,
-  type PrestartBudget,
-  type PrestartPool,
-} from '../run/prestart-pool.ts';
+import { createPrestartPool, type PrestartBudget, type PrestartPool } from '../run/prestart-pool.ts';
 import { launchPod, type PodApi, type PodLaunchOptions } from './pod-process.ts';
 import {
   agentPodSpec,
