@@ -19,7 +19,7 @@ import { agentPodSpec, gatewayNetworkPolicy } from '../../../../host/containers/
 import { reply } from '../../../fakes/fake-provider.ts';
 import { describeDocker } from '../../../helpers/docker-available.ts';
 import { startKubeRig, type KubeRig } from '../../../helpers/kube-runner-rig.ts';
-import { runCli } from '../../../helpers/processes.ts';
+import { runCli, startProcess, waitFor } from '../../../helpers/processes.ts';
 import { rigGroup as group, rigRun, startRigRun } from '../../../helpers/run-context.ts';
 import { useTempDirs } from '../../../helpers/temp-dir.ts';
 
@@ -33,16 +33,8 @@ const BUDGET = { count: 2, memoryMb: 256, idleMs: 120_000 };
 let rig: KubeRig;
 let nextRunId = 1;
 
-/** Resolves with what `pick` returns once it returns something (the pool warms in the background). */
-async function until<T>(pick: () => T | undefined, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = pick();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Resolves with what `pick` finds once it finds it (the pool warms in the background). */
+const until = <T>(pick: () => T | undefined, what: string) => waitFor(what, pick, 60_000);
 
 const warmPodOf = (runner: KubernetesAgentRunner, groupId: string) =>
   runner.prestartStatus().containers.find((c) => c.groupId === groupId)?.name;
@@ -163,6 +155,30 @@ await describeDocker('warm pods and leftovers of the Kubernetes runner', () => {
     expect(await run.handle.done).toMatchObject({ ok: false });
     await next.close();
     await gone.close();
+    expect(rig.enforcing.pods()).toEqual([]);
+  }, 180_000);
+
+  it('a host process SIGKILLed with a warm pod leaves it in the cluster; the next start deletes it', async () => {
+    const { child, log } = await startProcess('test/fakes/kube-warm-host.ts', {
+      KUBECONFIG_FILE: rig.enforcing.writeKubeconfig(tempDir()),
+      KUBE_IMAGE: rig.image,
+      KUBE_GATEWAY: rig.gatewayAddress,
+      KUBE_FORBIDDEN: rig.outsideAddress,
+      KUBE_DATA_FOLDER: `k${testRun}`,
+      KUBE_HOST_ID: `killed-${testRun}`,
+      KUBE_GROUPS_DIR: rig.groupsDir,
+    });
+    const warm = /^warm (\S+)$/m.exec(log())?.[1];
+    expect(warm).toBeDefined();
+    const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_c, signal) => r(signal)));
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    // Killed, the process deleted nothing: its pod stays until a host of the data folder starts.
+    expect(livePod(warm!)).toBeDefined();
+    const next = rig.runnerOn(rig.enforcing, { hostInstanceId: `after-kill-${testRun}` });
+    await next.prepare();
+    expect(livePod(warm!)).toBeUndefined();
+    await next.close();
     expect(rig.enforcing.pods()).toEqual([]);
   }, 180_000);
 
