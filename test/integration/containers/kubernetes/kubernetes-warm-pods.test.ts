@@ -14,6 +14,7 @@ import { CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node'
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubernetesAgentRunner } from '../../../../host/containers/kubernetes/kubernetes-agent-runner.ts';
 import { dataFolderLabel } from '../../../../host/containers/run/data-folder-label.ts';
+import { acquireHostLock } from '../../../../host/store/host-lock.ts';
 import { loadKubeConfig } from '../../../../host/containers/kubernetes/kube-config.ts';
 import { agentPodSpec, gatewayNetworkPolicy } from '../../../../host/containers/kubernetes/pod-spec.ts';
 import { reply } from '../../../fakes/fake-provider.ts';
@@ -182,7 +183,7 @@ await describeDocker('warm pods and leftovers of the Kubernetes runner', () => {
     expect(rig.enforcing.pods()).toEqual([]);
   }, 180_000);
 
-  it("carapace cleanup deletes an idle data folder's pods and policy in the configured namespace", async () => {
+  it("carapace cleanup deletes an idle data folder's pods and policy in the configured namespace, and a running host's nothing", async () => {
     const root = tempDir();
     const dataDir = path.join(root, 'data');
     const configDir = path.join(root, 'cfg');
@@ -232,6 +233,17 @@ await describeDocker('warm pods and leftovers of the Kubernetes runner', () => {
       dataFolderId,
       gatewayAddress: rig.gatewayAddress,
     }).metadata!.name!;
+
+    // A host runs on the folder: its pods and policy are live, and cleanup leaves the cluster alone.
+    const lock = acquireHostLock(dataDir);
+    try {
+      const busy = await runCli(['cleanup'], env);
+      expect(busy.code).toBe(0);
+      expect(busy.stdout).toMatch(/^a host runs on this data folder/);
+    } finally {
+      lock.release();
+    }
+    expect(livePod(mine)).toBeDefined();
 
     const dry = await runCli(['cleanup', '--dry-run'], env);
     expect(dry.stderr).toBe('');
