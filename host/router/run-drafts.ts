@@ -1,6 +1,7 @@
 import type { Channel } from '../channels/channel.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { DraftGate } from '../security/policies/draft-gate.ts';
+import { initialRunTaint } from '../security/taint/initial-taint.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { Clock } from '../time/clock.ts';
 import type { RunCallbacks } from './agent-runner.ts';
@@ -22,14 +23,22 @@ export interface RunDraftsDeps {
 }
 
 /**
- * Whether a run streams, and its streams if so (DESIGN.md, Streamed answers). A run streams when its
- * chat's channel can edit a message it sent (and take one back) and the runtime gives a gate to check every
- * draft with; otherwise undefined, and run.start tells the agent to send none. The admin group does not
- * stream: its replies go to whichever admin chat the owner wrote from last, which can change mid-run.
+ * Whether a run streams, and its streams if so (DESIGN.md, Streamed answers). A run may stream when the
+ * chat its answer goes to (for the admin group: the admin chat the owner wrote from last) is on a channel
+ * that can edit a message it sent and take one back, and the runtime gives a gate to check every draft
+ * with; otherwise undefined, and run.start tells the agent to send none. The gate then lets only untainted
+ * runs show anything, which in practice is the owner's admin chats: any other group's messages are
+ * strangers' words, so its runs start corrupted (initial-taint.ts) and their answers arrive whole.
  */
 export function createRunDraftsFactory(deps: RunDraftsDeps) {
-  return (runId: number, group: GroupRecord): RunDrafts | undefined => {
-    if (group.isAdmin) return undefined;
+  return (
+    runId: number,
+    group: Pick<GroupRecord, 'channel' | 'chatId' | 'isAdmin' | 'taint'>,
+  ): RunDrafts | undefined => {
+    // Tainted from the start (contains_secrets is left to the gate): it would refuse every draft, so the
+    // agent is not asked to stream at all.
+    const start = initialRunTaint(group, false);
+    if (start.corruption || start.secret) return undefined;
     const channel = deps.channelFor(group.channel);
     const gate = deps.gateFor?.(runId);
     if (!channel?.editText || !channel.unsend || !gate) return undefined;

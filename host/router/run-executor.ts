@@ -156,7 +156,8 @@ export function createRunExecutor({
         });
       };
       // Decided once, at the start: run.start tells the agent whether to send drafts at all.
-      const drafts = group.isAdmin ? undefined : draftsFor?.(run.id, group);
+      const draftChat = group.isAdmin ? { ...group, ...replyChat } : group;
+      const drafts = draftsFor?.(run.id, draftChat);
       const handle = runner.start(
         { runId: run.id, attempt, group, messages, ...(drafts ? { drafts: true } : {}) },
         {
@@ -166,7 +167,7 @@ export function createRunExecutor({
             const target = group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group);
             const shownAs =
               options?.final === true && !options.attachment && !ended
-                ? await answerShownAs(drafts, text, target.chatId === group.chatId)
+                ? await answerShownAs(drafts, text, target.chatId === draftChat.chatId)
                 : undefined;
             send(target, text, options?.final === true, options?.attachment, shownAs);
           },
