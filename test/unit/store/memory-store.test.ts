@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { scopeToken } from '../../../host/store/memory-store.ts';
+import { matchExpression } from '../../../host/store/memory-store.ts';
+import { indexTerms } from '../../../host/store/memory-terms.ts';
 import type { NewMessage } from '../../../host/store/messages-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
@@ -98,7 +99,7 @@ describe('memory search', () => {
     // The index alone, before any join to the messages table: only the group's own rowids match.
     const matched = store.db
       .prepare('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?')
-      .all(`scope : "${scopeToken('family')}" AND body : ("vault")`);
+      .all(matchExpression('family', ['vault']));
     expect(matched).toEqual([{ rowid: family }]);
   });
 
@@ -108,7 +109,7 @@ describe('memory search', () => {
       (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
         (p) => p.detail,
       );
-    const expression = `scope : "${scopeToken('family')}" AND body : ("anything")`;
+    const expression = matchExpression('family', ['anything']);
     for (const sql of [
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?',
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 ORDER BY rowid ASC LIMIT ?',
@@ -303,8 +304,8 @@ describe('messages waiting for the indexer', () => {
   it('the integrity check fails on a waiting message already in the index (the walker would double it)', () => {
     const id = sayWaiting('family', 'not yet');
     store.db
-      .prepare("INSERT INTO memory_fts (rowid, body, scope) VALUES (?, 'not yet', ?)")
-      .run(id, scopeToken('family'));
+      .prepare('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)')
+      .run(id, indexTerms('family', 'not yet'));
     expect(store.memory.check()).toMatchObject({ ok: false, missing: 0, extra: 1 });
   });
 });
@@ -342,7 +343,7 @@ describe('the index’s lifecycle', () => {
     expect(store.memory.check().ok).toBe(true);
     dropFromIndex(id);
     expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 0 });
-    store.db.prepare("INSERT INTO memory_fts (rowid, body, scope) VALUES (999999, 'ghost', 'gX')").run();
+    store.db.prepare("INSERT INTO memory_fts (rowid, terms) VALUES (999999, 'ghost')").run();
     expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 1 });
   });
 
