@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { matchExpression } from '../../../host/store/memory-store.ts';
-import { indexTerms } from '../../../host/store/memory-terms.ts';
+import { groupTerm, indexTerms } from '../../../host/store/memory-terms.ts';
 import type { NewMessage } from '../../../host/store/messages-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
@@ -103,6 +103,30 @@ describe('memory search', () => {
     expect(matched).toEqual([{ rowid: family }]);
   });
 
+  it('keeps every word of a row as a term of the row’s own group, so a match reads no other group’s postings', () => {
+    const rows = [say('main', 'the vault code is 9931'), say('family', 'Vault, café x-ray')];
+    store.memory.putNote({
+      groupId: 'work',
+      path: 'memory/v.md',
+      text: 'vault of work',
+      author: 'owner',
+      taint: { corruption: false, secret: false },
+    });
+    store.db.exec('CREATE VIRTUAL TABLE temp.memory_vocab USING fts5vocab(main, memory_fts, instance)');
+    const terms = store.db
+      .prepare(
+        `SELECT v.term, coalesce(m.group_id, n.group_id) AS group_id FROM temp.memory_vocab v
+         LEFT JOIN messages m ON m.id = v.doc LEFT JOIN memory_notes n ON n.id = -v.doc`,
+      )
+      .all() as { term: string; group_id: string }[];
+    expect(new Set(terms.map((t) => t.group_id))).toEqual(new Set(['main', 'family', 'work']));
+    for (const t of terms) expect(t.term.startsWith(groupTerm(t.group_id, ''))).toBe(true);
+    expect(
+      terms.filter((t) => t.group_id === 'family').map((t) => t.term.split('x').slice(1).join('x')),
+    ).toEqual(expect.arrayContaining(['vault', 'cafe', 'x', 'ray', 'ann']));
+    expect(rows).toHaveLength(2);
+  });
+
   it('reads the index and then each hit by its id: no scan of the history', () => {
     say('family', 'anything');
     const plan = (sql: string, ...params: unknown[]) =>
@@ -113,6 +137,7 @@ describe('memory search', () => {
     for (const sql of [
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?',
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 ORDER BY rowid ASC LIMIT ?',
+      `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid <= -${2 ** 40} ORDER BY rowid ASC LIMIT ?`,
     ]) {
       const match = plan(sql, expression, 10);
       expect(match).toHaveLength(1);
