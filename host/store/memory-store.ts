@@ -239,14 +239,19 @@ function found(text: string, at: string, terms: string[], body = text) {
   return { text, snippet: snippetOf(text, terms), score: 0, at, body };
 }
 
+/** Who said it and where: a message's, and a document's message's. */
+const saidBy = (r: { sender_id: string; sender_name: string; channel: string }) => ({
+  senderId: r.sender_id,
+  senderName: r.sender_name,
+  channel: r.channel,
+});
+
 function messageHit(r: MessageHitRow, terms: string[]): Ranked {
   return {
     kind: 'message',
     id: r.id,
-    senderId: r.sender_id,
-    senderName: r.sender_name,
+    ...saidBy(r),
     fromOwner: r.from_owner === 1,
-    channel: r.channel,
     // What the index holds for the row, for the rank (see MESSAGE_BODY).
     ...found(r.text, r.sent_at, terms, `${r.text} ${r.sender_name} ${r.file_name}`),
   };
@@ -270,9 +275,7 @@ function documentHit(r: DocumentRow, terms: string[]): Ranked {
     id: r.id,
     messageId: r.message_id,
     fileName: r.file_name,
-    senderId: r.sender_id,
-    senderName: r.sender_name,
-    channel: r.channel,
+    ...saidBy(r),
     runId: r.run_id,
     taint: { corruption: true, secret: r.taint_secret === 1 },
     // When the document came in: its message's time, which the time filters apply to.
