@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/logger.ts';
-import type { GatewayConfig } from '../gateway/config.ts';
 import { createCapStatus } from '../gateway/spend/cap-status.ts';
+import type { CapConfig } from '../gateway/spend/spend-cap.ts';
 import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
 import type { HostEvents } from '../store/host-events.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
@@ -9,15 +9,15 @@ import type { Clock } from '../time/clock.ts';
 import type { AgentRunner } from './agent-runner.ts';
 import { createGroupQueue, type GroupQueueDeps } from './group-queue.ts';
 import { createRunExecutor } from './run-executor.ts';
+import type { RunDraftsFactory } from './run-drafts.ts';
 
 export interface RunsWiringDeps {
   store: Store;
   runner: AgentRunner;
-  /** Read as each run would start: the caps and the zone running now. */
-  live(): {
-    gateway: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
-    assistant: { timezone: string };
-  };
+  /** Read as each run would start: the zone running now. */
+  live(): { assistant: { timezone: string } };
+  /** Read as each run would start: the caps running now, the groups' accounts' caps included. */
+  caps(): CapConfig;
   /** `[runs]`: how many at once, how often a run is tried, the wait between tries. */
   limits: Pick<GroupQueueDeps, 'maxConcurrent' | 'maxAttempts' | 'retryBaseMs'>;
   enqueueReply(item: NewOutboxItem): void;
@@ -25,6 +25,8 @@ export interface RunsWiringDeps {
   events: HostEvents;
   clock: Clock;
   logger: Logger;
+  /** A run's draft streams, when its answers may stream (run-drafts.ts). */
+  draftsFor?: RunDraftsFactory;
 }
 
 /** The runs: one executor against the database (refusing a group at its spend cap) and the per-group queue. */
@@ -36,7 +38,7 @@ export function wireRuns(deps: RunsWiringDeps) {
     runner: deps.runner,
     // The gateway's records and rule, read as the run would start.
     capStatus: createCapStatus({
-      config: () => deps.live().gateway,
+      config: () => deps.caps(),
       spentTodayMicros: (groupId, day) => usage.spentTodayMicros(groupId, day),
       timezone: () => deps.live().assistant.timezone,
       now: clock.now,
@@ -45,6 +47,7 @@ export function wireRuns(deps: RunsWiringDeps) {
     notifyOwner: deps.notifyOwner,
     events: deps.events,
     logger: deps.logger.child({ subsystem: 'runs' }),
+    ...(deps.draftsFor ? { draftsFor: deps.draftsFor } : {}),
   });
   const queue = createGroupQueue({
     executor,

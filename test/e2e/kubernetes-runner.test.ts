@@ -83,7 +83,8 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
             probe_address: `${bridge}:${(outside.address() as net.AddressInfo).port}`,
           },
         },
-        runs: { max_attempts: 1 },
+        // Every pod here is a run's or the probe's: warm pods are kubernetes-warm-pods.test.ts's.
+        runs: { max_attempts: 1, prestart: { count: 0 } },
       },
     });
     const added = await h.cli(['groups', 'add', 'alpha', '--channel', 'local']);

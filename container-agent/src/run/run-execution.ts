@@ -17,6 +17,7 @@ import { commandEnvironment } from '../tools/bash.ts';
 import { createToolset } from '../tools/toolset.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
+import { createDraftThrottle } from './draft-throttle.ts';
 import type { Inbox } from './inbox.ts';
 import type { RunParams } from './run-preparation.ts';
 
@@ -158,6 +159,15 @@ async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage):
         { signal: active.abort.signal },
       );
     },
+    ...(params.drafts
+      ? {
+          draft: createDraftThrottle({
+            // A notification: the host never answers a draft, and a lost one is replaced by the next.
+            send: (text) => deps.host.notify('run.draft', { text }),
+            now: () => performance.now(),
+          }),
+        }
+      : {}),
     signal: active.abort.signal,
     usage,
     logger,

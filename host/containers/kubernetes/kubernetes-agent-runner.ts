@@ -23,16 +23,19 @@ import {
   type RunWiring,
 } from '../run/run-opening.ts';
 import type { KubernetesRunnerConfig } from './kubernetes-config.ts';
-import { launchPod, type PodApi } from './pod-process.ts';
+import type { PodApi } from './pod-process.ts';
 import type { NetworkProbeResult } from './network-probe.ts';
+import { PodSpecError } from './pod-spec.ts';
+import { removeKubeLeftovers } from './kube-leftovers.ts';
+import type { PrestartBudget } from '../run/prestart-pool.ts';
+import type { PrestartStatus } from '../run/docker-agent-runner.ts';
 import {
-  agentPodSpec,
-  dataFolderSelector,
-  labelValue,
-  PodSpecError,
-  POD_LABEL_HOST,
-  POD_LABEL_RUN,
-} from './pod-spec.ts';
+  createWarmPods,
+  podFingerprint,
+  startAgentPod,
+  type AgentPodShape,
+  type AgentPodStarter,
+} from './warm-pods.ts';
 
 export interface KubernetesAgentRunnerDeps extends RunWiring {
   api: PodApi & { networking: NetworkingV1Api; exec: Exec };
@@ -50,6 +53,8 @@ export interface KubernetesAgentRunnerDeps extends RunWiring {
   podStartTimeoutMs?: number;
   /** Proves the NetworkPolicy is enforced (network-probe.ts); no run starts until it has. */
   probe(): Promise<NetworkProbeResult>;
+  /** Warm pods (`[runs.prestart]`, as the Docker runner's pre-started containers); absent: none. */
+  prestart?: PrestartBudget;
 }
 
 /** The cluster cannot run turns safely (its network policy is not enforced): trying again will not help. */
@@ -92,7 +97,16 @@ export interface KubernetesAgentRunner extends AgentRunner {
    * start until both hold. A cluster found not to enforce it is refused for the host's life.
    */
   prepare(): Promise<void>;
-  /** Waits for finished runs' pods to be deleted; runs in flight are the router's to stop. */
+  /** Starts the group's next pod ahead of its run, when the warm-pod budget allows. */
+  warm(group: RunContext['group']): void;
+  /** The warm-pod budget and the warm pods now, for `carapace status`. */
+  prestartStatus(): PrestartStatus;
+  /**
+   * Deletes, at once, each warm pod whose group was removed or whose pod would now be made differently
+   * (image, resources, quotas, timeouts, env), and warms the changed groups anew.
+   */
+  refresh(): void;
+  /** Deletes the warm pods and waits for finished runs' pods to be deleted; runs in flight are the router's to stop. */
   close(): Promise<void>;
 }
 
@@ -113,28 +127,16 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
   let refusal: ClusterRefusal | undefined;
   /** Pods of this data folder left by an earlier host process (killed, or its node lost): their runs are over. */
   async function removeLeftovers(): Promise<void> {
-    const selector = dataFolderSelector(deps.dataFolderId);
-    const list = await deps.api.core.listNamespacedPod({
+    const { pods, failed } = await removeKubeLeftovers(deps.api, {
       namespace: cluster.namespace,
-      labelSelector: Object.entries(selector)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(','),
+      dataFolderId: deps.dataFolderId,
+      keepHost: deps.hostInstanceId,
     });
-    const mine = labelValue(deps.hostInstanceId);
-    const left = list.items.filter((p) => p.metadata?.labels?.[POD_LABEL_HOST] !== mine);
-    await Promise.all(
-      left.map((p) =>
-        deps.api.core
-          .deleteNamespacedPod({
-            namespace: cluster.namespace,
-            name: p.metadata!.name!,
-            gracePeriodSeconds: 0,
-          })
-          .catch(() => undefined),
-      ),
-    );
-    if (left.length > 0)
-      deps.logger.warn({ removed: left.length }, 'removed agent pods left by an earlier host process');
+    if (pods.length > 0)
+      deps.logger.warn(
+        { removed: pods.length - failed.length, failed },
+        'removed agent pods left by an earlier host process',
+      );
   }
 
   async function ensureLimited(): Promise<void> {
@@ -161,22 +163,19 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     return policy;
   };
 
-  async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
-    const startParams = Promise.resolve(deps.startParams(ctx));
-    startParams.catch(() => undefined);
-    if (ctx.group.networkMode === 'full') {
+  /** The group's pod as the config says now, apart from its run. */
+  function shapeOf(group: RunContext['group']): AgentPodShape {
+    if (group.networkMode === 'full') {
       throw new PodSpecError(
-        `group ${ctx.group.id} asks for full network access, which the Kubernetes runner does not give ` +
+        `group ${group.id} asks for full network access, which the Kubernetes runner does not give ` +
           '(its pods reach the gateway only); set its network to "gateway" or run it with [runner] kind = "docker"',
       );
     }
-    await prepare();
-    const pod = agentPodSpec({
+    return {
       namespace: cluster.namespace,
       dataFolderId: deps.dataFolderId,
       hostInstanceId: deps.hostInstanceId,
-      runId: ctx.runId,
-      groupId: ctx.group.id,
+      groupId: group.id,
       image: cluster.image,
       runtimeClass: cluster.runtime_class,
       resources: {
@@ -187,34 +186,49 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       quotas: { groupMb: containers.group_quota_mb, sessionMb: containers.session_quota_mb },
       hardTimeoutMs: containers.hard_timeout_ms,
       env: { ...deps.env(), OPENAI_BASE_URL: `${gatewayUrl}/v1` },
-    });
+    };
+  }
+  const starter: AgentPodStarter = {
+    api: deps.api,
+    clock: deps.clock,
+    timeouts: {
+      hardMs: containers.hard_timeout_ms,
+      idleMs: containers.idle_timeout_ms,
+      graceMs: containers.stop_grace_ms,
+    },
+    startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
+  };
+  const budget = deps.prestart ?? { count: 0, memoryMb: 0, idleMs: 60_000 };
+  const pool = createWarmPods<RunContext['group']>({
+    starter,
+    budget,
+    shapeOf,
+    ready: prepare,
+    logger: deps.logger,
+  });
+
+  async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
+    const startParams = Promise.resolve(deps.startParams(ctx));
+    startParams.catch(() => undefined);
+    const shape = shapeOf(ctx.group);
+    await prepare();
+    const warmPod = pool.take(ctx.group.id, podFingerprint(shape));
     const quotaBytes = containers.group_quota_mb * 1024 * 1024;
     const groupRoot = await openGuardedRoot(deps.groupDir(ctx.group.id), {
       create: { mode: 0o2775 },
       label: 'the group folder',
     });
-    const packed = await packGroupFolder(groupRoot, quotaBytes);
-    const target = { namespace: cluster.namespace, pod: pod.metadata!.name!, container: COMMANDS_CONTAINER };
     const log = deps.logger.child({ runId: ctx.runId, groupId: ctx.group.id });
-    const container = await launchPod(deps.api, pod, {
-      beforeDelete: async () => {
-        const changes = await copyBack(deps.api.exec, target, groupRoot, packed.snapshot, quotaBytes).catch(
-          (err: unknown) => {
-            log.warn({ err: errorMessage(err) }, "could not take the group folder back from the run's pod");
-            return undefined;
-          },
-        );
-        if (changes) log.info(changes, 'group folder taken back from the pod');
-      },
-      clock: deps.clock,
-      timeouts: {
-        hardMs: containers.hard_timeout_ms,
-        idleMs: containers.idle_timeout_ms,
-        graceMs: containers.stop_grace_ms,
-      },
-      selector: { ...dataFolderSelector(deps.dataFolderId), [POD_LABEL_RUN]: labelValue(String(ctx.runId)) },
-      startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
-    });
+    let packed: Awaited<ReturnType<typeof packGroupFolder>>;
+    try {
+      packed = await packGroupFolder(groupRoot, quotaBytes);
+    } catch (err) {
+      await warmPod?.stop('its run could not pack the group folder', 0);
+      throw err;
+    }
+    const container = warmPod ?? (await startAgentPod(starter, shape, ctx.runId));
+    if (warmPod) log.debug({ pod: warmPod.name }, 'run took a warm pod');
+    const target = { namespace: cluster.namespace, pod: container.name, container: COMMANDS_CONTAINER };
     // The group's files are in place before run.start, which is what the agent waits for.
     const copied = await execInPod(
       deps.api.exec,
@@ -228,6 +242,16 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       await container.stop('the group folder could not be copied in', 0);
       throw new Error(`copying the group folder into pod ${target.pod} failed: ${copied.detail}`);
     }
+    // Only now: a copy back measured against a folder that never fully went in would remove what did not.
+    container.bindRun(async () => {
+      const changes = await copyBack(deps.api.exec, target, groupRoot, packed.snapshot, quotaBytes).catch(
+        (err: unknown) => {
+          log.warn({ err: errorMessage(err) }, "could not take the group folder back from the run's pod");
+          return undefined;
+        },
+      );
+      if (changes) log.info(changes, 'group folder taken back from the pod');
+    });
     return openRun(deps, {
       ctx,
       callbacks,
@@ -240,6 +264,9 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     });
   }
 
+  const warm = (group: RunContext['group']) => {
+    if (group.networkMode !== 'full') pool.warm(group);
+  };
   return {
     prepare,
     start: (ctx, callbacks): RunHandle =>
@@ -247,8 +274,30 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
         retire,
         retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
         doneAtExit: true,
+        // The group is active: its next run should not wait for a pod either.
+        afterEnd: () => warm(ctx.group),
       }),
+    warm,
+    prestartStatus: () => ({ budget, containers: pool.snapshot() }),
+    refresh() {
+      const changed: RunContext['group'][] = [];
+      pool.prune((groupId, fingerprint) => {
+        const group = deps.groupById(groupId);
+        if (!group) return 'its group was removed';
+        let now: string;
+        try {
+          now = podFingerprint(shapeOf(group));
+        } catch (err) {
+          return `its group cannot run now: ${errorMessage(err)}`;
+        }
+        if (now === fingerprint) return undefined;
+        changed.push(group);
+        return 'its image, resources or settings changed';
+      });
+      for (const group of changed) warm(group);
+    },
     close: async () => {
+      await pool.close();
       await retired();
     },
   };
