@@ -3,7 +3,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createBashClassifier } from '../../../container-agent/src/bash-gate/classifier.ts';
+import { loadBashClassifier } from '../../../container-agent/src/bash-gate/load-classifier.ts';
 import { containersConfigSchema } from '../../../host/containers/run/container-config.ts';
 import {
   containerCreateOptions,
@@ -339,7 +342,7 @@ describe('agent bundle and tag', () => {
     }
   });
 
-  it('the real agent boots through its entry and code cache, and loads its bash parser', async () => {
+  it('the real agent boots through its entry and code cache, and its bash parser loads from beside the bundle', async () => {
     const out = path.join(tmp, 'real', 'agent.cjs');
     const bundle = await bundleAgent({
       entry: path.join(PROJECT_ROOT, 'container-agent', 'src', 'main.ts'),
@@ -353,21 +356,28 @@ describe('agent bundle and tag', () => {
     });
     let stderr = '';
     const closed = new Promise((r) => child.on('close', r));
-    // The parser loads once the agent listens, and the agent logs either outcome: that line is the sentinel.
-    // Ending stdin then makes the agent exit.
-    const parserSettled = new Promise<void>((resolve) =>
+    // "agent ready" is the sentinel; ending stdin then makes the agent exit.
+    const ready = new Promise<void>((resolve) =>
       child.stderr.on('data', (d: Buffer) => {
         stderr += d.toString('utf8');
-        if (/bash classifier (loaded|unavailable)/.test(stderr)) resolve();
+        if (/"msg":"agent ready"/.test(stderr)) resolve();
       }),
     );
-    await Promise.race([parserSettled, closed]);
+    await Promise.race([ready, closed]);
     child.stdin.end();
     await closed;
     expect(stderr).toMatch(/"msg":"agent ready"/);
-    expect(stderr).toMatch(/"msg":"bash classifier loaded"/);
     expect(stderr).not.toMatch(/code cache does not fit/);
-    expect(stderr).not.toMatch(/bash classifier unavailable/);
+    // The agent loads its parser at a run's first LLM request (not while it waits), from the wasm files
+    // next to its script: the same loader, given the bundle's own URL, finds them there.
+    const lines: string[] = [];
+    const classifier = await loadBashClassifier({
+      create: (wasm) => createBashClassifier(wasm),
+      scriptUrl: pathToFileURL(out).href,
+      logger: { info: (_d, message) => lines.push(message), warn: (_d, message) => lines.push(message) },
+    });
+    expect(lines).toEqual(['bash classifier loaded']);
+    expect(classifier.classify('ls -la').class).not.toBe('escalate');
   }, 30_000);
 
   it('fails with a clear message for a missing entry', async () => {
