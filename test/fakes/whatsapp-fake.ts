@@ -47,7 +47,7 @@ export interface FakeWhatsApp {
   }): Promise<void>;
   /** Stops the server and starts it again on the same port (clients see their socket close). */
   restart(): Promise<void>;
-  /** What the client sent and crabline could decrypt (direct and self-chat messages). */
+  /** What the client sent and crabline could decrypt (direct and self-chat messages; crabline records no edits). */
   sentTexts(): { to: string; id: string; text: string }[];
   close(): Promise<void>;
 }
