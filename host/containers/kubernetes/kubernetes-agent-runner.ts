@@ -1,15 +1,8 @@
-import { PassThrough } from 'node:stream';
 import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
 import { errorMessage } from '../../errors/error-message.ts';
 import { openGuardedRoot, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
-import {
-  GroupSyncError,
-  packGroupFolder,
-  unpackGroupChanges,
-  type GroupChanges,
-  type GroupSnapshot,
-} from './group-sync.ts';
-import { execInPod } from './pod-exec.ts';
+import { FolderQuotaError, GROUP_FOLDER, packGroupFolder, SESSION_FOLDER } from './group-sync.ts';
+import { copyFolderBack, copyFolderIn, type PodFolder } from './folder-copy.ts';
 import { ensureGatewayPolicy } from './gateway-policy.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { Clock } from '../../time/clock.ts';
@@ -32,12 +25,15 @@ import {
   PodSpecError,
   POD_LABEL_HOST,
   POD_LABEL_RUN,
+  SESSION_CONTAINER,
 } from './pod-spec.ts';
 
 export interface KubernetesAgentRunnerDeps extends RunWiring {
   api: PodApi & { networking: NetworkingV1Api; exec: Exec };
   /** The group's folder on the host: copied into each run's pod and the changes copied back. */
   groupDir(groupId: string): string;
+  /** The group's session folder on the host (its conversation): copied in and back as the group folder is. */
+  sessionDir(groupId: string): string;
   /** `[runner.kubernetes]`, with the image and the gateway's address required (the config schema says so). */
   cluster: KubernetesRunnerConfig & { image: string; gateway_address: string };
   /** Quotas, timeouts and the grace period: the same settings as the Docker runner's. */
@@ -57,34 +53,7 @@ export class ClusterRefusal extends Error {}
 
 const COMMANDS_CONTAINER = 'commands';
 const POD_GROUP_DIR = '/workspace/group';
-
-/** The group folder as the run left it, through the commands' container (which outlives the agent). */
-async function copyBack(
-  exec: Exec,
-  target: { namespace: string; pod: string; container: string },
-  root: GuardedRoot,
-  before: GroupSnapshot,
-  maxBytes: number,
-): Promise<GroupChanges> {
-  const out = new PassThrough();
-  const result = execInPod(exec, target, ['tar', '-c', '-C', POD_GROUP_DIR, '.'], { stdout: out });
-  // The client ends `out` with the command's status; an exec that never opened must end it too, or the
-  // unpacking would wait for ever (what it took so far stays; nothing is removed from a partial stream).
-  void result.then(() => {
-    if (!out.writableEnded) out.end();
-  });
-  const changes = await unpackGroupChanges(root, out, {
-    before,
-    maxBytes,
-    complete: async () => (await result).ok,
-  });
-  const { ok, detail } = await result;
-  if (!ok)
-    throw new GroupSyncError(
-      `the copy back stopped short (${detail}); ${changes.written.length} files were taken back`,
-    );
-  return changes;
-}
+const POD_SESSION_DIR = '/workspace/session';
 
 export interface KubernetesAgentRunner extends AgentRunner {
   /**
@@ -161,7 +130,12 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     return policy;
   };
 
-  async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
+  /** `end.problem`: why the run's folders could not all come back (a quota), which its outcome then says. */
+  async function launch(
+    ctx: RunContext,
+    callbacks: RunCallbacks,
+    end: { problem?: string },
+  ): Promise<LaunchedRun> {
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);
     if (ctx.group.networkMode === 'full') {
@@ -188,23 +162,61 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       hardTimeoutMs: containers.hard_timeout_ms,
       env: { ...deps.env(), OPENAI_BASE_URL: `${gatewayUrl}/v1` },
     });
-    const quotaBytes = containers.group_quota_mb * 1024 * 1024;
-    const groupRoot = await openGuardedRoot(deps.groupDir(ctx.group.id), {
-      create: { mode: 0o2775 },
-      label: 'the group folder',
-    });
-    const packed = await packGroupFolder(groupRoot, quotaBytes);
-    const target = { namespace: cluster.namespace, pod: pod.metadata!.name!, container: COMMANDS_CONTAINER };
+    const mb = 1024 * 1024;
+    const podName = pod.metadata!.name!;
+    const folders = await Promise.all(
+      [
+        {
+          host: deps.groupDir(ctx.group.id),
+          quota: containers.group_quota_mb * mb,
+          createMode: 0o2775,
+          pod: {
+            namespace: cluster.namespace,
+            pod: podName,
+            container: COMMANDS_CONTAINER,
+            dir: POD_GROUP_DIR,
+            umask: '0002',
+            names: GROUP_FOLDER,
+          } satisfies PodFolder,
+        },
+        {
+          host: deps.sessionDir(ctx.group.id),
+          quota: containers.session_quota_mb * mb,
+          createMode: 0o700,
+          pod: {
+            namespace: cluster.namespace,
+            pod: podName,
+            container: SESSION_CONTAINER,
+            dir: POD_SESSION_DIR,
+            umask: '0077',
+            names: SESSION_FOLDER,
+          } satisfies PodFolder,
+        },
+      ].map(async (f) => {
+        const root = await openGuardedRoot(f.host, {
+          create: { mode: f.createMode },
+          label: `the ${f.pod.names.name}`,
+        });
+        return { ...f, root, packed: await packGroupFolder(root, f.quota, f.pod.names) };
+      }),
+    );
     const log = deps.logger.child({ runId: ctx.runId, groupId: ctx.group.id });
     const container = await launchPod(deps.api, pod, {
+      // In turn, not at once: two tar streams at once would double what the host holds of a run's files.
       beforeDelete: async () => {
-        const changes = await copyBack(deps.api.exec, target, groupRoot, packed.snapshot, quotaBytes).catch(
-          (err: unknown) => {
-            log.warn({ err: errorMessage(err) }, "could not take the group folder back from the run's pod");
-            return undefined;
-          },
-        );
-        if (changes) log.info(changes, 'group folder taken back from the pod');
+        for (const f of folders) {
+          try {
+            const changes = await copyFolderBack(deps.api.exec, f.pod, f.root, f.packed.snapshot, f.quota);
+            log.info(changes, `${f.pod.names.name} taken back from the pod`);
+          } catch (err) {
+            log.warn({ err: errorMessage(err) }, `could not take the ${f.pod.names.name} back from the run's pod`);
+            // The reply went out already; the run's outcome says what of its work did not reach the host.
+            end.problem ??=
+              err instanceof FolderQuotaError
+                ? `disk quota: ${errorMessage(err)}`
+                : `the ${f.pod.names.name} could not all be taken back: ${errorMessage(err)}`;
+          }
+        }
       },
       clock: deps.clock,
       timeouts: {
@@ -215,18 +227,13 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       selector: { ...dataFolderSelector(deps.dataFolderId), [POD_LABEL_RUN]: labelValue(String(ctx.runId)) },
       startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
     });
-    // The group's files are in place before run.start, which is what the agent waits for.
-    const copied = await execInPod(
-      deps.api.exec,
-      target,
-      ['/bin/sh', '-c', `umask 0002 && exec tar -x -C ${POD_GROUP_DIR}`],
-      {
-        stdin: packed.tar,
-      },
-    );
-    if (!copied.ok) {
-      await container.stop('the group folder could not be copied in', 0);
-      throw new Error(`copying the group folder into pod ${target.pod} failed: ${copied.detail}`);
+    // The folders are in place before run.start, which is what the agent waits for.
+    for (const f of folders) {
+      const copied = await copyFolderIn(deps.api.exec, f.pod, f.packed.tar);
+      if (!copied.ok) {
+        await container.stop(`the ${f.pod.names.name} could not be copied in`, 0);
+        throw new Error(`copying the ${f.pod.names.name} into pod ${podName} failed: ${copied.detail}`);
+      }
     }
     return openRun(deps, {
       ctx,
@@ -242,12 +249,15 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
 
   return {
     prepare,
-    start: (ctx, callbacks): RunHandle =>
-      runHandleOf(deps, ctx, launch(ctx, callbacks), {
+    start: (ctx, callbacks): RunHandle => {
+      const end: { problem?: string } = {};
+      return runHandleOf(deps, ctx, launch(ctx, callbacks, end), {
         retire,
         retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
         doneAtExit: true,
-      }),
+        endProblem: () => end.problem,
+      });
+    },
     close: async () => {
       await retired();
     },
