@@ -1,6 +1,6 @@
 import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
 import { errorMessage } from '../../errors/error-message.ts';
-import { openGuardedRoot, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
+import { openGuardedRoot } from '../../safe-fs/guarded-root.ts';
 import { FolderQuotaError, GROUP_FOLDER, packGroupFolder, SESSION_FOLDER } from './group-sync.ts';
 import { copyFolderBack, copyFolderIn, type PodFolder } from './folder-copy.ts';
 import { ensureGatewayPolicy } from './gateway-policy.ts';
@@ -209,7 +209,10 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
             const changes = await copyFolderBack(deps.api.exec, f.pod, f.root, f.packed.snapshot, f.quota);
             log.info(changes, `${f.pod.names.name} taken back from the pod`);
           } catch (err) {
-            log.warn({ err: errorMessage(err) }, `could not take the ${f.pod.names.name} back from the run's pod`);
+            log.warn(
+              { err: errorMessage(err) },
+              `could not take the ${f.pod.names.name} back from the run's pod`,
+            );
             // The reply went out already; the run's outcome says what of its work did not reach the host.
             end.problem ??=
               err instanceof FolderQuotaError
