@@ -141,7 +141,9 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     if (ctx.group.networkMode === 'full') {
       throw new PodSpecError(
         `group ${ctx.group.id} asks for full network access, which the Kubernetes runner does not give ` +
-          '(its pods reach the gateway only); set its network to "gateway" or run it with [runner] kind = "docker"',
+          '(its pods reach the gateway only, under the policy its start probe proved): register the group again ' +
+          `with the gateway network (carapace groups remove ${ctx.group.id}, which keeps its folders, then ` +
+          `carapace groups add ${ctx.group.id} … --network gateway), or run it on a host with [runner] kind = "docker"`,
       );
     }
     await prepare();

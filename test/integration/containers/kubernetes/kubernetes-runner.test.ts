@@ -192,6 +192,8 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
     const outcome = await run.handle.done;
     expect(outcome).toMatchObject({ ok: false, retryable: false });
     expect(outcome.reason).toContain('full network access');
+    // It says what to do about it.
+    expect(outcome.reason).toContain('carapace groups add kube-full … --network gateway');
     expect(rig.enforcing.accepted()).toHaveLength(before);
   });
 
