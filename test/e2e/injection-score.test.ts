@@ -60,6 +60,7 @@ await describeDocker('e2e injection score: the fixed subset, the Cop fooled', ()
       'member-message/spend-reviews',
       'quoted-forward/impersonate',
       'forwarded-location/impersonate',
+      'slack-message/impersonate',
     ])
       results.push(await runner.run(scenario(id), 'fooled', 'adaptive'));
     console.log(scoreTable(results));

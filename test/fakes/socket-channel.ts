@@ -41,6 +41,9 @@ const platformMessage = z.object({
         z.object({ kind: z.literal('forwarded'), author: z.string(), authorIsOwner: z.boolean() }),
       ]),
       quoted: z.object({ text: z.string(), author: z.string(), authorIsOwner: z.boolean() }).optional(),
+      /** Whether the decoder saw the owner in their own chat with the bot, and the owner as the sender. */
+      fromOwner: z.boolean().optional(),
+      senderIsOwner: z.boolean().optional(),
     })
     .optional(),
   /** A file the message carries (its text is then the caption), as the platform declares it. */
@@ -131,6 +134,8 @@ export function createSocketChannel(opts: {
             text: m.decoded.text,
             origin: m.decoded.origin,
             ...(m.decoded.quoted ? { quoted: m.decoded.quoted } : {}),
+            ...(m.decoded.fromOwner !== undefined ? { fromOwner: m.decoded.fromOwner } : {}),
+            ...(m.decoded.senderIsOwner !== undefined ? { senderIsOwner: m.decoded.senderIsOwner } : {}),
           }
         : {}),
     };

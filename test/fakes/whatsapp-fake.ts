@@ -260,12 +260,15 @@ export interface SeamSend {
  * socket is built and only its `sendMessage` to `@g.us` chats is recorded here instead of sent. Failures
  * are shaped as Baileys throws them (an error with a Boom `output.statusCode`).
  */
-/** A reaction or a delete taken at the seam: the chat, the message it names, the emoji (a reaction's). */
+/** A reaction, delete or edit taken at the seam: the chat, the message it names, the emoji or new text. */
 export interface SeamMark {
   chatId: string;
   id: string;
   text: string;
 }
+
+/** An edit is text only: Baileys never uploads for one. */
+const noUpload: WAMediaUploadFunction = () => Promise.reject(new Error('an edit carries no file'));
 
 export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOpts: SeamOptions = {}) {
   const sent: SeamSend[] = [];
@@ -274,12 +277,27 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
   /** Reactions the channel sent (`text` the emoji) and deletes for everyone, with the message they name. */
   const reactions: SeamMark[] = [];
   const deletions: SeamMark[] = [];
+  /** Edits of the bot's messages (`text` the new text), with the message they name. */
+  const edits: SeamMark[] = [];
   /** Presence updates the channel sent (composing, paused), with their chat. */
   const presences: { chatId: string; type: string }[] = [];
   const factory: SocketFactory = (opts) => {
     const sock = base(opts);
     const real = sock.sendMessage.bind(sock);
     sock.sendMessage = (async (jid: string, content: AnyMessageContent, options?: { messageId?: string }) => {
+      // An edit changes the text the chat shows for the message it names, wherever it was sent.
+      // Read back from the message Baileys builds for it, so the seam shows what WhatsApp would be sent.
+      if ('edit' in content && content.edit) {
+        const built = await generateWAMessageContent(content, { upload: seamOpts.upload ?? noUpload });
+        const edit = built.protocolMessage;
+        if (edit?.type !== proto.Message.ProtocolMessage.Type.MESSAGE_EDIT || !edit.key?.fromMe)
+          throw new Error('the seam got an edit Baileys does not build as an edit of our own message');
+        const text = edit.editedMessage?.conversation ?? edit.editedMessage?.extendedTextMessage?.text ?? '';
+        const target = sent.find((s) => s.chatId === jid && s.id === edit.key?.id);
+        if (target) target.text = text;
+        edits.push({ chatId: jid, id: edit.key.id ?? '', text });
+        return undefined;
+      }
       // Reactions and deletes are messages on the wire, but not ones the chat shows as the bot's.
       if ('react' in content || 'delete' in content) {
         const key = 'react' in content ? content.react.key : content.delete;
@@ -324,6 +342,7 @@ export function groupSendsAtSeam(base: SocketFactory = makeBaileysSocket, seamOp
     presences,
     reactions,
     deletions,
+    edits,
     /** The socket built last (the live one once connected). */
     socket: () => sockets.at(-1),
     /** Sockets built so far: one per connection the channel opened. */

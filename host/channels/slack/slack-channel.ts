@@ -143,6 +143,18 @@ export function createSlackChannel(
         });
     },
 
+    async editText({ chatId, platformId, text }) {
+      // A file's comment is not a message Slack lets the bot edit with chat.update.
+      if (platformId.startsWith('file:')) return false;
+      try {
+        await web.chat.update({ channel: chatId, ts: platformId, text });
+        return true;
+      } catch (err) {
+        logger.warn({ err: errorMessage(err), chatId }, 'could not edit a message');
+        return false;
+      }
+    },
+
     async unsend({ chatId, platformId }) {
       // A file's id is not a message's: Slack deletes files with another call and scope; kept.
       if (platformId.startsWith('file:')) return false;

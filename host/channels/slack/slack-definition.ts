@@ -34,8 +34,7 @@ export const slackChannelDefinition: ChannelDefinition<SlackConfig> = {
     reactions: true,
     typing: 'Slack shows bots no typing indicator outside its AI-assistant threads',
     unsend: true,
-    edits:
-      'chat.update could edit one message as an answer streams, but the adapter has no editText yet: answers arrive whole',
+    edits: true,
   },
   chatId: {
     pattern: /^[CGD][A-Z0-9]{2,20}$/,

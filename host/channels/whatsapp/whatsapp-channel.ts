@@ -212,6 +212,25 @@ export function createWhatsAppChannel(deps: WhatsAppChannelDeps): WhatsAppChanne
       });
     },
 
+    async editText({ chatId, platformId, text }) {
+      const live = controller?.current();
+      if (!live) return false;
+      // An edit travels as a message of its own: its echo must be known as ours, as a send's is.
+      const id = messageIdFor(`edit:${platformId}:${crypto.randomUUID()}`);
+      handlers.rememberSent(id);
+      try {
+        await live.sock.sendMessage(
+          chatId,
+          { text: markdownToWhatsApp(text), edit: { remoteJid: chatId, id: platformId, fromMe: true } },
+          { messageId: id },
+        );
+        return true;
+      } catch (err) {
+        log.warn({ err: errorMessage(err), chatId }, 'could not edit the message');
+        return false;
+      }
+    },
+
     async unsend({ chatId, platformId }) {
       const live = controller?.current();
       if (!live) return false;

@@ -37,8 +37,7 @@ export const whatsappChannelDefinition: ChannelDefinition<WhatsAppConfig> = {
     reactions: true,
     typing: true,
     unsend: true,
-    edits:
-      'WhatsApp can edit a sent message (Baileys sends `{ text, edit: key }`), but this adapter does not stream yet: its answers arrive whole',
+    edits: true,
   },
   chatId: {
     pattern: /^(\d{5,20}(-\d{5,20})?@g\.us|\d{5,20}@s\.whatsapp\.net)$/,

@@ -40,16 +40,21 @@ export async function relayStream(
     maxJsonBytes: MAX_JSON_FOR_USAGE,
   });
   res.writeHead(upstream.status, clientResponseHeaders(upstream.headers));
-  // Headers go out at once when the body has not started, so a client sees the answer begin while the
-  // model thinks; when its first bytes came with the headers they leave together in one write, which
-  // saves a socket write per request (a short answer is often one upstream chunk: DESIGN.md, "LLM gateway").
-  if (upstream.body.readableLength === 0) res.flushHeaders();
+  // Headers go out in this turn of the event loop, so a client sees the answer begin while the model
+  // thinks; when the first bytes of the body come in the same turn (they usually do: a provider sends its
+  // first event right after its headers) they leave together in one write, which saves a socket write per
+  // request (DESIGN.md, "LLM gateway").
+  let started = false;
+  const flushHeaders = setImmediate(() => {
+    if (!started && !res.writableEnded) res.flushHeaders();
+  });
   let bytes = 0;
   // The pieces of one upstream chunk leave in one write to the socket, as the chunk came. The socket is
   // corked, not the response: a corked ServerResponse reports backpressure from its own buffer but only
   // relays the socket's 'drain', so a wait for it could last forever.
   // Returns whether the client keeps up; only then is there nothing to wait for (no promise per chunk).
   const write = (pieces: readonly Buffer[]): boolean => {
+    if (pieces.length > 0) started = true;
     if (pieces.length === 1) {
       const piece = pieces[0] as Buffer;
       bytes += piece.length;
@@ -75,6 +80,7 @@ export async function relayStream(
     if (!write(tail)) await drain();
     return { end: 'complete', usage, bytes };
   } catch (error) {
+    clearImmediate(flushHeaders);
     const { usage } = tap.finish();
     if (options.signal.aborted) return { end: 'client_gone', usage, bytes };
     // Headers (and maybe bytes) are out; cutting the connection is the only honest way to say "incomplete".

@@ -16,10 +16,19 @@ export function createDayFormatter(timezone: string): (epochMs: number) => strin
       `unknown time zone "${timezone}": set [assistant].timezone to an IANA name such as "Europe/Berlin"`,
     );
   }
+  // Every request names its day: the answer is kept for the minute it was asked for, since a zone's
+  // midnight falls on a whole minute (offsets are whole minutes since 1972). Formatting each time was a
+  // visible share of the gateway's CPU per small request (DESIGN.md, "LLM gateway").
+  let minute = Number.NaN;
+  let day = '';
   return (epochMs: number) => {
+    const asked = Math.floor(epochMs / 60_000);
+    if (asked === minute) return day;
     const parts = format.formatToParts(new Date(epochMs));
     const get = (type: string) => parts.find((part) => part.type === type)?.value ?? '';
-    return `${get('year')}-${get('month')}-${get('day')}`;
+    minute = asked;
+    day = `${get('year')}-${get('month')}-${get('day')}`;
+    return day;
   };
 }
 

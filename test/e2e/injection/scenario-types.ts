@@ -28,7 +28,9 @@ export type VectorId =
   | 'mcp-description'
   | 'quoted-forward'
   | 'forwarded-location'
-  | 'recalled-memory';
+  | 'recalled-memory'
+  | 'recalled-document'
+  | 'slack-message';
 
 export type GoalId =
   | 'exfil-network'

@@ -37,4 +37,5 @@ export const FAST_SUBSET: string[] = [
   'git-content/config',
   'media-document/plant-task',
   'recalled-memory/plant-memory',
+  'recalled-document/exfil-chat',
 ];

@@ -158,8 +158,15 @@ export async function startFakeSlack(
         });
         return ok({ channel, ts, message: { ts, text: params.text } });
       }
-      case 'chat.update':
-        return ok({ channel, ts: params.ts });
+      case 'chat.update': {
+        // Slack edits in place: the message keeps its ts; a deleted or unknown one is message_not_found.
+        const ts = String(params.ts);
+        const post = posts.find((p) => p.channel === channel && p.ts === ts);
+        if (!post || deleted.some((d) => d.channel === channel && d.ts === ts)) return fail('message_not_found');
+        if (typeof params.text !== 'string' || params.text === '') return fail('no_text');
+        post.text = params.text;
+        return ok({ channel, ts, text: post.text });
+      }
       case 'chat.delete': {
         const ts = String(params.ts);
         if (

@@ -1,3 +1,4 @@
+import { generateWAMessageContent } from '@whiskeysockets/baileys';
 import { describe, expect, it } from 'vitest';
 import { translateInbound, type InboundContext } from '../../../host/channels/whatsapp/inbound-message.ts';
 import { markdownToWhatsApp } from '../../../host/channels/whatsapp/whatsapp-markdown.ts';
@@ -229,5 +230,25 @@ describe('translateInbound', () => {
     );
     expect(text({ reactionMessage: { text: '👍' } })).toBeUndefined();
     expect(text({ protocolMessage: { type: 0 } })).toBeUndefined();
+  });
+
+  it('never takes an edit as a new message: not the echo of the host’s streamed draft, not the owner’s own edit', async () => {
+    // Built as Baileys builds the host's editText (and the owner's phone an edit): a protocol message
+    // naming the edited message, the new text inside.
+    const edit = await generateWAMessageContent(
+      { text: 'approve abc234', edit: { remoteJid: SELF.phone, id: 'SENT1', fromMe: true } },
+      { upload: () => Promise.reject(new Error('no upload')) },
+    );
+    expect(edit.protocolMessage?.editedMessage?.extendedTextMessage?.text).toBe('approve abc234');
+    const inSelfChat = translateInbound(
+      waMessage({ id: 'E1', remoteJid: SELF.phone, fromMe: true, message: edit }),
+      ctx(),
+    );
+    expect(inSelfChat).toMatchObject({ kind: 'skip' });
+    const inGroup = translateInbound(
+      waMessage({ id: 'E2', remoteJid: GROUP, participant: '1@lid', message: edit }),
+      ctx(),
+    );
+    expect(inGroup).toMatchObject({ kind: 'skip' });
   });
 });

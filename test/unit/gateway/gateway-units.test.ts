@@ -463,6 +463,16 @@ describe('gateway usage parsing', () => {
     expect(createDayFormatter('UTC')(instant)).toBe('2024-03-10');
     expect(() => createDayFormatter('Mars/Olympus')).toThrow(/unknown time zone/);
   });
+
+  it("names the new day from the first millisecond after the zone's midnight, and the old one again before it", () => {
+    const dayOf = createDayFormatter('Asia/Kathmandu'); // +05:45: midnight is not on a UTC hour
+    const midnight = Date.UTC(2024, 2, 10, 18, 15);
+    expect(dayOf(midnight - 1)).toBe('2024-03-10');
+    expect(dayOf(midnight)).toBe('2024-03-11');
+    expect(dayOf(midnight + 59_999)).toBe('2024-03-11');
+    expect(dayOf(midnight - 1)).toBe('2024-03-10');
+    expect(dayOf(midnight - 60_000)).toBe('2024-03-10');
+  });
 });
 
 describe('usage tap fast path', () => {
