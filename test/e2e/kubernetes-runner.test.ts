@@ -211,12 +211,14 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
       child.on('exit', (_c, sig) => resolve(sig)),
     );
     try {
+      // Its own line once it serves (a socket file alone may be the stopped host's).
       await eventually(
-        'the host in its own process to listen',
-        () => fs.existsSync(h.paths.socketFile),
+        'the host in its own process to serve',
+        () => childLog.includes('Carapace is running'),
         120_000,
       );
       const hanging = h.send('alpha', '@Andy a turn the host dies in', 60);
+      void hanging.then((r) => (childLog += `\n[send ended: ${r.code}] ${r.stdout}${r.stderr}`));
       const running = await eventually(
         'a run pod of alpha',
         () =>
