@@ -44,6 +44,7 @@ export const LIMITS = {
   error: 4000,
   prompt: 8000,
   formatting: 8000,
+  persona: 2000,
   command: 64 * 1024,
   configPatch: 64 * 1024,
   /** config.toml as `config.read` returns it. */
@@ -242,6 +243,8 @@ export const runStartParamsSchema = z.strictObject({
   timezone: nonEmptyText(64),
   /** The channel's formatting rules, as prose for the model. */
   formatting: boundedText(LIMITS.formatting),
+  /** How the owner wants the assistant to present itself in this group (its account's or its own persona). */
+  persona: z.optional(nonEmptyText(LIMITS.persona)),
   messages: chatMessagesSchema,
   limits: runLimitsSchema,
   model: z.optional(nonEmptyText(128)),

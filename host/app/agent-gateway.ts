@@ -1,4 +1,5 @@
 import type { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
+import { capsWithAccounts, groupDefaults } from '../config/group-defaults.ts';
 import { createGateway } from '../gateway/index.ts';
 import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
 import { gatewayEvents } from '../router/gateway-events.ts';
@@ -15,7 +16,8 @@ export function startAgentGateway(
 ) {
   const { config, store, logger } = deps;
   return createGateway({
-    config: () => deps.live().gateway,
+    // The caps with the account layer of the groups bound to accounts, read at each request.
+    config: () => ({ ...deps.live().gateway, ...capsWithAccounts(deps.live(), store.groups.list()) }),
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
     usageStore: createSqliteUsageStore(store.db),
@@ -31,7 +33,10 @@ export function startAgentGateway(
               deps.credentials?.policy.record(owner, row);
             },
             credentials: () => deps.live().credentials,
-            grantedTo: (groupId: string) => deps.live().groups[groupId]?.credentials ?? [],
+            grantedTo: (groupId: string) => {
+              const group = store.groups.get(groupId);
+              return group ? groupDefaults(deps.live(), group).credentials.value : [];
+            },
             secret: deps.credentials.secret,
           },
         }

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { groupDefaults } from '../config/group-defaults.ts';
 import { outboxFilesDir } from '../config/paths.ts';
 import { credentialCommandSetup } from '../gateway/credential/command-setup.ts';
 import { createOutboundFiles } from '../router/media/outbound-file.ts';
@@ -90,7 +91,15 @@ export function runWiringFor(deps: AgentRuntimeDeps, gateway: AgentGateway): Run
   return {
     gateway,
     commandSetup: (group, routesUrl, credentialKey) =>
-      credentialCommandSetup(deps.live().credentials, deps.live().groups[group.id], routesUrl, credentialKey),
+      credentialCommandSetup(
+        deps.live().credentials,
+        {
+          ...deps.live().groups[group.id],
+          credentials: groupDefaults(deps.live(), group).credentials.value,
+        },
+        routesUrl,
+        credentialKey,
+      ),
     groupById: (id) => store.groups.get(id),
     maxImageBytes: () => (deps.live().media.model_sees_images ? deps.live().media.max_image_bytes : 0),
     startParams: async (ctx: RunContext) => ({
@@ -98,6 +107,7 @@ export function runWiringFor(deps: AgentRuntimeDeps, gateway: AgentGateway): Run
       assistantName: deps.live().assistant.name,
       timezone: deps.live().assistant.timezone,
       formatting: deps.formattingFor(ctx.group.channel),
+      ...personaParam(groupDefaults(deps.live(), ctx.group).persona.value),
       limits: {
         maxToolSteps: deps.live().runs.max_tool_steps,
         maxOutputTokens: config.runs.max_output_tokens,
@@ -165,4 +175,9 @@ export function prestartStatusOf(
       memoryMb: c.memoryBytes === undefined ? null : c.memoryBytes / (1024 * 1024),
     })),
   };
+}
+
+/** The persona a run's prompt carries, when its group has one (from its own table, its account or [assistant]). */
+function personaParam(persona: string | undefined): { persona?: string } {
+  return persona === undefined ? {} : { persona };
 }

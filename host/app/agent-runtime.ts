@@ -4,7 +4,6 @@ import type { HostConfig } from '../config/schema.ts';
 import { PROVIDER_DEFAULTS } from '../gateway/index.ts';
 import type { RunnerRuntime } from './host.ts';
 import { createUnavailableRunner } from '../router/unavailable-runner.ts';
-import type { Store } from '../store/store.ts';
 import { dataFolderLabel, LABEL_DATA } from '../containers/run/data-folder-label.ts';
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
 import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
@@ -16,16 +15,9 @@ import { removeOrphans } from '../containers/run/container-orphans.ts';
 import { stopBundler } from '../containers/image/agent-bundle.ts';
 import { ensureAgentImage } from '../containers/image/image-ensure.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { recentlyActiveGroups } from './recent-groups.ts';
 
 export type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
-
-/** Groups with a run within the last `withinMs`, most recent first: their next run is likely soon. */
-function recentlyActiveGroups(store: Store, withinMs: number) {
-  const since = Date.now() - withinMs;
-  const ids = new Set<string>();
-  for (const run of store.runs.recent(100)) if (Date.parse(run.startedAt) >= since) ids.add(run.groupId);
-  return [...ids].flatMap((id) => store.groups.get(id) ?? []);
-}
 
 /** A runner that answers with host notices instead of running agents (nothing to run them with). */
 function noticeRuntime(reason: string): RunnerRuntime {

@@ -10,7 +10,7 @@ import { startDailySummary } from '../admin/start-daily-summary.ts';
 import { wireAdminCommands } from '../admin/wire-admin-commands.ts';
 import { wireApprovals } from '../admin/wire-approvals.ts';
 import { wireDelivery } from '../admin/wire-delivery.ts';
-import type { Channel } from '../channels/channel.ts';
+import type { Channel, ChannelDefinition } from '../channels/channel.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
 import { createChannelRegistry, type ChannelRegistry } from '../channels/registry.ts';
 import type { PrestartStatus } from '../channels/local/local-api.ts';
@@ -23,6 +23,7 @@ import { reloadWhenRunning, type ReloadConfig } from '../config/config-reload.ts
 import type { ConfigReloader } from '../config/config-reloader.ts';
 import { createConfigSource, type ConfigSource } from '../config/config-source.ts';
 import { wireConfigReload, type ConfigFileReload } from '../config/wire-config-reload.ts';
+import { capsWithAccounts } from '../config/group-defaults.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { groupRoomCheck } from '../containers/mounts/disk-quota.ts';
 import { describeRunner } from '../containers/kubernetes/runner-choice.ts';
@@ -111,6 +112,11 @@ export interface HostDeps {
   redact: (s: string) => string;
   /** Channels besides the console and the configured ones (tests' doubles). */
   extraChannels?: Channel[];
+  /**
+   * The channels the config's accounts are made by (default: every channel Carapace knows); tests give a
+   * definition whose adapter sends through a seam, so configured accounts stay config-driven end to end.
+   */
+  channelDefinitions?: readonly ChannelDefinition[];
   /** Secret lookup by variable name, for the channels' tokens. */
   secret?(name: string): string | undefined;
   /**
@@ -183,7 +189,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
       channels: createRunningChannels(),
       startedAccounts,
       registry: createChannelRegistry({
-        definitions: CHANNEL_DEFINITIONS,
+        definitions: deps.channelDefinitions ?? CHANNEL_DEFINITIONS,
         // What runs, not what the file says: a reload moves it as it starts or stops an account.
         config: () => startedAccounts.current,
         alwaysOn: ALWAYS_ON_CHANNELS,
@@ -211,7 +217,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     const spend = createSpendView({
       reporter: createSpendReporter(store.db),
       groupIds: () => store.groups.list().map((g) => g.id),
-      gateway: () => core.live().gateway,
+      gateway: () => capsWithAccounts(core.live(), store.groups.list()),
       timezone: () => core.live().assistant.timezone,
       now: clock.now,
     });
@@ -330,6 +336,7 @@ function startRuns(core: HostCore, owner: OwnerParts, runtime: RunnerRuntime): G
     store: core.store,
     runner: runtime.runner,
     live: core.live,
+    caps: () => capsWithAccounts(core.live(), core.store.groups.list()),
     limits: {
       maxConcurrent: config.runs.max_concurrent,
       maxAttempts: config.runs.max_attempts,

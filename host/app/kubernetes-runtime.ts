@@ -8,7 +8,8 @@ import { defaultProbeAddress, probeNetworkPolicy } from '../containers/kubernete
 import { systemClock } from '../time/clock.ts';
 import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import { startRuntimeGateway } from './runtime-gateway.ts';
-import { runWiringFor } from './agent-runner.ts';
+import { prestartStatusOf, runWiringFor } from './agent-runner.ts';
+import { recentlyActiveGroups } from './recent-groups.ts';
 import type { CloserStack } from './closer-stack.ts';
 
 /**
@@ -61,6 +62,11 @@ export async function startKubernetesRuntime(
     sessionDir: (groupId) => path.join(paths.sessionsDir, groupId),
     cluster: { ...k8s, image, gateway_address: gatewayAddress },
     containers: config.containers,
+    prestart: {
+      count: config.runs.prestart.count,
+      memoryMb: config.runs.prestart.memory_mb,
+      idleMs: config.runs.prestart.idle_ms,
+    },
     dataFolderId,
     hostInstanceId,
     clock: systemClock,
@@ -82,8 +88,13 @@ export async function startKubernetesRuntime(
   closers.push('agent pods', () => runner.close());
   await runner.prepare();
   logger.info({ namespace: k8s.namespace, image, gateway: gatewayAddress }, 'kubernetes agent runtime ready');
+  for (const group of recentlyActiveGroups(deps.store, config.runs.prestart.idle_ms)) runner.warm(group);
   return {
     runner,
     ...parts,
+    prestart: {
+      status: () => prestartStatusOf(runner),
+      refresh: () => runner.refresh(),
+    },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withAccountDefaults } from './account-defaults.ts';
 import { accountLabel, channelAccountsSchema } from './channel-accounts.ts';
 import type { Channel, ChannelDefinition, ChannelDeps, ChatKind } from './channel.ts';
 
@@ -19,7 +20,7 @@ export function channelsConfigSchema(
   const sectionOf = (d: ChannelDefinition) =>
     alwaysOn.includes(d.name)
       ? d.configSchema.transform((c) => ({ default: c }))
-      : channelAccountsSchema(d.name, d.configSchema, settingsKeysOf(d.configSchema));
+      : channelAccountsSchema(d.name, withAccountDefaults(d.configSchema), settingsKeysOf(d.configSchema));
   return z
     .object(Object.fromEntries(definitions.map((d) => [d.name, sectionOf(d).optional()])))
     .strict()

@@ -109,7 +109,8 @@ const COMMANDS: Record<string, Command> = {
   },
   cleanup: {
     usage: 'carapace cleanup [--dry-run]',
-    summary: 'remove Docker networks, firewall chains and containers no host will clean up',
+    summary:
+      'remove Docker networks, firewall chains and containers (or, on Kubernetes, pods and policies) no host will clean up',
     load: async () => (await import('./commands/cleanup-command.ts')).cleanupCommand,
   },
   backup: {

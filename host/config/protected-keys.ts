@@ -26,11 +26,29 @@ export const PROTECTED_KEYS: readonly { pattern: ConfigPath; why: string }[] = [
   { pattern: ['runner'], why: 'where agent containers run and which cluster identity starts them' },
   { pattern: ['groups', '*', 'extra_mounts'], why: 'host folders a container can see' },
   { pattern: ['channels', '*', 'owner_user_id'], why: 'who the owner is' },
+  {
+    pattern: ['channels', '*', 'credentials'],
+    why: "which credentials every group of the account may use (a group's own list is asked for, per group)",
+  },
   { pattern: ['channels', '*', 'bot_token_env'], why: 'which secret is the channel token' },
   { pattern: ['channels', '*', 'api_root'], why: 'where the channel token is sent' },
   { pattern: ['channels', '*', 'websocket_url'], why: 'where the channel session is sent' },
   { pattern: ['channels', '*', 'webhook'], why: 'where the channel receives messages and its secret' },
 ];
+
+/**
+ * A path into a named account's table read as a path into a channel's table, so the channel patterns cover
+ * every account: `channels.telegram.work.owner_user_id` is `channels.telegram.owner_user_id`, and the whole
+ * `channels.telegram.work` (a new account, its token variable included) is `channels.telegram`, which
+ * every channel pattern overlaps.
+ */
+function accountPath(path: ConfigPath, before: HostConfig, after: HostConfig): ConfigPath {
+  const [section, channel, account] = path;
+  if (section !== 'channels' || channel === undefined || account === undefined) return path;
+  const label = `${channel}.${account}`;
+  if (before.channels[label] === undefined && after.channels[label] === undefined) return path;
+  return [section, channel, ...path.slice(3)];
+}
 
 export interface ProtectedTouch {
   key: string;
@@ -56,8 +74,9 @@ export function protectedTouches(
 ): ProtectedTouch[] {
   const touches: ProtectedTouch[] = [];
   for (const { path } of patch) {
+    const asAccount = accountPath(path, before, after);
     for (const { pattern, why } of PROTECTED_KEYS) {
-      if (overlaps(path, pattern)) touches.push({ key: formatConfigPath(path), why });
+      if (overlaps(asAccount, pattern)) touches.push({ key: formatConfigPath(path), why });
     }
   }
   // An effect already named by the key that causes it is said once, by the key.

@@ -8,6 +8,13 @@
 export const LIVE_KEYS: readonly (readonly string[])[] = [
   ['assistant', 'name'],
   ['assistant', 'timezone'],
+  ['assistant', 'persona'],
+  // An account's defaults for its groups (config/group-defaults.ts reads them at each run and request);
+  // diff keys name an account by its label, so one `*` covers `telegram` and `telegram.work`.
+  ['channels', '*', 'persona'],
+  ['channels', '*', 'daily_cap_usd'],
+  ['channels', '*', 'credentials'],
+  ['groups', '*', 'persona'],
   ['admin', 'notify'],
   ['admin', 'daily_summary'],
   ['groups', '*', 'trigger'],

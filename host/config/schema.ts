@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { groupIdSchema } from '../../container-agent/src/protocol.ts';
 import { ALWAYS_ON_CHANNELS, CHANNEL_DEFINITIONS } from '../channels/channel-definitions.ts';
+import { personaSchema } from '../channels/account-defaults.ts';
 import { channelsConfigSchema } from '../channels/registry.ts';
 import { containersConfigSchema } from '../containers/run/container-config.ts';
 import { runnerConfigSchema } from '../containers/kubernetes/kubernetes-config.ts';
@@ -40,6 +41,8 @@ export const assistantConfigSchema = z
       .regex(/^[A-Za-z][A-Za-z0-9_-]{0,31}$/, 'must be one word of letters, digits, "_" or "-" (at most 32)')
       .default('Andy'),
     timezone: ianaTimeZone.default('UTC'),
+    /** How the assistant presents itself (tone, role), for every group whose account or own table sets none. */
+    persona: personaSchema.optional(),
   })
   .strict();
 
@@ -123,8 +126,13 @@ export const groupConfigSchema = z
     trigger: z.enum(['mention', 'always', 'owner']).default('mention'),
     /** When set, only these sender ids can trigger; everyone else's messages stay context. */
     allowed_senders: z.array(z.string().min(1)).optional(),
-    /** `[credentials.<name>]` the group's runs may use through the host (never see). */
+    /**
+     * `[credentials.<name>]` the group's runs may use through the host (never see); unset: its account's
+     * `credentials`, else none. An empty list gives none even when the account has some.
+     */
     credentials: z.array(z.string()).max(32).optional(),
+    /** The group's persona; unset: its account's, else `[assistant] persona`. */
+    persona: personaSchema.optional(),
     /** The git identity the group's commits carry (not secret: set in the container). */
     git_name: z
       .string()

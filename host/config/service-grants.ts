@@ -1,4 +1,5 @@
 import type { HostConfig } from './schema.ts';
+import { accountDefaultsOf } from '../channels/account-defaults.ts';
 import { credentialConfigProblems } from '../gateway/credential/credential-grants.ts';
 import { mcpServerNames } from '../services/mcp/mcp-services.ts';
 import { createServiceRegistry, type ServiceRegistry } from '../services/service-registry.ts';
@@ -80,7 +81,13 @@ export function assertStartableConfig(
   });
   const problems = [
     ...serviceConfigProblems(config, registry, adminGroupId),
-    ...credentialConfigProblems(config, adminGroupId),
+    ...credentialConfigProblems(
+      { ...config, accounts: mapValues(config.channels, accountDefaultsOf) },
+      adminGroupId,
+    ),
   ];
   if (problems.length > 0) throw new CleanRoomError(`refusing to start: ${problems.join('; ')}`);
 }
+
+const mapValues = <V, W>(record: Record<string, V>, f: (v: V) => W): Record<string, W> =>
+  Object.fromEntries(Object.entries(record).map(([k, v]) => [k, f(v)]));

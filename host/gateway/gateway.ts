@@ -12,7 +12,7 @@ import { CREDENTIAL_KEY_PREFIX, createKeyRegistry, type KeyOwner } from './key-r
 import type { LogLevels } from '../logging/logger.ts';
 import { createReviews, type Review, type ReviewSettings } from './review/review.ts';
 import { createRunSlots } from './proxy/run-slots.ts';
-import { createSpendCap } from './spend/spend-cap.ts';
+import { createSpendCap, type CapConfig } from './spend/spend-cap.ts';
 import {
   createTranscription,
   type TranscriptionSettings,
@@ -28,7 +28,7 @@ export interface GatewayDeps {
    * Read at each request: caps, prices, allowed models and the size limit of a reloaded config apply to
    * the next one. The port, retry settings and upstream timeout are taken once, at creation.
    */
-  config: () => GatewayConfig;
+  config: () => GatewayConfig & Pick<CapConfig, 'account_caps_usd'>;
   provider: ProviderConfig;
   /** The real provider key, read by the host from its environment. Empty for providers without keys. */
   providerApiKey: string;

@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/logger.ts';
-import type { GatewayConfig } from '../gateway/config.ts';
 import { createCapStatus } from '../gateway/spend/cap-status.ts';
+import type { CapConfig } from '../gateway/spend/spend-cap.ts';
 import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
 import type { HostEvents } from '../store/host-events.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
@@ -13,11 +13,10 @@ import { createRunExecutor } from './run-executor.ts';
 export interface RunsWiringDeps {
   store: Store;
   runner: AgentRunner;
-  /** Read as each run would start: the caps and the zone running now. */
-  live(): {
-    gateway: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
-    assistant: { timezone: string };
-  };
+  /** Read as each run would start: the zone running now. */
+  live(): { assistant: { timezone: string } };
+  /** Read as each run would start: the caps running now, the groups' accounts' caps included. */
+  caps(): CapConfig;
   /** `[runs]`: how many at once, how often a run is tried, the wait between tries. */
   limits: Pick<GroupQueueDeps, 'maxConcurrent' | 'maxAttempts' | 'retryBaseMs'>;
   enqueueReply(item: NewOutboxItem): void;
@@ -36,7 +35,7 @@ export function wireRuns(deps: RunsWiringDeps) {
     runner: deps.runner,
     // The gateway's records and rule, read as the run would start.
     capStatus: createCapStatus({
-      config: () => deps.live().gateway,
+      config: () => deps.caps(),
       spentTodayMicros: (groupId, day) => usage.spentTodayMicros(groupId, day),
       timezone: () => deps.live().assistant.timezone,
       now: clock.now,

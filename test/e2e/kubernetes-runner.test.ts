@@ -90,7 +90,8 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
             probe_address: `${bridge}:${(outside.address() as net.AddressInfo).port}`,
           },
         },
-        runs: { max_attempts: 1 },
+        // Every pod here is a run's or the probe's: warm pods are kubernetes-warm-pods.test.ts's.
+        runs: { max_attempts: 1, prestart: { count: 0 } },
         // Small, so a command can go past it quickly; the pods' group volume is as large.
         containers: { group_quota_mb: 2 },
       },

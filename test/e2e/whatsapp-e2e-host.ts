@@ -35,6 +35,8 @@ export async function startWhatsAppHost(
     config?: E2eHostOptions['config'];
     seam?: SeamOptions;
     transcribe?: E2eHostOptions['transcribe'];
+    /** More keys of `[channels.whatsapp]` (the account's defaults for its groups, say). */
+    account?: Record<string, unknown>;
   } = {},
 ): Promise<WhatsAppE2e> {
   const server = await startFakeWhatsApp(dir);
@@ -42,7 +44,7 @@ export async function startWhatsAppHost(
   // A new channel at each (re)start of the host; `channel` is always the live one.
   let channel: WhatsAppChannel | undefined;
   const e2e = await startE2eHost({
-    config: { ...opts.config, channels: { whatsapp: { websocket_url: server.url } } },
+    config: { ...opts.config, channels: { whatsapp: { ...opts.account, websocket_url: server.url } } },
     ...(opts.transcribe ? { transcribe: opts.transcribe } : {}),
     channels: async (paths) => {
       const dataDir = channelDataDir(paths, 'whatsapp');

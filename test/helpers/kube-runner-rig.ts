@@ -13,6 +13,7 @@ import { setUpRunNetworks } from '../../host/containers/network/run-networks.ts'
 import {
   createKubernetesAgentRunner,
   type KubernetesAgentRunner,
+  type KubernetesAgentRunnerDeps,
 } from '../../host/containers/kubernetes/kubernetes-agent-runner.ts';
 import { kubernetesRunnerConfigSchema } from '../../host/containers/kubernetes/kubernetes-config.ts';
 import { loadKubeConfig } from '../../host/containers/kubernetes/kube-config.ts';
@@ -54,7 +55,7 @@ export interface KubeRig {
   /** The wiring every runner of the rig shares (gateway, start params, handlers). */
   wiring: RunWiring;
   /** A runner on `api`, made as the host makes it for `[runner] kind = "kubernetes"`. */
-  runnerOn(api: FakeKubeApi): KubernetesAgentRunner;
+  runnerOn(api: FakeKubeApi, overrides?: Partial<KubernetesAgentRunnerDeps>): KubernetesAgentRunner;
   close(): Promise<void>;
 }
 
@@ -161,7 +162,7 @@ export async function startKubeRig(options: {
     groupsDir,
     sessionsDir,
     wiring,
-    runnerOn(api) {
+    runnerOn(api, overrides = {}) {
       const kc = loadKubeConfig({ kubeconfig: api.writeKubeconfig(tempDir()) });
       const clients = {
         core: kc.makeApiClient(CoreV1Api),
@@ -201,6 +202,7 @@ export async function startKubeRig(options: {
             },
             systemClock,
           ),
+        ...overrides,
       });
       runners.push(runner);
       return runner;

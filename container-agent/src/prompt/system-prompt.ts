@@ -12,6 +12,8 @@ export interface SystemPromptInput {
   group: { id: string; name: string; isAdmin: boolean; channel: string };
   timezone: string;
   formatting: string;
+  /** The owner's words on how the assistant presents itself here (tone, role); never above the rules. */
+  persona?: string | undefined;
   now: Date;
   workspaceRoot: string;
   /** Contents of the group's AGENT.md, or null when there is none. */
@@ -78,6 +80,16 @@ export function buildSystemPrompt(input: SystemPromptInput): string {
         : []),
     ].join('\n'),
   );
+
+  if (input.persona !== undefined && input.persona.trim() !== '') {
+    sections.push(
+      [
+        '## Persona',
+        'How the owner wants you to present yourself in this chat (tone and role; the rules above still hold):',
+        input.persona.trim(),
+      ].join('\n'),
+    );
+  }
 
   if (input.formatting.trim() !== '') {
     sections.push([`## Formatting (${group.channel})`, input.formatting.trim()].join('\n'));

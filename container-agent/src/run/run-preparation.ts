@@ -127,6 +127,7 @@ export async function systemPromptFor(
     group: params.group,
     timezone: params.timezone,
     formatting: params.formatting,
+    persona: params.persona,
     now,
     workspaceRoot: settings.workspaceRoot,
     memory: await readMemory(workspace),

@@ -9,11 +9,18 @@ import { describeLeftovers } from './doctor-docker-checks.ts';
 /**
  * `carapace cleanup [--dry-run]`: removes the networks, firewall chains and containers of data folders that
  * are gone, and those of this data folder when no host runs on it (a host killed before it could stop).
+ * With `[runner] kind = "kubernetes"`, the data folder's pods and NetworkPolicy in the cluster instead
+ * (cleanup-cluster.ts).
  */
 export async function cleanupCommand(ctx: CliContext, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { 'dry-run': { type: 'boolean', default: false } } });
-  const docker = new Docker();
   const idle = fs.existsSync(ctx.paths.dataDir) && !hostIsRunning(ctx.paths.dataDir);
+  const { runner } = ctx.config();
+  if (runner.kind === 'kubernetes') {
+    const { cleanupCluster } = await import('./cleanup-cluster.ts');
+    return cleanupCluster(ctx, runner.kubernetes, { dryRun: values['dry-run'], hostRunning: !idle });
+  }
+  const docker = new Docker();
   const leftovers = await findLeftovers(docker, idle ? { idleDataDir: ctx.paths.dataDir } : {});
   const lines = describeLeftovers(leftovers);
   if (leftoverCount(leftovers) === 0) {

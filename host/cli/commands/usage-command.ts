@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createSpendView } from '../../admin/spend-view.ts';
+import { capsWithAccounts } from '../../config/group-defaults.ts';
 import { MAX_REPORT_DAYS, createSpendReporter } from '../../gateway/spend/spend-report.ts';
 import { openStoreReadOnly } from '../../store/read-only-store.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
@@ -32,7 +33,7 @@ export async function usageCommand(ctx: CliContext, args: string[]): Promise<num
     const view = createSpendView({
       reporter: createSpendReporter(store.db),
       groupIds: () => store.groups.list().map((g) => g.id),
-      gateway: () => config.gateway,
+      gateway: () => capsWithAccounts(config, store.groups.list()),
       timezone: () => config.assistant.timezone,
       now: () => Date.now(),
     });

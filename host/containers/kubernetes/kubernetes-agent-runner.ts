@@ -1,8 +1,13 @@
 import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
 import { errorMessage } from '../../errors/error-message.ts';
-import { openGuardedRoot } from '../../safe-fs/guarded-root.ts';
-import { FolderQuotaError, GROUP_FOLDER, packGroupFolder, SESSION_FOLDER } from './group-sync.ts';
-import { copyFolderBack, copyFolderIn, type PodFolder } from './folder-copy.ts';
+import { FolderQuotaError } from './group-sync.ts';
+import {
+  copyFolderBack,
+  copyFolderIn,
+  packRunFolders,
+  type PodFolder,
+  type RunFolder,
+} from './folder-copy.ts';
 import { ensureGatewayPolicy } from './gateway-policy.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { Clock } from '../../time/clock.ts';
@@ -16,17 +21,19 @@ import {
   type RunWiring,
 } from '../run/run-opening.ts';
 import type { KubernetesRunnerConfig } from './kubernetes-config.ts';
-import { launchPod, type PodApi } from './pod-process.ts';
+import type { PodApi } from './pod-process.ts';
 import type { NetworkProbeResult } from './network-probe.ts';
+import { PodSpecError } from './pod-spec.ts';
+import { removeKubeLeftovers } from './kube-leftovers.ts';
+import type { PrestartBudget } from '../run/prestart-pool.ts';
+import type { PrestartStatus } from '../run/docker-agent-runner.ts';
 import {
-  agentPodSpec,
-  dataFolderSelector,
-  labelValue,
-  PodSpecError,
-  POD_LABEL_HOST,
-  POD_LABEL_RUN,
-  SESSION_CONTAINER,
-} from './pod-spec.ts';
+  createWarmPods,
+  podFingerprint,
+  startAgentPod,
+  type AgentPodShape,
+  type AgentPodStarter,
+} from './warm-pods.ts';
 
 export interface KubernetesAgentRunnerDeps extends RunWiring {
   api: PodApi & { networking: NetworkingV1Api; exec: Exec };
@@ -46,14 +53,12 @@ export interface KubernetesAgentRunnerDeps extends RunWiring {
   podStartTimeoutMs?: number;
   /** Proves the NetworkPolicy is enforced (network-probe.ts); no run starts until it has. */
   probe(): Promise<NetworkProbeResult>;
+  /** Warm pods (`[runs.prestart]`, as the Docker runner's pre-started containers); absent: none. */
+  prestart?: PrestartBudget;
 }
 
 /** The cluster cannot run turns safely (its network policy is not enforced): trying again will not help. */
 export class ClusterRefusal extends Error {}
-
-const COMMANDS_CONTAINER = 'commands';
-const POD_GROUP_DIR = '/workspace/group';
-const POD_SESSION_DIR = '/workspace/session';
 
 export interface KubernetesAgentRunner extends AgentRunner {
   /**
@@ -61,7 +66,16 @@ export interface KubernetesAgentRunner extends AgentRunner {
    * start until both hold. A cluster found not to enforce it is refused for the host's life.
    */
   prepare(): Promise<void>;
-  /** Waits for finished runs' pods to be deleted; runs in flight are the router's to stop. */
+  /** Starts the group's next pod ahead of its run, when the warm-pod budget allows. */
+  warm(group: RunContext['group']): void;
+  /** The warm-pod budget and the warm pods now, for `carapace status`. */
+  prestartStatus(): PrestartStatus;
+  /**
+   * Deletes, at once, each warm pod whose group was removed or whose pod would now be made differently
+   * (image, resources, quotas, timeouts, env), and warms the changed groups anew.
+   */
+  refresh(): void;
+  /** Deletes the warm pods and waits for finished runs' pods to be deleted; runs in flight are the router's to stop. */
   close(): Promise<void>;
 }
 
@@ -82,28 +96,16 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
   let refusal: ClusterRefusal | undefined;
   /** Pods of this data folder left by an earlier host process (killed, or its node lost): their runs are over. */
   async function removeLeftovers(): Promise<void> {
-    const selector = dataFolderSelector(deps.dataFolderId);
-    const list = await deps.api.core.listNamespacedPod({
+    const { pods, failed } = await removeKubeLeftovers(deps.api, {
       namespace: cluster.namespace,
-      labelSelector: Object.entries(selector)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(','),
+      dataFolderId: deps.dataFolderId,
+      keepHost: deps.hostInstanceId,
     });
-    const mine = labelValue(deps.hostInstanceId);
-    const left = list.items.filter((p) => p.metadata?.labels?.[POD_LABEL_HOST] !== mine);
-    await Promise.all(
-      left.map((p) =>
-        deps.api.core
-          .deleteNamespacedPod({
-            namespace: cluster.namespace,
-            name: p.metadata!.name!,
-            gracePeriodSeconds: 0,
-          })
-          .catch(() => undefined),
-      ),
-    );
-    if (left.length > 0)
-      deps.logger.warn({ removed: left.length }, 'removed agent pods left by an earlier host process');
+    if (pods.length > 0)
+      deps.logger.warn(
+        { removed: pods.length - failed.length, failed },
+        'removed agent pods left by an earlier host process',
+      );
   }
 
   async function ensureLimited(): Promise<void> {
@@ -130,29 +132,21 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     return policy;
   };
 
-  /** `end.problem`: why the run's folders could not all come back (a quota), which its outcome then says. */
-  async function launch(
-    ctx: RunContext,
-    callbacks: RunCallbacks,
-    end: { problem?: string },
-  ): Promise<LaunchedRun> {
-    const startParams = Promise.resolve(deps.startParams(ctx));
-    startParams.catch(() => undefined);
-    if (ctx.group.networkMode === 'full') {
+  /** The group's pod as the config says now, apart from its run. */
+  function shapeOf(group: RunContext['group']): AgentPodShape {
+    if (group.networkMode === 'full') {
       throw new PodSpecError(
-        `group ${ctx.group.id} asks for full network access, which the Kubernetes runner does not give ` +
+        `group ${group.id} asks for full network access, which the Kubernetes runner does not give ` +
           '(its pods reach the gateway only, under the policy its start probe proved): register the group again ' +
-          `with the gateway network (carapace groups remove ${ctx.group.id}, which keeps its folders, then ` +
-          `carapace groups add ${ctx.group.id} … --network gateway), or run it on a host with [runner] kind = "docker"`,
+          `with the gateway network (carapace groups remove ${group.id}, which keeps its folders, then ` +
+          `carapace groups add ${group.id} … --network gateway), or run it on a host with [runner] kind = "docker"`,
       );
     }
-    await prepare();
-    const pod = agentPodSpec({
+    return {
       namespace: cluster.namespace,
       dataFolderId: deps.dataFolderId,
       hostInstanceId: deps.hostInstanceId,
-      runId: ctx.runId,
-      groupId: ctx.group.id,
+      groupId: group.id,
       image: cluster.image,
       runtimeClass: cluster.runtime_class,
       resources: {
@@ -163,83 +157,83 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
       quotas: { groupMb: containers.group_quota_mb, sessionMb: containers.session_quota_mb },
       hardTimeoutMs: containers.hard_timeout_ms,
       env: { ...deps.env(), OPENAI_BASE_URL: `${gatewayUrl}/v1` },
-    });
-    const mb = 1024 * 1024;
-    const podName = pod.metadata!.name!;
-    const folders = await Promise.all(
-      [
-        {
-          host: deps.groupDir(ctx.group.id),
-          quota: containers.group_quota_mb * mb,
-          createMode: 0o2775,
-          pod: {
-            namespace: cluster.namespace,
-            pod: podName,
-            container: COMMANDS_CONTAINER,
-            dir: POD_GROUP_DIR,
-            umask: '0002',
-            names: GROUP_FOLDER,
-          } satisfies PodFolder,
-        },
-        {
-          host: deps.sessionDir(ctx.group.id),
-          quota: containers.session_quota_mb * mb,
-          createMode: 0o700,
-          pod: {
-            namespace: cluster.namespace,
-            pod: podName,
-            container: SESSION_CONTAINER,
-            dir: POD_SESSION_DIR,
-            umask: '0077',
-            names: SESSION_FOLDER,
-          } satisfies PodFolder,
-        },
-      ].map(async (f) => {
-        const root = await openGuardedRoot(f.host, {
-          create: { mode: f.createMode },
-          label: `the ${f.pod.names.name}`,
-        });
-        return { ...f, root, packed: await packGroupFolder(root, f.quota, f.pod.names) };
-      }),
-    );
+    };
+  }
+  const starter: AgentPodStarter = {
+    api: deps.api,
+    clock: deps.clock,
+    timeouts: {
+      hardMs: containers.hard_timeout_ms,
+      idleMs: containers.idle_timeout_ms,
+      graceMs: containers.stop_grace_ms,
+    },
+    startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
+  };
+  const budget = deps.prestart ?? { count: 0, memoryMb: 0, idleMs: 60_000 };
+  const pool = createWarmPods<RunContext['group']>({
+    starter,
+    budget,
+    shapeOf,
+    ready: prepare,
+    logger: deps.logger,
+  });
+
+  /** `end.problem`: why the run's folders could not all come back (a quota), which its outcome then says. */
+  async function launch(
+    ctx: RunContext,
+    callbacks: RunCallbacks,
+    end: { problem?: string },
+  ): Promise<LaunchedRun> {
+    const startParams = Promise.resolve(deps.startParams(ctx));
+    startParams.catch(() => undefined);
+    const shape = shapeOf(ctx.group);
+    await prepare();
+    const warmPod = pool.take(ctx.group.id, podFingerprint(shape));
     const log = deps.logger.child({ runId: ctx.runId, groupId: ctx.group.id });
-    const container = await launchPod(deps.api, pod, {
-      // In turn, not at once: two tar streams at once would double what the host holds of a run's files.
-      beforeDelete: async () => {
-        for (const f of folders) {
-          try {
-            const changes = await copyFolderBack(deps.api.exec, f.pod, f.root, f.packed.snapshot, f.quota);
-            log.info(changes, `${f.pod.names.name} taken back from the pod`);
-          } catch (err) {
-            log.warn(
-              { err: errorMessage(err) },
-              `could not take the ${f.pod.names.name} back from the run's pod`,
-            );
-            // The reply went out already; the run's outcome says what of its work did not reach the host.
-            end.problem ??=
-              err instanceof FolderQuotaError
-                ? `disk quota: ${errorMessage(err)}`
-                : `the ${f.pod.names.name} could not all be taken back: ${errorMessage(err)}`;
-          }
-        }
-      },
-      clock: deps.clock,
-      timeouts: {
-        hardMs: containers.hard_timeout_ms,
-        idleMs: containers.idle_timeout_ms,
-        graceMs: containers.stop_grace_ms,
-      },
-      selector: { ...dataFolderSelector(deps.dataFolderId), [POD_LABEL_RUN]: labelValue(String(ctx.runId)) },
-      startTimeoutMs: deps.podStartTimeoutMs ?? DEFAULT_POD_START_TIMEOUT_MS,
+    let folders: RunFolder[];
+    try {
+      folders = await packRunFolders(deps, ctx.group.id);
+    } catch (err) {
+      await warmPod?.stop('its run could not pack its folders', 0);
+      throw err;
+    }
+    const container = warmPod ?? (await startAgentPod(starter, shape, ctx.runId));
+    if (warmPod) log.debug({ pod: warmPod.name }, 'run took a warm pod');
+    const inPod = (f: (typeof folders)[number]): PodFolder => ({
+      ...f.pod,
+      namespace: cluster.namespace,
+      pod: container.name,
     });
     // The folders are in place before run.start, which is what the agent waits for.
     for (const f of folders) {
-      const copied = await copyFolderIn(deps.api.exec, f.pod, f.packed.tar);
+      const copied = await copyFolderIn(deps.api.exec, inPod(f), f.packed.tar);
       if (!copied.ok) {
         await container.stop(`the ${f.pod.names.name} could not be copied in`, 0);
-        throw new Error(`copying the ${f.pod.names.name} into pod ${podName} failed: ${copied.detail}`);
+        throw new Error(
+          `copying the ${f.pod.names.name} into pod ${container.name} failed: ${copied.detail}`,
+        );
       }
     }
+    // Only now: a copy back measured against a folder that never fully went in would remove what did not.
+    // In turn, not at once: two tar streams at once would double what the host holds of a run's files.
+    container.bindRun(async () => {
+      for (const f of folders) {
+        try {
+          const changes = await copyFolderBack(deps.api.exec, inPod(f), f.root, f.packed.snapshot, f.quota);
+          log.info(changes, `${f.pod.names.name} taken back from the pod`);
+        } catch (err) {
+          log.warn(
+            { err: errorMessage(err) },
+            `could not take the ${f.pod.names.name} back from the run's pod`,
+          );
+          // The reply went out already; the run's outcome says what of its work did not reach the host.
+          end.problem ??=
+            err instanceof FolderQuotaError
+              ? `disk quota: ${errorMessage(err)}`
+              : `the ${f.pod.names.name} could not all be taken back: ${errorMessage(err)}`;
+        }
+      }
+    });
     return openRun(deps, {
       ctx,
       callbacks,
@@ -252,6 +246,9 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     });
   }
 
+  const warm = (group: RunContext['group']) => {
+    if (group.networkMode !== 'full') pool.warm(group);
+  };
   return {
     prepare,
     start: (ctx, callbacks): RunHandle => {
@@ -261,9 +258,31 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
         retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
         doneAtExit: true,
         endProblem: () => end.problem,
+        // The group is active: its next run should not wait for a pod either.
+        afterEnd: () => warm(ctx.group),
       });
     },
+    warm,
+    prestartStatus: () => ({ budget, containers: pool.snapshot() }),
+    refresh() {
+      const changed: RunContext['group'][] = [];
+      pool.prune((groupId, fingerprint) => {
+        const group = deps.groupById(groupId);
+        if (!group) return 'its group was removed';
+        let now: string;
+        try {
+          now = podFingerprint(shapeOf(group));
+        } catch (err) {
+          return `its group cannot run now: ${errorMessage(err)}`;
+        }
+        if (now === fingerprint) return undefined;
+        changed.push(group);
+        return 'its image, resources or settings changed';
+      });
+      for (const group of changed) warm(group);
+    },
     close: async () => {
+      await pool.close();
       await retired();
     },
   };

@@ -31,6 +31,11 @@ export interface AgentPodInput {
   quotas: { groupMb: number; sessionMb: number };
   /** The run's hard timeout: the pod's `activeDeadlineSeconds`, enforced by the kubelet even if the host is gone. */
   hardTimeoutMs: number;
+  /**
+   * How long a warm pod may wait for its run (warm-pods.ts): added to `activeDeadlineSeconds`, which counts
+   * from the pod's start, not the run's. The host's own hard timer still starts at the run.
+   */
+  waitMs?: number | undefined;
   /** Plain settings only (the time zone and the like); a name that looks like a secret is refused. */
   env: Record<string, string>;
 }
@@ -129,7 +134,7 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
     },
     spec: {
       restartPolicy: 'Never',
-      activeDeadlineSeconds: Math.ceil(input.hardTimeoutMs / 1000),
+      activeDeadlineSeconds: Math.ceil((input.hardTimeoutMs + (input.waitMs ?? 0)) / 1000),
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       shareProcessNamespace: false,

@@ -3,9 +3,12 @@ import type { ContainerProcess } from './container-launch.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { systemClock, type Clock } from '../../time/clock.ts';
 
-/** A container started ahead of its run, booted until it waits for run.start. */
-export interface Prestarted {
-  container: ContainerProcess;
+/**
+ * A container started ahead of its run, booted until it waits for run.start. `C` is what the runner keeps of
+ * it (a Docker container, or a pod with the hook its run binds): the pool's policy does not depend on which.
+ */
+export interface Prestarted<C extends ContainerProcess = ContainerProcess> {
+  container: C;
   /** What it was made from (image, mounts, limits, network, env): a run with another one cannot use it. */
   fingerprint: string;
 }
@@ -19,23 +22,23 @@ export interface PrestartBudget {
   idleMs: number;
 }
 
-export interface PrestartPoolDeps<G extends { id: string }> {
+export interface PrestartPoolDeps<G extends { id: string }, C extends ContainerProcess = ContainerProcess> {
   budget: PrestartBudget;
   /** Creates and starts a group's next container, its timeouts deferred until a run takes it. */
-  launch(group: G): Promise<Prestarted>;
+  launch(group: G): Promise<Prestarted<C>>;
   /** Memory in use by a container in bytes (cgroup usage less its reclaimable page cache). */
-  measure(container: ContainerProcess): Promise<number | undefined>;
+  measure(container: C): Promise<number | undefined>;
   logger: Pick<Logger, 'debug' | 'info' | 'warn'>;
   /** Times the idle stop and the memory measure (default: the system clock). */
   clock?: Pick<Clock, 'setTimer'>;
 }
 
-export interface PrestartPool<G extends { id: string }> {
+export interface PrestartPool<G extends { id: string }, C extends ContainerProcess = ContainerProcess> {
   /**
    * The group's pre-started container, for one run: it leaves the pool, so it never serves two. One made
    * from another fingerprint (the image, the group's mounts or config changed) is discarded instead.
    */
-  take(groupId: string, fingerprint: string): ContainerProcess | undefined;
+  take(groupId: string, fingerprint: string): C | undefined;
   /** Pre-starts the group's next container in the background, when the budget allows and none is there. */
   warm(group: G): void;
   /** Stops the group's pre-started container, if any (the group went away or changed). */
@@ -57,9 +60,9 @@ const UNMEASURED_BYTES = 64 * 1024 * 1024;
 /** How long after start a container's memory is measured: the agent has booted and warmed up by then. */
 const MEASURE_AFTER_MS = 5_000;
 
-interface Entry {
+interface Entry<C extends ContainerProcess> {
   groupId: string;
-  prestarted: Prestarted;
+  prestarted: Prestarted<C>;
   memoryBytes: number | undefined;
   cancelIdle: () => void;
 }
@@ -71,10 +74,12 @@ interface Entry {
  * discarding one needs nothing revoked. They never outlive the host: close() stops them, and a host that
  * dies closes their stdin, on which the agent exits (an orphan sweep at the next start removes the rest).
  */
-export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolDeps<G>): PrestartPool<G> {
+export function createPrestartPool<G extends { id: string }, C extends ContainerProcess = ContainerProcess>(
+  deps: PrestartPoolDeps<G, C>,
+): PrestartPool<G, C> {
   const { budget, logger } = deps;
   const clock = deps.clock ?? systemClock;
-  const entries = new Map<string, Entry>();
+  const entries = new Map<string, Entry<C>>();
   const pending = new Set<string>();
   let chain: Promise<void> = Promise.resolve();
   let closed = false;
@@ -90,7 +95,7 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
     entries.size + pending.size < budget.count &&
     memoryInUse() + UNMEASURED_BYTES <= budget.memoryMb * 1024 * 1024;
 
-  const stop = (entry: Entry, reason: string) => {
+  const stop = (entry: Entry<C>, reason: string) => {
     entry.cancelIdle();
     entries.delete(entry.groupId);
     logger.debug(
@@ -100,8 +105,8 @@ export function createPrestartPool<G extends { id: string }>(deps: PrestartPoolD
     return entry.prestarted.container.stop(reason, 0).catch(() => undefined);
   };
 
-  const admit = (groupId: string, prestarted: Prestarted) => {
-    const entry: Entry = {
+  const admit = (groupId: string, prestarted: Prestarted<C>) => {
+    const entry: Entry<C> = {
       groupId,
       prestarted,
       memoryBytes: undefined,

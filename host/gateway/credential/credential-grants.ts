@@ -5,6 +5,8 @@ import { credentialTrust } from './credential-trust.ts';
 export interface CredentialGrantsConfig {
   credentials: CredentialsConfig;
   groups: Record<string, { credentials?: readonly string[] | undefined }>;
+  /** The channel accounts' default credentials, by account label (`telegram.work`). */
+  accounts?: Record<string, { credentials?: readonly string[] | undefined }>;
 }
 
 /**
@@ -29,5 +31,11 @@ export function credentialConfigProblems(config: CredentialGrantsConfig, adminGr
         );
     }
   }
+  for (const [label, account] of Object.entries(config.accounts ?? {}))
+    for (const name of account.credentials ?? [])
+      if (config.credentials[name] === undefined)
+        problems.push(
+          `channels.${label}.credentials: there is no credential "${name}" (the config has ${known.join(', ') || 'none'})`,
+        );
   return problems;
 }

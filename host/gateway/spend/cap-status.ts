@@ -1,6 +1,5 @@
-import type { GatewayConfig } from '../config.ts';
 import { createLiveDayFormatter } from './day.ts';
-import { groupCap, mayReserve, spendCapMessage } from './spend-cap.ts';
+import { groupCap, mayReserve, spendCapMessage, type CapConfig } from './spend-cap.ts';
 
 /** A group's daily spend cap as it stands now. */
 export interface CapStatus {
@@ -14,7 +13,7 @@ export interface CapStatus {
 
 export interface CapStatusDeps {
   /** Read at each check: a reloaded cap applies at once. */
-  config: () => Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
+  config: () => CapConfig;
   /** Synchronous (the host's SQLite usage store): the router asks as it decides whether a run starts. */
   spentTodayMicros(groupId: string, day: string): number;
   /** `[assistant] timezone`, read at each check: the cap resets at the owner's midnight. */

@@ -29,7 +29,7 @@ export interface SpendCap {
 
 export interface SpendCapDeps {
   /** Read at each check, so a reloaded cap applies to the next request. */
-  config: () => Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>;
+  config: () => CapConfig;
   usageStore: Pick<UsageStore, 'spentTodayMicros'>;
   /**
    * Once per group and day, when a settled request brings the group's spend to SPEND_WARNING_PERCENT of its
@@ -47,18 +47,28 @@ interface GroupDay {
   settlements: number;
 }
 
-/** A group's daily cap, and the setting it comes from: its own override, else the default. */
-export function groupCap(
-  config: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>,
-  groupId: string,
-): { usd: number; micros: number; setting: string } {
-  const own = Object.hasOwn(config.group_caps_usd, groupId);
-  const usd = own ? (config.group_caps_usd[groupId] ?? config.daily_cap_usd) : config.daily_cap_usd;
-  return {
-    usd,
-    micros: usdToMicros(usd),
-    setting: own ? `[gateway].group_caps_usd."${groupId}"` : '[gateway].daily_cap_usd',
-  };
+/**
+ * What a group's cap is read from: the default, the groups' own overrides and, by group id, the cap of the
+ * account a group is bound to with the setting it is written in (`config/group-defaults.ts` fills it in).
+ */
+export type CapConfig = Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'> & {
+  account_caps_usd?: Readonly<Record<string, { usd: number; setting: string }>>;
+};
+
+/**
+ * A group's daily cap, and the setting it comes from: its own override, else its account's cap, else the
+ * default (the order `config/group-defaults.ts` gives every per-account default).
+ */
+export function groupCap(config: CapConfig, groupId: string): { usd: number; micros: number; setting: string } {
+  const own = config.group_caps_usd[groupId];
+  const account = config.account_caps_usd?.[groupId];
+  const [usd, setting] =
+    Object.hasOwn(config.group_caps_usd, groupId) && own !== undefined
+      ? [own, `[gateway].group_caps_usd."${groupId}"`]
+      : account !== undefined && Object.hasOwn(config.account_caps_usd ?? {}, groupId)
+        ? [account.usd, account.setting]
+        : [config.daily_cap_usd, '[gateway].daily_cap_usd'];
+  return { usd, micros: usdToMicros(usd), setting };
 }
 
 /** The share of a daily cap at which the owner is warned, in percent. */
@@ -77,7 +87,7 @@ export function mayReserve(capMicros: number, settledMicros: number, reservedMic
 
 /** What a refusal at the cap says: the cap, the group, and the setting that raises it. */
 export function spendCapMessage(
-  config: Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'>,
+  config: CapConfig,
   groupId: string,
 ): string {
   const cap = groupCap(config, groupId);

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { GatewayConfig } from '../config.ts';
 import { isPriced, isTranscriptionListed } from './price-table.ts';
 import { reviewOf } from './review-run-id.ts';
-import { groupCap } from './spend-cap.ts';
+import { groupCap, type CapConfig } from './spend-cap.ts';
 import { transcriptionOf } from './transcription-run-id.ts';
 import type { TotalsRow } from './usage-store-sqlite.ts';
 
@@ -14,7 +14,8 @@ import type { TotalsRow } from './usage-store-sqlite.ts';
  */
 
 /** The caps and prices a report is read against: the running `[gateway]` section, or the file's. */
-export type SpendConfig = Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd' | 'prices'>;
+export type SpendConfig = Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd' | 'prices'> &
+  Pick<CapConfig, 'account_caps_usd'>;
 
 export interface SpendQuery {
   /** Today in the assistant's time zone, "YYYY-MM-DD" (`createDayFormatter`): the day caps are counted on. */
