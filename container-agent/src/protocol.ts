@@ -257,6 +257,11 @@ export const runStartParamsSchema = z.strictObject({
   /** The tools of the group's MCP services; the agent calls them with `service.call` and `tool`. */
   serviceTools: z.optional(z.array(serviceToolSchema).check(z.maxLength(LIMITS.serviceTools))),
   commandSetup: z.optional(commandSetupSchema),
+  /**
+   * The host takes `run.draft` notifications of this run's answer (its chat can edit a message, and the
+   * host gates every draft): the agent then asks the model for a stream. Absent or false: no drafts.
+   */
+  drafts: z.optional(z.boolean()),
 });
 export type RunStartParams = z.infer<typeof runStartParamsSchema>;
 

@@ -114,6 +114,7 @@ export function runWiringFor(deps: AgentRuntimeDeps, gateway: AgentGateway): Run
         wallTimeMs: deps.live().runs.wall_time_ms,
       },
       model: config.provider.model,
+      ...(ctx.drafts ? { drafts: true } : {}),
     }),
     env: () => ({
       TZ: deps.live().assistant.timezone,

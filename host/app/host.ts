@@ -58,6 +58,8 @@ import {
   readHostStatus,
   type ControlApiDeps,
 } from './control-api.ts';
+import { createRunDraftsFactory } from '../router/run-drafts.ts';
+import type { DraftGate } from '../security/policies/draft-gate.ts';
 import { lateBound, type LateBound } from './late-bound.ts';
 import { HostStartError } from './start-error.ts';
 
@@ -70,6 +72,11 @@ export interface RunnerRuntime {
   services?: { status(): McpServerStatus[] };
   /** The credentials declared in `[credentials]` and their last answers, for `status`. */
   credentials?: { status(): CredentialStatus[] };
+  /**
+   * The check every draft of a run's answer passes before it is shown (security/policies/draft-gate.ts);
+   * absent: the runtime cannot check drafts, and no run streams.
+   */
+  draftGate?(runId: number): DraftGate;
   /** Pre-started containers, when the runtime keeps them. */
   prestart?: {
     status(): PrestartStatus;
@@ -347,6 +354,12 @@ function startRuns(core: HostCore, owner: OwnerParts, runtime: RunnerRuntime): G
     events: core.events,
     clock: core.clock,
     logger: core.logger,
+    draftsFor: createRunDraftsFactory({
+      channelFor: core.channels.get,
+      ...(runtime.draftGate ? { gateFor: runtime.draftGate } : {}),
+      clock: core.clock,
+      logger: core.logger.child({ subsystem: 'drafts' }),
+    }),
   });
   core.late.executor.set(executor);
   core.late.queue.set(queue);

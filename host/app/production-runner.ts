@@ -1,3 +1,4 @@
+import { createDraftGate } from '../security/policies/draft-gate.ts';
 import { createAgentRuntime } from './agent-runtime.ts';
 import type { ProductionRunnerOptions } from './production-runner-options.ts';
 import type { HostDeps, RunnerFactoryDeps } from './host.ts';
@@ -59,6 +60,8 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
     if (runtime.review) security.gatewayReview.set(runtime.review);
     return {
       ...runtime,
+      draftGate: (runId) =>
+        createDraftGate({ scanSecrets: security.scanSecrets, taint: () => taint.get(runId) }),
       services: { status: () => services.mcp.status() },
       // The servers first: the runtime's stop removes this host's containers, and a docker server's
       // connection would take that for a crash and start a new one.

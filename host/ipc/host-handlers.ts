@@ -55,11 +55,6 @@ export interface HostHandlerDeps {
   config: ConfigHandlers;
   /** memory.search|remember|forget, built for the same run identity (host/memory/memory-handlers.ts). */
   memory?: MemoryHandlers;
-  /**
-   * A streamed draft of the run's reply (`run.draft`): handed to the run's draft stream, which gates and
-   * throttles it (host/router/draft-stream.ts). Absent where the run's channel cannot edit: dropped.
-   */
-  draft?(identity: RunIdentity, text: string): void;
   /** Files sent with message.send: read from the group folder, copied where the container cannot reach. */
   outboundFiles?: OutboundFiles;
 }
@@ -160,7 +155,10 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
           ...(file && file.text === undefined ? [file.bytes] : []),
         ),
       );
-      if (!verdict.allowed) throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
+      if (!verdict.allowed) {
+        if (own) await callbacks.replyRefused?.();
+        throw new RpcError(RPC_ERROR_CODES.denied, `message not sent: ${verdict.reason}`);
+      }
       if (own) {
         const staged = file && deps.outboundFiles ? await deps.outboundFiles.stage(file) : undefined;
         await callbacks.reply(text, { final: final === true, ...(staged ? { attachment: staged } : {}) });
@@ -225,7 +223,9 @@ export function createHostHandlers(deps: HostHandlerDeps): RpcHandlers<HostMetho
     },
 
     async 'run.draft'({ text }) {
-      deps.draft?.(identity, text);
+      // To the run's draft stream, which gates and throttles it (host/router/draft-stream.ts); a run
+      // that does not stream has none, and the draft is dropped.
+      callbacks.draft?.(text);
     },
 
     async 'bash.ran'(report) {

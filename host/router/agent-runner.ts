@@ -16,6 +16,8 @@ export interface RunContext {
   group: GroupRecord;
   /** Every message since the group's cursor, context and triggers alike, oldest first. */
   messages: StoredMessage[];
+  /** The host takes drafts of this run's answers (run-drafts.ts decides): run.start says so to the agent. */
+  drafts?: boolean;
 }
 
 export interface RunCallbacks {
@@ -30,6 +32,12 @@ export interface RunCallbacks {
    * (the admin group may, others may not); this just performs it.
    */
   sendToGroup(groupId: string, text: string): Promise<void>;
+  /** The answer so far (`run.draft`), for the run's draft stream; absent when the run does not stream. */
+  draft?(text: string): void;
+  /**
+   * The outbound policy refused the run's answer: a draft shown of it is taken back. Resolves once it is.
+   */
+  replyRefused?(): Promise<void>;
 }
 
 export interface RunHandle {

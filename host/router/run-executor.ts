@@ -8,6 +8,7 @@ import type { HostEvents } from '../store/host-events.ts';
 import { giveUpNotices, sendNotices, unfinishedNotices, type FailureKind } from './run-notices.ts';
 import { spendCapNotices } from './spend-notices.ts';
 import { errorMessage } from '../errors/error-message.ts';
+import { answerShownAs, draftCallbacks, type RunDraftsFactory } from './run-drafts.ts';
 
 export type RunEnd =
   | { kind: 'succeeded' }
@@ -53,6 +54,8 @@ export interface RunExecutorDeps {
   notifyOwner(key: string, text: string): void;
   events: HostEvents;
   logger: Logger;
+  /** A run's draft streams, when its answers may stream (run-drafts.ts); absent: no run streams. */
+  draftsFor?: RunDraftsFactory;
 }
 
 /** One run's lifecycle against the database: what it is given, what it acknowledged, how the cursor moves. */
@@ -64,6 +67,7 @@ export function createRunExecutor({
   notifyOwner,
   events,
   logger,
+  draftsFor,
 }: RunExecutorDeps) {
   const sinks = { enqueue: enqueueReply, notifyOwner };
   // Each group's latest refusal at the cap, for the console's clients waiting on a message (`carapace
@@ -121,39 +125,53 @@ export function createRunExecutor({
       // A run may only send while it runs: an approval granted after its end must not speak for it.
       let ended = false;
       const startThrough = given;
-      const send = (target: GroupRecord, text: string, final = false, attachment?: OutboxAttachment) => {
+      const send = (
+        target: GroupRecord,
+        text: string,
+        final = false,
+        attachment?: OutboxAttachment,
+        shownAs?: string,
+      ) => {
         if (ended) throw new Error('the run has ended; nothing more is sent for it');
         // The agent answers run.start before it can say anything, but that answer may still be a queued
         // microtask here: a message from the run proves the start batch was taken in.
         ack(startThrough);
         replies += 1;
+        const item = {
+          idempotencyKey: `run:${run.id}:${replies}`,
+          groupId: target.id,
+          channel: target.channel,
+          chatId: target.chatId,
+          runId: run.id,
+          text,
+          ...(attachment ? { attachment } : {}),
+        };
         // One transaction, so "replied" is never recorded without the message or the reverse. Any message
-        // counts, to this chat or another: a retried run would send it again.
+        // counts, to this chat or another: a retried run would send it again. A streamed answer is stored
+        // as sent, by the draft message it became, so no delivery (nor one after a restart) sends it twice.
         store.transaction(() => {
-          enqueueReply({
-            idempotencyKey: `run:${run.id}:${replies}`,
-            groupId: target.id,
-            channel: target.channel,
-            chatId: target.chatId,
-            runId: run.id,
-            text,
-            ...(attachment ? { attachment } : {}),
-          });
+          if (shownAs === undefined) enqueueReply(item);
+          else store.outbox.addDelivered(item, [shownAs]);
           store.runs.markReplied(run.id, acked, final);
         });
       };
+      // Decided once, at the start: run.start tells the agent whether to send drafts at all.
+      const draftChat = group.isAdmin ? { ...group, ...replyChat } : group;
+      const drafts = draftsFor?.(run.id, draftChat);
       const handle = runner.start(
-        { runId: run.id, attempt, group, messages },
+        { runId: run.id, attempt, group, messages, ...(drafts ? { drafts: true } : {}) },
         {
           // A group's chat can move while its run is active (a Telegram group that became a supergroup):
           // the run's later replies go where the group is now, not where it was when the run started.
-          reply: async (text, options) =>
-            send(
-              group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group),
-              text,
-              options?.final === true,
-              options?.attachment,
-            ),
+          reply: async (text, options) => {
+            const target = group.isAdmin ? { ...group, ...replyChat } : (store.groups.get(group.id) ?? group);
+            const shownAs =
+              options?.final === true && !options.attachment && !ended
+                ? await answerShownAs(drafts, text, target.chatId === draftChat.chatId)
+                : undefined;
+            send(target, text, options?.final === true, options?.attachment, shownAs);
+          },
+          ...draftCallbacks(drafts, () => ended),
           sendToGroup: async (groupId: string, text: string) => {
             const target = store.groups.get(groupId);
             if (!target) throw new Error(`there is no group "${groupId}"`);
@@ -174,6 +192,9 @@ export function createRunExecutor({
         }))
         .then((outcome): RunEnd => {
           ended = true;
+          // An answer streamed but never sent as the run's reply (the run failed, or its answer was what
+          // send_message had already posted) is taken back: only a reviewed reply stays.
+          void drafts?.finish({ kind: 'refused' });
           const record = store.runs.get(run.id);
           const replied = record?.replied ?? false;
           const failure: FailureKind = outcome.withheld

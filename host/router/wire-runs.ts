@@ -9,6 +9,7 @@ import type { Clock } from '../time/clock.ts';
 import type { AgentRunner } from './agent-runner.ts';
 import { createGroupQueue, type GroupQueueDeps } from './group-queue.ts';
 import { createRunExecutor } from './run-executor.ts';
+import type { RunDraftsFactory } from './run-drafts.ts';
 
 export interface RunsWiringDeps {
   store: Store;
@@ -24,6 +25,8 @@ export interface RunsWiringDeps {
   events: HostEvents;
   clock: Clock;
   logger: Logger;
+  /** A run's draft streams, when its answers may stream (run-drafts.ts). */
+  draftsFor?: RunDraftsFactory;
 }
 
 /** The runs: one executor against the database (refusing a group at its spend cap) and the per-group queue. */
@@ -44,6 +47,7 @@ export function wireRuns(deps: RunsWiringDeps) {
     notifyOwner: deps.notifyOwner,
     events: deps.events,
     logger: deps.logger.child({ subsystem: 'runs' }),
+    ...(deps.draftsFor ? { draftsFor: deps.draftsFor } : {}),
   });
   const queue = createGroupQueue({
     executor,

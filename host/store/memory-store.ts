@@ -1,8 +1,9 @@
+import { groupTerm, indexTerms, queryTerms, words } from './memory-terms.ts';
 import type { Db } from './open-database.ts';
 
 /**
- * The memory index (migrations 016, 017, 018): full-text search over one group's messages, notes and the
- * text of documents it read. Notes, documents and the deletion or edit of an indexed message reach the index
+ * The memory index (migrations 016 to 019): full-text search over one group's messages, notes and the
+ * text of documents it read, each word a term of its group (memory-terms.ts). Notes, documents and the deletion or edit of an indexed message reach the index
  * by trigger; a new message waits until the
  * walker (`backfillStep`) takes it in with others in one transaction, and search reads a group's waiting
  * messages directly meanwhile. This module reads the index, writes notes, walks the waiting messages in,
@@ -121,7 +122,6 @@ const MAX_HITS = 50;
 /** Matches of one group ranked per search, newest first: a word the group used more often than this is
  * ranked among its newest uses only. */
 const MAX_CANDIDATES = 300;
-const MAX_TERMS = 16;
 /** Waiting messages of one group read by a search, newest first: the host's indexer keeps them to a few
  * seconds' worth; only during a backfill of a long history are there more, and the older ones are found once
  * indexed, as before. */
@@ -132,21 +132,9 @@ const DOCUMENT_ROWIDS = 2 ** 40;
 /** The text of one document kept for search, at most (read_attachment returns no more than 60,000). */
 export const MAX_DOCUMENT_CHARS = 60_000;
 
-/** The words of a query, as FTS5 phrases: quoting each keeps FTS5's own operators out of the owner's words. */
-export function queryTerms(text: string): string[] {
-  const words = [...new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
-  // A lone letter ("plumber's" → plumber, s) would have to match too: kept only when it is all there is.
-  const real = words.filter((w) => w.length > 1);
-  return (real.length > 0 ? real : words).slice(0, MAX_TERMS);
-}
-
-/** The scope token of a group (see migration 016): `g` + the hex of its id, as SQLite's hex() writes it. */
-export function scopeToken(groupId: string): string {
-  return `g${Buffer.from(groupId, 'utf8').toString('hex').toUpperCase()}`;
-}
-
-function matchExpression(groupId: string, terms: string[]): string {
-  return `scope : "${scopeToken(groupId)}" AND body : (${terms.map((t) => `"${t}"`).join(' AND ')})`;
+/** Every word as the group's own term: only the group's postings are read (a word holds no quote). */
+export function matchExpression(groupId: string, terms: string[]): string {
+  return terms.map((t) => `"${groupTerm(groupId, t)}"`).join(' AND ');
 }
 
 export function snippetOf(text: string, terms: string[]): string {
@@ -162,16 +150,6 @@ export function snippetOf(text: string, terms: string[]): string {
   return `${start > 0 ? '…' : ''}${body}${start + SNIPPET_CHARS < text.length ? '…' : ''}`;
 }
 
-function words(text: string): string[] {
-  return (
-    text
-      .normalize('NFD')
-      .replace(/\p{M}/gu, '')
-      .toLowerCase()
-      .match(/[\p{L}\p{N}]+/gu) ?? []
-  );
-}
-
 /**
  * Okapi BM25 (k1 1.2, b 0.75, as FTS5's) over the group's own matches, negated so lower is better as FTS5
  * reports it: the word statistics are the group's, never other groups'.
@@ -181,11 +159,10 @@ export function bm25(bodies: string[], terms: string[]): number[] {
   const n = docs.length;
   if (n === 0) return [];
   const avg = docs.reduce((sum, d) => sum + d.length, 0) / n || 1;
-  const plain = terms.map((t) => words(t).join(' '));
-  const df = plain.map((t) => docs.filter((d) => d.includes(t)).length);
+  const df = terms.map((t) => docs.filter((d) => d.includes(t)).length);
   return docs.map((d) => {
     let score = 0;
-    plain.forEach((t, i) => {
+    terms.forEach((t, i) => {
       const tf = d.filter((w) => w === t).length;
       if (tf === 0) return;
       const idf = Math.log(1 + (n - (df[i] ?? 0) + 0.5) / ((df[i] ?? 0) + 0.5));
@@ -231,40 +208,52 @@ interface DocumentRow {
   file_name: string;
 }
 
+const noteTaint = (r: NoteRow) => ({ corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 });
+
 function toNote(r: NoteRow): MemoryNote {
+  const { id, path, text, author } = r;
   return {
-    id: r.id,
+    id,
     groupId: r.group_id,
-    path: r.path,
-    text: r.text,
+    path,
+    text,
     writtenAt: r.written_at,
-    author: r.author,
+    author,
     runId: r.run_id,
-    taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
+    taint: noteTaint(r),
   };
 }
 
 const MESSAGE_BODY = `m.text || ' ' || m.sender_name || ' ' || coalesce(json_extract(m.media, '$.fileName'), '')`;
+
+const MESSAGE_COLUMNS = `m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
+  coalesce(json_extract(m.media, '$.fileName'), '') AS file_name`;
 
 const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until AND m.id <= @through
        AND (@sender IS NULL OR m.sender_id = @sender OR lower(m.sender_name) = lower(@sender))`;
 
 type Ranked = MemoryHit & { body: string };
 
+/** What every kind of hit has: the text, its snippet, when it was said, and what the rank reads (`body`). */
+function found(text: string, at: string, terms: string[], body = text) {
+  return { text, snippet: snippetOf(text, terms), score: 0, at, body };
+}
+
+/** Who said it and where: a message's, and a document's message's. */
+const saidBy = (r: { sender_id: string; sender_name: string; channel: string }) => ({
+  senderId: r.sender_id,
+  senderName: r.sender_name,
+  channel: r.channel,
+});
+
 function messageHit(r: MessageHitRow, terms: string[]): Ranked {
   return {
     kind: 'message',
     id: r.id,
-    senderId: r.sender_id,
-    senderName: r.sender_name,
+    ...saidBy(r),
     fromOwner: r.from_owner === 1,
-    channel: r.channel,
-    text: r.text,
-    snippet: snippetOf(r.text, terms),
-    score: 0,
-    at: r.sent_at,
     // What the index holds for the row, for the rank (see MESSAGE_BODY).
-    body: `${r.text} ${r.sender_name} ${r.file_name}`,
+    ...found(r.text, r.sent_at, terms, `${r.text} ${r.sender_name} ${r.file_name}`),
   };
 }
 
@@ -275,12 +264,8 @@ function noteHit(r: NoteRow, terms: string[]): Ranked {
     path: r.path,
     author: r.author,
     runId: r.run_id,
-    taint: { corruption: r.taint_corruption === 1, secret: r.taint_secret === 1 },
-    text: r.text,
-    snippet: snippetOf(r.text, terms),
-    score: 0,
-    at: r.written_at,
-    body: r.text,
+    taint: noteTaint(r),
+    ...found(r.text, r.written_at, terms),
   };
 }
 
@@ -290,57 +275,43 @@ function documentHit(r: DocumentRow, terms: string[]): Ranked {
     id: r.id,
     messageId: r.message_id,
     fileName: r.file_name,
-    senderId: r.sender_id,
-    senderName: r.sender_name,
-    channel: r.channel,
+    ...saidBy(r),
     runId: r.run_id,
     taint: { corruption: true, secret: r.taint_secret === 1 },
-    text: r.text,
-    snippet: snippetOf(r.text, terms),
-    score: 0,
     // When the document came in: its message's time, which the time filters apply to.
-    at: r.sent_at,
-    body: r.text,
+    ...found(r.text, r.sent_at, terms),
   };
 }
 
-/** Whether a body holds every term, as the index's tokenizer (unicode61, diacritics removed) would see it. */
+/** Whether a body holds every term, as the index would (the terms are `queryTerms`, cut alike). */
 export function matches(body: string, terms: string[]): boolean {
   const have = new Set(words(body));
-  return terms.every((t) => words(t).every((w) => have.has(w)));
+  return terms.every((t) => have.has(t));
 }
 
 function createMemorySearch(db: Db) {
-  // The newest matches of the group, from the index alone: the scope token limits the match to the group's
-  // postings, and FTS5 walks rowids backwards natively. FTS5's bm25() is not used: its word frequencies
+  // The newest matches of the group, from the index alone: every term is the group's own, so only its
+  // postings are read, and FTS5 walks rowids backwards natively. FTS5's bm25() is not used: its word frequencies
   // are counted over every group's rows (a read of all their postings on each query, and a ranking that
   // would move with what other groups say); the rank is computed here over the group's own matches.
-  const matchRowids = db.prepare<[string, number], { rowid: number }>(
-    'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?',
-  );
+  const newestMatches = (rowids: string, order: 'ASC' | 'DESC') =>
+    db.prepare<[string, number], { rowid: number }>(
+      `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND ${rowids} ORDER BY rowid ${order} LIMIT ?`,
+    );
+  const matchRowids = newestMatches('rowid > 0', 'DESC');
   // Notes apart (rowid = −note id, the newest the most negative): in one walk they would come after every
   // message, and a word the group says often would push the notes it was asked to keep out of the candidates.
-  const matchNoteRowids = db.prepare<[string, number], { rowid: number }>(
-    `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 AND rowid > -${DOCUMENT_ROWIDS}
-     ORDER BY rowid ASC LIMIT ?`,
-  );
+  const matchNoteRowids = newestMatches(`rowid < 0 AND rowid > -${DOCUMENT_ROWIDS}`, 'ASC');
   // Documents apart too, for the same reason (rowid = −(2^40 + document id)).
-  const matchDocumentRowids = db.prepare<[string, number], { rowid: number }>(
-    `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid <= -${DOCUMENT_ROWIDS}
-     ORDER BY rowid ASC LIMIT ?`,
-  );
+  const matchDocumentRowids = newestMatches(`rowid <= -${DOCUMENT_ROWIDS}`, 'ASC');
   // Then each candidate by its id, the group checked again on every row.
   const messagesByIds = db.prepare<Record<string, unknown>, MessageHitRow>(
-    `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
-            coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
-     FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group ${MESSAGE_FILTER}`,
+    `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND m.group_id = @group ${MESSAGE_FILTER}`,
   );
   // The group's messages the walker has not taken in yet, newest first, by (group_id, id) in
   // messages_by_group: each is matched here word by word as the index would (see `matches`).
   const waitingMessages = db.prepare<Record<string, unknown>, MessageHitRow>(
-    `SELECT m.id, m.sender_id, m.sender_name, m.from_owner, m.channel, m.text, m.sent_at,
-            coalesce(json_extract(m.media, '$.fileName'), '') AS file_name
-     FROM messages m
+    `SELECT ${MESSAGE_COLUMNS} FROM messages m
      WHERE m.group_id = @group AND m.id >= (SELECT next_id FROM memory_backfill WHERE id = 1) ${MESSAGE_FILTER}
      ORDER BY m.id DESC LIMIT ${MAX_WAITING}`,
   );
@@ -427,11 +398,10 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const backfillRow = db.prepare<[], { through: number; next_id: number }>(
     'SELECT (SELECT coalesce(max(id), 0) FROM messages) AS through, next_id FROM memory_backfill WHERE id = 1',
   );
-  const backfillBatch = db.prepare<[number, number], { id: number; body: string; scope: string }>(
-    `SELECT m.id, ${MESSAGE_BODY} AS body, 'g' || hex(m.group_id) AS scope
-     FROM messages m WHERE m.id >= ? ORDER BY m.id LIMIT ?`,
+  const backfillBatch = db.prepare<[number, number], { id: number; body: string; group_id: string }>(
+    `SELECT m.id, ${MESSAGE_BODY} AS body, m.group_id FROM messages m WHERE m.id >= ? ORDER BY m.id LIMIT ?`,
   );
-  const indexRow = db.prepare('INSERT INTO memory_fts (rowid, body, scope) VALUES (?, ?, ?)');
+  const indexRow = db.prepare('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)');
   const setBackfill = db.prepare('UPDATE memory_backfill SET next_id = ? WHERE id = 1');
   const resetBackfill = db.prepare('UPDATE memory_backfill SET next_id = 0 WHERE id = 1');
   // A message the walker has not reached yet (at or past next_id) is waiting, not missing.
@@ -524,7 +494,7 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
         if (p.done) return p;
         // Nothing at or past next_id is in the index (migration 017's triggers), so no row is doubled.
         const rows = backfillBatch.all(p.nextId, limit);
-        for (const r of rows) indexRow.run(r.id, r.body, r.scope);
+        for (const r of rows) indexRow.run(r.id, indexTerms(r.group_id, r.body));
         const next = Math.max(p.nextId, (rows.at(-1)?.id ?? p.through) + 1);
         setBackfill.run(next);
         return { through: p.through, nextId: next, done: next > p.through };
@@ -562,11 +532,11 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
       db.transaction(() => {
         db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')").run();
         db.prepare(
-          `INSERT INTO memory_fts (rowid, body, scope) SELECT -id, text, 'g' || hex(group_id) FROM memory_notes`,
+          'INSERT INTO memory_fts (rowid, terms) SELECT -id, memory_terms(group_id, text) FROM memory_notes',
         ).run();
         db.prepare(
-          `INSERT INTO memory_fts (rowid, body, scope)
-           SELECT -(${DOCUMENT_ROWIDS} + id), text, 'g' || hex(group_id) FROM memory_documents`,
+          `INSERT INTO memory_fts (rowid, terms)
+           SELECT -(${DOCUMENT_ROWIDS} + id), memory_terms(group_id, text) FROM memory_documents`,
         ).run();
         resetBackfill.run();
       })();

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { registerMemoryTerms } from './memory-terms.ts';
 
 export type Db = Database.Database;
 
@@ -26,5 +27,7 @@ export function openDatabase(file: string): Db {
   db.pragma('foreign_keys = ON');
   // The CLI and the host write the same file; wait for the other's lock instead of failing.
   db.pragma('busy_timeout = 5000');
+  // The memory index's triggers cut a row into its group's terms (migration 019).
+  registerMemoryTerms(db);
   return db;
 }

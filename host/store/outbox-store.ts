@@ -193,6 +193,7 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
         const platformId = platformIdsOf.all(r.id).at(-1)?.platform_id;
         return platformId === undefined ? [] : [{ channel: r.channel, chatId: r.chatId, platformId }];
       });
+  const byKey = db.prepare<[string], { id: number }>('SELECT id FROM outbox WHERE idempotency_key = ?');
   const movePending = db.prepare(
     `UPDATE outbox SET chat_id = ?, next_attempt_at = ? WHERE channel = ? AND chat_id = ? AND status = 'pending'`,
   );
@@ -247,6 +248,19 @@ export function createOutboxStore(db: Db, now: () => Date = () => new Date()) {
         delivered?.platformIds.forEach((pid, i) =>
           platformId.run(delivered.channel, delivered.chatId, pid, id, i),
         );
+      })();
+    },
+    /**
+     * Records a reply that is already on the platform (a streamed draft edited into it): stored as sent
+     * with its platform ids in one transaction, so no dispatcher, before or after a restart, sends it.
+     * False (nothing changed) when the key was stored before.
+     */
+    addDelivered(item: NewOutboxItem, platformIds: string[]): boolean {
+      return db.transaction(() => {
+        if (!this.add(item)) return false;
+        const row = byKey.get(item.idempotencyKey);
+        if (row) this.markSent(row.id, { channel: item.channel, chatId: item.chatId, platformIds });
+        return true;
       })();
     },
     /** A permanent failure or a poison piece: it stays with its reason and is never attempted again. */

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { createGroupsStore } from './groups-store.ts';
+import { registerMemoryTerms } from './memory-terms.ts';
 import { createOutboxStore } from './outbox-store.ts';
 import { createRunsStore } from './runs-store.ts';
 
@@ -13,6 +14,8 @@ export function openStoreReadOnly(file: string, now: () => Date = () => new Date
   try {
     // A host writing at this moment holds the write lock only briefly; a reader waits rather than fails.
     db.pragma('busy_timeout = 5000');
+    // Statements on tables the memory index's triggers watch compile those triggers, and so the function.
+    registerMemoryTerms(db);
     return {
       db,
       groups: createGroupsStore(db, now),

@@ -67,6 +67,11 @@ const BENCHES: Bench[] = [
     fn: 'benchMedia',
   },
   { title: 'container run vs bare docker run', module: './bench-container.ts', fn: 'benchContainer' },
+  {
+    title: 'agent: run.start → first LLM request while waiting pre-started, vs node -e 0',
+    module: './bench-agent-start.ts',
+    fn: 'benchAgentStart',
+  },
   { title: 'cold reply latency vs bare docker run', module: './bench-cold-reply.ts', fn: 'benchColdReply' },
   {
     title: 'Kubernetes runner on the fake API server vs the Docker runner and a bare docker run',

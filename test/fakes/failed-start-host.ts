@@ -10,6 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { startHost } from '../../host/app/host.ts';
+import { waitFor } from '../helpers/processes.ts';
 import { staticRunner } from '../helpers/static-runner.ts';
 import { startProductionHost } from '../../host/app/production-host.ts';
 import { HostStartError } from '../../host/app/start-error.ts';
@@ -79,11 +80,12 @@ const broken = {
       // Fail only once the runtime has a container of this data folder running, so its removal is tested.
       const docker = new Docker();
       const label = `${LABEL_DATA}=${dataFolderLabel(paths.dataDir)}`;
-      for (;;) {
-        const running = await docker.listContainers({ filters: { label: [label], status: ['running'] } });
-        if (running.length > 0) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitFor(
+        'a running container of this data folder',
+        async () =>
+          (await docker.listContainers({ filters: { label: [label], status: ['running'] } })).length > 0,
+        120_000,
+      );
     }
     throw new Error('the broken network refused the bot token');
   },

@@ -14,14 +14,18 @@ export async function loadBashClassifier(options: {
   create: BashClassifierFactory;
   scriptUrl: string;
   wasmDir?: string | undefined;
-  logger: Pick<AgentLogger, 'warn'>;
+  logger: Pick<AgentLogger, 'info' | 'warn'>;
 }): Promise<BashClassifier> {
   try {
     const wasm = locateWasmFiles({
       scriptUrl: options.scriptUrl,
       ...(options.wasmDir ? { explicitDir: options.wasmDir } : {}),
     });
-    return failClosed(await options.create(wasm));
+    const classifier = failClosed(await options.create(wasm));
+    // The parser loads after "agent ready", off the boot's path: this line is how a reader of the log (or a
+    // test) knows it is in place rather than guessing how long the load takes.
+    options.logger.info({}, 'bash classifier loaded');
+    return classifier;
   } catch (error) {
     const detail = errorMessage(error);
     options.logger.warn(

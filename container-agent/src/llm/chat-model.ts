@@ -21,6 +21,11 @@ export interface CompletionRequest {
   toolChoice: 'auto' | 'none';
   maxOutputTokens: number;
   signal: AbortSignal;
+  /**
+   * The answer's text so far (the whole text, not a delta), while the model writes it. Given only when the
+   * host takes drafts; never called for a turn once it asks for a tool (its text is not the answer).
+   */
+  onDraft?: (text: string) => void;
 }
 
 export interface CompletionResponse {

@@ -3,6 +3,8 @@
  */
 import OpenAI from 'openai';
 import type {
+  ChatCompletion,
+  ChatCompletionChunk,
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
   ChatCompletionTool,
@@ -55,7 +57,12 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       }));
       body.tool_choice = request.toolChoice;
     }
-    return client.chat.completions.create(body, { signal: request.signal });
+    if (!request.onDraft) return client.chat.completions.create(body, { signal: request.signal });
+    const chunks = await client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal: request.signal },
+    );
+    return collectStream(chunks, request.onDraft);
   };
 
   return {
@@ -95,6 +102,69 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
         },
       };
     },
+  };
+}
+
+/**
+ * A streamed answer put back together as the completion it stands for, telling `onDraft` the text so far
+ * at each content chunk until the first tool call shows: from then on the turn is a tool step, not the
+ * answer. Tool calls arrive in pieces keyed by their index (OpenAI's chunk format).
+ */
+async function collectStream(
+  chunks: AsyncIterable<ChatCompletionChunk>,
+  onDraft: (text: string) => void,
+): Promise<ChatCompletion> {
+  let content: string | null = null;
+  let finishReason: ChatCompletion.Choice['finish_reason'] | null = null;
+  let usage: ChatCompletion['usage'];
+  let sawChoice = false;
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
+  for await (const chunk of chunks) {
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    sawChoice = true;
+    if (choice.finish_reason) finishReason = choice.finish_reason;
+    for (const part of choice.delta.tool_calls ?? []) {
+      const call = calls.get(part.index) ?? { id: '', name: '', arguments: '' };
+      call.id ||= part.id ?? '';
+      call.name += part.function?.name ?? '';
+      call.arguments += part.function?.arguments ?? '';
+      calls.set(part.index, call);
+    }
+    if (choice.delta.content) {
+      content = (content ?? '') + choice.delta.content;
+      if (calls.size === 0) onDraft(content);
+    }
+  }
+  const toolCalls = [...calls.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([, call]) => ({
+      id: call.id,
+      type: 'function' as const,
+      function: { name: call.name, arguments: call.arguments },
+    }));
+  return {
+    id: 'streamed',
+    object: 'chat.completion',
+    created: 0,
+    model: '',
+    choices: sawChoice
+      ? [
+          {
+            index: 0,
+            logprobs: null,
+            finish_reason: finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+            message: {
+              role: 'assistant',
+              content,
+              refusal: null,
+              ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+            },
+          },
+        ]
+      : [],
+    ...(usage ? { usage } : {}),
   };
 }
 

@@ -28,6 +28,8 @@ export interface AgentLoopOptions {
   record: (message: ConversationMessage) => Promise<void>;
   /** Posts the final answer to the run's own chat. */
   sendReply: (text: string) => Promise<void>;
+  /** The answer so far while the model writes it (run.draft, throttled); absent: the host takes no drafts. */
+  draft?: (text: string) => void;
   signal: AbortSignal;
   /** Accumulates usage; pass one in to keep the figures when the loop throws. */
   usage?: RunUsage;
@@ -80,6 +82,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         toolChoice: toolsAllowed ? 'auto' : 'none',
         maxOutputTokens: limits.maxOutputTokens,
         signal,
+        ...(options.draft ? { onDraft: options.draft } : {}),
       });
     } catch (error) {
       throwIfAborted();

@@ -16,10 +16,11 @@ import { createImageReader } from '../llm/image-reader.ts';
 import { createOpenAiChatModel } from '../llm/openai-chat-model.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { createRipgrepLocator } from '../tools/grep.ts';
+import { releaseIdleMemory } from './idle-memory.ts';
 import { createRunController, type RunController } from './run-controller.ts';
 
-/** How long after the controller is wired the bash parser starts loading. */
-const PARSER_LOAD_DELAY_MS = 250;
+/** How long after the stored conversation is loaded a waiting agent rehearses a run's start. */
+const REHEARSAL_DELAY_MS = 100;
 
 export interface ControllerWiringOptions {
   env: AgentEnv;
@@ -32,38 +33,40 @@ export interface ControllerWiringOptions {
 
 export function wireRunController(options: ControllerWiringOptions): RunController {
   const { env, logger } = options;
-  // The bash tool awaits the parser. It loads a moment later, not now: in a container started for its run,
-  // run.start is already in the pipe, and its first LLM request goes out before the parser's wasm compiles
-  // (which would compete for the container's one CPU).
-  const classifier = new Promise<BashClassifier>((resolve) =>
-    setTimeout(
-      () =>
-        resolve(
-          loadBashClassifier({
-            create: (wasm) => createBashClassifier(wasm),
-            scriptUrl: options.scriptUrl,
-            wasmDir: env.CARAPACE_WASM_DIR,
-            logger,
-          }),
-        ),
-      PARSER_LOAD_DELAY_MS,
-    ),
-  );
-  // Node loads its fetch implementation on first use (tens of milliseconds); a data: URL loads it now,
-  // before the run's first LLM request, without touching the network.
-  setImmediate(() => void fetch('data:,').catch(() => undefined));
+  // The bash tool awaits the parser. It loads once the run's first LLM request is out: not while the
+  // container waits (its compiled wasm and memory were ~11 MiB of every waiting container), and not ahead of that
+  // request on the container's CPU. The model's answer, and so any bash command, comes after it.
+  let loadParser!: () => void;
+  const classifier = new Promise<BashClassifier>((resolve) => {
+    loadParser = () =>
+      resolve(
+        loadBashClassifier({
+          create: (wasm) => createBashClassifier(wasm),
+          scriptUrl: options.scriptUrl,
+          wasmDir: env.CARAPACE_WASM_DIR,
+          logger,
+        }),
+      );
+  });
+  const readImage = createImageReader(path.join(env.CARAPACE_WORKSPACE, 'group'));
 
   return createRunController({
     host: options.host,
     // The key arrives with run.start and stays in this client: never in process.env, so no command and no
     // child process can inherit it.
     createModel: (gatewayKey) =>
-      createOpenAiChatModel({
-        baseURL: env.OPENAI_BASE_URL,
-        apiKey: gatewayKey,
-        readImage: createImageReader(path.join(env.CARAPACE_WORKSPACE, 'group')),
-      }),
+      createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: gatewayKey, readImage }),
     classifier,
+    onFirstRequest: () => loadParser(),
+    rehearsal: {
+      createModel: (baseURL, apiKey) => createOpenAiChatModel({ baseURL, apiKey, maxRetries: 0, readImage }),
+      delayMs: REHEARSAL_DELAY_MS,
+      done: (result) => {
+        // Only a waiting agent: one whose run already started keeps its memory warm.
+        const released = result === 'done' ? releaseIdleMemory() : undefined;
+        logger.info({ result, ...(released ? { gc: released } : {}) }, 'run start rehearsed');
+      },
+    },
     settings: {
       workspaceRoot: env.CARAPACE_WORKSPACE,
       ...(env.CARAPACE_MODEL ? { defaultModel: env.CARAPACE_MODEL } : {}),

@@ -20,6 +20,7 @@ import { RpcError, errorMessage } from '../rpc/errors.ts';
 import type { RpcHandlers } from '../rpc/peer.ts';
 import { RunAbortedError } from './agent-loop.ts';
 import { createInbox } from './inbox.ts';
+import { rehearseRunStart } from './run-rehearsal.ts';
 import { executeRun, type ActiveRun } from './run-execution.ts';
 import {
   freshMessages,
@@ -58,6 +59,18 @@ export interface RunControllerDeps {
   createNonce?: () => string;
   /** How long to wait for the host to confirm run.done. */
   doneTimeoutMs?: number;
+  /** Called once the run's first LLM request is out. */
+  onFirstRequest?: () => void;
+  /**
+   * Rehearses a run's start while the process waits for run.start (run-rehearsal.ts), `delayMs` after the
+   * stored conversation is loaded, unless run.start came first; `done` hears how it went ('done' when it
+   * finished and run.start has still not come).
+   */
+  rehearsal?: {
+    createModel(baseURL: string, apiKey: string): ChatModel;
+    delayMs: number;
+    done(result: string): void;
+  };
 }
 
 export interface RunController {
@@ -84,6 +97,27 @@ export function createRunController(deps: RunControllerDeps): RunController {
   // While the process waits for run.start. A failure here is not the run's: run.start loads again.
   const waiting = loadStoredConversation(settings, deps.now, logger);
   waiting.catch(() => undefined);
+  const { rehearsal } = deps;
+  if (rehearsal) {
+    const idle = () => phase === 'idle';
+    void waiting
+      .then(() => new Promise((resolve) => setTimeout(resolve, rehearsal.delayMs)))
+      .then(async () => {
+        const w = await waiting;
+        return idle()
+          ? rehearseRunStart({
+              workspace: w.workspace,
+              render,
+              systemPrompt: (params, workspace) => systemPromptFor(params, workspace, settings, deps.now()),
+              createModel: rehearsal.createModel,
+              superseded: () => !idle(),
+            })
+          : 'superseded';
+      })
+      // 'done' only while still waiting: a run that started meanwhile is not to wait for what follows.
+      .then((result) => (result === 'done' && !idle() ? 'superseded' : result))
+      .then(rehearsal.done, (error: unknown) => rehearsal.done(errorMessage(error)));
+  }
   const storedConversation = async (): Promise<StoredConversation> => {
     const early = await waiting.catch((error: unknown) => {
       logger.warn({ error: errorMessage(error) }, 'history could not be loaded ahead of run.start');
@@ -136,6 +170,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
       settings,
       logger,
       ...(deps.doneTimeoutMs !== undefined ? { doneTimeoutMs: deps.doneTimeoutMs } : {}),
+      ...(deps.onFirstRequest ? { onFirstRequest: deps.onFirstRequest } : {}),
       render,
       onLoopEnd: () => (phase = 'finished'),
     });
@@ -181,7 +216,9 @@ export function createRunController(deps: RunControllerDeps): RunController {
       try {
         await active.stored;
       } catch (error) {
-        active.abort.abort(new RunAbortedError(`the start messages could not be stored: ${errorMessage(error)}`));
+        active.abort.abort(
+          new RunAbortedError(`the start messages could not be stored: ${errorMessage(error)}`),
+        );
         throw error;
       }
       return { accepted: true as const };

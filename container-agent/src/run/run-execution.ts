@@ -17,6 +17,7 @@ import { commandEnvironment } from '../tools/bash.ts';
 import { createToolset } from '../tools/toolset.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
+import { createDraftThrottle } from './draft-throttle.ts';
 import type { Inbox } from './inbox.ts';
 import type { RunParams } from './run-preparation.ts';
 
@@ -53,6 +54,8 @@ export interface RunExecutionDeps {
   render: (params: RunParams, messages: readonly ChatMessage[]) => UserMessage;
   /** The loop is over (the run takes no more input); run.done is still to be sent. */
   onLoopEnd: () => void;
+  /** Called once the run's first LLM request is out (the bash parser starts loading then). */
+  onFirstRequest?: () => void;
 }
 
 type Outcome = { status: 'ok' } | { status: 'error'; error: string };
@@ -63,7 +66,9 @@ export async function executeRun(active: ActiveRun, deps: RunExecutionDeps): Pro
   const { logger } = deps;
   const wallTimer = setTimeout(
     () =>
-      active.abort.abort(new RunAbortedError(`the run's wall time of ${params.limits.wallTimeMs} ms ran out`)),
+      active.abort.abort(
+        new RunAbortedError(`the run's wall time of ${params.limits.wallTimeMs} ms ran out`),
+      ),
     params.limits.wallTimeMs,
   );
   const usage: RunUsage = { promptTokens: 0, completionTokens: 0, toolSteps: 0 };
@@ -114,15 +119,19 @@ async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage):
     }),
     { logger },
   );
-  // The command executor (and the separation check) starts once the first LLM request is out: not while
-  // the container waits, and not ahead of that request on the container's CPU. A command waits for it.
+  // The command executor (and the separation check) and the bash parser start once the first LLM request
+  // is out: not while the container waits, and not ahead of that request on the container's CPU. A
+  // command waits for them.
   let commandsStarted = false;
   const model: ChatModel = {
     complete(request) {
       const answer = active.model.complete(request);
       if (!commandsStarted) {
         commandsStarted = true;
-        setImmediate(() => void deps.commands.separation());
+        setImmediate(() => {
+          void deps.commands.separation();
+          deps.onFirstRequest?.();
+        });
       }
       return answer;
     },
@@ -150,6 +159,15 @@ async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage):
         { signal: active.abort.signal },
       );
     },
+    ...(params.drafts
+      ? {
+          draft: createDraftThrottle({
+            // A notification: the host never answers a draft, and a lost one is replaced by the next.
+            send: (text) => deps.host.notify('run.draft', { text }),
+            now: () => performance.now(),
+          }),
+        }
+      : {}),
     signal: active.abort.signal,
     usage,
     logger,

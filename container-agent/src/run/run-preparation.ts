@@ -115,7 +115,6 @@ export function renderTurn(params: RunParams, messages: readonly ChatMessage[], 
   return { role: 'user', content, chatIds: messages.map((m) => m.id), ...withImages(messages) };
 }
 
-
 export async function systemPromptFor(
   params: RunParams,
   workspace: Workspace,

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { errorMessage } from '../../errors/error-message.ts';
 import { createMemoryStore } from '../../store/memory-store.ts';
+import { registerMemoryTerms } from '../../store/memory-terms.ts';
 import type { Check } from './doctor-check.ts';
 
 /**
@@ -14,6 +15,8 @@ export const checkMemoryIndex: Check = async (ctx) => {
   const db = new Database(ctx.paths.databaseFile, { readonly: true, fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
+    // Statements on tables the memory index's triggers watch compile those triggers, and so the function.
+    registerMemoryTerms(db);
     const table = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'memory_fts'").get();
     if (!table) return { name, ok: true, detail: 'not created yet: the host makes it at its next start' };
     const memory = createMemoryStore(db);

@@ -143,11 +143,15 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
   const { retire, all: retired } = createRetiring();
 
   async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
-    const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
-    const identity = runIdentityOf(ctx, { secretMounts, sharedMounts });
-    const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
+    // First: listing the group's MCP tools waits on their services, which answer while the mount plan
+    // below (a walk of the mounted trees, synchronous) runs.
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);
+    const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
+    const identity = runIdentityOf(ctx, { secretMounts, sharedMounts });
+    // The pre-started container's spec against the one a run gets now, per run: a secret that appeared in
+    // a mounted tree meanwhile is hidden only in a new container.
+    const prestarted = pool.take(ctx.group.id, fingerprintOf(spec));
     const container = prestarted ?? (await launchContainer(docker, { ...spec, runId: ctx.runId }));
     if (prestarted)
       logger.debug({ runId: ctx.runId, container: container.name }, 'run took a pre-started container');

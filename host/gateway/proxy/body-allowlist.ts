@@ -9,6 +9,7 @@
  * The lists hold what the agent sends plus the plain sampling settings each API documents.
  */
 import { z } from 'zod';
+import { zodKeyPath } from '../../../container-agent/src/rpc/zod-issues.ts';
 
 export type BodyKind = 'chat' | 'responses' | 'messages';
 
@@ -260,7 +261,8 @@ function describeIssue(
 ): string {
   const tool = toolIssue(issue, json);
   if (tool !== undefined) return tool;
-  const where = issue.path.length > 0 ? issue.path.join('.') : '';
+  // The project's one key-path reading (`messages[0].content`), the same the config and IPC errors use.
+  const where = zodKeyPath(issue.path.filter((p): p is string | number => typeof p !== 'symbol'));
   if (issue.code === 'unrecognized_keys') {
     const names = issue.keys.map((key) => JSON.stringify(key)).join(', ');
     const inside = where === '' ? '' : ` in ${where}`;

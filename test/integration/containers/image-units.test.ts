@@ -352,12 +352,20 @@ describe('agent bundle and tag', () => {
       stdio: ['pipe', 'ignore', 'pipe'],
     });
     let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    // The parser loads once the agent listens; ending stdin then makes the agent exit.
-    await new Promise((r) => setTimeout(r, 3000));
+    const closed = new Promise((r) => child.on('close', r));
+    // The parser loads once the agent listens, and the agent logs either outcome: that line is the sentinel.
+    // Ending stdin then makes the agent exit.
+    const parserSettled = new Promise<void>((resolve) =>
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString('utf8');
+        if (/bash classifier (loaded|unavailable)/.test(stderr)) resolve();
+      }),
+    );
+    await Promise.race([parserSettled, closed]);
     child.stdin.end();
-    await new Promise((r) => child.on('close', r));
+    await closed;
     expect(stderr).toMatch(/"msg":"agent ready"/);
+    expect(stderr).toMatch(/"msg":"bash classifier loaded"/);
     expect(stderr).not.toMatch(/code cache does not fit/);
     expect(stderr).not.toMatch(/bash classifier unavailable/);
   }, 30_000);

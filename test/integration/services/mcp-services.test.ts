@@ -22,18 +22,20 @@ import { createServicePolicy } from '../../../host/security/policies/service-pol
 import { createSecretScanner } from '../../../host/security/secrets/index.ts';
 import { createTaintRegistry, type Taint } from '../../../host/security/taint/taint.ts';
 import { createToolCatalogue } from '../../../host/services/mcp/mcp-catalogue.ts';
-import { createMcpServices, type McpServices } from '../../../host/services/mcp/mcp-services.ts';
+import {
+  createMcpServices,
+  type McpServices,
+  type McpServicesDeps,
+} from '../../../host/services/mcp/mcp-services.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import {
   CLEAN_TRUST,
   doctorMcpServers,
-  EVERYTHING_SERVER,
   MEMORY_SERVER,
   memoryNotebook,
   startEverythingHttp,
 } from '../../helpers/mcp-servers.ts';
 
-const EVERYTHING = EVERYTHING_SERVER;
 const MEMORY = MEMORY_SERVER;
 const ASKING = path.resolve('test/fixtures/mcp/asking-server.ts');
 const HELD = 'sk-live-host-held-secret-0123456789';
@@ -94,6 +96,7 @@ function host(opts: {
   taint?: Taint;
   human?: boolean;
   copFlags?: boolean;
+  logger?: McpServicesDeps['logger'];
 }) {
   const config: HostConfig = hostConfigSchema.parse(opts.config);
   const redact = createSecretScanner({ heldSecrets: [HELD] }).redact;
@@ -103,7 +106,7 @@ function host(opts: {
     services: () => config.services,
     secret: (name) =>
       name === 'MEMORY_FILE_PATH' ? path.join(dir, `memory-${Math.random()}.jsonl`) : undefined,
-    logger: quiet,
+    logger: opts.logger ?? quiet,
     restart: { baseMs: 50, maxInARow: 3, coolDownMs: 60_000 },
   });
   open.push({ mcp, store });
@@ -346,28 +349,38 @@ describe('MCP services under the trust matrix', () => {
   });
 
   it('restarts a server that crashed, and the call it was running fails with a clear error rather than hanging', async () => {
+    // The server says on stderr when the call reached it, and the host logs its stderr: the kill waits for
+    // that line, so the call is surely running when the server dies.
+    let reached: () => void = () => undefined;
+    const callReached = new Promise<void>((resolve) => (reached = resolve));
     const h = host({
       config: {
         services: {
-          demo: { type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], ...clean },
+          demo: { type: 'stdio', command: process.execPath, args: ['--import', 'tsx', ASKING], ...clean },
         },
         groups: { main: { services: ['demo'] } },
       },
       groupId: 'main',
+      logger: {
+        info: (details) => {
+          if ('stderr' in details && details.stderr === 'holding a call') reached();
+        },
+        warn: () => undefined,
+      },
     });
-    await h.call('demo', 'echo', { message: 'up' });
+    expect(await h.call('demo', 'ask-client', { what: 'roots' })).toMatchObject({ content: /refused/ });
     const pid = h.mcp.status()[0]?.pid;
     expect(pid).toBeTypeOf('number');
-    const running = h.call('demo', 'trigger-long-running-operation', { duration: 30, steps: 5 });
-    setTimeout(() => process.kill(pid!, 'SIGKILL'), 300);
-    await expect(running).rejects.toThrow(/demo stopped while running trigger-long-running-operation/);
+    const running = h.call('demo', 'hold', {});
+    await callReached;
+    process.kill(pid!, 'SIGKILL');
+    await expect(running).rejects.toThrow(/demo stopped while running hold/);
     await vi.waitFor(() => expect(h.mcp.status()[0]).toMatchObject({ state: 'ready', restarts: 1 }), {
       timeout: 15_000,
       interval: 50,
     });
     expect(h.mcp.status()[0]?.pid).not.toBe(pid);
-    const after = (await h.call('demo', 'echo', { message: 'back' })) as { content: string };
-    expect(after.content).toContain('back');
+    expect(await h.call('demo', 'ask-client', { what: 'roots' })).toMatchObject({ content: /refused/ });
   });
 });
 
@@ -433,7 +446,7 @@ describe('what an MCP server may ask of the host', () => {
 
   it('lists a server’s tools again once it says they changed', async () => {
     const h = asking();
-    expect((await h.catalogue()).map((t) => t.tool)).toEqual(['ask-client', 'add-tool']);
+    expect((await h.catalogue()).map((t) => t.tool)).toEqual(['ask-client', 'add-tool', 'hold']);
     await h.call('asking', 'add-tool', {});
     await vi.waitFor(async () => expect((await h.catalogue()).map((t) => t.tool)).toContain('late'), {
       timeout: 10_000,

@@ -87,3 +87,60 @@ describe('openai chat model', () => {
     expect(bodies[1]).not.toHaveProperty('tool_choice');
   });
 });
+
+describe('openai chat model, streamed for drafts', () => {
+  const request = (onDraft: (text: string) => void) => ({
+    model: 'm1',
+    messages: [{ role: 'user' as const, content: 'U' }],
+    tools: [tool],
+    toolChoice: 'auto' as const,
+    maxOutputTokens: 64,
+    signal,
+    onDraft,
+  });
+
+  it('asks for a stream when drafts are taken, tells each text so far, and returns the whole answer', async () => {
+    fake.script(reply.text('one two three four', { chunks: ['one ', 'two ', 'three ', 'four'] }));
+    const model = createOpenAiChatModel({ baseURL: fake.openaiBaseUrl, apiKey: 'gw-unit', maxRetries: 0 });
+    const before = fake.requests.length;
+    const drafts: string[] = [];
+    const response = await model.complete(request((t) => drafts.push(t)));
+    expect(fake.requests[before]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(drafts).toEqual(['one ', 'one two ', 'one two three ', 'one two three four']);
+    expect(response.content).toBe('one two three four');
+    expect(response.toolCalls).toEqual([]);
+    expect(response.finishReason).toBe('stop');
+    expect(response.usage.completionTokens).toBeGreaterThan(0);
+  });
+
+  it('puts streamed tool calls back together and tells no draft once a tool is asked for', async () => {
+    fake.script(
+      reply.toolCalls(
+        [
+          { id: 'call_a', name: 'echo', arguments: { text: 'first' } },
+          { id: 'call_b', name: 'echo', arguments: { text: 'second' } },
+        ],
+        { text: 'Let me look.' },
+      ),
+    );
+    const model = createOpenAiChatModel({ baseURL: fake.openaiBaseUrl, apiKey: 'gw-unit', maxRetries: 0 });
+    const drafts: string[] = [];
+    const response = await model.complete(request((t) => drafts.push(t)));
+    expect(response.toolCalls).toEqual([
+      { id: 'call_a', name: 'echo', arguments: '{"text":"first"}' },
+      { id: 'call_b', name: 'echo', arguments: '{"text":"second"}' },
+    ]);
+    expect(response.finishReason).toBe('tool_calls');
+    // Text before the calls arrives first (as OpenAI streams it); nothing after the first call's chunk.
+    expect(drafts.every((d) => 'Let me look.'.startsWith(d))).toBe(true);
+  });
+
+  it('does not stream without a draft listener', async () => {
+    fake.script(reply.text('whole'));
+    const model = createOpenAiChatModel({ baseURL: fake.openaiBaseUrl, apiKey: 'gw-unit', maxRetries: 0 });
+    const before = fake.requests.length;
+    const { onDraft: _unused, ...plain } = request(() => undefined);
+    expect((await model.complete(plain)).content).toBe('whole');
+    expect((fake.requests[before]?.body as Record<string, unknown>).stream).toBeUndefined();
+  });
+});

@@ -476,13 +476,16 @@ describe('bash tool and gate', () => {
   });
 
   it('works with the real bash-gate classifier, loaded the way the agent loads it', async () => {
-    const warnings: string[] = [];
+    const lines: string[] = [];
     const classifier = await loadBashClassifier({
       create: (wasm) => createBashClassifier(wasm),
       scriptUrl: import.meta.url,
-      logger: { warn: (_details, message) => warnings.push(message) },
+      logger: {
+        info: (_details, message) => lines.push(message),
+        warn: (_details, message) => lines.push(message),
+      },
     });
-    expect(warnings).toEqual([]);
+    expect(lines).toEqual(['bash classifier loaded']);
     const { host, calls } = fakeHost({
       'security.bash_check': () => ({ decision: 'deny', reason: 'tainted' }),
     });
@@ -506,14 +509,17 @@ describe('bash tool and gate', () => {
   });
 
   it('escalates everything when the classifier cannot be loaded', async () => {
-    const warnings: string[] = [];
+    const lines: string[] = [];
     const classifier = await loadBashClassifier({
       create: (wasm) => createBashClassifier(wasm),
       scriptUrl: import.meta.url,
       wasmDir: path.join(tmp, 'no-wasm-here'),
-      logger: { warn: (_details, message) => warnings.push(message) },
+      logger: {
+        info: (_details, message) => lines.push(message),
+        warn: (_details, message) => lines.push(message),
+      },
     });
-    expect(warnings).toEqual(['bash classifier unavailable: every bash command will ask the host']);
+    expect(lines).toEqual(['bash classifier unavailable: every bash command will ask the host']);
     expect(classifier.classify('ls')).toMatchObject({
       class: 'escalate',
       reason: expect.stringMatching(/cannot find tree-sitter\.wasm/),

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { scopeToken } from '../../../host/store/memory-store.ts';
+import { matchExpression } from '../../../host/store/memory-store.ts';
+import { groupTerm, indexTerms } from '../../../host/store/memory-terms.ts';
 import type { NewMessage } from '../../../host/store/messages-store.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
@@ -98,8 +99,32 @@ describe('memory search', () => {
     // The index alone, before any join to the messages table: only the group's own rowids match.
     const matched = store.db
       .prepare('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?')
-      .all(`scope : "${scopeToken('family')}" AND body : ("vault")`);
+      .all(matchExpression('family', ['vault']));
     expect(matched).toEqual([{ rowid: family }]);
+  });
+
+  it('keeps every word of a row as a term of the row’s own group, so a match reads no other group’s postings', () => {
+    const rows = [say('main', 'the vault code is 9931'), say('family', 'Vault, café x-ray')];
+    store.memory.putNote({
+      groupId: 'work',
+      path: 'memory/v.md',
+      text: 'vault of work',
+      author: 'owner',
+      taint: { corruption: false, secret: false },
+    });
+    store.db.exec('CREATE VIRTUAL TABLE temp.memory_vocab USING fts5vocab(main, memory_fts, instance)');
+    const terms = store.db
+      .prepare(
+        `SELECT v.term, coalesce(m.group_id, n.group_id) AS group_id FROM temp.memory_vocab v
+         LEFT JOIN messages m ON m.id = v.doc LEFT JOIN memory_notes n ON n.id = -v.doc`,
+      )
+      .all() as { term: string; group_id: string }[];
+    expect(new Set(terms.map((t) => t.group_id))).toEqual(new Set(['main', 'family', 'work']));
+    for (const t of terms) expect(t.term.startsWith(groupTerm(t.group_id, ''))).toBe(true);
+    expect(
+      terms.filter((t) => t.group_id === 'family').map((t) => t.term.split('x').slice(1).join('x')),
+    ).toEqual(expect.arrayContaining(['vault', 'cafe', 'x', 'ray', 'ann']));
+    expect(rows).toHaveLength(2);
   });
 
   it('reads the index and then each hit by its id: no scan of the history', () => {
@@ -108,10 +133,11 @@ describe('memory search', () => {
       (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
         (p) => p.detail,
       );
-    const expression = `scope : "${scopeToken('family')}" AND body : ("anything")`;
+    const expression = matchExpression('family', ['anything']);
     for (const sql of [
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?',
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < 0 ORDER BY rowid ASC LIMIT ?',
+      `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid <= -${2 ** 40} ORDER BY rowid ASC LIMIT ?`,
     ]) {
       const match = plan(sql, expression, 10);
       expect(match).toHaveLength(1);
@@ -303,8 +329,8 @@ describe('messages waiting for the indexer', () => {
   it('the integrity check fails on a waiting message already in the index (the walker would double it)', () => {
     const id = sayWaiting('family', 'not yet');
     store.db
-      .prepare("INSERT INTO memory_fts (rowid, body, scope) VALUES (?, 'not yet', ?)")
-      .run(id, scopeToken('family'));
+      .prepare('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)')
+      .run(id, indexTerms('family', 'not yet'));
     expect(store.memory.check()).toMatchObject({ ok: false, missing: 0, extra: 1 });
   });
 });
@@ -342,7 +368,7 @@ describe('the index’s lifecycle', () => {
     expect(store.memory.check().ok).toBe(true);
     dropFromIndex(id);
     expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 0 });
-    store.db.prepare("INSERT INTO memory_fts (rowid, body, scope) VALUES (999999, 'ghost', 'gX')").run();
+    store.db.prepare("INSERT INTO memory_fts (rowid, terms) VALUES (999999, 'ghost')").run();
     expect(store.memory.check()).toMatchObject({ ok: false, missing: 1, extra: 1 });
   });
 

@@ -1,0 +1,148 @@
+/**
+ * A run's start, rehearsed once with made-up input while the agent waits for run.start: the turn rendered,
+ * the system prompt built, every tool's JSON Schema derived, and one LLM request sent through the openai
+ * SDK and node's HTTP client to a server inside this process. The first run of that code in a fresh
+ * process (compiling it, node loading its HTTP client and the parser of its answers) cost more than
+ * everything else between run.start and the first LLM request; a pre-started container pays it while it
+ * waits instead (DESIGN.md, "Containers").
+ *
+ * Nothing rehearsed leaves the process: no frame goes to the host (its client refuses every call), no
+ * file is written, no command runs, and the request goes to a loopback server that answers it itself. The
+ * rehearsal gives way to a real run: it stops between its steps once `superseded()` says run.start came.
+ */
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import type { CommandRunner } from '../executor/command-runner.ts';
+import type { HostClient } from '../ipc/host-client.ts';
+import type { ChatModel } from '../llm/chat-model.ts';
+import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
+import type { ChatMessage } from '../protocol.ts';
+import { createAgentTools } from '../tools/agent-tools.ts';
+import { createToolset } from '../tools/toolset.ts';
+import type { Workspace } from '../workspace/confine.ts';
+import type { RunParams } from './run-preparation.ts';
+import type { UserMessage } from '../history/conversation.ts';
+
+export interface RehearsalDeps {
+  workspace: Workspace;
+  /** Renders the start messages as the run would. */
+  render(params: RunParams, messages: readonly ChatMessage[]): UserMessage;
+  systemPrompt(params: RunParams, workspace: Workspace): Promise<string>;
+  /** The run's model client, for a base URL and key of the rehearsal's own. */
+  createModel(baseURL: string, apiKey: string): ChatModel;
+  /** True once run.start arrived: the rehearsal stops at its next step. */
+  superseded(): boolean;
+}
+
+const REFUSED = 'the rehearsal of a run talks to no host';
+
+/** A host client that refuses every call: a rehearsed tool must never reach the host. */
+const refusingHost: HostClient = {
+  request: () => Promise.reject(new Error(REFUSED)),
+  notify: () => {
+    throw new Error(REFUSED);
+  },
+};
+const refusingCommands: CommandRunner = {
+  run: () => Promise.reject(new Error(REFUSED)),
+  separation: () => Promise.resolve(REFUSED),
+};
+const refusingClassifier: BashClassifier = {
+  classify: () => ({ class: 'escalate', reason: REFUSED, network: false }),
+};
+
+/** What the loopback server answers: a chat completion with text only, as a provider would. */
+const ANSWER = JSON.stringify({
+  id: 'rehearsal',
+  object: 'chat.completion',
+  created: 0,
+  model: 'rehearsal',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+});
+const RESPONSE =
+  'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n' +
+  `content-length: ${Buffer.byteLength(ANSWER)}\r\n\r\n${ANSWER}`;
+
+const PARAMS: RunParams = {
+  runId: 0,
+  group: { id: 'rehearsal', name: 'Rehearsal', isAdmin: true, channel: 'local' },
+  assistantName: 'Assistant',
+  timezone: process.env.TZ || 'UTC',
+  formatting: 'Plain text.',
+  messages: [
+    {
+      id: 1,
+      sender: 'rehearsal',
+      senderName: 'Rehearsal',
+      text: 'Hello.',
+      timestamp: new Date(0).toISOString(),
+      fromAssistant: false,
+    },
+  ],
+  limits: { maxToolSteps: 1, maxOutputTokens: 16, wallTimeMs: 60_000 },
+};
+
+/** Rehearses a run's start once; resolves when done or given way to a real run. Never rejects. */
+export async function rehearseRunStart(deps: RehearsalDeps): Promise<'done' | 'superseded' | string> {
+  try {
+    if (deps.superseded()) return 'superseded';
+    const turn = deps.render(PARAMS, PARAMS.messages);
+    const systemPrompt = await deps.systemPrompt(PARAMS, deps.workspace);
+    if (deps.superseded()) return 'superseded';
+    const tools = createToolset(
+      createAgentTools({
+        workspace: deps.workspace,
+        host: refusingHost,
+        classifier: refusingClassifier,
+        isAdmin: true,
+        commandEnv: {},
+        commands: refusingCommands,
+        bashCheckTimeoutMs: 1000,
+        ripgrep: () => Promise.resolve(null),
+      }),
+    );
+    if (deps.superseded()) return 'superseded';
+    await answeredOnLoopback(async (baseURL) => {
+      const model = deps.createModel(baseURL, 'rehearsal');
+      await model.complete({
+        model: 'rehearsal',
+        messages: [{ role: 'system', content: systemPrompt }, turn],
+        tools: tools.specs,
+        toolChoice: 'auto',
+        maxOutputTokens: 16,
+        signal: AbortSignal.timeout(10_000),
+      });
+    });
+    return 'done';
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+/** Runs `use` against a server on 127.0.0.1 that answers each request with a canned completion. */
+async function answeredOnLoopback(use: (baseURL: string) => Promise<void>): Promise<void> {
+  const server = createServer((socket) => {
+    let head = '';
+    socket.setEncoding('latin1');
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: string) => {
+      head += chunk;
+      const end = head.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head.slice(0, end))?.[1] ?? 0);
+      // The whole body read first: answering earlier would cut the client off mid-request.
+      if (Buffer.byteLength(head.slice(end + 4), 'latin1') < length) return;
+      socket.end(RESPONSE);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('the loopback server has no port');
+    await use(`http://127.0.0.1:${address.port}/v1`);
+  } finally {
+    server.close();
+  }
+}
