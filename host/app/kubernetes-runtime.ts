@@ -59,6 +59,7 @@ export async function startKubernetesRuntime(
     ...runWiringFor(deps, gateway),
     api,
     groupDir: (groupId) => path.join(paths.groupsDir, groupId),
+    sessionDir: (groupId) => path.join(paths.sessionsDir, groupId),
     cluster: { ...k8s, image, gateway_address: gatewayAddress },
     containers: config.containers,
     prestart: {

@@ -5,6 +5,7 @@
  * the gateway's port (the cluster's enforcing network plugin). A message on the console comes back as the
  * agent's reply from a pod; no Docker-runner container is made.
  */
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -32,7 +33,9 @@ import { createDockerPods } from '../fakes/kube-api/docker-pods.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/fake-kube-api.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.ts';
-import { startE2eHost, type E2eHost } from './e2e-harness.ts';
+import { folderUsage } from '../../host/containers/mounts/disk-quota.ts';
+import { ROOT } from '../helpers/processes.ts';
+import { eventually, startE2eHost, type E2eHost } from './e2e-harness.ts';
 
 const docker = new Docker();
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -53,6 +56,8 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
   let kube: FakeKubeApi;
   let outside: net.Server;
   let dir = '';
+  let gatewayAddress = '';
+  let outsideAddress = '';
 
   beforeAll(async () => {
     dir = makeTempDir('carapace-e2e-kube-');
@@ -63,6 +68,8 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
     outside = net.createServer((socket) => socket.end());
     const bridge = await defaultBridgeAddress(docker);
     await new Promise<void>((resolve) => outside.listen(0, bridge, resolve));
+    gatewayAddress = `${network.hostAddress}:${port}`;
+    outsideAddress = `${bridge}:${(outside.address() as net.AddressInfo).port}`;
     kube = await startFakeKubeApi({
       pods: createDockerPods({ docker, network: network.networkName, labels: { 'carapace.test': suffix } }),
     });
@@ -85,10 +92,11 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
         },
         // Every pod here is a run's or the probe's: warm pods are kubernetes-warm-pods.test.ts's.
         runs: { max_attempts: 1, prestart: { count: 0 } },
+        // Small, so a command can go past it quickly; the pods' group volume is as large.
+        containers: { group_quota_mb: 2 },
       },
     });
-    const added = await h.cli(['groups', 'add', 'alpha', '--channel', 'local']);
-    expect(added.code, added.stderr).toBe(0);
+    await h.addLocalGroups('alpha', 'beta', 'gamma');
   }, 300_000);
 
   afterAll(async () => {
@@ -110,7 +118,7 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
     // One probe pod, then the run's pod with both principals; both gone; no Docker-runner container made.
     expect(kube.accepted().map((p) => p.spec!.containers.map((c) => c.name).join('+'))).toEqual([
       'probe',
-      'agent+commands',
+      'agent+commands+session',
     ]);
     expect(kube.pods()).toEqual([]);
     expect(h.started()).toEqual([]);
@@ -146,4 +154,106 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
     expect(fs.existsSync(path.join(h.paths.groupsDir, 'alpha', denied))).toBe(false);
     expect(kube.pods()).toEqual([]);
   }, 180_000);
+
+  it('stops what a command writes past the group quota at the copy back: nothing past it reaches the host, and the run says why', async () => {
+    const tag = crypto.randomBytes(4).toString('hex');
+    h.fake.setResponder(
+      securityResponder({
+        beta: runTools([bash(`head -c 3000000 /dev/zero > big-${tag}.bin && echo written`)]),
+      }),
+    );
+    const res = await h.send('beta', '@Andy fill the folder');
+    expect(res.code).toBe(0);
+    // In the pod the write succeeded (its volume is the cluster's to bound): the command said so.
+    expect(res.stdout).toContain('written');
+    const run = await eventually('the run to end', () => {
+      const last = h.runs('beta').at(-1);
+      return last?.exitReason ? last : undefined;
+    });
+    expect(run.exitReason).toMatch(
+      /^disk quota: the run left more than the group folder's quota of 2 MB \(\[containers\] group_quota_mb\) in it/,
+    );
+    const groupDir = path.join(h.paths.groupsDir, 'beta');
+    expect(fs.existsSync(path.join(groupDir, `big-${tag}.bin`))).toBe(false);
+    expect((await folderUsage(groupDir)).bytes).toBeLessThanOrEqual(2 * 1024 * 1024);
+    expect(h.logEntries("could not take the group folder back from the run's pod")).toHaveLength(1);
+    expect(kube.pods()).toEqual([]);
+  }, 180_000);
+
+  it("refuses a command's connection to any address but the gateway, while the gateway answers", async () => {
+    // bash's /dev/tcp: a TCP connect from the commands' container, 4 s at most, to each address.
+    const probe = (address: string) =>
+      `timeout 4 bash -c 'exec 3<>/dev/tcp/${address.replace(':', '/')}' 2>/dev/null && echo "${address} reached" || echo "${address} refused"`;
+    h.fake.setResponder(
+      securityResponder({ gamma: runTools([bash(`${probe(gatewayAddress)}; ${probe(outsideAddress)}`)]) }),
+    );
+    const res = await h.send('gamma', '@Andy try the network');
+    expect(res.code).toBe(0);
+    const [result] = resultsOf(res.stdout);
+    expect(result).toContain(`${gatewayAddress} reached`);
+    expect(result).toContain(`${outsideAddress} refused`);
+    // The agent's own traffic went through the gateway: this reply came back over it.
+    expect(kube.pods()).toEqual([]);
+  }, 180_000);
+
+  it('leaves no pod after a host SIGKILL mid-run once the next host starts, and answers the group after', async () => {
+    // The host of the suite hands over to one in its own process, which can be killed for real.
+    await h.host.stop('the next host runs in its own process');
+    h.fake.setResponder(turnResponder(() => reply.hang()));
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), 'start', '--no-console'], {
+      cwd: ROOT,
+      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...h.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let childLog = '';
+    child.stdout.on('data', (d: Buffer) => (childLog += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (childLog += d.toString()));
+    const childExit = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_c, sig) => resolve(sig)),
+    );
+    try {
+      // Its own line once it serves (a socket file alone may be the stopped host's).
+      await eventually(
+        'the host in its own process to serve',
+        () => childLog.includes('Carapace is running'),
+        120_000,
+      );
+      const hanging = h.send('alpha', '@Andy a turn the host dies in', 60);
+      void hanging.then((r) => (childLog += `\n[send ended: ${r.code}] ${r.stdout}${r.stderr}`));
+      const running = await eventually(
+        'a run pod of alpha',
+        () =>
+          kube
+            .pods()
+            .find(
+              (p) =>
+                p.metadata?.labels?.['carapace.group'] === 'alpha' &&
+                p.status?.containerStatuses?.some((c) => c.name === 'agent' && c.state?.running),
+            ),
+        120_000,
+      );
+      await eventually('the agent to ask the provider', () => h.requestsOf('alpha').length > 0 || undefined);
+      child.kill('SIGKILL');
+      expect(await childExit).toBe('SIGKILL');
+      await hanging;
+      // The pod outlives its host (on a cluster too, until activeDeadlineSeconds).
+      expect(kube.pods().map((p) => p.metadata!.name)).toContain(running.metadata!.name);
+    } catch (err) {
+      throw new Error(`${String(err)}\nthe host in its own process logged:\n${childLog.slice(-4000)}`, {
+        cause: err,
+      });
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await childExit;
+    }
+
+    h.fake.setResponder(turnResponder((t) => reply.text(`[${t.group}] after the restart: ${t.text}`)));
+    await h.restart();
+    // The new host removed the dead host's pod before its first run.
+    expect(h.logEntries('removed agent pods left by an earlier host process')).not.toHaveLength(0);
+    const next = await h.send('alpha', '@Andy are you back?');
+    expect(next.code).toBe(0);
+    expect(next.stdout).toContain('[alpha] after the restart: @Andy are you back?');
+    await eventually('every pod gone', () => kube.pods().length === 0);
+  }, 300_000);
 });

@@ -48,6 +48,8 @@ const runner = createKubernetesAgentRunner({
   onRunEnded: () => undefined,
   logger: pino({ level: 'silent' }),
   groupDir: (groupId) => path.join(need('KUBE_GROUPS_DIR'), groupId),
+  // Beside the groups' folders, as <data>/sessions is beside <data>/groups.
+  sessionDir: (groupId) => path.join(need('KUBE_GROUPS_DIR'), '..', 'sessions', groupId),
   cluster: { ...cluster, image, gateway_address: gatewayAddress },
   containers: containersConfigSchema.parse({ group_quota_mb: 64, session_quota_mb: 16 }),
   clock: systemClock,

@@ -50,6 +50,8 @@ export interface KubeRig {
   /** Every key the gateway issued, in order. */
   issuedKeys: string[];
   groupsDir: string;
+  /** Each group's session folder (its conversation) on the host, as `<data>/sessions` holds them. */
+  sessionsDir: string;
   /** The wiring every runner of the rig shares (gateway, start params, handlers). */
   wiring: RunWiring;
   /** A runner on `api`, made as the host makes it for `[runner] kind = "kubernetes"`. */
@@ -76,6 +78,7 @@ export async function startKubeRig(options: {
   const tempDir = () => fs.mkdtempSync(path.join(base, `d${folders++}-`));
   const image = (await ensureAgentImage({ docker, projectRoot: options.projectRoot })).tag;
   const groupsDir = tempDir();
+  const sessionsDir = tempDir();
   const fake = await startFakeProvider({ apiKey: options.providerKey });
   cleanups.push(() => fake.close());
   const gateway = createGateway({
@@ -157,6 +160,7 @@ export async function startKubeRig(options: {
     unenforcing,
     issuedKeys,
     groupsDir,
+    sessionsDir,
     wiring,
     runnerOn(api, overrides = {}) {
       const kc = loadKubeConfig({ kubeconfig: api.writeKubeconfig(tempDir()) });
@@ -178,6 +182,7 @@ export async function startKubeRig(options: {
         ...scope,
         api: clients,
         groupDir: (groupId) => path.join(groupsDir, groupId),
+        sessionDir: (groupId) => path.join(sessionsDir, groupId),
         cluster: { ...cluster, image, gateway_address: gatewayAddress },
         containers: containersConfigSchema.parse({
           group_quota_mb: 64,

@@ -8,6 +8,16 @@ import type { GuardedRoot } from '../../safe-fs/guarded-root.ts';
 export type GroupSnapshot = Map<string, string>;
 
 export class GroupSyncError extends Error {}
+/** The run left more in a folder than its quota: what came back stops there. */
+export class FolderQuotaError extends GroupSyncError {}
+
+/** How errors name the folder being copied and the setting of its quota. */
+export interface FolderNames {
+  name: string;
+  setting: string;
+}
+export const GROUP_FOLDER: FolderNames = { name: 'group folder', setting: 'group_quota_mb' };
+export const SESSION_FOLDER: FolderNames = { name: 'session folder', setting: 'session_quota_mb' };
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 
@@ -19,6 +29,7 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
 export async function packGroupFolder(
   root: GuardedRoot,
   maxBytes: number,
+  folder: FolderNames = GROUP_FOLDER,
 ): Promise<{ tar: Readable; snapshot: GroupSnapshot; bytes: number }> {
   const files: { relPath: string; data: Buffer; mode: number }[] = [];
   const dirs: string[] = [];
@@ -29,7 +40,8 @@ export async function packGroupFolder(
     bytes += entry.stats.size;
     if (bytes > maxBytes) {
       throw new GroupSyncError(
-        `the group folder holds more than its quota of ${Math.round(maxBytes / 1024 / 1024)} MB; remove files from it first`,
+        `the ${folder.name} holds more than its quota of ${Math.round(maxBytes / 1024 / 1024)} MB ` +
+          `([containers] ${folder.setting}); remove files from it first`,
       );
     }
     const file = await root.readFile(entry.relPath, { maxBytes: maxBytes - bytes + entry.stats.size });
@@ -78,8 +90,10 @@ export async function unpackGroupChanges(
     maxBytes: number;
     /** Whether the stream was the whole folder (tar exited 0): only then are missing files removed. */
     complete: () => Promise<boolean>;
+    folder?: FolderNames;
   },
 ): Promise<GroupChanges> {
+  const folder = options.folder ?? GROUP_FOLDER;
   const changes: GroupChanges = { written: [], removed: [], refused: [] };
   const seen = new Set<string>();
   let bytes = 0;
@@ -105,8 +119,9 @@ export async function unpackGroupChanges(
       extract.destroy();
       // Whatever the pod still sends is read and dropped, not held in memory.
       tar.resume();
-      throw new GroupSyncError(
-        `the run left more than the group quota of ${Math.round(options.maxBytes / 1024 / 1024)} MB in the group folder; ` +
+      throw new FolderQuotaError(
+        `the run left more than the ${folder.name}'s quota of ${Math.round(options.maxBytes / 1024 / 1024)} MB ` +
+          `([containers] ${folder.setting}) in it; ` +
           `${changes.written.length} changed files were taken back, the rest was not`,
       );
     }

@@ -1,15 +1,13 @@
-import { PassThrough } from 'node:stream';
 import type { Exec, NetworkingV1Api } from '@kubernetes/client-node';
 import { errorMessage } from '../../errors/error-message.ts';
-import { openGuardedRoot, type GuardedRoot } from '../../safe-fs/guarded-root.ts';
+import { FolderQuotaError } from './group-sync.ts';
 import {
-  GroupSyncError,
-  packGroupFolder,
-  unpackGroupChanges,
-  type GroupChanges,
-  type GroupSnapshot,
-} from './group-sync.ts';
-import { execInPod } from './pod-exec.ts';
+  copyFolderBack,
+  copyFolderIn,
+  packRunFolders,
+  type PodFolder,
+  type RunFolder,
+} from './folder-copy.ts';
 import { ensureGatewayPolicy } from './gateway-policy.ts';
 import type { AgentRunner, RunCallbacks, RunContext, RunHandle } from '../../router/agent-runner.ts';
 import type { Clock } from '../../time/clock.ts';
@@ -41,6 +39,8 @@ export interface KubernetesAgentRunnerDeps extends RunWiring {
   api: PodApi & { networking: NetworkingV1Api; exec: Exec };
   /** The group's folder on the host: copied into each run's pod and the changes copied back. */
   groupDir(groupId: string): string;
+  /** The group's session folder on the host (its conversation): copied in and back as the group folder is. */
+  sessionDir(groupId: string): string;
   /** `[runner.kubernetes]`, with the image and the gateway's address required (the config schema says so). */
   cluster: KubernetesRunnerConfig & { image: string; gateway_address: string };
   /** Quotas, timeouts and the grace period: the same settings as the Docker runner's. */
@@ -59,37 +59,6 @@ export interface KubernetesAgentRunnerDeps extends RunWiring {
 
 /** The cluster cannot run turns safely (its network policy is not enforced): trying again will not help. */
 export class ClusterRefusal extends Error {}
-
-const COMMANDS_CONTAINER = 'commands';
-const POD_GROUP_DIR = '/workspace/group';
-
-/** The group folder as the run left it, through the commands' container (which outlives the agent). */
-async function copyBack(
-  exec: Exec,
-  target: { namespace: string; pod: string; container: string },
-  root: GuardedRoot,
-  before: GroupSnapshot,
-  maxBytes: number,
-): Promise<GroupChanges> {
-  const out = new PassThrough();
-  const result = execInPod(exec, target, ['tar', '-c', '-C', POD_GROUP_DIR, '.'], { stdout: out });
-  // The client ends `out` with the command's status; an exec that never opened must end it too, or the
-  // unpacking would wait for ever (what it took so far stays; nothing is removed from a partial stream).
-  void result.then(() => {
-    if (!out.writableEnded) out.end();
-  });
-  const changes = await unpackGroupChanges(root, out, {
-    before,
-    maxBytes,
-    complete: async () => (await result).ok,
-  });
-  const { ok, detail } = await result;
-  if (!ok)
-    throw new GroupSyncError(
-      `the copy back stopped short (${detail}); ${changes.written.length} files were taken back`,
-    );
-  return changes;
-}
 
 export interface KubernetesAgentRunner extends AgentRunner {
   /**
@@ -168,7 +137,9 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     if (group.networkMode === 'full') {
       throw new PodSpecError(
         `group ${group.id} asks for full network access, which the Kubernetes runner does not give ` +
-          '(its pods reach the gateway only); set its network to "gateway" or run it with [runner] kind = "docker"',
+          '(its pods reach the gateway only, under the policy its start probe proved): register the group again ' +
+          `with the gateway network (carapace groups remove ${group.id}, which keeps its folders, then ` +
+          `carapace groups add ${group.id} … --network gateway), or run it on a host with [runner] kind = "docker"`,
       );
     }
     return {
@@ -207,50 +178,61 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     logger: deps.logger,
   });
 
-  async function launch(ctx: RunContext, callbacks: RunCallbacks): Promise<LaunchedRun> {
+  /** `end.problem`: why the run's folders could not all come back (a quota), which its outcome then says. */
+  async function launch(
+    ctx: RunContext,
+    callbacks: RunCallbacks,
+    end: { problem?: string },
+  ): Promise<LaunchedRun> {
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);
     const shape = shapeOf(ctx.group);
     await prepare();
     const warmPod = pool.take(ctx.group.id, podFingerprint(shape));
-    const quotaBytes = containers.group_quota_mb * 1024 * 1024;
-    const groupRoot = await openGuardedRoot(deps.groupDir(ctx.group.id), {
-      create: { mode: 0o2775 },
-      label: 'the group folder',
-    });
     const log = deps.logger.child({ runId: ctx.runId, groupId: ctx.group.id });
-    let packed: Awaited<ReturnType<typeof packGroupFolder>>;
+    let folders: RunFolder[];
     try {
-      packed = await packGroupFolder(groupRoot, quotaBytes);
+      folders = await packRunFolders(deps, ctx.group.id);
     } catch (err) {
-      await warmPod?.stop('its run could not pack the group folder', 0);
+      await warmPod?.stop('its run could not pack its folders', 0);
       throw err;
     }
     const container = warmPod ?? (await startAgentPod(starter, shape, ctx.runId));
     if (warmPod) log.debug({ pod: warmPod.name }, 'run took a warm pod');
-    const target = { namespace: cluster.namespace, pod: container.name, container: COMMANDS_CONTAINER };
-    // The group's files are in place before run.start, which is what the agent waits for.
-    const copied = await execInPod(
-      deps.api.exec,
-      target,
-      ['/bin/sh', '-c', `umask 0002 && exec tar -x -C ${POD_GROUP_DIR}`],
-      {
-        stdin: packed.tar,
-      },
-    );
-    if (!copied.ok) {
-      await container.stop('the group folder could not be copied in', 0);
-      throw new Error(`copying the group folder into pod ${target.pod} failed: ${copied.detail}`);
+    const inPod = (f: (typeof folders)[number]): PodFolder => ({
+      ...f.pod,
+      namespace: cluster.namespace,
+      pod: container.name,
+    });
+    // The folders are in place before run.start, which is what the agent waits for.
+    for (const f of folders) {
+      const copied = await copyFolderIn(deps.api.exec, inPod(f), f.packed.tar);
+      if (!copied.ok) {
+        await container.stop(`the ${f.pod.names.name} could not be copied in`, 0);
+        throw new Error(
+          `copying the ${f.pod.names.name} into pod ${container.name} failed: ${copied.detail}`,
+        );
+      }
     }
     // Only now: a copy back measured against a folder that never fully went in would remove what did not.
+    // In turn, not at once: two tar streams at once would double what the host holds of a run's files.
     container.bindRun(async () => {
-      const changes = await copyBack(deps.api.exec, target, groupRoot, packed.snapshot, quotaBytes).catch(
-        (err: unknown) => {
-          log.warn({ err: errorMessage(err) }, "could not take the group folder back from the run's pod");
-          return undefined;
-        },
-      );
-      if (changes) log.info(changes, 'group folder taken back from the pod');
+      for (const f of folders) {
+        try {
+          const changes = await copyFolderBack(deps.api.exec, inPod(f), f.root, f.packed.snapshot, f.quota);
+          log.info(changes, `${f.pod.names.name} taken back from the pod`);
+        } catch (err) {
+          log.warn(
+            { err: errorMessage(err) },
+            `could not take the ${f.pod.names.name} back from the run's pod`,
+          );
+          // The reply went out already; the run's outcome says what of its work did not reach the host.
+          end.problem ??=
+            err instanceof FolderQuotaError
+              ? `disk quota: ${errorMessage(err)}`
+              : `the ${f.pod.names.name} could not all be taken back: ${errorMessage(err)}`;
+        }
+      }
     });
     return openRun(deps, {
       ctx,
@@ -269,14 +251,17 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
   };
   return {
     prepare,
-    start: (ctx, callbacks): RunHandle =>
-      runHandleOf(deps, ctx, launch(ctx, callbacks), {
+    start: (ctx, callbacks): RunHandle => {
+      const end: { problem?: string } = {};
+      return runHandleOf(deps, ctx, launch(ctx, callbacks, end), {
         retire,
         retryable: (err) => !(err instanceof PodSpecError || err instanceof ClusterRefusal),
         doneAtExit: true,
+        endProblem: () => end.problem,
         // The group is active: its next run should not wait for a pod either.
         afterEnd: () => warm(ctx.group),
-      }),
+      });
+    },
     warm,
     prestartStatus: () => ({ budget, containers: pool.snapshot() }),
     refresh() {

@@ -10,6 +10,9 @@ export const POD_LABEL_GROUP = 'carapace.group';
 /** On a pod: the raw group id, which a label value cannot always hold (a WhatsApp JID has "@"). */
 export const POD_ANNOTATION_GROUP = 'carapace.dev/group-id';
 
+/** The container the session folder is copied in and back through (it outlives the agent's). */
+export const SESSION_CONTAINER = 'session';
+
 /** Where the two containers meet: the executor's request and answer FIFOs (see DESIGN.md "Kubernetes runner"). */
 export const PIPE_DIR = '/run/carapace';
 const REQUESTS = `${PIPE_DIR}/requests`;
@@ -105,6 +108,7 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
     memory: mib(input.resources.memoryMb),
     'ephemeral-storage': mib(agentStorage),
   };
+  const keeperResources = { cpu: '100m', memory: '32Mi', 'ephemeral-storage': '8Mi' };
   // The session volume is the agent's workspace root, where it makes its own `session` folder (mode 0700,
   // its own uid: an emptyDir's root belongs to root, and the agent's separation check wants the folder its
   // own); the group volume is mounted over `/workspace/group`. The commands' container never mounts it.
@@ -187,6 +191,22 @@ export function agentPodSpec(input: AgentPodInput): V1Pod {
           // Commands share the agent's budget in the Docker runner; here they get their own, as large.
           resources: { requests: agentResources, limits: agentResources },
           volumeMounts: agentMounts.filter((m) => m.name !== 'session'),
+        },
+        {
+          // The session's keeper: the agent's uid, the session volume only, no process but a wait. The
+          // host copies the conversation in and back through it (the agent's container is gone by then, and
+          // the commands' must never see the session).
+          name: SESSION_CONTAINER,
+          image: input.image,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['/bin/bash', '-c'],
+          args: [`trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done`],
+          workingDir: '/workspace',
+          stdin: false,
+          tty: false,
+          securityContext: restrictedContainerSecurity(AGENT_UID, gid),
+          resources: { requests: keeperResources, limits: keeperResources },
+          volumeMounts: agentMounts.filter((m) => m.name === 'session'),
         },
       ],
       volumes: [

@@ -171,6 +171,11 @@ export function runHandleOf(
      * container's end (a pod's group folder is copied back), and the group's next run must see it.
      */
     doneAtExit?: boolean;
+    /**
+     * With `doneAtExit`: what the container's end found that the agent could not know (the folder copied
+     * back from a pod went over its quota), replacing the outcome when set.
+     */
+    endProblem?: () => string | undefined;
   },
 ): RunHandle {
   launched.catch(() => undefined);
@@ -199,8 +204,10 @@ export function runHandleOf(
               hooks.retire(l.container);
             })
             .then(async (outcome) => {
-              if (hooks.doneAtExit) await l.container.exited;
-              return outcome;
+              if (!hooks.doneAtExit) return outcome;
+              await l.container.exited;
+              const problem = hooks.endProblem?.();
+              return problem === undefined ? outcome : { ok: false, reason: problem, retryable: false };
             }),
         (err: unknown) => {
           wiring.logger.error(

@@ -150,6 +150,28 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
     expect(fs.existsSync(path.join(dir, 'link'))).toBe(false);
   }, 120_000);
 
+  it("carries the conversation from one turn to the next: the second turn's pod holds the first's history", async () => {
+    const word = `marmalade-${testRun}`;
+    rig.fake.script(reply.text(`noted: ${word}`));
+    const first = startRun(runner, group('kube-delta'), `remember ${word}`);
+    expect(await first.handle.done).toMatchObject({ ok: true });
+    // Back on the host, the agent's alone (0700), as the Docker runner's session mount leaves it.
+    const sessionDir = path.join(rig.sessionsDir, 'kube-delta');
+    expect(fs.readFileSync(path.join(sessionDir, 'history.jsonl'), 'utf8')).toContain(word);
+    expect(fs.statSync(sessionDir).mode & 0o077).toBe(0);
+
+    rig.fake.script(reply.text('I remember'));
+    const second = startRun(runner, group('kube-delta'), 'what was the word?');
+    expect(await second.handle.done).toMatchObject({ ok: true });
+    const sent = JSON.stringify(rig.fake.requests.at(-1)?.body);
+    expect(sent).toContain(`remember ${word}`);
+    expect(sent).toContain(`noted: ${word}`);
+    // Another group's turn starts with nothing of it.
+    rig.fake.script(reply.text('hello'));
+    expect(await startRun(runner, group('kube-epsilon'), 'hi').handle.done).toMatchObject({ ok: true });
+    expect(JSON.stringify(rig.fake.requests.at(-1)?.body)).not.toContain(word);
+  }, 180_000);
+
   it('stops a run on request: the pod is deleted and the outcome says it was stopped', async () => {
     rig.fake.script(reply.hang());
     const requestsBefore = rig.fake.requests.length;
@@ -170,6 +192,8 @@ await describeDocker('the Kubernetes runner on the fake API server', () => {
     const outcome = await run.handle.done;
     expect(outcome).toMatchObject({ ok: false, retryable: false });
     expect(outcome.reason).toContain('full network access');
+    // It says what to do about it.
+    expect(outcome.reason).toContain('carapace groups add kube-full … --network gateway');
     expect(rig.enforcing.accepted()).toHaveLength(before);
   });
 

@@ -79,11 +79,16 @@ describe('the agent pod', () => {
   it('runs the two principals as two non-root uids in two containers with no shared process namespace', () => {
     const spec = agentPodSpec(input()).spec!;
     expect(spec.shareProcessNamespace).toBe(false);
-    expect(spec.containers.map((c) => c.name)).toEqual(['agent', 'commands']);
-    const [agent, commands] = spec.containers as [
+    expect(spec.containers.map((c) => c.name)).toEqual(['agent', 'commands', 'session']);
+    const [agent, commands, keeper] = spec.containers as [
+      NonNullable<(typeof spec.containers)[0]>,
       NonNullable<(typeof spec.containers)[0]>,
       NonNullable<(typeof spec.containers)[0]>,
     ];
+    // The session's keeper is the agent's principal (its uid) and sees the session volume alone.
+    expect(keeper.securityContext!.runAsUser).toBe(10001);
+    expect(keeper.volumeMounts!.map((m) => m.name)).toEqual(['session']);
+    expect(keeper.stdin).toBe(false);
     expect(agent.securityContext!.runAsUser).toBe(10001);
     expect(commands.securityContext!.runAsUser).toBe(10002);
     // The agent's gid on both: what either writes in the group folder stays writable by the other.
@@ -112,7 +117,11 @@ describe('the agent pod', () => {
     }
     expect(spec.volumes!.find((v) => v.name === 'group')!.emptyDir!.sizeLimit).toBe('1024Mi');
     for (const c of spec.containers) {
-      expect(c.resources!.limits).toEqual({ cpu: '1', memory: '1024Mi', 'ephemeral-storage': '1536Mi' });
+      expect(c.resources!.limits).toEqual(
+        c.name === 'session'
+          ? { cpu: '100m', memory: '32Mi', 'ephemeral-storage': '8Mi' }
+          : { cpu: '1', memory: '1024Mi', 'ephemeral-storage': '1536Mi' },
+      );
       expect(c.resources!.requests).toEqual(c.resources!.limits);
     }
   });
