@@ -66,9 +66,18 @@ export async function startWhatsAppHost(
   await eventually('WhatsApp connected', () => live().status().state === 'connected');
   const added = await e2e.cli(['groups', 'add', 'fam', '--channel', 'whatsapp', '--chat', GROUP]);
   if (added.code !== 0) throw new Error(`groups add: ${added.stderr}`);
+  // Edits are taken at the seam (crabline records none): the chat shows each message's latest text.
+  const shown: FakeWhatsApp = {
+    ...server,
+    sentTexts: () =>
+      server.sentTexts().map((sent) => {
+        const edit = seam.edits.findLast((e) => e.chatId === sent.to && e.id === sent.id);
+        return edit ? { ...sent, text: edit.text } : sent;
+      }),
+  };
   return {
     e2e,
-    server,
+    server: shown,
     get channel() {
       return live();
     },

@@ -64,13 +64,17 @@ await describeDocker('e2e WhatsApp media: voice notes through the gateway and re
         }),
       ],
     });
-    // The self-chat streams a long answer as edits, which crabline does not record: the reply's first
-    // message is what it shows, and the model's request shows the transcript arrived.
-    await eventually(
+    // The self-chat streams a long answer: the reply is done once its last edit shows the transcript.
+    const answer = await eventually(
       'the reply in the self-chat',
-      () => t.server.sentTexts().find((x) => x.to === FAKE_SELF_JID && !earlier.has(x.id)),
+      () =>
+        t.server
+          .sentTexts()
+          .find((x) => x.to === FAKE_SELF_JID && !earlier.has(x.id) && x.text.includes('buy milk')),
       90_000,
     );
+    // The echo provider answers the agent's last user message: the transcript reached the model.
+    expect(answer.text).toContain('please remind me to buy milk and bread');
     const asked = t.e2e.fake.requests.slice(from).filter((r) => r.api === 'chat');
     expect(JSON.stringify(asked.map((r) => r.body))).toContain('please remind me to buy milk and bread');
     expect(t.e2e.fake.transcriptions).toEqual([
