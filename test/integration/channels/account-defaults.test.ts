@@ -16,10 +16,10 @@ import { createLocalClient } from '../../../host/channels/local/local-client.ts'
 import { createConfigFileStore } from '../../../host/config/config-file-store.ts';
 import { resolvePaths } from '../../../host/config/paths.ts';
 import { loadStartConfig } from '../../../host/config/safe-start.ts';
-import type { AgentRunner } from '../../../host/router/agent-runner.ts';
 import { SPEND_CAP_LINE } from '../../../host/router/spend-notices.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
+import { groupIdRunner } from '../../helpers/answering-runner.ts';
 import { staticRunner } from '../../helpers/static-runner.ts';
 
 const OWNER = 7170;
@@ -36,16 +36,6 @@ afterEach(async () => {
   for (const f of fakes.splice(0)) await f.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-const groupIdRunner: AgentRunner = {
-  start(ctx, callbacks) {
-    const done = (async () => {
-      await callbacks.reply(`answered as ${ctx.group.id}`);
-      return { ok: true as const, reason: 'completed' as const };
-    })();
-    return { accepted: Promise.resolve(), input: async () => false, stop: () => undefined, done };
-  },
-};
 
 function configText(family: FakeTelegram, work: FakeTelegram, workCapUsd: number): string {
   const bot = (name: string, fake: FakeTelegram) =>

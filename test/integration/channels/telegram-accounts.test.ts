@@ -17,9 +17,9 @@ import { loadStartConfig } from '../../../host/config/safe-start.ts';
 import { createLocalClient } from '../../../host/channels/local/local-client.ts';
 import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { resolvePaths } from '../../../host/config/paths.ts';
-import type { AgentRunner } from '../../../host/router/agent-runner.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
+import { groupIdRunner } from '../../helpers/answering-runner.ts';
 import { staticRunner } from '../../helpers/static-runner.ts';
 
 const OWNER = 6160;
@@ -37,17 +37,6 @@ afterEach(async () => {
   for (const f of fakes.splice(0)) await f.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-/** Every run answers with the id of the group it ran for. */
-const groupIdRunner: AgentRunner = {
-  start(ctx, callbacks) {
-    const done = (async () => {
-      await callbacks.reply(`answered as ${ctx.group.id}`);
-      return { ok: true as const, reason: 'completed' as const };
-    })();
-    return { accepted: Promise.resolve(), input: async () => false, stop: () => undefined, done };
-  },
-};
 
 /** `[channels.telegram.<name>]` for each bot, as the owner writes them into config.toml. */
 function configText(bots: Record<string, FakeTelegram>): string {
