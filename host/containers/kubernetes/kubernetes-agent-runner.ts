@@ -25,7 +25,7 @@ import type { PodApi } from './pod-process.ts';
 import type { NetworkProbeResult } from './network-probe.ts';
 import { PodSpecError } from './pod-spec.ts';
 import { removeKubeLeftovers } from './kube-leftovers.ts';
-import type { PrestartBudget } from '../run/prestart-pool.ts';
+import { refreshPrestarted, type PrestartBudget } from '../run/prestart-pool.ts';
 import type { PrestartStatus } from '../run/docker-agent-runner.ts';
 import {
   createWarmPods,
@@ -264,23 +264,13 @@ export function createKubernetesAgentRunner(deps: KubernetesAgentRunnerDeps): Ku
     },
     warm,
     prestartStatus: () => ({ budget, containers: pool.snapshot() }),
-    refresh() {
-      const changed: RunContext['group'][] = [];
-      pool.prune((groupId, fingerprint) => {
-        const group = deps.groupById(groupId);
-        if (!group) return 'its group was removed';
-        let now: string;
-        try {
-          now = podFingerprint(shapeOf(group));
-        } catch (err) {
-          return `its group cannot run now: ${errorMessage(err)}`;
-        }
-        if (now === fingerprint) return undefined;
-        changed.push(group);
-        return 'its image, resources or settings changed';
-      });
-      for (const group of changed) warm(group);
-    },
+    refresh: () =>
+      refreshPrestarted(pool, {
+        groupById: deps.groupById,
+        fingerprintNow: (group) => podFingerprint(shapeOf(group)),
+        changedReason: 'its image, resources or settings changed',
+        warm,
+      }),
     close: async () => {
       await pool.close();
       await retired();

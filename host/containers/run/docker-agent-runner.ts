@@ -14,14 +14,18 @@ import {
 } from './run-opening.ts';
 import { containerMemoryBytes } from './container-memory.ts';
 import { LABEL_PRESTARTED, type ContainerSpec } from './container-spec.ts';
-import { createPrestartPool, type PrestartBudget, type PrestartPool } from './prestart-pool.ts';
+import {
+  createPrestartPool,
+  refreshPrestarted,
+  type PrestartBudget,
+  type PrestartPool,
+} from './prestart-pool.ts';
 import { quotaFolders } from '../mounts/disk-quota-folders.ts';
 import { watchDiskQuota } from '../mounts/disk-quota.ts';
 import { isGuardedPathError } from '../../safe-fs/guarded-path-error.ts';
 import { openGuardedRootSync } from '../../safe-fs/guarded-root.ts';
 import { AGENT_UID, AGENT_USER } from '../image/image-base-offline.ts';
 import type { GroupMountPlan } from '../mounts/group-mounts.ts';
-import { errorMessage } from '../../errors/error-message.ts';
 
 /** Where a container reaches the host, per network mode. */
 export interface RunNetworks {
@@ -192,23 +196,13 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     warm: (group) => pool.warm(group),
     prestarted: () => pool.snapshot(),
     prestartStatus: () => ({ budget: deps.prestart, containers: pool.snapshot() }),
-    refresh() {
-      const changed: RunContext['group'][] = [];
-      pool.prune((groupId, fingerprint) => {
-        const group = deps.groupById(groupId);
-        if (!group) return 'its group was removed';
-        let now: string;
-        try {
-          now = fingerprintOf(containerFor(group).spec);
-        } catch (err) {
-          return `its group cannot run now: ${errorMessage(err)}`;
-        }
-        if (now === fingerprint) return undefined;
-        changed.push(group);
-        return 'its mounts, network or settings changed';
-      });
-      for (const group of changed) pool.warm(group);
-    },
+    refresh: () =>
+      refreshPrestarted(pool, {
+        groupById: deps.groupById,
+        fingerprintNow: (group) => fingerprintOf(containerFor(group).spec),
+        changedReason: 'its mounts, network or settings changed',
+        warm: (group) => pool.warm(group),
+      }),
     async close() {
       await pool.close();
       await retired();

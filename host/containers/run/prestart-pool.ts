@@ -202,3 +202,34 @@ export function createPrestartPool<G extends { id: string }, C extends Container
     },
   };
 }
+
+/**
+ * A runner's `refresh()`: stops every pre-started container whose group was removed, cannot run now, or
+ * would now get another one (`fingerprintNow` differs), and warms the changed groups anew. `changedReason`
+ * names what a changed fingerprint means for this runner (mounts for containers, resources for pods).
+ */
+export function refreshPrestarted<G extends { id: string }>(
+  pool: Pick<PrestartPool<G, ContainerProcess>, 'prune'>,
+  deps: {
+    groupById(groupId: string): G | undefined;
+    fingerprintNow(group: G): string;
+    changedReason: string;
+    warm(group: G): void;
+  },
+): void {
+  const changed: G[] = [];
+  pool.prune((groupId, fingerprint) => {
+    const group = deps.groupById(groupId);
+    if (!group) return 'its group was removed';
+    let now: string;
+    try {
+      now = deps.fingerprintNow(group);
+    } catch (err) {
+      return `its group cannot run now: ${errorMessage(err)}`;
+    }
+    if (now === fingerprint) return undefined;
+    changed.push(group);
+    return deps.changedReason;
+  });
+  for (const group of changed) deps.warm(group);
+}
