@@ -3,6 +3,7 @@ import path from 'node:path';
 import { matchBlockedComponent } from './mount-patterns.ts';
 import { isWithin } from './mount-paths.ts';
 import type { DirOutcome, ShadowWalkCache } from './shadow-walk-cache.ts';
+import type { WalkSync } from './tree-watch.ts';
 
 // Blocked patterns are checked on the path of a mount, but a mounted directory can hold secrets of its own
 // (`.env` at the top of a project, `app/.env.local` deeper down, `data/carapace.db` inside the project root
@@ -77,6 +78,8 @@ export interface PlanShadowsInput {
    * shadow-walk-cache.ts). Without it every directory is read.
    */
   cache?: ShadowWalkCache;
+  /** The cache's `sync()`, taken just before this plan: an unchanged, watched tree is then not looked at. */
+  synced?: WalkSync;
   /** Lists a directory; tests pass one that counts. */
   readDir?: (dir: string) => fs.Dirent[];
 }
@@ -223,7 +226,7 @@ export function planShadows(input: PlanShadowsInput): ShadowPlan {
     return outcome;
   };
 
-  const cached = input.cache?.begin(hostDir, walkContext(input));
+  const cached = input.cache?.begin(hostDir, walkContext(input), input.synced);
   let matchedSecrets = false;
   const walk = (dir: string, relative: string, insideGit: boolean, insideDeps: boolean): void => {
     const outcome =
