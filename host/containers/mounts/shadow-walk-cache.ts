@@ -42,8 +42,16 @@ export interface DirFlags {
 export interface ShadowWalk {
   /** The kept outcome when the directory is unchanged, else `read()` (kept when it is old enough). */
   outcomeOf(dir: string, flags: DirFlags, read: () => DirOutcome): DirOutcome;
-  /** Keeps exactly the directories this walk visited, so directories that are gone are forgotten. */
-  commit(): void;
+  /**
+   * When the walk trusts its tree: the plan the last walk made from the same directories under `key` (what
+   * besides them it depended on), for the caller to use whole instead of replaying every directory.
+   */
+  trustedPlan(key: string): unknown;
+  /**
+   * Keeps exactly the directories this walk visited, so directories that are gone are forgotten, and the
+   * plan made from them (opaque here: the caller's, handed back by `trustedPlan`).
+   */
+  commit(plan?: { key: string; value: unknown }): void;
 }
 
 export interface ShadowWalkCache {
@@ -102,6 +110,8 @@ interface RootEntry {
   verifiedAt: number | undefined;
   /** The last walk replayed the tree without a look. */
   trusted: boolean;
+  /** The plan last made from `dirs`. */
+  plan: { key: string; value: unknown } | undefined;
 }
 
 function sameStamp(a: Stamp, b: Stamp): boolean {
@@ -147,6 +157,11 @@ export function createShadowWalkCache(deps: ShadowWalkCacheDeps = {}): ShadowWal
       const visited = new Map<string, Kept>();
       let allHit = true;
       return {
+        trustedPlan(key) {
+          if (!trusted || entry.plan?.key !== key) return undefined;
+          entry.trusted = true;
+          return entry.plan.value;
+        },
         outcomeOf(dir, flags, read) {
           const known = kept.get(dir);
           const sameFlags =
@@ -172,12 +187,13 @@ export function createShadowWalkCache(deps: ShadowWalkCacheDeps = {}): ShadowWal
           }
           return outcome;
         },
-        commit() {
+        commit(plan) {
           const current = roots.get(root);
           if (allHit && current !== undefined && current.context === context) {
             // The same directories, each unchanged: the entry (and its watches) stands.
             current.dirs = visited;
             current.trusted = trusted;
+            current.plan = plan;
             if (!trusted && watched && eventsNow !== undefined) current.verifiedAt = eventsNow;
             if (!current.armed) arm(root, current);
             return;
@@ -189,6 +205,7 @@ export function createShadowWalkCache(deps: ShadowWalkCacheDeps = {}): ShadowWal
             arming: false,
             verifiedAt: undefined,
             trusted: false,
+            plan,
           };
           roots.set(root, fresh);
           arm(root, fresh);

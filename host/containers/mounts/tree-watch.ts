@@ -182,8 +182,9 @@ export function createTreeWatch(deps: TreeWatchDeps): TreeWatch {
     }
     const synced: WalkSync = { events: new Map(msg.data.events), broken: new Set(msg.data.broken) };
     for (const id of msg.data.ids) {
-      syncs.get(id)?.(synced);
+      const done = syncs.get(id);
       syncs.delete(id);
+      done?.(synced);
     }
   });
 
@@ -200,10 +201,14 @@ export function createTreeWatch(deps: TreeWatchDeps): TreeWatch {
       return new Promise((resolve) => {
         const cancel = clock.setTimer(() => {
           syncs.delete(id);
+          if (syncs.size === 0) worker.unref();
           resolve(undefined);
         }, syncTimeoutMs);
+        // An answer awaited holds the process like any I/O; an idle watch does not.
+        worker.ref();
         syncs.set(id, (synced) => {
           cancel();
+          if (syncs.size === 0) worker.unref();
           resolve(synced);
         });
         worker.postMessage({ type: 'sync', id });
@@ -212,6 +217,7 @@ export function createTreeWatch(deps: TreeWatchDeps): TreeWatch {
     async close() {
       if (gone) return;
       const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      worker.ref();
       worker.postMessage({ type: 'close' });
       await exited;
     },
