@@ -212,7 +212,11 @@ export function createShadowWalkCache(deps: ShadowWalkCacheDeps = {}): ShadowWal
         },
       };
     },
-    sync: () => watch?.sync() ?? Promise.resolve(undefined),
+    // With no tree armed there is nothing a sync could let a walk trust (a group without walked mounts).
+    sync: () =>
+      watch !== undefined && [...roots.values()].some((entry) => entry.armed || entry.arming)
+        ? watch.sync()
+        : Promise.resolve(undefined),
     trusted: (root) => roots.get(root)?.trusted ?? false,
     close: () => watch?.close() ?? Promise.resolve(),
     size() {

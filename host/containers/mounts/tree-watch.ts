@@ -49,7 +49,7 @@ export interface TreeWatchDeps {
   syncTimeoutMs?: number;
 }
 
-export const SYNC_TIMEOUT_MS = 250;
+export const SYNC_TIMEOUT_MS = 500;
 
 /** statfs magic numbers of local file systems whose changes all pass through this kernel's inotify. */
 export const LOCAL_FILE_SYSTEMS = {

@@ -38,7 +38,8 @@ beforeEach(() => {
   cache = createShadowWalkCache({
     // Far enough ahead that every directory just created counts as old enough to keep.
     now: () => Date.now() + 10 * RACY_WINDOW_MS,
-    watch: createTreeWatch({ canaryDir: path.join(tmp, 'data', 'canary') }),
+    // No sync may time out here: a late one only means a walk, which the tests would read as a failure.
+    watch: createTreeWatch({ canaryDir: path.join(tmp, 'data', 'canary'), syncTimeoutMs: 60_000 }),
   });
 });
 
