@@ -112,8 +112,10 @@ fs.watch(path.dirname(workerData.canary), { persistent: false }, () => {
 });
 function arm(msg) {
   const wanted = new Map(msg.dirs);
-  for (const [dir, w] of watchers) {
-    if (w.root === msg.root && wanted.get(dir) !== w.ino) { w.watcher.close(); watchers.delete(dir); }
+  // Every watch of the tree is made anew: one whose directory was removed is gone in the kernel, and a
+  // directory made in its place can have the same inode number.
+  for (const [key, w] of watchers) {
+    if (w.root === msg.root) { w.watcher.close(); watchers.delete(key); }
   }
   bump(msg.root);
   broken.delete(msg.root);
@@ -122,12 +124,12 @@ function arm(msg) {
   try { ok = LOCAL.has(fs.statfsSync(msg.root).type); } catch { ok = false; }
   for (const [dir, ino] of wanted) {
     if (!ok) break;
-    if (watchers.has(dir)) continue;
     try {
       if (String(fs.lstatSync(dir, { bigint: true }).ino) !== ino) { ok = false; break; }
       const watcher = fs.watch(dir, { persistent: false }, () => bump(msg.root));
       watcher.on('error', () => { bump(msg.root); broken.add(msg.root); });
-      watchers.set(dir, { root: msg.root, ino, watcher });
+      // Keyed by tree too: a directory in two trees (an extra mount inside the project) has a watch for each.
+      watchers.set(msg.root + '\\0' + dir, { root: msg.root, watcher });
       // fs.watch follows a path: the inode it watches is the one seen before and after it.
       if (String(fs.lstatSync(dir, { bigint: true }).ino) !== ino) ok = false;
     } catch { ok = false; }

@@ -138,6 +138,18 @@ describe('the walk cache with a tree watch', () => {
     expect(reads).toEqual([]);
   });
 
+  it('watches a folder that was removed and made again anew (its inode number can come back)', async () => {
+    await untilTrusted();
+    fs.rmSync(deep, { recursive: true });
+    fs.mkdirSync(deep);
+    // Walked, verified, trusted again: with the new folder's watch in place.
+    await untilTrusted();
+    fs.writeFileSync(path.join(deep, '.env'), 'TOKEN=late');
+    const p = await plan();
+    expect(cache.trusted(root)).toBe(false);
+    expect(shadowPaths(p)).toContain('/workspace/project/apps/web/config/.env');
+  });
+
   it('walks with lstats when the plan has no sync, and when the watch is gone', async () => {
     await untilTrusted();
     planWith({});
