@@ -36,8 +36,8 @@ export interface AgentRunnerParts {
 export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerParts) {
   const { docker, config, paths } = deps;
   const { image, hostInstanceId, dataLabel, networks, gateway } = parts;
-  // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed.
-  // Its watches (a worker thread's inotify) let a run trust an unchanged, watched tree without the lstats.
+  // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed,
+  // or, once its watches (a worker thread's inotify) have seen it unchanged, not even that.
   const walkCache = createShadowWalkCache({
     watch: createTreeWatch({ canaryDir: path.join(paths.dataDir, 'mount-shadow', 'watch-canary') }),
   });
