@@ -1,6 +1,6 @@
 import type { DestinationStream } from 'pino';
 import type { Logger } from '../logging/logger.ts';
-import type { Channel } from '../channels/channel.ts';
+import type { Channel, ChannelDefinition } from '../channels/channel.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
 import { loadSecrets } from '../config/secrets.ts';
@@ -25,6 +25,11 @@ export interface ProductionHostOptions {
   onProgress(line: string): void;
   /** Channels built by the caller (tests wrap a real adapter at its platform seam). */
   extraChannels?: Channel[];
+  /**
+   * The channels the config's accounts are made by (default: every channel Carapace knows); tests give a
+   * definition whose adapter reaches its platform through a seam, so accounts stay config-driven end to end.
+   */
+  channelDefinitions?: readonly ChannelDefinition[];
   /** `carapace doctor`'s checks, for the web console's Health page (given by `carapace start`). */
   doctor?: HostDeps['doctor'];
   /** The project the admin group sees read-only (default: this checkout, as `carapace start` uses). */
@@ -65,6 +70,7 @@ export async function startProductionHost(
     redact: scanner.redact,
     secret: (name) => secrets.get(name),
     ...(opts.extraChannels ? { extraChannels: opts.extraChannels } : {}),
+    ...(opts.channelDefinitions ? { channelDefinitions: opts.channelDefinitions } : {}),
     ...(opts.reload ? { reload: opts.reload } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
     createRunner: productionRunnerFactory({
