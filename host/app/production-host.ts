@@ -3,7 +3,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { Channel, ChannelDefinition } from '../channels/channel.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
-import { loadSecrets } from '../config/secrets.ts';
+import { loadSecrets, secretVariablesIn } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
 import type { ConfigFileReload } from '../config/wire-config-reload.ts';
 import { startHost, type HostDeps, type RunningHost } from './host.ts';
@@ -47,13 +47,9 @@ export async function startProductionHost(
   const { paths, config } = opts;
   const secrets = loadSecrets({ envFile: paths.envFile, env: opts.env });
   secrets.get(config.provider.api_key_env);
-  // Channel sections name their secrets in `*_env` keys (bot_token_env): read them now, so the scanner and
-  // the log redactor hold those values before any channel can log or send them.
-  for (const section of Object.values(config.channels)) {
-    for (const [key, value] of Object.entries((section ?? {}) as Record<string, unknown>)) {
-      if (key.endsWith('_env') && typeof value === 'string') secrets.get(value);
-    }
-  }
+  // Channel sections name their secrets in `*_env` keys (bot_token_env, webhook.secret_token_env): read
+  // them now, so the scanner and the log redactor hold those values before any channel can log or send them.
+  for (const name of secretVariablesIn(config.channels)) secrets.get(name);
   // Credentials' values too: one that ever shows up in a message, a log line or a request is caught.
   for (const credential of Object.values(config.credentials)) secrets.get(credential.value_env);
   const scanner = createSecretScanner({ heldSecrets: secrets.held() });
