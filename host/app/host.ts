@@ -222,7 +222,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     const runtime = await startRuntime(core, owner);
     const queue = startRuns(core, owner, runtime);
     const spend = createSpendView({
-      reporter: createSpendReporter(store.db),
+      reporter: createSpendReporter(store.db, () => store.usage.flush()),
       groupIds: () => store.groups.list().map((g) => g.id),
       gateway: () => capsWithAccounts(core.live(), store.groups.list()),
       timezone: () => core.live().assistant.timezone,
