@@ -1,6 +1,7 @@
 import type { createCredentialStatusBook } from '../gateway/credential/credential-status.ts';
 import { capsWithAccounts, groupDefaults } from '../config/group-defaults.ts';
 import { createGateway } from '../gateway/index.ts';
+import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
 import { gatewayEvents } from '../router/gateway-events.ts';
 import { systemClock } from '../time/clock.ts';
 import type { AgentRuntimeDeps } from './agent-runtime-deps.ts';
@@ -19,8 +20,9 @@ export function startAgentGateway(
     config: () => ({ ...deps.live().gateway, ...capsWithAccounts(deps.live(), store.groups.list()) }),
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
-    // The store's one write-behind usage store: the run queue's cap check counts the same queue.
-    usageStore: store.usage,
+    // The host's one usage store, whose queue the run queue's cap check counts too; a runtime made
+    // without a host (tests) writes each settlement at once.
+    usageStore: deps.usage ?? createSqliteUsageStore(store.db),
     // Read at each request: a reloaded grant or allowlist applies to the next one.
     ...(deps.credentials
       ? {

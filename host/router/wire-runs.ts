@@ -12,6 +12,8 @@ import type { RunDraftsFactory } from './run-drafts.ts';
 
 export interface RunsWiringDeps {
   store: Store;
+  /** The gateway's own usage store: settlements it has queued but not yet written count here too. */
+  usage: { spentTodayMicros(groupId: string, day: string): number };
   runner: AgentRunner;
   /** Read as each run would start: the zone running now. */
   live(): { assistant: { timezone: string } };
@@ -30,9 +32,7 @@ export interface RunsWiringDeps {
 
 /** The runs: one executor against the database (refusing a group at its spend cap) and the per-group queue. */
 export function wireRuns(deps: RunsWiringDeps) {
-  const { store, clock } = deps;
-  // The gateway's own usage store: settlements it has queued but not yet written count here too.
-  const usage = store.usage;
+  const { store, clock, usage } = deps;
   const executor = createRunExecutor({
     store,
     runner: deps.runner,

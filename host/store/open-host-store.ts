@@ -1,6 +1,5 @@
 import type { Logger } from '../logging/logger.ts';
 import type { Clock } from '../time/clock.ts';
-import { errorMessage } from '../errors/error-message.ts';
 import { acquireHostLock } from './host-lock.ts';
 import { openStore, type Store } from './store.ts';
 import { startWalCheckpoints } from './wal-checkpoints.ts';
@@ -27,23 +26,12 @@ export function openHostStore(deps: OpenHostStoreDeps): Store {
   const lock = acquireHostLock(deps.dataDir);
   deps.opened('host lock', () => lock.release());
   deps.onStep('opening the database');
-  const storeLogger = deps.logger.child({ subsystem: 'store' });
-  const store = openStore({
-    file: deps.databaseFile,
-    redact: deps.redact,
-    scheduledCheckpoints: true,
-    clock: deps.clock,
-    onUsageFlushError: (error, rows) =>
-      storeLogger.error(
-        { err: errorMessage(error), rows },
-        'spend settlements could not be written; kept in memory, counted against the caps, retried',
-      ),
-  });
+  const store = openStore({ file: deps.databaseFile, redact: deps.redact, scheduledCheckpoints: true });
   deps.opened('database', () => store.close());
   const checkpoints = startWalCheckpoints({
     db: store.db,
     clock: deps.clock,
-    logger: storeLogger,
+    logger: deps.logger.child({ subsystem: 'store' }),
   });
   deps.opened('WAL checkpoints', () => checkpoints.stop());
   return store;

@@ -6,10 +6,6 @@ import { createConsoleReads } from './console-reads.ts';
 import { createGroupsStore } from './groups-store.ts';
 import { createMemoryStore } from './memory-store.ts';
 import { createMessagesStore } from './messages-store.ts';
-import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
-import { createWriteBehindUsageStore } from '../gateway/spend/usage-write-behind.ts';
-import { errorMessage } from '../errors/error-message.ts';
-import { systemClock, type Clock } from '../time/clock.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from './migrate.ts';
 import { openDatabase, type Db } from './open-database.ts';
 
@@ -31,10 +27,6 @@ export interface StoreOptions {
    * automatic one.
    */
   scheduledCheckpoints?: boolean;
-  /** Times the spend settlements' group commit (`usage`); the host passes its own. */
-  clock?: Clock;
-  /** A group commit of spend settlements failed (they stay queued, counted, and are retried). */
-  onUsageFlushError?: (error: unknown, rows: number) => void;
 }
 
 /** Opens and migrates the database and hands out one store per domain over the same connection. */
@@ -44,9 +36,6 @@ export function openStore({
   redact,
   migrationsDir = DEFAULT_MIGRATIONS_DIR,
   scheduledCheckpoints = false,
-  clock = systemClock,
-  onUsageFlushError = (error, rows) =>
-    process.emitWarning(`${rows} spend settlement row(s) not written yet, retrying: ${errorMessage(error)}`),
 }: StoreOptions) {
   const db = openDatabase(file);
   if (scheduledCheckpoints) {
@@ -60,16 +49,8 @@ export function openStore({
     db.close();
     throw err;
   }
-  // One per connection: the gateway, the run queue's cap check and status must all count its queue.
-  const usage = createWriteBehindUsageStore({
-    durable: createSqliteUsageStore(db),
-    clock,
-    onFlushError: onUsageFlushError,
-  });
   return {
     db,
-    /** The gateway's spend records, written behind the requests in group commits (usage-write-behind.ts). */
-    usage,
     groups: createGroupsStore(db, now),
     messages: createMessagesStore(db, now),
     /** Full-text search over each group's messages and notes (memory-store.ts). */
@@ -92,13 +73,8 @@ export function openStore({
     transaction<T>(fn: () => T): T {
       return db.transaction(fn)();
     },
-    /** Writes the queued spend settlements first; throws after closing if they could not be written. */
     close(): void {
-      try {
-        usage.close();
-      } finally {
-        db.close();
-      }
+      db.close();
     },
   };
 }

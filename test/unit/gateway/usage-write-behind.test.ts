@@ -5,6 +5,8 @@ import { createSpendCap } from '../../../host/gateway/spend/spend-cap.ts';
 import { createSqliteUsageStore } from '../../../host/gateway/spend/usage-store-sqlite.ts';
 import type { UsageRecord } from '../../../host/gateway/spend/usage-store.ts';
 import { createWriteBehindUsageStore } from '../../../host/gateway/spend/usage-write-behind.ts';
+import { openUsageSettlements } from '../../../host/app/usage-settlements.ts';
+import { createLogger } from '../../../host/logging/create-logger.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { fakeClock } from '../../helpers/fake-clock.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
@@ -146,16 +148,23 @@ describe('spend settled behind the requests, in group commits', () => {
     expect(() => usage.close()).toThrow(/1 spend settlement row\(s\) could not be written at shutdown/);
   });
 
-  it("the host's store flushes its own queue as it closes", () => {
+  it("the host's usage store writes its queue as the host closes it, before the database", () => {
     const dir = makeTempDir();
     const file = path.join(dir, 'carapace.db');
     try {
-      const store = openStore({ file, clock: fakeClock(0).clock });
-      store.usage.recordUsage(record(900));
-      expect(store.usage.pendingRows()).toBe(1);
-      store.close();
+      const store = openStore({ file });
+      const closers: (() => void)[] = [() => store.close()];
+      const usage = openUsageSettlements({
+        store,
+        clock: fakeClock(0).clock,
+        logger: createLogger({ level: 'silent', redact: (s) => s }),
+        opened: (_name, close) => closers.push(close),
+      });
+      usage.recordUsage(record(900));
+      expect(usage.pendingRows()).toBe(1);
+      for (const close of closers.reverse()) close();
       const again = openStore({ file });
-      expect(again.usage.spentTodayMicros('g', DAY)).toBe(900);
+      expect(createSqliteUsageStore(again.db).spentTodayMicros('g', DAY)).toBe(900);
       again.close();
     } finally {
       removeTempDir(dir);
