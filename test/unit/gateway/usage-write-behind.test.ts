@@ -9,6 +9,8 @@ import { openUsageSettlements } from '../../../host/app/usage-settlements.ts';
 import { createLogger } from '../../../host/logging/create-logger.ts';
 import { openStore, type Store } from '../../../host/store/store.ts';
 import { fakeClock } from '../../helpers/fake-clock.ts';
+import { reply } from '../../fakes/fake-provider.ts';
+import { BERLIN_DAY, startHarness } from './gateway-harness.ts';
 import { makeTempDir, removeTempDir } from '../../helpers/temp-dir.ts';
 
 const DAY = '2024-03-11';
@@ -179,5 +181,30 @@ describe('spend settled behind the requests, in group commits', () => {
     ]);
     expect(table().c).toBe(120);
     expect(usage.spentTodayMicros('g', DAY)).toBe(120);
+  });
+
+  it("through the gateway: a request's cost counts before it is written, and is written as the run's keys die", async () => {
+    const { usage, clock, table } = rig();
+    const h = await startHarness({
+      usageStore: usage,
+      clock: clock.clock,
+      gateway: { prices: { 'fake-model': { input_per_mtok_usd: 2, output_per_mtok_usd: 10 } } },
+    });
+    try {
+      h.fake.script(reply.text('counted', { usage: { promptTokens: 1000, completionTokens: 500 } }));
+      await h.client.chat.completions.create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'a' }],
+      });
+      const day = BERLIN_DAY;
+      // 1000 × $2/Mtok + 500 × $10/Mtok = 7000 micro-dollars, counted at once, not yet in the table.
+      expect(usage.spentTodayMicros('group-a', day)).toBe(7_000);
+      expect(table('group-a')).toEqual({ c: 0, n: 0 });
+      h.run.revoke();
+      expect(table('group-a')).toEqual({ c: 7_000, n: 1 });
+      expect(usage.spentTodayMicros('group-a', day)).toBe(7_000);
+    } finally {
+      await h.close();
+    }
   });
 });
