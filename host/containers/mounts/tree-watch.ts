@@ -102,8 +102,11 @@ function checkMounts() {
     mounts.set(root, seen);
   }
 }
-fs.watch(path.dirname(workerData.canary), { persistent: false }, () => {
-  if (answering.length === 0) return;
+const canaryName = path.basename(workerData.canary);
+fs.watch(path.dirname(workerData.canary), { persistent: false }, (_event, name) => {
+  // Only the canary's own event says the queue was read up to the touch: another file's event in the
+  // folder may have been queued before a change the sync must count.
+  if (answering.length === 0 || name !== canaryName) return;
   checkMounts();
   parentPort.postMessage({ type: 'synced', ids: answering, events: [...events], broken: [...broken] });
   answering = queued;
