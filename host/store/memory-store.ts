@@ -155,15 +155,24 @@ export function snippetOf(text: string, terms: string[]): string {
  * reports it: the word statistics are the group's, never other groups'.
  */
 export function bm25(bodies: string[], terms: string[]): number[] {
-  const docs = bodies.map(words);
-  const n = docs.length;
+  const n = bodies.length;
   if (n === 0) return [];
+  // One pass over each body: its length and how often it holds each term.
+  const column = new Map(terms.map((t, i) => [t, i]));
+  const docs = bodies.map((body) => {
+    const tf = terms.map(() => 0);
+    const all = words(body);
+    for (const w of all) {
+      const i = column.get(w);
+      if (i !== undefined) tf[i] = (tf[i] ?? 0) + 1;
+    }
+    return { length: all.length, tf };
+  });
   const avg = docs.reduce((sum, d) => sum + d.length, 0) / n || 1;
-  const df = terms.map((t) => docs.filter((d) => d.includes(t)).length);
+  const df = terms.map((_, i) => docs.filter((d) => (d.tf[i] ?? 0) > 0).length);
   return docs.map((d) => {
     let score = 0;
-    terms.forEach((t, i) => {
-      const tf = d.filter((w) => w === t).length;
+    d.tf.forEach((tf, i) => {
       if (tf === 0) return;
       const idf = Math.log(1 + (n - (df[i] ?? 0) + 0.5) / ((df[i] ?? 0) + 0.5));
       score += (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * d.length) / avg));
@@ -234,9 +243,12 @@ const MESSAGE_FILTER = `AND m.sent_at >= @since AND m.sent_at <= @until AND m.id
 
 type Ranked = MemoryHit & { body: string };
 
-/** What every kind of hit has: the text, its snippet, when it was said, and what the rank reads (`body`). */
-function found(text: string, at: string, terms: string[], body = text) {
-  return { text, snippet: snippetOf(text, terms), score: 0, at, body };
+/**
+ * What every kind of hit has: the text, when it was said, and what the rank reads (`body`). The snippet is
+ * cut once the hits are chosen, for the few returned, not for every candidate ranked.
+ */
+function found(text: string, at: string, body = text) {
+  return { text, snippet: '', score: 0, at, body };
 }
 
 /** Who said it and where: a message's, and a document's message's. */
@@ -246,18 +258,18 @@ const saidBy = (r: { sender_id: string; sender_name: string; channel: string }) 
   channel: r.channel,
 });
 
-function messageHit(r: MessageHitRow, terms: string[]): Ranked {
+function messageHit(r: MessageHitRow): Ranked {
   return {
     kind: 'message',
     id: r.id,
     ...saidBy(r),
     fromOwner: r.from_owner === 1,
     // What the index holds for the row, for the rank (see MESSAGE_BODY).
-    ...found(r.text, r.sent_at, terms, `${r.text} ${r.sender_name} ${r.file_name}`),
+    ...found(r.text, r.sent_at, `${r.text} ${r.sender_name} ${r.file_name}`),
   };
 }
 
-function noteHit(r: NoteRow, terms: string[]): Ranked {
+function noteHit(r: NoteRow): Ranked {
   return {
     kind: 'note',
     id: r.id,
@@ -265,11 +277,11 @@ function noteHit(r: NoteRow, terms: string[]): Ranked {
     author: r.author,
     runId: r.run_id,
     taint: noteTaint(r),
-    ...found(r.text, r.written_at, terms),
+    ...found(r.text, r.written_at),
   };
 }
 
-function documentHit(r: DocumentRow, terms: string[]): Ranked {
+function documentHit(r: DocumentRow): Ranked {
   return {
     kind: 'document',
     id: r.id,
@@ -279,7 +291,7 @@ function documentHit(r: DocumentRow, terms: string[]): Ranked {
     runId: r.run_id,
     taint: { corruption: true, secret: r.taint_secret === 1 },
     // When the document came in: its message's time, which the time filters apply to.
-    ...found(r.text, r.sent_at, terms),
+    ...found(r.text, r.sent_at),
   };
 }
 
@@ -348,14 +360,14 @@ function createMemorySearch(db: Db) {
     const all: Ranked[] = [
       ...waitingMessages
         .all({ ...range, sender, through })
-        .map((r) => messageHit(r, terms))
+        .map(messageHit)
         .filter((h) => matches(h.body, terms)),
-      ...messagesByIds.all({ ...range, ids: messageIds, sender, through }).map((r) => messageHit(r, terms)),
+      ...messagesByIds.all({ ...range, ids: messageIds, sender, through }).map(messageHit),
       ...documentsByIds
         .all({ ...range, ids: documentIds, sender, through })
-        .map((r) => documentHit(r, terms)),
+        .map(documentHit),
       ...(q.sender === undefined
-        ? notesByIds.all({ ...range, ids: noteIds }).map((r) => noteHit(r, terms))
+        ? notesByIds.all({ ...range, ids: noteIds }).map(noteHit)
         : []),
     ];
     const scores = bm25(
@@ -364,7 +376,10 @@ function createMemorySearch(db: Db) {
     );
     const hits: MemoryHit[] = all.map(({ body: _body, ...h }, i) => ({ ...h, score: scores[i] ?? 0 }));
     // Best first; among equals, the newer.
-    return hits.sort((x, y) => x.score - y.score || (x.at < y.at ? 1 : -1)).slice(0, limit);
+    return hits
+      .sort((x, y) => x.score - y.score || (x.at < y.at ? 1 : -1))
+      .slice(0, limit)
+      .map((h) => ({ ...h, snippet: snippetOf(h.text, terms) }));
   };
 }
 
