@@ -14,6 +14,9 @@ export interface MemoryBackfillDeps {
   logger: Pick<Logger, 'info' | 'error'>;
 }
 
+/** The host's indexer: steps of 1,000 at most, every 2 s, every 16 s at most during a burst. */
+export const MEMORY_INDEXER = { batchSize: 1000, intervalMs: 2000, maxIntervalMs: 16_000 };
+
 /** Messages taken in one wake that make it a burst: 50 a second at the quiet interval. */
 export const BURST_MESSAGES = 100;
 
@@ -44,9 +47,9 @@ const LOG_EVERY = 50_000;
  */
 export function createMemoryBackfill({
   memory,
-  batchSize = 1000,
-  intervalMs = 2000,
-  maxIntervalMs = 16_000,
+  batchSize = MEMORY_INDEXER.batchSize,
+  intervalMs = MEMORY_INDEXER.intervalMs,
+  maxIntervalMs = MEMORY_INDEXER.maxIntervalMs,
   clock,
   logger,
 }: MemoryBackfillDeps) {
