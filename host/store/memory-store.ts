@@ -1,4 +1,4 @@
-import { groupTerm, indexTerms, queryTerms, words } from './memory-terms.ts';
+import { groupTerm, queryTerms, words } from './memory-terms.ts';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './open-database.ts';
 
@@ -417,10 +417,15 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
   const backfillRow = db.prepare<[], { through: number; next_id: number }>(
     'SELECT (SELECT coalesce(max(id), 0) FROM messages) AS through, next_id FROM memory_backfill WHERE id = 1',
   );
-  const backfillBatch = db.prepare<[number, number], { id: number; body: string; group_id: string }>(
-    `SELECT m.id, ${MESSAGE_BODY} AS body, m.group_id FROM messages m WHERE m.id >= ? ORDER BY m.id LIMIT ?`,
+  // One statement for the batch, the terms cut by memory_terms() as the triggers cut them: no row of it
+  // crosses into JavaScript and back.
+  const indexBatch = db.prepare<[number, number]>(
+    `INSERT INTO memory_fts (rowid, terms)
+     SELECT m.id, memory_terms(m.group_id, ${MESSAGE_BODY}) FROM messages m WHERE m.id >= ? ORDER BY m.id LIMIT ?`,
   );
-  const indexRow = db.prepare('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)');
+  const batchEnd = db.prepare<[number, number], { last: number | null }>(
+    'SELECT max(id) AS last FROM (SELECT id FROM messages WHERE id >= ? ORDER BY id LIMIT ?)',
+  );
   const setBackfill = db.prepare('UPDATE memory_backfill SET next_id = ? WHERE id = 1');
   const resetBackfill = db.prepare('UPDATE memory_backfill SET next_id = 0 WHERE id = 1');
   // A message the walker has not reached yet (at or past next_id) is waiting, not missing.
@@ -512,9 +517,8 @@ export function createMemoryStore(db: Db, now: () => Date = () => new Date()) {
         const p = backfillProgress();
         if (p.done) return p;
         // Nothing at or past next_id is in the index (migration 017's triggers), so no row is doubled.
-        const rows = backfillBatch.all(p.nextId, limit);
-        for (const r of rows) indexRow.run(r.id, indexTerms(r.group_id, r.body));
-        const next = Math.max(p.nextId, (rows.at(-1)?.id ?? p.through) + 1);
+        indexBatch.run(p.nextId, limit);
+        const next = Math.max(p.nextId, (batchEnd.get(p.nextId, limit)?.last ?? p.through) + 1);
         setBackfill.run(next);
         return { through: p.through, nextId: next, done: next > p.through };
       })();
