@@ -355,9 +355,7 @@ function createMemorySearch(db: Db) {
       ...matchRowids.all(match, MAX_CANDIDATES),
       ...matchNoteRowids.all(match, MAX_CANDIDATES),
     ].map((r) => r.rowid);
-    const documentIds = matchDocumentRowids
-      .all(match, MAX_CANDIDATES)
-      .map((r) => -r.rowid - DOCUMENT_ROWIDS);
+    const documentIds = matchDocumentRowids.all(match, MAX_CANDIDATES).map((r) => -r.rowid - DOCUMENT_ROWIDS);
     const range = { group: groupId, since: q.since ?? '', until: q.until ?? '\uffff' };
     const messageIds = rowids.filter((r) => r > 0);
     const noteIds = rowids.filter((r) => r < 0).map((r) => -r);
