@@ -16,8 +16,8 @@ export interface MemoryBackfillDeps {
 
 /**
  * The host's indexer: steps of 2,000 at most (~50 ms of the event loop on an idle machine), every 2 s, every
- * 32 s at most during a burst (1,600 messages a step at 50 a second: ingest 1.15x its CPU without the index,
- * against 1.27x at 16 s and 1.75x at a fixed 2 s, on the month of scripts/bench/bench-memory.ts).
+ * 32 s at most during a burst (1,600 messages a step at 50 a second; the figures against 16 s and a fixed
+ * 2 s are in DESIGN.md, "Memory", from scripts/bench/bench-memory.ts).
  */
 export const MEMORY_INDEXER = { batchSize: 2000, intervalMs: 2000, maxIntervalMs: 32_000 };
 
