@@ -18,7 +18,9 @@ import type { ChatModel } from '../llm/chat-model.ts';
 import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
 import type { ChatMessage } from '../protocol.ts';
 import { createAgentTools } from '../tools/agent-tools.ts';
+import type { AgentTool } from '../tools/tool.ts';
 import { createToolset } from '../tools/toolset.ts';
+import type { ToolSpec } from '../llm/chat-model.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import type { RunParams } from './run-preparation.ts';
 import type { UserMessage } from '../history/conversation.ts';
@@ -32,6 +34,8 @@ export interface RehearsalDeps {
   createModel(baseURL: string, apiKey: string): ChatModel;
   /** True once run.start arrived: the rehearsal stops at its next step. */
   superseded(): boolean;
+  /** The run's own (memoizedToolSpec), so that the JSON Schemas derived here are the run's. */
+  toSpec?: (tool: AgentTool) => ToolSpec;
 }
 
 const REFUSED = 'the rehearsal of a run talks to no host';
@@ -101,6 +105,7 @@ export async function rehearseRunStart(deps: RehearsalDeps): Promise<'done' | 's
         bashCheckTimeoutMs: 1000,
         ripgrep: () => Promise.resolve(null),
       }),
+      deps.toSpec ? { toSpec: deps.toSpec } : {},
     );
     if (deps.superseded()) return 'superseded';
     await answeredOnLoopback(async (baseURL) => {
