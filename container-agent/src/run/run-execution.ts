@@ -9,6 +9,7 @@ import type { ConversationMessage, UserMessage } from '../history/conversation.t
 import type { HistoryStore } from '../history/history-store.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { ChatModel, ToolSpec } from '../llm/chat-model.ts';
+import { afterRequestSent } from '../llm/request-sent.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS, type ChatMessage, type RunUsage } from '../protocol.ts';
 import { errorMessage } from '../rpc/errors.ts';
@@ -57,7 +58,7 @@ export interface RunExecutionDeps {
   toSpec?: (tool: AgentTool) => ToolSpec;
   /** The loop is over (the run takes no more input); run.done is still to be sent. */
   onLoopEnd: () => void;
-  /** Called once the run's first LLM request is out (the bash parser starts loading then). */
+  /** Called once the run's first LLM request has left the process (the bash parser starts loading then). */
   onFirstRequest?: () => void;
 }
 
@@ -123,15 +124,15 @@ async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage):
     { logger, ...(deps.toSpec ? { toSpec: deps.toSpec } : {}) },
   );
   // The command executor (and the separation check) and the bash parser start once the first LLM request
-  // is out: not while the container waits, and not ahead of that request on the container's CPU. A
-  // command waits for them.
+  // has left the process (its body written): not while the container waits, and not ahead of that request
+  // on the container's CPU. A command waits for them.
   let commandsStarted = false;
   const model: ChatModel = {
     complete(request) {
       const answer = active.model.complete(request);
       if (!commandsStarted) {
         commandsStarted = true;
-        setImmediate(() => {
+        afterRequestSent(answer, () => {
           void deps.commands.separation();
           deps.onFirstRequest?.();
         });
