@@ -92,7 +92,12 @@ async function oneRound(
 ): Promise<Round> {
   const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
   const profileFlags = profile
-    ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${profile.dir}`, `--cpu-prof-name=${profile.label}-${runId}.cpuprofile`]
+    ? [
+        '--cpu-prof',
+        '--cpu-prof-interval=100',
+        `--cpu-prof-dir=${profile.dir}`,
+        `--cpu-prof-name=${profile.label}-${runId}.cpuprofile`,
+      ]
     : [];
   const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, ...profileFlags, agentFile], {
     env: {
@@ -147,7 +152,9 @@ async function oneRound(
 export async function benchAgentStart(options: { rounds?: number; before?: string } = {}) {
   const rounds = options.rounds ?? (Number(process.env.BENCH_AGENT_ROUNDS) || 11);
   const beforeRoot = options.before ?? process.env.BENCH_AGENT_BEFORE;
-  const profileDir = process.env.BENCH_AGENT_CPU_PROF ? path.resolve(process.env.BENCH_AGENT_CPU_PROF) : undefined;
+  const profileDir = process.env.BENCH_AGENT_CPU_PROF
+    ? path.resolve(process.env.BENCH_AGENT_CPU_PROF)
+    : undefined;
   if (profileDir) fs.mkdirSync(profileDir, { recursive: true });
   const loadAtStart = os.loadavg()[0] ?? 0;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
@@ -172,7 +179,8 @@ export async function benchAgentStart(options: { rounds?: number; before?: strin
     try {
       for (let i = 0; i < rounds; i++) {
         bare.push(await nodeStart());
-        for (const agent of agents) results
+        for (const agent of agents)
+          results
             .get(agent.label)
             ?.push(
               await oneRound(

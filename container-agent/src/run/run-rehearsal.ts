@@ -99,10 +99,7 @@ const FRAME: RunStartParams = {
   persona: 'Rehearsal.',
   model: 'rehearsal',
   gatewayKey: 'rehearsal',
-  messages: [
-    MESSAGE,
-    { ...MESSAGE, id: 2, image: { path: 'media/rehearsal.jpg', mime: 'image/jpeg' } },
-  ],
+  messages: [MESSAGE, { ...MESSAGE, id: 2, image: { path: 'media/rehearsal.jpg', mime: 'image/jpeg' } }],
   serviceTools: [{ service: 'rehearsal', tool: 'rehearse', description: 'Rehearsal.', inputSchema: {} }],
   commandSetup: { env: { CARAPACE_REHEARSAL: '1' }, gitConfig: [{ key: 'user.name', value: 'Rehearsal' }] },
   drafts: true,
