@@ -1,11 +1,11 @@
 /**
- * A run's start, rehearsed once with made-up input while the agent waits for run.start: a run.start's params
- * and answer checked by the protocol's schemas, the turn rendered, the system prompt built, every tool's
- * JSON Schema derived (the admin's list and a member's: the run reuses them), and one LLM request sent
- * through the openai SDK and node's HTTP client to a server inside this process. The first run of that code in a fresh
- * process (compiling it, node loading its HTTP client and the parser of its answers) cost more than
- * everything else between run.start and the first LLM request; a pre-started container pays it while it
- * waits instead (DESIGN.md, "Containers").
+ * A run's start, rehearsed once with made-up input while the agent waits for run.start: a run.start's
+ * params and answer checked by the protocol's schemas, the turn rendered, the system prompt built, every
+ * tool's JSON Schema derived (the admin's list and a member's: the run reuses them), and one LLM request
+ * sent through the openai SDK and node's HTTP client to a server inside this process. The first run of
+ * that code in a fresh process (compiling it, node loading its HTTP client and the parser of its answers)
+ * cost more than everything else between run.start and the first LLM request; a pre-started container
+ * pays it while it waits instead (DESIGN.md, "Containers").
  *
  * Nothing rehearsed leaves the process: no frame goes to the host (its client refuses every call), no
  * file is written, no command runs, and the request goes to a loopback server that answers it itself. The
