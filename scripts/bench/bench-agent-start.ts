@@ -8,6 +8,10 @@
  *
  * BENCH_AGENT_BEFORE=<folder holding another checkout's container-agent/src> adds that agent, bundled
  * the same way and alternated with this one: a before/after in one run.
+ *
+ * BENCH_AGENT_CPU_PROF=<folder> starts each agent with --cpu-prof into that folder and writes, next to the
+ * profiles, each round's run.start and LLM request times on the profiles' clock (microseconds of the
+ * monotonic clock, as V8 stamps its samples), so a profile can be cut to what happened between the two.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -69,10 +73,33 @@ interface Round {
   idleMiB: number;
 }
 
+/** Microseconds of the monotonic clock, the clock of a CPU profile's samples, at `performance.now()` `at`. */
+const monotonicMicros = (at: number) =>
+  Number(process.hrtime.bigint() / 1000n) - (performance.now() - at) * 1000;
+
+/** Where a round's CPU profile goes, and its label there; absent: no profile. */
+interface ProfileTarget {
+  dir: string;
+  label: string;
+}
+
 /** One waiting agent, then its run.start. */
-async function oneRound(agentFile: string, fake: FakeProvider, runId: number): Promise<Round> {
+async function oneRound(
+  agentFile: string,
+  fake: FakeProvider,
+  runId: number,
+  profile?: ProfileTarget,
+): Promise<Round> {
   const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
-  const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, agentFile], {
+  const profileFlags = profile
+    ? [
+        '--cpu-prof',
+        '--cpu-prof-interval=100',
+        `--cpu-prof-dir=${profile.dir}`,
+        `--cpu-prof-name=${profile.label}-${runId}.cpuprofile`,
+      ]
+    : [];
+  const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, ...profileFlags, agentFile], {
     env: {
       PATH: process.env.PATH,
       HOME: workspace,
@@ -102,7 +129,17 @@ async function oneRound(agentFile: string, fake: FakeProvider, runId: number): P
     await peer.request('run.start', params(runId));
     const toAck = performance.now() - sentAt;
     while (fake.requests.length === before) await sleep(1);
-    const toRequest = (fake.requests[before]?.receivedAt ?? Number.NaN) - sentAt;
+    const receivedAt = fake.requests[before]?.receivedAt ?? Number.NaN;
+    const toRequest = receivedAt - sentAt;
+    if (profile)
+      fs.appendFileSync(
+        path.join(profile.dir, 'rounds.jsonl'),
+        JSON.stringify({
+          profile: `${profile.label}-${runId}.cpuprofile`,
+          runStartMicros: monotonicMicros(sentAt),
+          requestMicros: monotonicMicros(receivedAt),
+        }) + '\n',
+      );
     child.stdin.end();
     await new Promise((resolve) => child.once('exit', resolve));
     return { toRequest, toAck, idleMiB };
@@ -113,8 +150,12 @@ async function oneRound(agentFile: string, fake: FakeProvider, runId: number): P
 }
 
 export async function benchAgentStart(options: { rounds?: number; before?: string } = {}) {
-  const rounds = options.rounds ?? 11;
+  const rounds = options.rounds ?? (Number(process.env.BENCH_AGENT_ROUNDS) || 11);
   const beforeRoot = options.before ?? process.env.BENCH_AGENT_BEFORE;
+  const profileDir = process.env.BENCH_AGENT_CPU_PROF
+    ? path.resolve(process.env.BENCH_AGENT_CPU_PROF)
+    : undefined;
+  if (profileDir) fs.mkdirSync(profileDir, { recursive: true });
   const loadAtStart = os.loadavg()[0] ?? 0;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-'));
   const agents: { label: string; file: string }[] = [];
@@ -138,7 +179,17 @@ export async function benchAgentStart(options: { rounds?: number; before?: strin
     try {
       for (let i = 0; i < rounds; i++) {
         bare.push(await nodeStart());
-        for (const agent of agents) results.get(agent.label)?.push(await oneRound(agent.file, fake, i + 1));
+        for (const agent of agents)
+          results
+            .get(agent.label)
+            ?.push(
+              await oneRound(
+                agent.file,
+                fake,
+                i + 1,
+                profileDir ? { dir: profileDir, label: agent.label } : undefined,
+              ),
+            );
       }
     } finally {
       await fake.close();

@@ -14,7 +14,11 @@ import type { ImageRef } from './image-reader.ts';
 
 export interface OpenAiChatModelOptions {
   baseURL: string;
-  apiKey: string;
+  /**
+   * The key, or where to get it at each request: a client built before its key is known (while a
+   * pre-started container waits) asks for it only once it sends something.
+   */
+  apiKey: string | (() => Promise<string>);
   /** Per HTTP request; the run's wall-time signal aborts earlier. */
   timeoutMs?: number;
   maxRetries?: number;

@@ -14,29 +14,30 @@ export interface ZonedTime {
   zone: string;
 }
 
-export function isValidTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
+const FORMAT: Intl.DateTimeFormatOptions = {
+  hourCycle: 'h23',
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  weekday: 'long',
+  timeZoneName: 'longOffset',
+};
 
 export function zonedTime(date: Date, zone: string): ZonedTime {
-  const timeZone = isValidTimeZone(zone) ? zone : 'UTC';
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    weekday: 'long',
-    timeZoneName: 'longOffset',
-  }).formatToParts(date);
+  // One formatter, not a probe for the zone and then the formatter: making one is most of the cost, and
+  // this runs on the way to a run's first LLM request.
+  let timeZone = zone;
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat('en-US', { ...FORMAT, timeZone });
+  } catch {
+    timeZone = 'UTC';
+    format = new Intl.DateTimeFormat('en-US', { ...FORMAT, timeZone });
+  }
+  const parts = format.formatToParts(date);
   const get = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? '';
   const zoneName = get('timeZoneName'); // "GMT+01:00", or "GMT" at offset zero
   const offset = zoneName === 'GMT' || zoneName === '' ? '+00:00' : zoneName.replace(/^GMT/, '');

@@ -49,13 +49,25 @@ export function wireRunController(options: ControllerWiringOptions): RunControll
       );
   });
   const readImage = createImageReader(path.join(env.CARAPACE_WORKSPACE, 'group'));
+  // The run's LLM client is built now, while the process waits, not at run.start: without its key, which
+  // arrives with run.start and stays in this closure and the client: never in process.env, so no command
+  // and no child process can inherit it. Asked for a key before that, the client fails its request.
+  let gatewayKey: string | undefined;
+  const runModel = createOpenAiChatModel({
+    baseURL: env.OPENAI_BASE_URL,
+    apiKey: () =>
+      gatewayKey === undefined
+        ? Promise.reject(new Error('the run has no gateway key before run.start'))
+        : Promise.resolve(gatewayKey),
+    readImage,
+  });
 
   return createRunController({
     host: options.host,
-    // The key arrives with run.start and stays in this client: never in process.env, so no command and no
-    // child process can inherit it.
-    createModel: (gatewayKey) =>
-      createOpenAiChatModel({ baseURL: env.OPENAI_BASE_URL, apiKey: gatewayKey, readImage }),
+    createModel: (key) => {
+      gatewayKey = key;
+      return runModel;
+    },
     classifier,
     onFirstRequest: () => loadParser(),
     rehearsal: {

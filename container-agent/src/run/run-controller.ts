@@ -19,6 +19,7 @@ import { RPC_ERROR_CODES, type AgentMethods, type ChatMessage } from '../protoco
 import { RpcError, errorMessage } from '../rpc/errors.ts';
 import type { RpcHandlers } from '../rpc/peer.ts';
 import { RunAbortedError } from './agent-loop.ts';
+import { memoizedToolSpec } from '../tools/tool.ts';
 import { createInbox } from './inbox.ts';
 import { rehearseRunStart } from './run-rehearsal.ts';
 import { executeRun, type ActiveRun } from './run-execution.ts';
@@ -93,6 +94,8 @@ export function createRunController(deps: RunControllerDeps): RunController {
   const finished = new Promise<number>((resolve) => (resolveFinished = resolve));
   const render = (params: RunParams, messages: readonly ChatMessage[]) =>
     renderTurn(params, messages, createNonce());
+  // Shared by the rehearsal and the run: the tools' JSON Schemas are derived while the process waits.
+  const toSpec = memoizedToolSpec();
 
   // While the process waits for run.start. A failure here is not the run's: run.start loads again.
   const waiting = loadStoredConversation(settings, deps.now, logger);
@@ -111,6 +114,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
               systemPrompt: (params, workspace) => systemPromptFor(params, workspace, settings, deps.now()),
               createModel: rehearsal.createModel,
               superseded: () => !idle(),
+              toSpec,
             })
           : 'superseded';
       })
@@ -172,6 +176,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
       ...(deps.doneTimeoutMs !== undefined ? { doneTimeoutMs: deps.doneTimeoutMs } : {}),
       ...(deps.onFirstRequest ? { onFirstRequest: deps.onFirstRequest } : {}),
       render,
+      toSpec,
       onLoopEnd: () => (phase = 'finished'),
     });
     resolveFinished(code);

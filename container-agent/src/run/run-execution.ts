@@ -8,12 +8,14 @@ import { compactConversation } from '../history/compaction.ts';
 import type { ConversationMessage, UserMessage } from '../history/conversation.ts';
 import type { HistoryStore } from '../history/history-store.ts';
 import type { HostClient } from '../ipc/host-client.ts';
-import type { ChatModel } from '../llm/chat-model.ts';
+import type { ChatModel, ToolSpec } from '../llm/chat-model.ts';
+import { afterRequestSent } from '../llm/request-sent.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS, type ChatMessage, type RunUsage } from '../protocol.ts';
 import { errorMessage } from '../rpc/errors.ts';
 import { createAgentTools } from '../tools/agent-tools.ts';
 import { commandEnvironment } from '../tools/bash.ts';
+import type { AgentTool } from '../tools/tool.ts';
 import { createToolset } from '../tools/toolset.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
@@ -52,9 +54,11 @@ export interface RunExecutionDeps {
   doneTimeoutMs?: number;
   /** Chat messages that arrive during the run as a user turn. */
   render: (params: RunParams, messages: readonly ChatMessage[]) => UserMessage;
+  /** What the model is told of a tool (memoizedToolSpec: derived once, ahead of run.start where it can). */
+  toSpec?: (tool: AgentTool) => ToolSpec;
   /** The loop is over (the run takes no more input); run.done is still to be sent. */
   onLoopEnd: () => void;
-  /** Called once the run's first LLM request is out (the bash parser starts loading then). */
+  /** Called once the run's first LLM request has left the process (the bash parser starts loading then). */
   onFirstRequest?: () => void;
 }
 
@@ -117,18 +121,18 @@ async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage):
       },
       logger,
     }),
-    { logger },
+    { logger, ...(deps.toSpec ? { toSpec: deps.toSpec } : {}) },
   );
   // The command executor (and the separation check) and the bash parser start once the first LLM request
-  // is out: not while the container waits, and not ahead of that request on the container's CPU. A
-  // command waits for them.
+  // has left the process (its body written): not while the container waits, and not ahead of that request
+  // on the container's CPU. A command waits for them.
   let commandsStarted = false;
   const model: ChatModel = {
     complete(request) {
       const answer = active.model.complete(request);
       if (!commandsStarted) {
         commandsStarted = true;
-        setImmediate(() => {
+        afterRequestSent(answer, () => {
           void deps.commands.separation();
           deps.onFirstRequest?.();
         });

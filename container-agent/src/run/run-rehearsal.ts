@@ -1,10 +1,11 @@
 /**
- * A run's start, rehearsed once with made-up input while the agent waits for run.start: the turn rendered,
- * the system prompt built, every tool's JSON Schema derived, and one LLM request sent through the openai
- * SDK and node's HTTP client to a server inside this process. The first run of that code in a fresh
- * process (compiling it, node loading its HTTP client and the parser of its answers) cost more than
- * everything else between run.start and the first LLM request; a pre-started container pays it while it
- * waits instead (DESIGN.md, "Containers").
+ * A run's start, rehearsed once with made-up input while the agent waits for run.start: a run.start's
+ * params and answer checked by the protocol's schemas, the turn rendered, the system prompt built, every
+ * tool's JSON Schema derived (the admin's list and a member's: the run reuses them), and one LLM request
+ * sent through the openai SDK and node's HTTP client to a server inside this process. The first run of
+ * that code in a fresh process (compiling it, node loading its HTTP client and the parser of its answers)
+ * cost more than everything else between run.start and the first LLM request; a pre-started container
+ * pays it while it waits instead (DESIGN.md, "Containers").
  *
  * Nothing rehearsed leaves the process: no frame goes to the host (its client refuses every call), no
  * file is written, no command runs, and the request goes to a loopback server that answers it itself. The
@@ -16,9 +17,11 @@ import type { CommandRunner } from '../executor/command-runner.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { ChatModel } from '../llm/chat-model.ts';
 import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
-import type { ChatMessage } from '../protocol.ts';
+import { agentMethods, type ChatMessage, type RunStartParams } from '../protocol.ts';
 import { createAgentTools } from '../tools/agent-tools.ts';
+import type { AgentTool } from '../tools/tool.ts';
 import { createToolset } from '../tools/toolset.ts';
+import type { ToolSpec } from '../llm/chat-model.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import type { RunParams } from './run-preparation.ts';
 import type { UserMessage } from '../history/conversation.ts';
@@ -32,6 +35,8 @@ export interface RehearsalDeps {
   createModel(baseURL: string, apiKey: string): ChatModel;
   /** True once run.start arrived: the rehearsal stops at its next step. */
   superseded(): boolean;
+  /** The run's own (memoizedToolSpec), so that the JSON Schemas derived here are the run's. */
+  toSpec?: (tool: AgentTool) => ToolSpec;
 }
 
 const REFUSED = 'the rehearsal of a run talks to no host';
@@ -64,44 +69,68 @@ const RESPONSE =
   'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n' +
   `content-length: ${Buffer.byteLength(ANSWER)}\r\n\r\n${ANSWER}`;
 
+const MESSAGE: ChatMessage = {
+  id: 1,
+  sender: 'rehearsal',
+  senderName: 'Rehearsal',
+  text: 'Hello.',
+  timestamp: new Date(0).toISOString(),
+  fromAssistant: false,
+};
+
 const PARAMS: RunParams = {
   runId: 0,
   group: { id: 'rehearsal', name: 'Rehearsal', isAdmin: true, channel: 'local' },
   assistantName: 'Assistant',
   timezone: process.env.TZ || 'UTC',
   formatting: 'Plain text.',
-  messages: [
-    {
-      id: 1,
-      sender: 'rehearsal',
-      senderName: 'Rehearsal',
-      text: 'Hello.',
-      timestamp: new Date(0).toISOString(),
-      fromAssistant: false,
-    },
-  ],
+  messages: [MESSAGE],
   limits: { maxToolSteps: 1, maxOutputTokens: 16, wallTimeMs: 60_000 },
+};
+
+/**
+ * A run.start as the host sends it, with every optional part, for the protocol's schemas: zod works out
+ * most of what a schema needs (its shape, its checks) at its first parse, which would otherwise be the
+ * run's. Never sent, never handled.
+ */
+const FRAME: RunStartParams = {
+  ...PARAMS,
+  runId: 1,
+  persona: 'Rehearsal.',
+  model: 'rehearsal',
+  gatewayKey: 'rehearsal',
+  messages: [MESSAGE, { ...MESSAGE, id: 2, image: { path: 'media/rehearsal.jpg', mime: 'image/jpeg' } }],
+  serviceTools: [{ service: 'rehearsal', tool: 'rehearse', description: 'Rehearsal.', inputSchema: {} }],
+  commandSetup: { env: { CARAPACE_REHEARSAL: '1' }, gitConfig: [{ key: 'user.name', value: 'Rehearsal' }] },
+  drafts: true,
 };
 
 /** Rehearses a run's start once; resolves when done or given way to a real run. Never rejects. */
 export async function rehearseRunStart(deps: RehearsalDeps): Promise<'done' | 'superseded' | string> {
   try {
     if (deps.superseded()) return 'superseded';
+    const frame = agentMethods['run.start'];
+    if (!frame.params.safeParse(FRAME).success || !frame.result.safeParse({ accepted: true }).success)
+      return 'the made-up run.start does not fit the protocol';
     const turn = deps.render(PARAMS, PARAMS.messages);
     const systemPrompt = await deps.systemPrompt(PARAMS, deps.workspace);
     if (deps.superseded()) return 'superseded';
-    const tools = createToolset(
-      createAgentTools({
-        workspace: deps.workspace,
-        host: refusingHost,
-        classifier: refusingClassifier,
-        isAdmin: true,
-        commandEnv: {},
-        commands: refusingCommands,
-        bashCheckTimeoutMs: 1000,
-        ripgrep: () => Promise.resolve(null),
-      }),
-    );
+    const toolList = (isAdmin: boolean) =>
+      createToolset(
+        createAgentTools({
+          workspace: deps.workspace,
+          host: refusingHost,
+          classifier: refusingClassifier,
+          isAdmin,
+          commandEnv: {},
+          commands: refusingCommands,
+          bashCheckTimeoutMs: 1000,
+          ripgrep: () => Promise.resolve(null),
+        }),
+        deps.toSpec ? { toSpec: deps.toSpec } : {},
+      );
+    toolList(false);
+    const tools = toolList(true);
     if (deps.superseded()) return 'superseded';
     await answeredOnLoopback(async (baseURL) => {
       const model = deps.createModel(baseURL, 'rehearsal');

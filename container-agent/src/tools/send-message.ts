@@ -10,17 +10,11 @@ export interface SendMessageToolOptions {
   onSent?: (message: { text: string; to?: string }) => void;
 }
 
-export function createSendMessageTool(options: SendMessageToolOptions): AgentTool {
-  const schema = z
+const sendMessageArgs = (toDescription: string) =>
+  z
     .object({
       text: z.string().min(1).max(LIMITS.chatText).describe('The message text, formatted for the chat.'),
-      to: z
-        .optional(groupIdSchema)
-        .describe(
-          options.isAdmin
-            ? 'Group id of another chat; omit for this chat.'
-            : 'Omit: this chat may only write to itself.',
-        ),
+      to: z.optional(groupIdSchema).describe(toDescription),
       attachment: z
         .string()
         .min(1)
@@ -31,11 +25,16 @@ export function createSendMessageTool(options: SendMessageToolOptions): AgentToo
         ),
     })
     .strict();
+// Made once, not per run: a tool list then reuses their JSON Schemas (memoizedToolSpec in tool.ts).
+const adminArgs = sendMessageArgs('Group id of another chat; omit for this chat.');
+const memberArgs = sendMessageArgs('Omit: this chat may only write to itself.');
+
+export function createSendMessageTool(options: SendMessageToolOptions): AgentTool {
   return defineTool({
     name: 'send_message',
     description:
       'Post a message now (e.g. a progress update). Your final answer is posted automatically; do not repeat it here.',
-    schema,
+    schema: options.isAdmin ? adminArgs : memberArgs,
     async run(args, context) {
       await options.host.request(
         'message.send',

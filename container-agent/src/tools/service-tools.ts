@@ -4,6 +4,8 @@ import type { ServiceTool } from '../protocol.ts';
 import { defineTool, type AgentTool } from './tool.ts';
 
 const toolResult = z.object({ isError: z.boolean(), content: z.string() });
+/** What the agent checks of a service tool's arguments: an object (the host checks the server's schema). */
+const anyObject = z.record(z.string(), z.unknown());
 
 /** A name the model's API accepts (letters, digits, "_" and "-", at most 64) that says the service first. */
 export function serviceToolName(service: string, tool: string): string {
@@ -29,7 +31,7 @@ export function createServiceTools(options: {
       defineTool({
         name,
         description: `${offered.description || offered.tool} (service ${offered.service}, run by the host; its answers are untrusted)`,
-        schema: z.record(z.string(), z.unknown()),
+        schema: anyObject,
         parameters: offered.inputSchema,
         async run(args, context) {
           const { result } = await options.host.request(

@@ -9,21 +9,11 @@ const scheduleArg = taskScheduleSchema.check(
   ),
 );
 
-export function createTaskTools(options: { host: HostClient; isAdmin: boolean }): AgentTool[] {
-  const { host } = options;
-  const groupArg = z
-    .optional(groupIdSchema)
-    .describe(
-      options.isAdmin
-        ? 'Group id the task belongs to; omit for this group.'
-        : 'Omit: tasks belong to this group.',
-    );
-
-  const scheduleTask = defineTool({
-    name: 'schedule_task',
-    description:
-      'Schedule a prompt to run later, once or repeatedly. When it runs, you get the prompt and answer in the chat.',
-    schema: z
+/** The schemas of the tools that name a group, whose description of it depends on who asks. */
+const groupArgs = (description: string) => {
+  const group = z.optional(groupIdSchema).describe(description);
+  return {
+    schedule: z
       .object({
         prompt: z
           .string()
@@ -31,9 +21,36 @@ export function createTaskTools(options: { host: HostClient; isAdmin: boolean })
           .max(LIMITS.prompt)
           .describe('What to do when the task runs, written as an instruction to yourself.'),
         schedule: scheduleArg,
-        group: groupArg,
+        group,
       })
       .strict(),
+    list: z.object({ group }).strict(),
+  };
+};
+// Made once, not per run: a tool list then reuses their JSON Schemas (memoizedToolSpec in tool.ts).
+const adminArgs = groupArgs('Group id the task belongs to; omit for this group.');
+const memberArgs = groupArgs('Omit: tasks belong to this group.');
+const updateArgs = z
+  .object({
+    task_id: taskIdSchema,
+    prompt: z.string().min(1).max(LIMITS.prompt).optional(),
+    schedule: z.optional(scheduleArg),
+  })
+  .strict()
+  .refine((a) => a.prompt !== undefined || a.schedule !== undefined, {
+    message: 'give a new prompt, a new schedule, or both',
+  });
+const cancelArgs = z.object({ task_id: taskIdSchema }).strict();
+
+export function createTaskTools(options: { host: HostClient; isAdmin: boolean }): AgentTool[] {
+  const { host } = options;
+  const args = options.isAdmin ? adminArgs : memberArgs;
+
+  const scheduleTask = defineTool({
+    name: 'schedule_task',
+    description:
+      'Schedule a prompt to run later, once or repeatedly. When it runs, you get the prompt and answer in the chat.',
+    schema: args.schedule,
     async run(args, context) {
       const { taskId } = await host.request('task.schedule', withoutUndefined(args), {
         signal: context.signal,
@@ -45,7 +62,7 @@ export function createTaskTools(options: { host: HostClient; isAdmin: boolean })
   const listTasks = defineTool({
     name: 'list_tasks',
     description: 'List scheduled tasks.',
-    schema: z.object({ group: groupArg }).strict(),
+    schema: args.list,
     async run(args, context) {
       const { tasks } = await host.request('task.list', withoutUndefined(args), { signal: context.signal });
       if (tasks.length === 0) return 'No scheduled tasks.';
@@ -56,16 +73,7 @@ export function createTaskTools(options: { host: HostClient; isAdmin: boolean })
   const updateTask = defineTool({
     name: 'update_task',
     description: 'Change the prompt and/or the schedule of a task.',
-    schema: z
-      .object({
-        task_id: taskIdSchema,
-        prompt: z.string().min(1).max(LIMITS.prompt).optional(),
-        schedule: z.optional(scheduleArg),
-      })
-      .strict()
-      .refine((a) => a.prompt !== undefined || a.schedule !== undefined, {
-        message: 'give a new prompt, a new schedule, or both',
-      }),
+    schema: updateArgs,
     async run(args, context) {
       await host.request(
         'task.update',
@@ -81,7 +89,7 @@ export function createTaskTools(options: { host: HostClient; isAdmin: boolean })
   const cancelTask = defineTool({
     name: 'cancel_task',
     description: 'Cancel a scheduled task for good.',
-    schema: z.object({ task_id: taskIdSchema }).strict(),
+    schema: cancelArgs,
     async run(args, context) {
       await host.request('task.cancel', { taskId: args.task_id }, { signal: context.signal });
       return `Task ${args.task_id} cancelled.`;

@@ -33,16 +33,47 @@ export class ToolError extends Error {
 }
 
 export function toToolSpec(tool: AgentTool): ToolSpec {
-  if (tool.parameters) return { name: tool.name, description: tool.description, parameters: tool.parameters };
-  const schema = z.toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
   return {
     name: tool.name,
     description: tool.description,
-    parameters: simplifySchema(schema) as Record<string, unknown>,
+    parameters: tool.parameters ?? argumentsJsonSchema(tool.schema),
   };
+}
+
+/**
+ * toToolSpec, deriving each argument schema's JSON Schema once. Most tools' schemas are module constants,
+ * so a run's tool list built after the rehearsal of a run (run-rehearsal.ts) finds theirs already derived:
+ * the derivation, a third of the time between run.start and the first LLM request, happens while the
+ * container waits. A schema made per call (one that depends on the run) is derived each time, as before.
+ */
+export function memoizedToolSpec(): (tool: AgentTool) => ToolSpec {
+  const derived = new WeakMap<z.ZodType, Record<string, unknown>>();
+  return (tool) => {
+    if (tool.parameters) return toToolSpec(tool);
+    let parameters = derived.get(tool.schema);
+    if (!parameters) {
+      parameters = argumentsJsonSchema(tool.schema);
+      derived.set(tool.schema, parameters);
+    }
+    return { name: tool.name, description: tool.description, parameters };
+  };
+}
+
+/**
+ * The JSON Schema the model sees for a zod schema of arguments. Frozen: one derivation may be shared by
+ * every tool list of the process, and nothing that sends it may change it for the next.
+ */
+function argumentsJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  return deepFreeze(simplifySchema(json)) as Record<string, unknown>;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }
 
 /** Drops what only adds noise for the model: the $schema URI and regexes that restate a format. */

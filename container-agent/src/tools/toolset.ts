@@ -19,14 +19,18 @@ export interface Toolset {
   execute(call: ToolCall, context: ToolContext): Promise<string>;
 }
 
-export function createToolset(
-  tools: readonly AgentTool[],
-  options: { maxOutputChars?: number; logger?: Pick<AgentLogger, 'warn'> } = {},
-): Toolset {
+export interface ToolsetOptions {
+  maxOutputChars?: number;
+  logger?: Pick<AgentLogger, 'warn'>;
+  /** What the model is told of a tool; memoizedToolSpec() shares derived JSON Schemas between tool lists. */
+  toSpec?: (tool: AgentTool) => ToolSpec;
+}
+
+export function createToolset(tools: readonly AgentTool[], options: ToolsetOptions = {}): Toolset {
   const maxOutputChars = options.maxOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   if (byName.size !== tools.length) throw new Error('two tools share a name');
-  const specs = tools.map(toToolSpec);
+  const specs = tools.map(options.toSpec ?? toToolSpec);
 
   return {
     specs,

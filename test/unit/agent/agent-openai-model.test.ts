@@ -18,6 +18,32 @@ const tool = {
 };
 
 describe('openai chat model', () => {
+  it('built before its key is known, sends nothing until it has one, then authenticates with it', async () => {
+    const given: { key?: string } = {};
+    const model = createOpenAiChatModel({
+      baseURL: fake.openaiBaseUrl,
+      apiKey: () =>
+        given.key === undefined ? Promise.reject(new Error('no key yet')) : Promise.resolve(given.key),
+      maxRetries: 0,
+    });
+    const request = {
+      model: 'm1',
+      messages: [{ role: 'user' as const, content: 'U', chatIds: [1] }],
+      tools: [],
+      toolChoice: 'auto' as const,
+      maxOutputTokens: 64,
+      signal,
+    };
+    const before = fake.requests.length;
+    await expect(model.complete(request)).rejects.toThrow(/no key yet/);
+    expect(fake.requests.length).toBe(before);
+    given.key = 'gw-unit';
+    fake.script(reply.text('Hello.'));
+    // The fake refuses any other key (401): an answer means the key given later was sent.
+    expect((await model.complete(request)).content).toBe('Hello.');
+    expect(fake.requests.length).toBe(before + 1);
+  });
+
   it('maps the conversation, tools and answers to and from chat completions', async () => {
     fake.script(reply.toolCalls([{ id: 'call_1', name: 'echo', arguments: { text: 'hi' } }]));
     const model = createOpenAiChatModel({ baseURL: fake.openaiBaseUrl, apiKey: 'gw-unit', maxRetries: 0 });
@@ -105,7 +131,10 @@ describe('openai chat model, streamed for drafts', () => {
     const before = fake.requests.length;
     const drafts: string[] = [];
     const response = await model.complete(request((t) => drafts.push(t)));
-    expect(fake.requests[before]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(fake.requests[before]?.body).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(drafts).toEqual(['one ', 'one two ', 'one two three ', 'one two three four']);
     expect(response.content).toBe('one two three four');
     expect(response.toolCalls).toEqual([]);

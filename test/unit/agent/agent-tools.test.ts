@@ -29,6 +29,8 @@ import {
 import { inProcessCommands } from '../../helpers/in-process-commands.ts';
 import { matchesGlob } from '../../../container-agent/src/tools/glob.ts';
 import { createToolset, type Toolset } from '../../../container-agent/src/tools/toolset.ts';
+import { memoizedToolSpec, type AgentTool } from '../../../container-agent/src/tools/tool.ts';
+import type { ToolSpec } from '../../../container-agent/src/llm/chat-model.ts';
 import { createWorkspace } from '../../../container-agent/src/workspace/confine.ts';
 import { idleAgentPeer } from '../../helpers/idle-agent-peer.ts';
 
@@ -82,14 +84,17 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-function tools(options: {
-  host?: ReturnType<typeof fakeHost>['host'];
-  serviceTools?: ServiceTool[];
-  classifier?: BashClassifier;
-  isAdmin?: boolean;
-  checkTimeoutMs?: number;
-  maxOutputChars?: number;
-}): Toolset {
+function tools(
+  options: {
+    host?: ReturnType<typeof fakeHost>['host'];
+    serviceTools?: ServiceTool[];
+    classifier?: BashClassifier;
+    isAdmin?: boolean;
+    checkTimeoutMs?: number;
+    maxOutputChars?: number;
+  },
+  toSpec?: (tool: AgentTool) => ToolSpec,
+): Toolset {
   const host = options.host ?? fakeHost().host;
   return createToolset(
     createAgentTools({
@@ -106,7 +111,10 @@ function tools(options: {
       ...(options.serviceTools ? { serviceTools: options.serviceTools } : {}),
       commands: inProcessCommands,
     }),
-    options.maxOutputChars ? { maxOutputChars: options.maxOutputChars } : {},
+    {
+      ...(options.maxOutputChars ? { maxOutputChars: options.maxOutputChars } : {}),
+      ...(toSpec ? { toSpec } : {}),
+    },
   );
 }
 
@@ -154,6 +162,24 @@ describe('tool argument validation', () => {
       expect(JSON.stringify(spec.parameters)).not.toContain('$schema');
       expect(spec.description.length).toBeGreaterThan(10);
     }
+  });
+
+  it('tells the model the same with JSON Schemas derived once as derived per list, each group its own descriptions', () => {
+    const toSpec = memoizedToolSpec();
+    for (const isAdmin of [true, false]) {
+      const once = tools({ isAdmin }).specs;
+      const memoized = [tools({ isAdmin }, toSpec), tools({ isAdmin }, toSpec)].map((t) => t.specs);
+      expect(memoized[0]).toEqual(once);
+      // The second list took the first's derivations, not new ones.
+      memoized[1]?.forEach((spec, i) => expect(spec.parameters).toBe(memoized[0]?.[i]?.parameters));
+    }
+    const to = (isAdmin: boolean) =>
+      JSON.stringify(tools({ isAdmin }, toSpec).specs.find((s) => s.name === 'send_message')?.parameters);
+    expect(to(true)).toContain('Group id of another chat');
+    expect(to(false)).toContain('this chat may only write to itself');
+    // Shared between lists, so nothing may change one for the next.
+    const shared = tools({}, toSpec).specs[0]?.parameters as { properties: Record<string, unknown> };
+    expect(() => (shared.properties.injected = {})).toThrow(TypeError);
   });
 
   it('offers admin tools to the admin group only', () => {

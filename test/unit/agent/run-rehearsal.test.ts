@@ -12,6 +12,9 @@ import type { ChatModel } from '../../../container-agent/src/llm/chat-model.ts';
 import { rehearseRunStart } from '../../../container-agent/src/run/run-rehearsal.ts';
 import { renderTurn, systemPromptFor } from '../../../container-agent/src/run/run-preparation.ts';
 import { createWorkspace } from '../../../container-agent/src/workspace/confine.ts';
+import { createAgentTools } from '../../../container-agent/src/tools/agent-tools.ts';
+import { memoizedToolSpec, type AgentTool } from '../../../container-agent/src/tools/tool.ts';
+import { noCommands } from '../../../container-agent/src/executor/command-runner.ts';
 
 let root: string;
 beforeEach(() => {
@@ -67,6 +70,32 @@ describe('rehearsing a run start', () => {
     );
     expect(body.messages[0]?.content).toContain('The owner likes tea.');
     expect(snapshot(root)).toEqual(before);
+  });
+
+  it("derives every JSON Schema of the admin's and a member's tool list, for the run to reuse", async () => {
+    const memo = memoizedToolSpec();
+    const rehearsed = new Set<unknown>();
+    const toSpec = (tool: AgentTool) => {
+      const spec = memo(tool);
+      rehearsed.add(spec.parameters);
+      return spec;
+    };
+    const requests: { baseURL: string; body: unknown }[] = [];
+    expect(await rehearseRunStart({ ...rehearsalDeps(() => false, requests), toSpec })).toBe('done');
+    const workspace = createWorkspace({ root, cwd: path.join(root, 'group') });
+    for (const isAdmin of [true, false]) {
+      const run = createAgentTools({
+        workspace,
+        host: { request: () => Promise.reject(new Error('unused')), notify: () => undefined },
+        classifier: { classify: () => ({ class: 'escalate', reason: 'unused', network: false }) },
+        isAdmin,
+        commandEnv: {},
+        commands: noCommands('unused'),
+        bashCheckTimeoutMs: 1000,
+        ripgrep: () => Promise.resolve(null),
+      });
+      for (const tool of run) expect(rehearsed.has(memo(tool).parameters), tool.name).toBe(true);
+    }
   });
 
   it('gives way to a run that started before it or while it runs', async () => {

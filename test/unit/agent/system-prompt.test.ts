@@ -3,6 +3,7 @@ import {
   buildSystemPrompt,
   type SystemPromptInput,
 } from '../../../container-agent/src/prompt/system-prompt.ts';
+import { zonedTime } from '../../../container-agent/src/prompt/zoned-time.ts';
 
 const input: SystemPromptInput = {
   assistantName: 'Andy',
@@ -25,5 +26,23 @@ describe("the agent's system prompt", () => {
   it('has no persona section when the group has none', () => {
     expect(buildSystemPrompt(input)).not.toContain('## Persona');
     expect(buildSystemPrompt({ ...input, persona: '  ' })).not.toContain('## Persona');
+  });
+});
+
+describe('zoned time', () => {
+  it("shows the group's local time and offset, and UTC for a zone that does not exist", () => {
+    const at = new Date('2026-01-15T10:00:05Z');
+    expect(zonedTime(at, 'Europe/Berlin')).toEqual({
+      local: '2026-01-15 11:00:05',
+      weekday: 'Thursday',
+      offset: '+01:00',
+      zone: 'Europe/Berlin',
+    });
+    expect(zonedTime(at, 'Mars/Olympus_Mons')).toEqual({
+      local: '2026-01-15 10:00:05',
+      weekday: 'Thursday',
+      offset: '+00:00',
+      zone: 'UTC',
+    });
   });
 });
