@@ -202,7 +202,7 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
     h.fake.setResponder(turnResponder(() => reply.hang()));
     const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), 'start', '--no-console'], {
       cwd: ROOT,
-      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...h.env },
+      env: { ...process.env, ...h.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let childLog = '';
