@@ -7,19 +7,20 @@
  * in the environment skips the build and runs every spawned `carapace` from the sources instead.
  *
  * When a Docker engine answers, the agent image is built (or found up to date) here, with progress on the
- * console, so no test waits for it inside a hook timeout. The first offline build of the base takes a
+ * console, so no test waits for it inside a hook timeout; its tag is handed to the suites. The first offline build of the base takes a
  * minute or two; later runs find it cached.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
+import type { TestProject } from 'vitest/node';
 import { ensureAgentImage } from '../host/containers/image/image-ensure.ts';
 import { buildCli } from '../scripts/build.ts';
 import { dockerAvailable } from './helpers/docker-available.ts';
 
 const seconds = (since: number) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
-export default async function setup(): Promise<void> {
+export default async function setup(project: TestProject): Promise<void> {
   if (process.env.CARAPACE_FROM_SOURCE !== '1') {
     const started = Date.now();
     await buildCli();
@@ -40,4 +41,6 @@ export default async function setup(): Promise<void> {
   process.stdout.write(
     `[agent image] ${image.tag} ${image.built ? `built (${image.mode})` : 'up to date'} in ${seconds(started)}\n`,
   );
+  // The suites take the tag from here (test/helpers/agent-image.ts) instead of ensuring it again.
+  project.provide('agentImage', image.tag);
 }
