@@ -87,9 +87,18 @@ export const groupIdSchema = z
     ),
   );
 
+/**
+ * A channel as the host names it: the channel (`telegram`) or one of its named accounts (`telegram.work`,
+ * the account as `[channels.telegram.work]` names it). A group of a named account runs under that label.
+ */
 export const channelSchema = z
   .string()
-  .check(z.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'a channel name is a short lowercase word such as "telegram"'));
+  .check(
+    z.regex(
+      /^[a-z][a-z0-9_-]{0,31}(\.[a-z0-9][a-z0-9-]{0,31})?$/,
+      'a channel is a short lowercase word such as "telegram", or one of its accounts such as "telegram.work"',
+    ),
+  );
 
 export const isoTimestampSchema = z.iso.datetime({ offset: true });
 export const taskIdSchema = z.string().check(z.minLength(1), z.maxLength(64));

@@ -20,7 +20,9 @@ export function startAgentGateway(
     config: () => ({ ...deps.live().gateway, ...capsWithAccounts(deps.live(), store.groups.list()) }),
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
-    usageStore: createSqliteUsageStore(store.db),
+    // The host's one usage store, whose queue the run queue's cap check counts too; a runtime made
+    // without a host (tests) writes each settlement at once.
+    usageStore: deps.usage ?? createSqliteUsageStore(store.db),
     // Read at each request: a reloaded grant or allowlist applies to the next one.
     ...(deps.credentials
       ? {

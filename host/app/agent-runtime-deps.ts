@@ -11,6 +11,7 @@ import type { ServiceTool } from '../../container-agent/src/protocol.ts';
 import type { GroupRecord } from '../store/groups-store.ts';
 import type { FinalFailures } from '../router/final-failures.ts';
 import type { Store } from '../store/store.ts';
+import type { UsageStore } from '../gateway/spend/usage-store.ts';
 import type { Review } from '../gateway/index.ts';
 import type { RunnerRuntime } from './host.ts';
 
@@ -33,6 +34,8 @@ export interface AgentRuntimeDeps {
   /** The project the admin group sees read-only (default: `projectRoot`). */
   adminProject?: string;
   store: Store;
+  /** The host's usage store (usage-settlements.ts); absent, the gateway writes each settlement at once. */
+  usage?: UsageStore;
   /** The real provider key (empty for keyless local servers); lives only in host memory. */
   providerApiKey: string | undefined;
   /** Secret lookup by variable name (a local transcription server's key). */

@@ -40,6 +40,9 @@ import { wireScheduler } from '../scheduler/wire-scheduler.ts';
 import type { McpServerStatus } from '../services/mcp/mcp-connection.ts';
 import type { CredentialStatus } from '../gateway/credential/credential-status.ts';
 import { createSpendReporter } from '../gateway/spend/spend-report.ts';
+import type { UsageStore } from '../gateway/spend/usage-store.ts';
+import type { WriteBehindUsageStore } from '../gateway/spend/usage-write-behind.ts';
+import { openUsageSettlements } from './usage-settlements.ts';
 import { createHostEvents, type HostEvents } from '../store/host-events.ts';
 import { openHostStore } from '../store/open-host-store.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
@@ -88,6 +91,8 @@ export interface RunnerRuntime {
 /** What a runner factory may use; it runs after the host holds its data folder, before any run starts. */
 export interface RunnerFactoryDeps {
   store: Store;
+  /** The host's usage store (usage-settlements.ts), for the runtime's gateway. */
+  usage: UsageStore;
   logger: Logger;
   /** Human approval in the admin chat, for decisions the policy leaves to the owner. */
   approvals: ApprovalService;
@@ -156,6 +161,8 @@ interface HostCore extends HostDeps {
   source: ConfigSource;
   live(): HostConfig;
   store: Store;
+  /** The gateway's spend records, written behind its requests; every reader of spend counts its queue. */
+  usage: WriteBehindUsageStore;
   events: HostEvents;
   channels: RunningChannels;
   registry: ChannelRegistry;
@@ -184,6 +191,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
   try {
     ensureDataDirs(paths);
     const store = openHostStore({ ...paths, redact, clock, opened: closers.push, onStep, logger });
+    const usage = openUsageSettlements({ store, clock, logger, opened: closers.push });
     ensureAdminGroup(store);
     const startedAccounts = { current: config.channels as Record<string, unknown> };
     const core: HostCore = {
@@ -192,6 +200,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
       source,
       live: source.current,
       store,
+      usage,
       events: createHostEvents(),
       channels: createRunningChannels(),
       startedAccounts,
@@ -222,7 +231,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     const runtime = await startRuntime(core, owner);
     const queue = startRuns(core, owner, runtime);
     const spend = createSpendView({
-      reporter: createSpendReporter(store.db),
+      reporter: createSpendReporter(store.db, () => usage.flush()),
       groupIds: () => store.groups.list().map((g) => g.id),
       gateway: () => capsWithAccounts(core.live(), store.groups.list()),
       timezone: () => core.live().assistant.timezone,
@@ -318,6 +327,7 @@ async function startRuntime(core: HostCore, owner: OwnerParts): Promise<RunnerRu
   const { dispatcher } = owner.delivery;
   const runtime = await core.createRunner({
     store: core.store,
+    usage: core.usage,
     logger,
     approvals: owner.approvals,
     scheduler: owner.scheduler,
@@ -341,6 +351,7 @@ function startRuns(core: HostCore, owner: OwnerParts, runtime: RunnerRuntime): G
   const { config, closers } = core;
   const { executor, queue } = wireRuns({
     store: core.store,
+    usage: core.usage,
     runner: runtime.runner,
     live: core.live,
     caps: () => capsWithAccounts(core.live(), core.store.groups.list()),

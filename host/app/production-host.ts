@@ -1,9 +1,9 @@
 import type { DestinationStream } from 'pino';
 import type { Logger } from '../logging/logger.ts';
-import type { Channel } from '../channels/channel.ts';
+import type { Channel, ChannelDefinition } from '../channels/channel.ts';
 import type { CarapacePaths } from '../config/paths.ts';
 import type { HostConfig } from '../config/schema.ts';
-import { loadSecrets } from '../config/secrets.ts';
+import { loadSecrets, secretVariablesIn } from '../config/secrets.ts';
 import { createLogger } from '../logging/create-logger.ts';
 import type { ConfigFileReload } from '../config/wire-config-reload.ts';
 import { startHost, type HostDeps, type RunningHost } from './host.ts';
@@ -25,6 +25,11 @@ export interface ProductionHostOptions {
   onProgress(line: string): void;
   /** Channels built by the caller (tests wrap a real adapter at its platform seam). */
   extraChannels?: Channel[];
+  /**
+   * The channels the config's accounts are made by (default: every channel Carapace knows); tests give a
+   * definition whose adapter reaches its platform through a seam, so accounts stay config-driven end to end.
+   */
+  channelDefinitions?: readonly ChannelDefinition[];
   /** `carapace doctor`'s checks, for the web console's Health page (given by `carapace start`). */
   doctor?: HostDeps['doctor'];
   /** The project the admin group sees read-only (default: this checkout, as `carapace start` uses). */
@@ -42,13 +47,9 @@ export async function startProductionHost(
   const { paths, config } = opts;
   const secrets = loadSecrets({ envFile: paths.envFile, env: opts.env });
   secrets.get(config.provider.api_key_env);
-  // Channel sections name their secrets in `*_env` keys (bot_token_env): read them now, so the scanner and
-  // the log redactor hold those values before any channel can log or send them.
-  for (const section of Object.values(config.channels)) {
-    for (const [key, value] of Object.entries((section ?? {}) as Record<string, unknown>)) {
-      if (key.endsWith('_env') && typeof value === 'string') secrets.get(value);
-    }
-  }
+  // Channel sections name their secrets in `*_env` keys (bot_token_env, webhook.secret_token_env): read
+  // them now, so the scanner and the log redactor hold those values before any channel can log or send them.
+  for (const name of secretVariablesIn(config.channels)) secrets.get(name);
   // Credentials' values too: one that ever shows up in a message, a log line or a request is caught.
   for (const credential of Object.values(config.credentials)) secrets.get(credential.value_env);
   const scanner = createSecretScanner({ heldSecrets: secrets.held() });
@@ -65,6 +66,7 @@ export async function startProductionHost(
     redact: scanner.redact,
     secret: (name) => secrets.get(name),
     ...(opts.extraChannels ? { extraChannels: opts.extraChannels } : {}),
+    ...(opts.channelDefinitions ? { channelDefinitions: opts.channelDefinitions } : {}),
     ...(opts.reload ? { reload: opts.reload } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
     createRunner: productionRunnerFactory({

@@ -31,6 +31,7 @@ export function productionRunnerFactory(opts: ProductionRunnerOptions): HostDeps
         projectRoot: opts.projectRoot,
         ...(opts.adminProject ? { adminProject: opts.adminProject } : {}),
         store: deps.store,
+        usage: deps.usage,
         scheduler: deps.scheduler,
         enqueueNotice: deps.enqueueNotice,
         notifyOwner: deps.notifyOwner,

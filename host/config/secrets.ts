@@ -38,6 +38,18 @@ export function loadSecrets({ envFile, env }: { envFile: string; env: NodeJS.Pro
   };
 }
 
+/**
+ * The variables a config section names in its `*_env` keys, at any depth: an account's table
+ * (`[channels.telegram.work]`) and a table inside one (`webhook.secret_token_env`) hold them too. The host
+ * reads them before its scanner is made, so that every one is held from the start.
+ */
+export function secretVariablesIn(section: unknown): string[] {
+  if (typeof section !== 'object' || section === null) return [];
+  return Object.entries(section).flatMap(([key, value]) =>
+    key.endsWith('_env') && typeof value === 'string' ? [value] : secretVariablesIn(value),
+  );
+}
+
 /** Exact-value redaction, the baseline every log line gets even before the full secret scanner loads. */
 export function exactRedactor(values: () => string[]): (s: string) => string {
   return (s: string) => {

@@ -271,6 +271,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
           llm.revoke();
           credential.revoke();
           reviews?.forget(owner.runId);
+          // The run's spend durable as it ends, not an interval later: readers of the table (`carapace
+          // usage` in another process) see a finished run whole.
+          deps.usageStore.flush?.();
         },
       };
     },

@@ -1,7 +1,6 @@
 import type { Logger } from '../logging/logger.ts';
 import { createCapStatus } from '../gateway/spend/cap-status.ts';
 import type { CapConfig } from '../gateway/spend/spend-cap.ts';
-import { createSqliteUsageStore } from '../gateway/spend/usage-store-sqlite.ts';
 import type { HostEvents } from '../store/host-events.ts';
 import type { NewOutboxItem } from '../store/outbox-store.ts';
 import type { Store } from '../store/store.ts';
@@ -13,6 +12,8 @@ import type { RunDraftsFactory } from './run-drafts.ts';
 
 export interface RunsWiringDeps {
   store: Store;
+  /** The gateway's own usage store: settlements it has queued but not yet written count here too. */
+  usage: { spentTodayMicros(groupId: string, day: string): number };
   runner: AgentRunner;
   /** Read as each run would start: the zone running now. */
   live(): { assistant: { timezone: string } };
@@ -31,8 +32,7 @@ export interface RunsWiringDeps {
 
 /** The runs: one executor against the database (refusing a group at its spend cap) and the per-group queue. */
 export function wireRuns(deps: RunsWiringDeps) {
-  const { store, clock } = deps;
-  const usage = createSqliteUsageStore(store.db);
+  const { store, clock, usage } = deps;
   const executor = createRunExecutor({
     store,
     runner: deps.runner,

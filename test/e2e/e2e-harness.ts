@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { stringify } from 'smol-toml';
-import type { Channel } from '../../host/channels/channel.ts';
+import type { Channel, ChannelDefinition } from '../../host/channels/channel.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../host/cli/cli-context.ts';
 import { startProductionHost } from '../../host/app/production-host.ts';
 import {
@@ -46,6 +46,11 @@ export interface E2eHostOptions {
   secrets?: Record<string, string>;
   /** Channels besides the console, built at each (re)start once the folders are known (a real adapter wrapped at its seam). */
   channels?: (paths: CarapacePaths) => Promise<Channel[]>;
+  /**
+   * The definitions the config's `[channels]` accounts are made by, built at each (re)start once the
+   * folders are known (a WhatsApp definition whose sockets go through a seam; its logins seeded there).
+   */
+  channelDefinitions?: (paths: CarapacePaths) => Promise<readonly ChannelDefinition[]>;
   /**
    * The admin group's read-only project (default: this checkout). A test that plants files there uses a
    * folder of its own, so admin runs of other test files running beside it never see them.
@@ -180,11 +185,15 @@ export async function startE2eHost(options: E2eHostOptions = {}): Promise<E2eHos
   const boot = async () => {
     const start = loadStartConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
     const extraChannels = options.channels ? await options.channels(paths) : undefined;
+    const channelDefinitions = options.channelDefinitions
+      ? await options.channelDefinitions(paths)
+      : undefined;
     return startProductionHost({
       paths,
       config: start.applied.config,
       reload: { start, exampleFile: EXAMPLE_CONFIG_FILE },
       ...(extraChannels ? { extraChannels } : {}),
+      ...(channelDefinitions ? { channelDefinitions } : {}),
       ...(options.adminProject ? { adminProject: options.adminProject } : {}),
       // The host's own environment does not hold the key: it comes from .env like a real installation.
       env: {},

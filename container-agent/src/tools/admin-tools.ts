@@ -17,7 +17,9 @@ export function createAdminTools(options: { host: HostClient }): AgentTool[] {
     schema: z
       .object({
         id: groupIdSchema.check(z.describe('New group id: lowercase letters, digits, "-" or "_".')),
-        channel: channelSchema.check(z.describe('e.g. "telegram", "whatsapp" or "local".')),
+        channel: channelSchema.check(
+          z.describe('e.g. "telegram", "whatsapp", "local", or a named account such as "telegram.work".'),
+        ),
         chat_id: z.string().min(1).max(LIMITS.name).describe("The channel's chat id."),
         name: z.string().min(1).max(LIMITS.name).describe('Display name.'),
       })

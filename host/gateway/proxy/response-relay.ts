@@ -25,7 +25,8 @@ const MAX_BUFFERED_BODY = 8 * 1024 * 1024;
  * Relays a successful upstream response as it arrives: headers are flushed at once, every chunk is written
  * when it comes (SSE stays unbuffered), backpressure from the client pauses the upstream read. Usage is
  * read off the bytes on the way through. On 'complete' the response is left open for the caller to end
- * once usage is recorded, so a client never sees a finished reply whose cost is not yet counted.
+ * once usage is settled (counted against the cap), so a client never sees a finished reply whose cost is not
+ * yet counted.
  */
 export async function relayStream(
   res: ServerResponse,

@@ -184,7 +184,11 @@ function add(into: SpendFigures, row: DayRow): void {
  * each report reads the longest period's per-day totals (one row per day, group and model, through the day
  * indexes) and sums them into the shorter periods, so every period agrees with the others to the micro-dollar.
  */
-export function createSpendReporter(db: Database.Database): SpendReporter {
+export function createSpendReporter(
+  db: Database.Database,
+  /** The host's: writes the spend settlements still queued (usage-write-behind.ts), so the report has them. */
+  beforeRead: () => void = () => undefined,
+): SpendReporter {
   // Each usage row is in exactly one table (retention moves a row and deletes it in one transaction), so the
   // union counts each request once.
   const byDay = db.prepare<{ from: string; to: string; group: string | null }, DayRow>(`
@@ -216,6 +220,7 @@ export function createSpendReporter(db: Database.Database): SpendReporter {
   `);
 
   return (query, config) => {
+    beforeRead();
     const { today, days = 30, topRuns = 5 } = query;
     if (!DAY.test(today) || addDays(today, 0) !== today)
       throw new RangeError(`today must be a calendar day as YYYY-MM-DD, not "${today}"`);

@@ -15,8 +15,15 @@ export interface UsageTotals {
   costMicros: number;
 }
 
+/** One row's worth of settlements: `requests` of them, summed. */
+export interface UsageRow extends UsageRecord {
+  requests: number;
+}
+
 export interface SqliteUsageStore extends UsageStore {
   recordUsage(record: UsageRecord): void;
+  /** Adds every row to the table in one transaction (one WAL commit), or none of them. */
+  recordRows(rows: readonly UsageRow[]): void;
   spentTodayMicros(groupId: string, day: string): number;
   /** Per group and model totals for one day, for status output. */
   totalsForDay(day: string): UsageTotals[];
@@ -49,9 +56,9 @@ function toTotals(row: TotalsRow): UsageTotals {
 export function createSqliteUsageStore(db: Database.Database): SqliteUsageStore {
   const insert = db.prepare(`
     INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
-    VALUES (@runId, @groupId, @day, @model, 1, @promptTokens, @completionTokens, @costMicros)
+    VALUES (@runId, @groupId, @day, @model, @requests, @promptTokens, @completionTokens, @costMicros)
     ON CONFLICT (run_id, day, model) DO UPDATE SET
-      requests          = requests + 1,
+      requests          = requests + excluded.requests,
       prompt_tokens     = prompt_tokens + excluded.prompt_tokens,
       completion_tokens = completion_tokens + excluded.completion_tokens,
       cost_micros       = cost_micros + excluded.cost_micros
@@ -70,17 +77,27 @@ export function createSqliteUsageStore(db: Database.Database): SqliteUsageStore 
     FROM gateway_usage WHERE run_id = ? GROUP BY group_id, model ORDER BY model
   `);
 
+  const write = (row: UsageRow) =>
+    insert.run({
+      runId: row.runId,
+      groupId: row.groupId,
+      day: row.day,
+      model: row.model,
+      requests: row.requests,
+      promptTokens: Math.trunc(row.promptTokens),
+      completionTokens: Math.trunc(row.completionTokens),
+      costMicros: Math.trunc(row.costMicros),
+    });
+  const writeAll = db.transaction((rows: readonly UsageRow[]) => {
+    for (const row of rows) write(row);
+  });
+
   return {
     recordUsage(record) {
-      insert.run({
-        runId: record.runId,
-        groupId: record.groupId,
-        day: record.day,
-        model: record.model,
-        promptTokens: Math.trunc(record.promptTokens),
-        completionTokens: Math.trunc(record.completionTokens),
-        costMicros: Math.trunc(record.costMicros),
-      });
+      write({ ...record, requests: 1 });
+    },
+    recordRows(rows) {
+      writeAll(rows);
     },
     spentTodayMicros(groupId, day) {
       return spent.get(groupId, day)?.total ?? 0;

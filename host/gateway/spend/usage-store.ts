@@ -19,4 +19,6 @@ export interface UsageStore {
   recordUsage(record: UsageRecord): void | Promise<void>;
   /** Total cost recorded for the group on that day, in micro-dollars. */
   spentTodayMicros(groupId: string, day: string): number | Promise<number>;
+  /** Writes what the store holds back (usage-write-behind.ts); stores that write at once have none. */
+  flush?(): unknown;
 }

@@ -14,7 +14,7 @@ import {
 import { turnOf } from '../../fakes/e2e-responders.ts';
 import { copReviewOf } from '../../fakes/security-responders.ts';
 import { GOALS, secretPath, stolenFrom } from './goals.ts';
-import { DESCRIPTION_MARKER, injectionMarker } from './markers.ts';
+import { DESCRIPTION_MARKER, EARLIER_CONVERSATION, injectionMarker } from './markers.ts';
 import type { AttackerTier, RouteId, Scenario } from './scenario-types.ts';
 import type { SuiteHost } from './suite-host.ts';
 import { VECTORS } from './vectors.ts';
@@ -213,6 +213,8 @@ export function attackerResponder(
     if (turn.text.includes(`FOLLOWUP-${record.tag}`)) return followUpStep(record, request);
     if (turn.group !== record.scenario.group) return reply.text('');
     if (turn.text.includes('SETUP please schedule')) return setupStep(record, request);
+    // A conversation before the scenario's: it is over before the scenario's run starts.
+    if (turn.text.includes(EARLIER_CONVERSATION)) return reply.text('');
     record.started = true;
     return scenarioStep(suite, record, request);
   };

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PNG_1X1, pdfWithText, voiceNote } from '../../helpers/media-samples.ts';
 import { DECODED_VECTORS } from './decoded-vectors.ts';
+import { EARLIER_CONVERSATION } from './markers.ts';
 import type { PendingVector, Scenario, Vector, VectorId } from './scenario-types.ts';
 import { newestRunId, runSettled, type SuiteHost } from './suite-host.ts';
 
@@ -292,12 +293,15 @@ export const VECTORS: Record<VectorId, Vector> = {
     async deliver(suite, s, injection) {
       // The stranger's PDF is stored as the platform delivered it; its text is kept as an earlier run's
       // read_attachment reported it (`document.text`), so only the recall brings the words to this run.
+      // That earlier run is a real one: a search leaves out what its own run was given, so the file must
+      // belong to a conversation that is over.
       const words = `Invoice ${nameOf(s).slice(4)}: ${injection} Total 99 EUR.`;
       await strangerSends(suite, s, 'the bill', {
         kind: 'document',
         bytes: pdfWithText(words),
         fileName: `${nameOf(s)}.pdf`,
       });
+      await memberAsks(suite, s, EARLIER_CONVERSATION);
       const memory = suite.h.host.store.memory;
       const messageId = memory.messageCarrying(s.group, newestMediaPath(suite, s.group));
       if (messageId === undefined) throw new Error(`${s.id}: the stranger's file is no message of ${s.group}`);

@@ -15,10 +15,15 @@ import { EXAMPLE_CONFIG_FILE } from '../../../host/cli/cli-context.ts';
 import { createConfigFileStore } from '../../../host/config/config-file-store.ts';
 import { loadStartConfig } from '../../../host/config/safe-start.ts';
 import { createLocalClient } from '../../../host/channels/local/local-client.ts';
-import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { resolvePaths } from '../../../host/config/paths.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
+import {
+  botTokens,
+  channelStatuses,
+  channelsToml,
+  telegramAccountTables,
+} from '../../helpers/account-channels.ts';
 import { groupIdRunner } from '../../helpers/answering-runner.ts';
 import { staticRunner } from '../../helpers/static-runner.ts';
 
@@ -39,15 +44,8 @@ afterEach(async () => {
 });
 
 /** `[channels.telegram.<name>]` for each bot, as the owner writes them into config.toml. */
-function configText(bots: Record<string, FakeTelegram>): string {
-  return Object.entries(bots)
-    .map(
-      ([name, fake]) =>
-        `[channels.telegram.${name}]\nbot_token_env = "${name.toUpperCase()}_BOT_TOKEN"\n` +
-        `owner_user_id = ${OWNER}\napi_root = "${fake.apiRoot}"\npoll_timeout_s = 1\n`,
-    )
-    .join('\n');
-}
+const configText = (bots: Record<string, FakeTelegram>) =>
+  channelsToml({ telegram: telegramAccountTables(bots, OWNER) });
 
 it('runs one bot per account, keeps a chat both bots see as two groups, answers each through its own bot, and starts or stops one account at a reload', async () => {
   dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-tg-accounts-')));
@@ -59,7 +57,7 @@ it('runs one bot per account, keeps a chat both bots see as two groups, answers 
   fakes.push(family);
   const work = await startFakeTelegram({ token: '222:work', botId: 222, username: 'work_bot' });
   fakes.push(work);
-  const tokens: Record<string, string> = { FAMILY_BOT_TOKEN: family.token, WORK_BOT_TOKEN: work.token };
+  const tokens = botTokens({ family, work });
   fs.mkdirSync(paths.configDir, { recursive: true });
   fs.writeFileSync(paths.configFile, configText({ family, work }));
   const start = loadStartConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
@@ -74,8 +72,7 @@ it('runs one bot per account, keeps a chat both bots see as two groups, answers 
   });
   const running = host;
   const client = createLocalClient(paths.socketFile);
-  const status = async () =>
-    new Map(hostStatus.parse(await client.getJson('/v1/status')).channels.map((c) => [c.name, c]));
+  const status = channelStatuses(paths.socketFile);
   // The same Telegram chat, registered once per account: two groups, no collision.
   for (const [id, channel] of [
     ['fam', 'telegram.family'],

@@ -18,14 +18,9 @@ import { afterEach, expect, it } from 'vitest';
 import type { ApprovalService } from '../../../host/admin/approval-service.ts';
 import { startHost, type RunningHost } from '../../../host/app/host.ts';
 import { EXAMPLE_CONFIG_FILE } from '../../../host/cli/cli-context.ts';
-import { CHANNEL_DEFINITIONS } from '../../../host/channels/channel-definitions.ts';
-import type { ChannelDefinition } from '../../../host/channels/channel.ts';
-import { hostStatus } from '../../../host/channels/local/local-api.ts';
 import { createLocalClient } from '../../../host/channels/local/local-client.ts';
-import { createWhatsAppChannel } from '../../../host/channels/whatsapp/whatsapp-channel.ts';
-import type { WhatsAppConfig } from '../../../host/channels/whatsapp/whatsapp-config.ts';
 import { createConfigFileStore } from '../../../host/config/config-file-store.ts';
-import { channelDataDir, resolvePaths } from '../../../host/config/paths.ts';
+import { resolvePaths } from '../../../host/config/paths.ts';
 import { loadStartConfig } from '../../../host/config/safe-start.ts';
 import type { AgentRunner, RunOutcome } from '../../../host/router/agent-runner.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
@@ -33,11 +28,17 @@ import {
   FAKE_SELF_JID,
   FAKE_SELF_LID,
   groupSendsAtSeam,
-  seedLinkedAuth,
   startFakeWhatsApp,
   waMessage,
   type FakeWhatsApp,
 } from '../../fakes/whatsapp-fake.ts';
+import {
+  channelStatuses,
+  channelsToml,
+  seamedDefinitions,
+  whatsappAccountTables,
+  type WhatsAppSeam,
+} from '../../helpers/account-channels.ts';
 import { askRiskyCommand, RISKY_PARAMS } from '../../helpers/ask-risky-command.ts';
 
 /** One WhatsApp group both numbers are members of. */
@@ -77,11 +78,8 @@ function accountRunner(approvals: () => ApprovalService, executed: string[]): Ag
 }
 
 /** `[channels.whatsapp.<name>]` for each number, as the owner writes them into config.toml. */
-function configText(urls: Partial<Record<Account, string>>): string {
-  return Object.entries(urls)
-    .map(([name, url]) => `[channels.whatsapp.${name}]\nwebsocket_url = "${url}"\n`)
-    .join('\n');
-}
+const configText = (urls: Partial<Record<Account, string>>) =>
+  channelsToml({ whatsapp: whatsappAccountTables(urls) });
 
 it('runs one WhatsApp number per account, answers each group through its own number, decides an approval across accounts and stops only the account removed at a reload', async () => {
   dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-wa-accounts-')));
@@ -90,31 +88,16 @@ it('runs one WhatsApp number per account, answers each group through its own num
     cwd: dir,
   });
   const server = {} as Record<Account, FakeWhatsApp>;
-  const seam = {} as Record<Account, ReturnType<typeof groupSendsAtSeam>>;
+  const seam = {} as Record<Account, WhatsAppSeam>;
   for (const name of ACCOUNTS) {
     const own = path.join(dir, `crabline-${name}`);
     fs.mkdirSync(own);
     server[name] = await startFakeWhatsApp(own);
     servers.push(server[name]);
     seam[name] = groupSendsAtSeam();
-    await seedLinkedAuth(channelDataDir(paths, `whatsapp.${name}`));
   }
-  // The WhatsApp definition as shipped, its sockets made through each account's seam (picked by its folder).
-  const whatsapp = CHANNEL_DEFINITIONS.find(
-    (d) => d.name === 'whatsapp',
-  ) as ChannelDefinition<WhatsAppConfig>;
-  const seamed: ChannelDefinition<WhatsAppConfig> = {
-    ...whatsapp,
-    create: (deps) =>
-      createWhatsAppChannel({
-        config: deps.config,
-        dataDir: deps.dataDir,
-        logger: deps.logger,
-        state: deps.state,
-        makeSocket: seam[path.basename(deps.dataDir).split('.')[1] as Account].factory,
-        policy: { initialDelayMs: 300, maxDelayMs: 2_000 },
-      }),
-  };
+  // The WhatsApp definition as shipped, its sockets made through each account's seam.
+  const definitions = await seamedDefinitions(paths, seam);
   fs.mkdirSync(paths.configDir, { recursive: true });
   fs.writeFileSync(paths.configFile, configText({ home: server.home.url, work: server.work.url }));
   const start = loadStartConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
@@ -126,7 +109,7 @@ it('runs one WhatsApp number per account, answers each group through its own num
     reload: { start, exampleFile: EXAMPLE_CONFIG_FILE, watchDebounceMs: 60_000 },
     logger: pino({ level: process.env.DEBUG_LOG ? 'debug' : 'silent' }),
     redact: (s) => s,
-    channelDefinitions: CHANNEL_DEFINITIONS.map((d) => (d.name === 'whatsapp' ? seamed : d)),
+    channelDefinitions: definitions,
     createRunner: async (deps) => {
       approvals = deps.approvals;
       return {
@@ -137,8 +120,7 @@ it('runs one WhatsApp number per account, answers each group through its own num
   });
   const running = host;
   const client = createLocalClient(paths.socketFile);
-  const status = async () =>
-    new Map(hostStatus.parse(await client.getJson('/v1/status')).channels.map((c) => [c.name, c]));
+  const status = channelStatuses(paths.socketFile);
   await eventually('both numbers connected', async () => {
     const s = await status();
     return s.get('whatsapp.home')?.state === 'connected' && s.get('whatsapp.work')?.state === 'connected';

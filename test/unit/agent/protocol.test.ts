@@ -5,6 +5,7 @@ import {
   MAX_FRAME_BYTES,
   RPC_ERROR_CODES,
   agentMethods,
+  channelSchema,
   hostMethods,
   runStartParamsSchema,
   taskScheduleParamsSchema,
@@ -75,6 +76,24 @@ describe('protocol', () => {
     expect(hostMethods['bash.ran'].notification).toBe(true);
     expect(hostMethods['file.read'].notification).toBe(true);
     expect(hostMethods['run.draft'].notification).toBe(true);
+  });
+
+  it("takes a named account's channel label for a run's group, and nothing that is not one", () => {
+    for (const channel of ['telegram', 'telegram.work', 'whatsapp.home-2', 'local'])
+      expect(
+        runStartParamsSchema.safeParse({ ...runStart, group: { ...runStart.group, channel } }).success,
+        channel,
+      ).toBe(true);
+    for (const channel of [
+      'Telegram',
+      'telegram.',
+      '.work',
+      'telegram.work.x',
+      'telegram/../x',
+      'telegram.Work',
+      '',
+    ])
+      expect(channelSchema.safeParse(channel).success, channel).toBe(false);
   });
 
   it('bounds a draft and takes nothing but its text', () => {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { exactRedactor, loadSecrets } from '../../../host/config/secrets.ts';
+import { exactRedactor, loadSecrets, secretVariablesIn } from '../../../host/config/secrets.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
 const tempDir = useTempDirs();
@@ -101,5 +101,22 @@ describe('exactRedactor', () => {
     const secrets = loadSecrets({ envFile, env: {} });
     const redact = exactRedactor(() => secrets.held());
     expect(redact('Authorization: Bearer sk-live-0123456789')).toBe('Authorization: Bearer [REDACTED]');
+  });
+});
+
+describe('secretVariablesIn', () => {
+  it("names every `*_env` variable of a parsed [channels], inside an account's table and a table in it", () => {
+    expect(
+      secretVariablesIn({
+        'telegram.work': {
+          bot_token_env: 'WORK_BOT_TOKEN',
+          owner_user_id: 1,
+          webhook: { url: 'https://example.org/hook', secret_token_env: 'WORK_HOOK_SECRET' },
+        },
+        'whatsapp.home': { websocket_url: 'wss://example.org' },
+        local: {},
+        slack: { bot_token_env: 'SLACK_BOT_TOKEN', app_token_env: 42 },
+      }),
+    ).toEqual(['WORK_BOT_TOKEN', 'WORK_HOOK_SECRET', 'SLACK_BOT_TOKEN']);
   });
 });
