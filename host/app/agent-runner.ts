@@ -6,6 +6,7 @@ import { createOutboundFiles } from '../router/media/outbound-file.ts';
 import { CONTAINER_GROUP_DIR, planGroupMounts } from '../containers/mounts/group-mounts.ts';
 import { loadMountAllowlist } from '../containers/mounts/mount-allowlist.ts';
 import { createShadowWalkCache } from '../containers/mounts/shadow-walk-cache.ts';
+import { createTreeWatch } from '../containers/mounts/tree-watch.ts';
 import { LABEL_DATA } from '../containers/run/data-folder-label.ts';
 import { createDockerAgentRunner, type RunNetworks } from '../containers/run/docker-agent-runner.ts';
 import { LABEL_DATA_DIR } from '../containers/run/docker-leftovers.ts';
@@ -35,8 +36,11 @@ export interface AgentRunnerParts {
 export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerParts) {
   const { docker, config, paths } = deps;
   const { image, hostInstanceId, dataLabel, networks, gateway } = parts;
-  // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed.
-  const walkCache = createShadowWalkCache();
+  // Lives as long as the host: every run plans its mounts, and an unchanged project tree is then only stat'ed,
+  // or, once its watches (a worker thread's inotify) have seen it unchanged, not even that.
+  const walkCache = createShadowWalkCache({
+    watch: createTreeWatch({ canaryDir: path.join(paths.dataDir, 'mount-shadow', 'watch-canary') }),
+  });
   return createDockerAgentRunner({
     ...runWiringFor(deps, gateway),
     docker,
@@ -51,7 +55,9 @@ export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerPart
       idleMs: config.runs.prestart.idle_ms,
     },
     networks,
-    planMounts: (group) =>
+    syncWalks: () => walkCache.sync(),
+    closeWalks: () => walkCache.close(),
+    planMounts: (group, walkSync) =>
       planGroupMounts({
         dataDir: paths.dataDir,
         projectRoot: deps.adminProject ?? deps.projectRoot,
@@ -64,6 +70,7 @@ export function createAgentRunner(deps: AgentRuntimeDeps, parts: AgentRunnerPart
         allowlistResult: loadMountAllowlist(paths.configDir),
         assistantName: deps.live().assistant.name,
         walkCache,
+        walkSync,
         foldersOthersWrite: Object.entries(deps.live().groups)
           .filter(([id]) => id !== group.id)
           .flatMap(([, g]) => g.extra_mounts.filter((m) => m.read_write).map((m) => m.host_path)),

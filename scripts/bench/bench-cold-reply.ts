@@ -33,6 +33,7 @@ import { createSecretScanner } from '../../host/security/secrets/index.ts';
 import { reply, startFakeProvider, type FakeRequest } from '../../test/fakes/fake-provider.ts';
 import { fakeProviderHostSetup } from '../../test/fakes/fake-provider-host-setup.ts';
 import { benchAgentBoot } from './bench-agent-boot.ts';
+import { benchLaunchPlan } from './bench-launch-plan.ts';
 import { isMain, median, printFigures, round } from './stats.ts';
 
 const TURNS = 9;
@@ -402,6 +403,10 @@ export async function benchColdReply(
     const idleMb = idleMemoryOf(recorder);
     // Start → ready of the agent as shipped before the boot work and as now, in this same run.
     const boot = await benchAgentBoot(docker, image, { projectRoot: PROJECT_ROOT, rounds: turns });
+    // launch()'s mount plan alone, main's lstat walk against the watched tree, alternated (same run).
+    const plan = Object.fromEntries(
+      Object.entries(await benchLaunchPlan()).map(([k, v]) => [`launch plan: ${k}`, v]),
+    );
     return {
       turns,
       cpus: os.cpus().length,
@@ -438,6 +443,7 @@ export async function benchColdReply(
       'split (pre-started): agent run.start → LLM request ms': warmGap(runStart, request),
       'split (pre-started): agent run.start → host has ack ms (off the path)': warmGap(runStart, acked),
       'split (pre-started): answered → reply delivered ms': warmGap(answered, (t) => t.replyAt),
+      ...plan,
       'split (cold): post → host run started ms': gap((t) => t.postedAt, runStarted),
       'split (cold): run started → docker create ms': gap(runStarted, created),
       'split (cold): docker create → docker start ms': gap(created, started),

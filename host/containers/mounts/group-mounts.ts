@@ -10,6 +10,7 @@ import type { HiddenPath, ShadowSources } from './mount-shadows.ts';
 import { ensureShadowSources, planShadows } from './mount-shadows.ts';
 import { resolveProtectedPath, validateExtraMount } from './mount-validation.ts';
 import type { ShadowWalkCache } from './shadow-walk-cache.ts';
+import type { WalkSync } from './tree-watch.ts';
 
 export { GROUP_ID_PATTERN };
 
@@ -77,6 +78,8 @@ export interface PlanGroupMountsInput {
   homeDir?: string;
   /** Kept by a long-lived caller so that unchanged directories of the mounted trees are not read again. */
   walkCache?: ShadowWalkCache;
+  /** `walkCache.sync()` taken just before this plan (see shadow-walk-cache.ts); never an older one. */
+  walkSync?: WalkSync;
   /** Host folders other groups ask to mount read-write, as configured (`~` allowed; missing ones skipped). */
   foldersOthersWrite?: readonly string[];
 }
@@ -162,6 +165,7 @@ export function planGroupMounts(input: PlanGroupMountsInput): GroupMountPlan {
       hide,
       sources,
       cache: input.walkCache,
+      synced: input.walkSync,
     });
     if (planned.matchedSecrets) secretMounts.push(containerDir);
     return {

@@ -26,6 +26,7 @@ import { isGuardedPathError } from '../../safe-fs/guarded-path-error.ts';
 import { openGuardedRootSync } from '../../safe-fs/guarded-root.ts';
 import { AGENT_UID, AGENT_USER } from '../image/image-base-offline.ts';
 import type { GroupMountPlan } from '../mounts/group-mounts.ts';
+import type { WalkSync } from '../mounts/tree-watch.ts';
 
 /** Where a container reaches the host, per network mode. */
 export interface RunNetworks {
@@ -45,7 +46,15 @@ export interface DockerAgentRunnerDeps extends RunWiring {
   /** Pre-started containers: how many, how much memory, how long one may wait for a run. */
   prestart: PrestartBudget;
   networks: RunNetworks;
-  planMounts(group: RunContext['group']): GroupMountPlan;
+  /** `walkSync` is a `syncWalks()` taken just before the plan, never an older one. */
+  planMounts(group: RunContext['group'], walkSync?: WalkSync): GroupMountPlan;
+  /**
+   * Waits until every change to the watched mounted trees is counted, so that the plan right after it
+   * may trust an unchanged tree without walking it (shadow-walk-cache.ts); undefined walks them.
+   */
+  syncWalks?(): Promise<WalkSync | undefined>;
+  /** Ends what `syncWalks` needs (the watching worker), at close. */
+  closeWalks?(): Promise<void>;
   /** The uid/gid of the host process; root hands the group folders to the agent user instead. */
   hostIds: { uid: number; gid: number };
 }
@@ -123,12 +132,14 @@ export interface DockerAgentRunner extends AgentRunner {
 export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgentRunner {
   const { docker, containers, logger } = deps;
 
-  const containerFor = (group: RunContext['group']) => agentContainerFor(deps, group);
+  const containerFor = (group: RunContext['group'], walkSync?: WalkSync) =>
+    agentContainerFor(deps, group, walkSync);
+  const syncWalks = () => deps.syncWalks?.() ?? Promise.resolve(undefined);
 
   const pool = createPrestartPool<RunContext['group']>({
     budget: deps.prestart,
     launch: async (group) => {
-      const { spec } = containerFor(group);
+      const { spec } = containerFor(group, await syncWalks());
       // Named apart from run containers: its run id is not known yet.
       const runId = `pre-${randomBytes(4).toString('hex')}`;
       const container = await launchContainer(
@@ -151,7 +162,10 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     // below (a walk of the mounted trees, synchronous) runs.
     const startParams = Promise.resolve(deps.startParams(ctx));
     startParams.catch(() => undefined);
-    const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group);
+    // The plan comes right after the sync, with no await between: a change made after the sync is counted
+    // by the next one, and no plan trusts an older sync.
+    const walkSync = await syncWalks();
+    const { spec, secretMounts, sharedMounts, hostAddress } = containerFor(ctx.group, walkSync);
     const identity = runIdentityOf(ctx, { secretMounts, sharedMounts });
     // The pre-started container's spec against the one a run gets now, per run: a secret that appeared in
     // a mounted tree meanwhile is hidden only in a new container.
@@ -206,6 +220,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
     async close() {
       await pool.close();
       await retired();
+      await deps.closeWalks?.();
     },
   };
 }
@@ -214,6 +229,7 @@ export function createDockerAgentRunner(deps: DockerAgentRunnerDeps): DockerAgen
 function agentContainerFor(
   deps: DockerAgentRunnerDeps,
   group: RunContext['group'],
+  walkSync: WalkSync | undefined,
 ): {
   spec: Omit<ContainerSpec, 'runId'>;
   secretMounts: string[];
@@ -232,7 +248,7 @@ function agentContainerFor(
     specNetwork = { mode: 'gateway', networkName: g.networkName, hostAddress: g.hostAddress };
     hostAddress = g.hostAddress;
   }
-  const plan = deps.planMounts(group);
+  const plan = deps.planMounts(group, walkSync);
   for (const r of plan.rejected) logger.warn({ groupId: group.id, reason: r.reason }, 'extra mount rejected');
   const user = prepareOwnership(plan, deps.hostIds);
   const spec: Omit<ContainerSpec, 'runId'> = {
