@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Entry point of the `carapace` CLI. It runs the compiled JavaScript in dist/ (built by `npm install`
-// and again by `npm start`); a checkout that was never built, or CARAPACE_FROM_SOURCE=1 (the tests), runs
+// and again by `npm start`); a checkout that was never built, or CARAPACE_FROM_SOURCE=1, runs
 // the TypeScript sources through tsx instead.
 import { existsSync } from 'node:fs';
 import { nodeVersionProblem } from '../host/cli/node-support.js';

@@ -7,11 +7,12 @@
  * files of their own stay in node_modules. Type checking is `npm run typecheck`'s job.
  *
  * Every chunk lands in one folder, so code that finds files beside itself (the SQL migrations) finds
- * them wherever esbuild put it.
+ * them wherever esbuild put it. The tests' global setup builds through `buildCli` too, so the CLI the
+ * suites spawn is the one users run and never older than the sources.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,21 +40,37 @@ const englishOnlyZod: esbuild.Plugin = {
   },
 };
 
-fs.rmSync(OUT_DIR, { recursive: true, force: true });
-await esbuild.build({
-  absWorkingDir: ROOT,
-  entryPoints: { main: 'host/cli/main.ts' },
-  outdir: OUT_DIR,
-  chunkNames: '[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node22.14',
-  external,
-  plugins: [englishOnlyZod],
-  logLevel: 'warning',
-});
-fs.cpSync(path.join(ROOT, 'host', 'store', 'migrations'), path.join(OUT_DIR, 'migrations'), {
-  recursive: true,
-});
+/**
+ * Builds the CLI into a fresh folder beside `outDir` and then puts it in place, so a `carapace` started
+ * meanwhile (a host under test, another run of the suite) finds the old build or the new one, never half
+ * of one.
+ */
+export async function buildCli(outDir = OUT_DIR): Promise<void> {
+  const fresh = `${outDir}.new-${process.pid}`;
+  const old = `${outDir}.old-${process.pid}`;
+  fs.rmSync(fresh, { recursive: true, force: true });
+  await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: { main: 'host/cli/main.ts' },
+    outdir: fresh,
+    chunkNames: '[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22.14',
+    external,
+    plugins: [englishOnlyZod],
+    logLevel: 'warning',
+  });
+  fs.cpSync(path.join(ROOT, 'host', 'store', 'migrations'), path.join(fresh, 'migrations'), {
+    recursive: true,
+  });
+  // Two renames: for the instant between them there is no build, and bin/carapace.js runs the sources.
+  fs.rmSync(old, { recursive: true, force: true });
+  if (fs.existsSync(outDir)) fs.renameSync(outDir, old);
+  fs.renameSync(fresh, outDir);
+  fs.rmSync(old, { recursive: true, force: true });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await buildCli();

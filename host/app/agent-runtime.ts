@@ -8,7 +8,6 @@ import { dataFolderLabel, LABEL_DATA } from '../containers/run/data-folder-label
 import { createCloserStack, type CloserStack } from './closer-stack.ts';
 import type { AgentRuntime, AgentRuntimeDeps } from './agent-runtime-deps.ts';
 import { startRuntimeGateway } from './runtime-gateway.ts';
-import { startKubernetesRuntime } from './kubernetes-runtime.ts';
 import { createAgentRunner, prestartStatusOf } from './agent-runner.ts';
 import { setUpRunNetworks } from '../containers/network/run-networks.ts';
 import { removeOrphans } from '../containers/run/container-orphans.ts';
@@ -43,7 +42,12 @@ export async function createAgentRuntime(deps: AgentRuntimeDeps): Promise<AgentR
         `or set [provider] base_url in ${paths.configFile} to a local server such as http://localhost:11434/v1, then restart Carapace`,
     );
   }
-  if (config.runner.kind === 'kubernetes') return startRuntimeWith(deps, startKubernetesRuntime);
+  if (config.runner.kind === 'kubernetes') {
+    // Loaded only for this runner: the Kubernetes client alone took 3 to 5 s of a loaded machine's start-up
+    // (and of every test file that starts a host) for owners who run Docker.
+    const { startKubernetesRuntime } = await import('./kubernetes-runtime.ts');
+    return startRuntimeWith(deps, startKubernetesRuntime);
+  }
   try {
     await docker.ping();
   } catch (err) {

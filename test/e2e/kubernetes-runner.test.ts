@@ -13,7 +13,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 import { defaultBridgeAddress, ensureGatewayNetwork } from '../../host/containers/network/network-gateway.ts';
 import {
   applyGatewayFirewall,
@@ -31,6 +30,7 @@ import {
 } from '../fakes/security-responders.ts';
 import { createDockerPods } from '../fakes/kube-api/docker-pods.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/fake-kube-api.ts';
+import { agentImageTag } from '../helpers/agent-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import { makeTempDir, removeTempDir } from '../helpers/temp-dir.ts';
 import { folderUsage } from '../../host/containers/mounts/disk-quota.ts';
@@ -61,7 +61,7 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
 
   beforeAll(async () => {
     dir = makeTempDir('carapace-e2e-kube-');
-    const image = (await ensureAgentImage({ docker, projectRoot })).tag;
+    const image = await agentImageTag(docker, projectRoot);
     const port = await freePort();
     const network = await ensureGatewayNetwork(docker, networkName, { 'carapace.test': suffix });
     await applyGatewayFirewall(docker, { ...network, allowTcpPorts: [port] });
@@ -202,7 +202,7 @@ await describeDocker('e2e: turns on the Kubernetes runner (fake API server, pods
     h.fake.setResponder(turnResponder(() => reply.hang()));
     const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), 'start', '--no-console'], {
       cwd: ROOT,
-      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...h.env },
+      env: { ...process.env, ...h.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let childLog = '';

@@ -10,8 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ensureAgentImage } from '../../host/containers/image/image-ensure.ts';
 import { dataFolderLabel, LABEL_DATA } from '../../host/containers/run/data-folder-label.ts';
+import { agentImageTag } from '../helpers/agent-image.ts';
 import { describeDocker } from '../helpers/docker-available.ts';
 import {
   auditMark,
@@ -32,7 +32,7 @@ await describeDocker('e2e: an MCP server in a container of its own', () => {
   let folder: string;
 
   beforeAll(async () => {
-    const image = (await ensureAgentImage({ docker: new Docker(), projectRoot: path.resolve('.') })).tag;
+    const image = await agentImageTag(new Docker(), path.resolve('.'));
     folder = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-e2e-docker-notes-'));
     // The server runs as the image's unprivileged user, not as whoever owns the folder.
     fs.chmodSync(folder, 0o777);

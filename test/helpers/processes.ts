@@ -11,14 +11,14 @@ export interface CliResult {
 }
 
 /**
- * Runs the real `carapace` CLI as a separate process, from the sources (a dist/ build may be stale while
- * the tests run; the benchmark measures the build).
+ * Runs the real `carapace` CLI as a separate process: the build the global setup made from the current
+ * sources (test/global-setup.ts), or the sources themselves when CARAPACE_FROM_SOURCE=1 is set.
  */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), ...args], {
       cwd: ROOT,
-      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...env },
+      env: { ...process.env, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -86,7 +86,7 @@ await describeDocker('the host run in the background without systemd', () => {
         cwd: ROOT,
         detached: true,
         stdio: 'ignore',
-        env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...env },
+        env: { ...process.env, ...env },
       },
     );
     const pgid = shell.pid as number;

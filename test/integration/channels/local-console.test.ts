@@ -84,7 +84,7 @@ describe('local console through the real CLI', () => {
   it('ends quietly when the reader of its output goes away (EPIPE)', async () => {
     const { spawn } = await import('node:child_process');
     const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'carapace.js'), 'status'], {
-      env: { ...process.env, CARAPACE_FROM_SOURCE: '1', ...env },
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout.destroy();

@@ -19,7 +19,6 @@ import {
   type DockerAgentRunner,
 } from '../../../host/containers/run/docker-agent-runner.ts';
 import type { GroupMountPlan } from '../../../host/containers/mounts/group-mounts.ts';
-import { ensureAgentImage } from '../../../host/containers/image/image-ensure.ts';
 import { defaultBridgeAddress } from '../../../host/containers/network/network-gateway.ts';
 import { gatewayConfigSchema, providerConfigSchema } from '../../../host/gateway/config.ts';
 import { createGateway, type Gateway } from '../../../host/gateway/gateway.ts';
@@ -27,6 +26,7 @@ import type { RunOutcome } from '../../../host/router/agent-runner.ts';
 import type { GroupRecord } from '../../../host/store/groups-store.ts';
 import { createMemoryUsageStore } from '../../fakes/memory-usage-store.ts';
 import { reply, startFakeProvider, type FakeProvider } from '../../fakes/fake-provider.ts';
+import { agentImageTag } from '../../helpers/agent-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
 import { replyOnlyHandlers } from '../../helpers/reply-only-handlers.ts';
 import { rigGroup, rigRun, startRigRun } from '../../helpers/run-context.ts';
@@ -152,7 +152,7 @@ function gatewayStatus(key: string): Promise<number> {
 await describeDocker('pre-started containers', () => {
   beforeAll(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-prestart-'));
-    image = (await ensureAgentImage({ docker, projectRoot })).tag;
+    image = await agentImageTag(docker, projectRoot);
     fake = await startFakeProvider({ apiKey: PROVIDER_KEY });
     gateway = createGateway({
       config: () => gatewayConfigSchema.parse({}),

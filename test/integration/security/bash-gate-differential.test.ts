@@ -20,7 +20,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createBashClassifier, type BashClassifier } from '../../../container-agent/src/bash-gate/index.ts';
 import { resolveBashGateWasmPaths } from '../../../container-agent/src/bash-gate/wasm-files.ts';
-import { ensureAgentImage } from '../../../host/containers/image/image-ensure.ts';
+import { agentImageTag } from '../../helpers/agent-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
 import {
   awkCommand,
@@ -108,7 +108,7 @@ await describeDocker('bash gate: differential fuzzing against the real tools', (
 
   beforeAll(async () => {
     classifier = await createBashClassifier(resolveBashGateWasmPaths());
-    image = (await ensureAgentImage({ docker, projectRoot })).tag;
+    image = await agentImageTag(docker, projectRoot);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'carapace-gate-fuzz-'));
     fs.chmodSync(dir, 0o755);
   }, 600_000);

@@ -8,7 +8,6 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import { ensureAgentImage } from '../../../host/containers/image/image-ensure.ts';
 import { AGENT_USER } from '../../../host/containers/image/image-base-offline.ts';
 import {
   defaultBridgeAddress,
@@ -20,6 +19,7 @@ import { createMcpServerContainers } from '../../../host/containers/run/mcp-serv
 import { execLines } from '../../../host/containers/image/image-exec.ts';
 import { createMcpServices, type McpServices } from '../../../host/services/mcp/mcp-services.ts';
 import { servicesConfigSchema } from '../../../host/services/service-trust.ts';
+import { agentImageTag } from '../../helpers/agent-image.ts';
 import { describeDocker } from '../../helpers/docker-available.ts';
 import { CLEAN_TRUST, doctorMcpServers, MEMORY_SERVER } from '../../helpers/mcp-servers.ts';
 
@@ -98,7 +98,7 @@ afterAll(() => {
 
 await describeDocker('MCP servers in containers (type = "docker")', () => {
   beforeAll(async () => {
-    image = (await ensureAgentImage({ docker, projectRoot: path.resolve('.') })).tag;
+    image = await agentImageTag(docker, path.resolve('.'));
   }, 600_000);
 
   it('lists the tools of a server in its own container and calls one', async () => {
