@@ -19,6 +19,7 @@ import { loadStartConfig } from '../../../host/config/safe-start.ts';
 import { SPEND_CAP_LINE } from '../../../host/router/spend-notices.ts';
 import { eventually } from '../../e2e/e2e-harness.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram-api.ts';
+import { botTokens, channelsToml, telegramAccountTables } from '../../helpers/account-channels.ts';
 import { groupIdRunner } from '../../helpers/answering-runner.ts';
 import { staticRunner } from '../../helpers/static-runner.ts';
 
@@ -37,11 +38,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** Both bots' tables, the work account with its own daily cap. */
 function configText(family: FakeTelegram, work: FakeTelegram, workCapUsd: number): string {
-  const bot = (name: string, fake: FakeTelegram) =>
-    `[channels.telegram.${name}]\nbot_token_env = "${name.toUpperCase()}_BOT_TOKEN"\n` +
-    `owner_user_id = ${OWNER}\napi_root = "${fake.apiRoot}"\npoll_timeout_s = 1\n`;
-  return `${bot('family', family)}\n${bot('work', work)}daily_cap_usd = ${workCapUsd}\n`;
+  const tables = telegramAccountTables({ family, work }, OWNER);
+  return channelsToml({ telegram: { ...tables, work: { ...tables.work, daily_cap_usd: workCapUsd } } });
 }
 
 it("refuses the work bot's group at its account's cap, naming the account's key, and applies a raised cap at the reload", async () => {
@@ -54,7 +54,7 @@ it("refuses the work bot's group at its account's cap, naming the account's key,
   fakes.push(family);
   const work = await startFakeTelegram({ token: '322:work', botId: 322, username: 'work_bot' });
   fakes.push(work);
-  const tokens: Record<string, string> = { FAMILY_BOT_TOKEN: family.token, WORK_BOT_TOKEN: work.token };
+  const tokens = botTokens({ family, work });
   fs.mkdirSync(paths.configDir, { recursive: true });
   fs.writeFileSync(paths.configFile, configText(family, work, 0));
   const start = loadStartConfig({ configFile: paths.configFile, exampleFile: EXAMPLE_CONFIG_FILE });
