@@ -26,6 +26,8 @@ describe('the waiting agent’s collection', () => {
     const compiledOnce = compiledFunctions('without-collection');
     // The trace shows the first request's compilation: a count that could grow.
     expect(compiledOnce).toBeGreaterThan(0);
-    expect(compiledFunctions()).toBe(compiledOnce);
+    // A flushed parser is compiled again at the second request, nearly doubling the count (14 → 27 on Node
+    // 24); a function or two more can be compiled lazily on a loaded machine, so the bound is half, not one.
+    expect(compiledFunctions()).toBeLessThan(compiledOnce * 1.5);
   });
 });
