@@ -15,11 +15,12 @@ export interface MemoryBackfillDeps {
 }
 
 /**
- * The host's indexer: steps of 2,000 at most (~50 ms of the event loop on an idle machine), every 2 s, every
- * 32 s at most during a burst (1,600 messages a step at 50 a second; the figures against 16 s and a fixed
- * 2 s are in DESIGN.md, "Memory", from scripts/bench/bench-memory.ts).
+ * The host's indexer: steps of 4,000 at most (~50 ms of the event loop on an idle machine), every 2 s, every
+ * 64 s at most during a burst (3,200 messages a step at 50 a second: a step costs per term, and the more of
+ * a group's messages one step holds, the more of their words it writes once; the figures are in DESIGN.md,
+ * "Memory", from scripts/bench/bench-memory.ts).
  */
-export const MEMORY_INDEXER = { batchSize: 2000, intervalMs: 2000, maxIntervalMs: 32_000 };
+export const MEMORY_INDEXER = { batchSize: 4000, intervalMs: 2000, maxIntervalMs: 64_000 };
 
 /** Messages taken in one wake that make it a burst: 50 a second at the quiet interval. */
 export const BURST_MESSAGES = 100;
