@@ -21,14 +21,19 @@ const MAX_BUFFERED_BODY = 8 * 1024 * 1024;
 /**
  * Relays a successful upstream response as it arrives: headers are flushed at once, every chunk is written
  * from the upstream parser's callback as it comes (SSE stays unbuffered), and a client that does not keep
- * up pauses the upstream read until its 'drain'. Usage is read off the bytes on the way through. On
- * 'complete' the response is left open for the caller to end once usage is settled (counted against the
- * cap), so a client never sees a finished reply whose cost is not yet counted.
+ * up pauses the upstream read until its 'drain'. Usage is read off the bytes on the way through.
+ * `settle` runs once the relay has ended, whichever way; on 'complete' the response is ended only after it,
+ * so a client never sees a finished reply whose cost is not yet counted. Meanwhile the socket is corked:
+ * the last bytes and the end of the response leave in one write.
  */
 export function relayStream(
   res: ServerResponse,
   upstream: { status: number; headers: UpstreamHeaders; body: UpstreamBody },
-  options: { stripUsageOnlyChunks: boolean; signal: AbortSignal },
+  options: {
+    stripUsageOnlyChunks: boolean;
+    signal: AbortSignal;
+    settle: (result: StreamRelayResult) => Promise<void>;
+  },
 ): Promise<StreamRelayResult> {
   const contentType =
     typeof upstream.headers['content-type'] === 'string' ? upstream.headers['content-type'] : undefined;
@@ -69,11 +74,13 @@ export function relayStream(
     socket?.uncork();
     return drained;
   };
-  return new Promise((resolve) => {
+  const relayed = new Promise<StreamRelayResult>((resolve) => {
     const resume = () => upstream.body.resume();
     res.on('drain', resume);
     const done = (result: StreamRelayResult) => {
       res.off('drain', resume);
+      // Undone once the response is ended, below.
+      if (result.end === 'complete') res.socket?.cork();
       resolve(result);
     };
     // What the body holds already (often all of a short answer) leaves in one write with the headers.
@@ -99,6 +106,17 @@ export function relayStream(
       },
     });
     socket?.uncork();
+  });
+  return relayed.then(async (result) => {
+    try {
+      await options.settle(result);
+    } finally {
+      if (result.end === 'complete') {
+        res.end();
+        res.socket?.uncork();
+      }
+    }
+    return result;
   });
 }
 

@@ -8,8 +8,8 @@ import { dispatchUpstream } from '../../../host/gateway/proxy/upstream-dispatch.
 
 /**
  * The relay on its own, between two real HTTP servers: an upstream the test scripts byte by byte, and a
- * hop that does what the gateway does with an admitted request (dispatch upstream, relay the answer, end
- * it once the relay says complete; a client that goes away aborts the upstream request).
+ * hop that does what the gateway does with an admitted request (dispatch upstream, relay the answer; a
+ * client that goes away aborts the upstream request).
  */
 interface Rig {
   hopUrl: string;
@@ -51,8 +51,11 @@ async function startRig(upstream: (req: IncomingMessage, res: ServerResponse) =>
         res.destroy();
         return;
       }
-      const result = await relayStream(res, head, { stripUsageOnlyChunks: true, signal: controller.signal });
-      if (result.end === 'complete') res.end();
+      const result = await relayStream(res, head, {
+        stripUsageOnlyChunks: true,
+        signal: controller.signal,
+        settle: async () => undefined,
+      });
       results.push(result);
       waiting.shift()?.(result);
     })();
