@@ -33,21 +33,12 @@ export interface WriteBehindUsageStore extends Omit<SqliteUsageStore, 'recordRow
  * cap rather than letting them spend unrecorded. What a crash loses is what was queued: at most one
  * interval of settlements. Rows with the same run, day and model are merged before they are written, as
  * the table's upsert would merge them.
- *
- * The written part of a group's spend today is read from the table once and then kept in step with the
- * rows this store writes, so admission does not query SQLite per request (a read transaction, with its
- * file locks, was the largest single cost of a small request through the gateway: DESIGN.md, "LLM
- * gateway"). That holds because the host is the one writer of the current day's rows; retention only rolls
- * up past days. Only one day is kept: a read for another day starts over from the table.
  */
 export function createWriteBehindUsageStore(deps: WriteBehindUsageDeps): WriteBehindUsageStore {
   const intervalMs = deps.intervalMs ?? USAGE_FLUSH_INTERVAL_MS;
   let queued = new Map<string, UsageRow>();
   // Queued cost per group and day: what admission adds to the durable sum.
   let queuedSpend = new Map<string, number>();
-  // Written spend per group on `writtenDay`, as the table says plus what this store wrote since.
-  let writtenDay: string | undefined;
-  let written = new Map<string, number>();
   let cancelTimer: (() => void) | undefined;
   let closed = false;
 
@@ -72,10 +63,6 @@ export function createWriteBehindUsageStore(deps: WriteBehindUsageDeps): WriteBe
       return false;
     }
     // Written and no longer queued in one synchronous step: no read sees the cost twice or not at all.
-    for (const row of rows) {
-      const known = row.day === writtenDay ? written.get(row.groupId) : undefined;
-      if (known !== undefined) written.set(row.groupId, known + row.costMicros);
-    }
     queued = new Map();
     queuedSpend = new Map();
     return true;
@@ -110,16 +97,7 @@ export function createWriteBehindUsageStore(deps: WriteBehindUsageDeps): WriteBe
       arm();
     },
     spentTodayMicros(groupId, day) {
-      if (day !== writtenDay) {
-        writtenDay = day;
-        written = new Map();
-      }
-      let durable = written.get(groupId);
-      if (durable === undefined) {
-        durable = deps.durable.spentTodayMicros(groupId, day);
-        written.set(groupId, durable);
-      }
-      return durable + (queuedSpend.get(spendKey(groupId, day)) ?? 0);
+      return deps.durable.spentTodayMicros(groupId, day) + (queuedSpend.get(spendKey(groupId, day)) ?? 0);
     },
     // Status reads are rare: they write what is queued first and read the table (if the write fails they
     // read the table as it is; admission still counts the queued rows).

@@ -32,15 +32,9 @@ function rig() {
   // A switch the test flips to make the database refuse the group commit.
   const failing = { now: false };
   const errors: number[] = [];
-  // How often admission's read reached the table.
-  const tableReads = { count: 0 };
   const usage = createWriteBehindUsageStore({
     durable: {
       ...durable,
-      spentTodayMicros(groupId, day) {
-        tableReads.count++;
-        return durable.spentTodayMicros(groupId, day);
-      },
       recordRows(rows) {
         if (failing.now) throw new Error('disk I/O error');
         durable.recordRows(rows);
@@ -56,7 +50,7 @@ function rig() {
         'SELECT COALESCE(SUM(cost_micros), 0) AS c, COALESCE(SUM(requests), 0) AS n FROM gateway_usage WHERE group_id = ?',
       )
       .get(group) as { c: number; n: number };
-  return { store, clock, usage, failing, errors, table, tableReads };
+  return { store, clock, usage, failing, errors, table };
 }
 
 const record = (costMicros: number, runId = 'run-1', groupId = 'g'): UsageRecord => ({
@@ -147,45 +141,6 @@ describe('spend settled behind the requests, in group commits', () => {
     expect(table().c).toBe(400);
     expect(() => usage.recordUsage(record(1))).toThrow(/closed/);
     store.close();
-  });
-
-  it("reads a group's written spend from the table once a day, then keeps it in step with its own writes", () => {
-    const { store, usage, clock, table, tableReads } = rig();
-    // Spent before this store existed (an earlier host process): only the table knows it.
-    store.db
-      .prepare(
-        `INSERT INTO gateway_usage (run_id, group_id, day, model, requests, prompt_tokens, completion_tokens, cost_micros)
-         VALUES ('old-run', 'g', ?, 'm', 1, 0, 0, 5000)`,
-      )
-      .run(DAY);
-    expect(usage.spentTodayMicros('g', DAY)).toBe(5_000);
-    usage.recordUsage(record(300));
-    expect(usage.spentTodayMicros('g', DAY)).toBe(5_300);
-    clock.advance(100);
-    usage.recordUsage(record(200, 'run-2'));
-    clock.advance(100);
-    // Every read agrees with the table, and only the first went to it.
-    expect(table().c).toBe(5_500);
-    expect(usage.spentTodayMicros('g', DAY)).toBe(5_500);
-    expect(tableReads.count).toBe(1);
-    // Another group, and another day, are read from the table again.
-    expect(usage.spentTodayMicros('h', DAY)).toBe(0);
-    expect(usage.spentTodayMicros('g', '2026-11-28')).toBe(0);
-    expect(usage.spentTodayMicros('g', DAY)).toBe(5_500);
-    expect(tableReads.count).toBe(4);
-  });
-
-  it('keeps the written sum unchanged when a group commit fails, and adds it once the commit succeeds', () => {
-    const { usage, clock, failing, table } = rig();
-    expect(usage.spentTodayMicros('g', DAY)).toBe(0);
-    usage.recordUsage(record(700));
-    failing.now = true;
-    clock.advance(100);
-    expect(usage.spentTodayMicros('g', DAY)).toBe(700);
-    failing.now = false;
-    clock.advance(100);
-    expect(table().c).toBe(700);
-    expect(usage.spentTodayMicros('g', DAY)).toBe(700);
   });
 
   it('says what is lost when the last write at close fails', () => {
