@@ -67,10 +67,13 @@ async function attempt(
   target: { origin: string; path: string },
   model: string | undefined,
 ): Promise<Attempt> {
+  // The body names the first model of the chain already: only a fallback needs a copy with its own.
   const body =
     call.body === undefined
       ? undefined
-      : JSON.stringify(model === undefined ? call.body : { ...call.body, model });
+      : JSON.stringify(
+          model === undefined || call.body.model === model ? call.body : { ...call.body, model },
+        );
   const head = await dispatchUpstream(
     settings.dispatcher,
     {
