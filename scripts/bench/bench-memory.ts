@@ -14,7 +14,9 @@
  * connection for its life. Until issue 37's last round each 500-message batch reopened its side's store, so
  * every indexer step read its pages cold (a fresh page cache, statements and the terms cut's group prefixes
  * made again): ~3-4 µs a message the host never pays. The reopening bought nothing the batches need: the
- * sides still alternate batch by batch in a rotating order, so someone else's load falls on each alike. The
+ * sides still alternate batch by batch in a rotating order, so someone else's load falls on each alike.
+ * (Its close also checkpointed each batch's write-ahead log outside the measurement; now every automatic
+ * checkpoint falls in a measured batch, as the host's checkpoints are its own CPU too.) The
  * host's indexer counts what waits since its last step, across batches (each batch counted from zero
  * before, so a wake early in a batch could end a burst's longer sleep).
  *
