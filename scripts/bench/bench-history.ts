@@ -194,6 +194,19 @@ async function runHost(label: string, root: string, dir: string): Promise<void> 
         lines.push(`  ${round(m.total, 2)} ms (runner at ${round((t.runner.get(m.x) ?? NaN) - at, 2)})`);
         for (const line of overlapping(trace.events, at, at + m.total)) lines.push(`      ${line}`);
       }
+      // Is a kind of event a cause? The slowest overlap it more often than deliveries do at all.
+      const windows = texts.map((x) => [t.ingest.get(x) as number, t.delivered.get(x) as number]);
+      const slowSet = new Set(slowest.map((m) => m.x));
+      for (const kind of ['checkpoint', 'gc', 'stall'] as const) {
+        const of = trace.events.filter((e) => e.kind === kind);
+        const hit = (w: number[]) => of.some((e) => e.end >= (w[0] as number) && e.start <= (w[1] as number));
+        const allShare = windows.filter(hit).length / windows.length;
+        const slowShare =
+          texts.filter((x, i) => slowSet.has(x) && hit(windows[i] as number[])).length / slowest.length;
+        lines.push(
+          `  overlapping a ${kind}: ${round(slowShare * 100, 0)}% of the slowest, ${round(allShare * 100, 0)}% of all`,
+        );
+      }
       process.stderr.write(`${lines.join('\n')}\n`);
     }
     return result;
