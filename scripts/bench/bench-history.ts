@@ -7,15 +7,15 @@
  * latency and CPU, RSS, database and WAL size; the month against the empty database.
  *
  * How the two are compared. Each host runs in a process of its own and both serve the same rate at the
- * same time, their messages interleaved (the empty host's on the beat, the month's half a beat later), so
- * whatever else the machine runs falls on both alike, within milliseconds, and neither host's work holds
+ * same time, their messages of each beat sent 2 ms apart, in turns (empty first on one beat, the month
+ * on the next), so whatever else the machine runs falls on both alike, and neither host's work holds
  * the other's event loop. (An earlier version ran both hosts in one process and took turns, a few hundred
  * messages each: minutes apart, so a shared machine's drifting load still decided the ratio.) A p99 needs
  * samples: BENCH_HISTORY_MESSAGES (default 1,200) per host and rate makes it the 12th slowest delivery; at
  * the old 400 it was the 4th, and one preempted message moved it. At 10 msg/s that is two minutes.
  *
  * BENCH_HISTORY_BASELINE=<another checkout> runs that checkout's host code as two more processes in the
- * same beat (a quarter beat apart), for a before/after in one run; BENCH_HISTORY_TRACE=1 prints what each
+ * same beat, for a before/after in one run (four hosts at once load two cores: rates up to 50); BENCH_HISTORY_TRACE=1 prints what each
  * host's slowest 1% of deliveries overlapped (bench-history-trace.ts). BENCH_HISTORY_DAYS (default 6: a
  * fifth of the month, to fit a few minutes on two busy cores; 30 for the whole month),
  * BENCH_HISTORY_GROUPS (default 1000) scale the seed, BENCH_HISTORY_RATES (default 10,50,100) the rates.
@@ -41,6 +41,11 @@ const RATES = (process.env.BENCH_HISTORY_RATES ?? '10,50,100').split(',').map(Nu
 const MESSAGES_PER_RATE = Number(process.env.BENCH_HISTORY_MESSAGES ?? 1200);
 const STATUS_CALLS = 40;
 const TRACE = process.env.BENCH_HISTORY_TRACE === '1';
+/**
+ * How far apart the hosts' messages of one beat are sent: a few milliseconds, so a stall of the machine
+ * (tens of milliseconds when the kernel deschedules a process) catches both, and under a beat at 100/s.
+ */
+const STAGGER_MS = 2;
 
 const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 6);
 const GROUPS = Number(process.env.BENCH_HISTORY_GROUPS ?? MONTH_OF_1000_GROUPS.groups);
@@ -109,7 +114,9 @@ const mib = (n: number) => round(n / 1048576, 1);
 const epochNow = () => performance.timeOrigin + performance.now();
 
 /** What the parent asks a host process, and what it answers. */
-type Ask = { kind: 'send'; rate: number; count: number; firstAt: number } | { kind: 'close' };
+type Ask =
+  | { kind: 'send'; rate: number; count: number; firstAt: number; slot: number; slots: number }
+  | { kind: 'close' };
 interface RateResult {
   toRunner: number[];
   toDelivered: number[];
@@ -149,13 +156,15 @@ async function runHost(label: string, root: string, dir: string): Promise<void> 
   let sent = 0;
   const answer = (a: Answer) => process.send?.(a);
 
-  async function sendAt(rate: number, count: number, firstAt: number): Promise<RateResult> {
+  async function sendAt(ask: Extract<Ask, { kind: 'send' }>): Promise<RateResult> {
+    const { rate, count, firstAt, slot, slots } = ask;
     const t = timeline;
     const all = new Promise<void>((resolve) => (t.waitFor = { count: t.delivered.size + count, resolve }));
     const texts: string[] = [];
     const cpu = process.cpuUsage();
     for (let i = 0; i < count; i++) {
-      const wait = firstAt + (i * 1000) / rate - epochNow();
+      // Each beat the hosts send in turn, STAGGER_MS apart, and the turn rotates: no host is always first.
+      const wait = firstAt + (i * 1000) / rate + ((slot + i) % slots) * STAGGER_MS - epochNow();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       sent += 1;
       const n = sent;
@@ -237,8 +246,7 @@ async function runHost(label: string, root: string, dir: string): Promise<void> 
 
   process.on('message', (raw) => {
     const ask = raw as Ask;
-    if (ask.kind === 'send')
-      void sendAt(ask.rate, ask.count, ask.firstAt).then((result) => answer({ kind: 'sent', result }));
+    if (ask.kind === 'send') void sendAt(ask).then((result) => answer({ kind: 'sent', result }));
     else
       void close().then((figures) =>
         process.send?.({ kind: 'closed', figures } satisfies Answer, () => process.disconnect()),
@@ -274,6 +282,31 @@ function prepareHost(label: string, seedDays: number): { dir: string; seedS: num
     });
   if (kept) fs.copyFileSync(kept, databaseFile);
   return { dir, seedS: round((performance.now() - seedStart) / 1000, 1) };
+}
+
+/**
+ * How far the month / empty p99 ratio could move by chance: both sides' deliveries resampled with
+ * replacement (a fixed seed, so a run's figure is its own), the 5th and 95th percentiles of the ratio.
+ * On a shared machine a p99 is a dozen deliveries the kernel happened to deschedule; a ratio whose
+ * interval straddles the goal missed or met it by luck.
+ */
+function p99RatioInterval(month: number[], empty: number[], resamples = 1000): [number, number] {
+  if (month.length === 0 || empty.length === 0) return [NaN, NaN];
+  let seed = 0x2545f491;
+  const random = () => {
+    // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const resampledP99 = (xs: number[]) =>
+    percentile(
+      xs.map(() => xs[Math.floor(random() * xs.length)] as number),
+      99,
+    );
+  const ratios = Array.from({ length: resamples }, () => resampledP99(month) / resampledP99(empty));
+  return [round(percentile(ratios, 5), 2), round(percentile(ratios, 95), 2)];
 }
 
 /** A host process, and a way to ask it something and wait for its answer. */
@@ -333,16 +366,16 @@ export async function benchHistory(): Promise<Record<string, number | string>> {
       hosts.push(await spawnHost(p.label, p.root, p.dir));
     }
     for (const rate of RATES) {
-      // Every host on the same beat, each its share of a beat later than the one before it.
       const firstAt = epochNow() + 500;
-      const beat = 1000 / rate;
       const results = await Promise.all(
         hosts.map((h, i) =>
           h.ask({
             kind: 'send',
             rate,
             count: MESSAGES_PER_RATE,
-            firstAt: firstAt + (i * beat) / hosts.length,
+            firstAt,
+            slot: i,
+            slots: hosts.length,
           }),
         ),
       );
@@ -382,6 +415,12 @@ export async function benchHistory(): Promise<Record<string, number | string>> {
       figures[`${prefix}${rate}/s: delivered p99, month / empty (goal ≤ 1.2)`] = ratio(
         ` ${rate}/s: ingest→delivered p99 ms`,
       );
+      const [low, high] = p99RatioInterval(
+        samples.get(`${m} ${rate}`)?.toDelivered ?? [],
+        samples.get(`${e} ${rate}`)?.toDelivered ?? [],
+      );
+      figures[`${prefix}${rate}/s: delivered p99, month / empty, 90% bootstrap interval`] =
+        `${low} – ${high}`;
     }
     figures[`${prefix}status median, month / empty (goal ≤ 2)`] = ratio(': status median ms');
     // Latency on a shared machine is mostly other people's work; the host's own CPU per call is steadier.
