@@ -12,13 +12,16 @@
  * the other's event loop. (An earlier version ran both hosts in one process and took turns, a few hundred
  * messages each: minutes apart, so a shared machine's drifting load still decided the ratio.) A p99 needs
  * samples: BENCH_HISTORY_MESSAGES (default 1,200) per host and rate makes it the 12th slowest delivery; at
- * the old 400 it was the 4th, and one preempted message moved it. At 10 msg/s that is two minutes.
+ * the old 400 it was the 4th, and one preempted message moved it. At 10 msg/s that is two minutes. Even
+ * so, on a loaded machine those dozen are the ones the kernel descheduled, so each ratio comes with a
+ * bootstrap interval: how far it moves by chance alone.
  *
- * BENCH_HISTORY_BASELINE=<another checkout> runs that checkout's host code as two more processes in the
- * same beat, for a before/after in one run (four hosts at once load two cores: rates up to 50); BENCH_HISTORY_TRACE=1 prints what each
- * host's slowest 1% of deliveries overlapped (bench-history-trace.ts). BENCH_HISTORY_DAYS (default 6: a
- * fifth of the month, to fit a few minutes on two busy cores; 30 for the whole month),
- * BENCH_HISTORY_GROUPS (default 1000) scale the seed, BENCH_HISTORY_RATES (default 10,50,100) the rates.
+ * BENCH_HISTORY_BASELINE=<another checkout> runs that checkout's host code as two more processes on the
+ * same beats, for a before/after in one run (four hosts load two cores: rates up to 50 only).
+ * BENCH_HISTORY_TRACE=1 prints what each host's slowest 1% of deliveries overlapped
+ * (bench-history-trace.ts). BENCH_HISTORY_DAYS (default 6: a fifth of the month, to fit a few minutes on
+ * two busy cores; 30 for the whole month) and BENCH_HISTORY_GROUPS (default 1000) scale the seed,
+ * BENCH_HISTORY_RATES (default 10,50,100) the rates.
  * BENCH_HISTORY_SEED_FILE keeps the seeded month there and copies it on later runs instead of seeding
  * again (delete it after a schema change).
  */
