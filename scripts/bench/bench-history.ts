@@ -157,6 +157,7 @@ async function runHost(label: string, root: string, dir: string): Promise<void> 
     extraChannels: [channel],
   });
   let sent = 0;
+  let closed = false;
   const answer = (a: Answer) => process.send?.(a);
 
   async function sendAt(ask: Extract<Ask, { kind: 'send' }>): Promise<RateResult> {
@@ -250,10 +251,16 @@ async function runHost(label: string, root: string, dir: string): Promise<void> 
   process.on('message', (raw) => {
     const ask = raw as Ask;
     if (ask.kind === 'send') void sendAt(ask).then((result) => answer({ kind: 'sent', result }));
-    else
+    else {
+      closed = true;
       void close().then((figures) =>
         process.send?.({ kind: 'closed', figures } satisfies Answer, () => process.disconnect()),
       );
+    }
+  });
+  // A bench that died leaves no host behind (its folder is the parent's to remove).
+  process.once('disconnect', () => {
+    if (!closed) void host.stop('bench gone').finally(() => process.exit(1));
   });
   answer({ kind: 'ready' });
 }
