@@ -13,8 +13,8 @@
  * messages each: minutes apart, so a shared machine's drifting load still decided the ratio.) A p99 needs
  * samples: BENCH_HISTORY_MESSAGES (default 1,200) per host and rate makes it the 12th slowest delivery; at
  * the old 400 it was the 4th, and one preempted message moved it. At 10 msg/s that is two minutes. Even
- * so, on a loaded machine those dozen are the ones the kernel descheduled, so each ratio comes with a
- * bootstrap interval: how far it moves by chance alone.
+ * so, on a loaded machine those dozen are the ones the kernel descheduled, often in one episode, so each
+ * ratio comes with a bootstrap interval (`p99RatioInterval`): how far it moves by chance alone.
  *
  * BENCH_HISTORY_BASELINE=<another checkout> runs that checkout's host code as two more processes on the
  * same beats, for a before/after in one run (four hosts load two cores: rates up to 50 only).
@@ -295,13 +295,22 @@ function prepareHost(label: string, seedDays: number): { dir: string; seedS: num
 }
 
 /**
- * How far the month / empty p99 ratio could move by chance: both sides' deliveries resampled with
- * replacement (a fixed seed, so a run's figure is its own), the 5th and 95th percentiles of the ratio.
- * On a shared machine a p99 is a dozen deliveries the kernel happened to deschedule; a ratio whose
- * interval straddles the goal missed or met it by luck.
+ * How far the month / empty p99 ratio could move by chance: a paired moving-block bootstrap. The slowest
+ * deliveries come in episodes (one stall or major GC delays every message of the next few hundred
+ * milliseconds: at 50 msg/s the slowest 1% is often one episode), so single deliveries resampled alone
+ * would understate it; whole seconds of both hosts' deliveries, the same seconds for both (they were sent
+ * on the same beats), resampled with replacement and a fixed seed. The 5th and 95th percentiles of the
+ * ratio: a ratio whose interval straddles the goal met or missed it by luck.
  */
-function p99RatioInterval(month: number[], empty: number[], resamples = 1000): [number, number] {
-  if (month.length === 0 || empty.length === 0) return [NaN, NaN];
+function p99RatioInterval(
+  month: number[],
+  empty: number[],
+  rate: number,
+  resamples = 1000,
+): [number, number] {
+  const n = Math.min(month.length, empty.length);
+  if (n === 0) return [NaN, NaN];
+  const block = Math.max(1, Math.min(rate, n));
   let seed = 0x2545f491;
   const random = () => {
     // mulberry32
@@ -310,12 +319,18 @@ function p99RatioInterval(month: number[], empty: number[], resamples = 1000): [
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const resampledP99 = (xs: number[]) =>
-    percentile(
-      xs.map(() => xs[Math.floor(random() * xs.length)] as number),
-      99,
-    );
-  const ratios = Array.from({ length: resamples }, () => resampledP99(month) / resampledP99(empty));
+  const ratios = Array.from({ length: resamples }, () => {
+    const m: number[] = [];
+    const e: number[] = [];
+    while (m.length < n) {
+      const start = Math.floor(random() * (n - block + 1));
+      for (let i = start; i < start + block && m.length < n; i++) {
+        m.push(month[i] as number);
+        e.push(empty[i] as number);
+      }
+    }
+    return percentile(m, 99) / percentile(e, 99);
+  });
   return [round(percentile(ratios, 5), 2), round(percentile(ratios, 95), 2)];
 }
 
@@ -428,6 +443,7 @@ export async function benchHistory(): Promise<Record<string, number | string>> {
       const [low, high] = p99RatioInterval(
         samples.get(`${m} ${rate}`)?.toDelivered ?? [],
         samples.get(`${e} ${rate}`)?.toDelivered ?? [],
+        rate,
       );
       figures[`${prefix}${rate}/s: delivered p99, month / empty, 90% bootstrap interval`] =
         `${low} – ${high}`;
