@@ -3,7 +3,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './open-database.ts';
 
 /**
- * The memory index (migrations 016 to 020): full-text search over one group's messages, notes and the
+ * The memory index (migrations 016 to 021): full-text search over one group's messages, notes and the
  * text of documents it read, each word a term of its group (memory-terms.ts). Notes, documents and the deletion or edit of an indexed message reach the index
  * by trigger; a new message waits until the
  * walker (`backfillStep`) takes it in with others in one transaction, and search reads a group's waiting

@@ -27,7 +27,12 @@ import {
   defaultAgentPaths,
 } from '../../host/containers/image/agent-bundle.ts';
 import { PROJECT_ROOT } from '../../host/cli/cli-context.ts';
-import { reply, startFakeProvider, type FakeProvider } from '../../test/fakes/fake-provider.ts';
+import {
+  reply,
+  startFakeProvider,
+  type FakeProvider,
+  type FakeRequest,
+} from '../../test/fakes/fake-provider.ts';
 import { isMain, median, printFigures, round } from './stats.ts';
 
 const KEY = 'gw-bench-agent-start-key';
@@ -70,6 +75,8 @@ const params = (runId: number): RunStartParams => ({
 interface Round {
   toRequest: number;
   toAck: number;
+  /** From the provider's last byte written to the agent's message.send read by the host side. */
+  answerToReply: number;
   idleMiB: number;
 }
 
@@ -87,6 +94,7 @@ interface ProfileTarget {
 async function oneRound(
   agentFile: string,
   fake: FakeProvider,
+  answered: Map<FakeRequest, number>,
   runId: number,
   profile?: ProfileTarget,
 ): Promise<Round> {
@@ -111,6 +119,9 @@ async function oneRound(
   });
   try {
     child.stderr.resume();
+    let replyAt = Number.NaN;
+    let replied!: () => void;
+    const replyRead = new Promise<void>((resolve) => (replied = resolve));
     const peer = createRpcPeer({
       input: child.stdout,
       output: child.stdin,
@@ -118,7 +129,11 @@ async function oneRound(
       remoteMethods: agentMethods,
       // Only what a text answer needs; a run of this bench calls nothing else.
       handlers: {
-        'message.send': () => ({ queued: true as const }),
+        'message.send': () => {
+          replyAt = performance.now();
+          replied();
+          return { queued: true as const };
+        },
         'run.done': () => ({ ok: true as const }),
       } as never,
     });
@@ -129,8 +144,11 @@ async function oneRound(
     await peer.request('run.start', params(runId));
     const toAck = performance.now() - sentAt;
     while (fake.requests.length === before) await sleep(1);
-    const receivedAt = fake.requests[before]?.receivedAt ?? Number.NaN;
+    const request = fake.requests[before];
+    const receivedAt = request?.receivedAt ?? Number.NaN;
     const toRequest = receivedAt - sentAt;
+    await replyRead;
+    const answeredAt = (request && answered.get(request)) ?? Number.NaN;
     if (profile)
       fs.appendFileSync(
         path.join(profile.dir, 'rounds.jsonl'),
@@ -138,11 +156,13 @@ async function oneRound(
           profile: `${profile.label}-${runId}.cpuprofile`,
           runStartMicros: monotonicMicros(sentAt),
           requestMicros: monotonicMicros(receivedAt),
+          answeredMicros: monotonicMicros(answeredAt),
+          replyMicros: monotonicMicros(replyAt),
         }) + '\n',
       );
     child.stdin.end();
     await new Promise((resolve) => child.once('exit', resolve));
-    return { toRequest, toAck, idleMiB };
+    return { toRequest, toAck, answerToReply: replyAt - answeredAt, idleMiB };
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     fs.rmSync(workspace, { recursive: true, force: true });
@@ -173,7 +193,14 @@ export async function benchAgentStart(options: { rounds?: number; before?: strin
       });
       agents.push({ label: 'before', file });
     }
-    const fake = await startFakeProvider({ apiKey: KEY, responder: () => reply.text('Noted.') });
+    const answered = new Map<FakeRequest, number>();
+    const fake: FakeProvider = await startFakeProvider({
+      apiKey: KEY,
+      responder: (request) => {
+        void fake.waitForEnd(request).then(() => answered.set(request, performance.now()));
+        return reply.text('Noted.');
+      },
+    });
     const results = new Map<string, Round[]>(agents.map((a) => [a.label, []]));
     const bare: number[] = [];
     try {
@@ -186,6 +213,7 @@ export async function benchAgentStart(options: { rounds?: number; before?: strin
               await oneRound(
                 agent.file,
                 fake,
+                answered,
                 i + 1,
                 profileDir ? { dir: profileDir, label: agent.label } : undefined,
               ),
@@ -206,6 +234,10 @@ export async function benchAgentStart(options: { rounds?: number; before?: strin
       figures[`${label}: run.start written → LLM request median ms`] = round(toRequest, 1);
       figures[`${label}: run.start → LLM request vs node -e 0 ratio`] = round(toRequest / bareMs, 2);
       figures[`${label}: run.start written → ack median ms`] = round(median(list.map((r) => r.toAck)), 1);
+      figures[`${label}: provider answered → message.send read median ms`] = round(
+        median(list.map((r) => r.answerToReply)),
+        1,
+      );
       figures[`${label}: waiting agent, anonymous memory median MiB`] = round(
         median(list.map((r) => r.idleMiB)),
         1,

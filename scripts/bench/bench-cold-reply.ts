@@ -443,6 +443,14 @@ export async function benchColdReply(
       'split (pre-started): agent run.start → LLM request ms': warmGap(runStart, request),
       'split (pre-started): agent run.start → host has ack ms (off the path)': warmGap(runStart, acked),
       'split (pre-started): answered → reply delivered ms': warmGap(answered, (t) => t.replyAt),
+      'split (pre-started): answered → host has reply ms (the agent, its frame, the review)': warmGap(
+        answered,
+        replyReceived,
+      ),
+      'split (pre-started): host has reply → reply delivered ms (stored, the channel)': warmGap(
+        replyReceived,
+        (t) => t.replyAt,
+      ),
       ...plan,
       'split (cold): post → host run started ms': gap((t) => t.postedAt, runStarted),
       'split (cold): run started → docker create ms': gap(runStarted, created),

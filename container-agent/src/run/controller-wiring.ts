@@ -33,9 +33,9 @@ export interface ControllerWiringOptions {
 
 export function wireRunController(options: ControllerWiringOptions): RunController {
   const { env, logger } = options;
-  // The bash tool awaits the parser. It loads once the run's first LLM request is out: not while the
-  // container waits (its compiled wasm and memory were ~11 MiB of every waiting container), and not ahead of that
-  // request on the container's CPU. The model's answer, and so any bash command, comes after it.
+  // The bash tool awaits the parser. It loads with the run's command side (run/command-start.ts): not while
+  // the container waits (its compiled wasm and memory were ~11 MiB of every waiting container), not ahead of
+  // a request on the container's CPU, and not on the way to a text answer. A bash command comes after it.
   let loadParser!: () => void;
   const classifier = new Promise<BashClassifier>((resolve) => {
     loadParser = () =>
@@ -69,7 +69,7 @@ export function wireRunController(options: ControllerWiringOptions): RunControll
       return runModel;
     },
     classifier,
-    onFirstRequest: () => loadParser(),
+    onCommandsStart: () => loadParser(),
     rehearsal: {
       createModel: (baseURL, apiKey) => createOpenAiChatModel({ baseURL, apiKey, maxRetries: 0, readImage }),
       delayMs: REHEARSAL_DELAY_MS,

@@ -60,8 +60,8 @@ export interface RunControllerDeps {
   createNonce?: () => string;
   /** How long to wait for the host to confirm run.done. */
   doneTimeoutMs?: number;
-  /** Called once the run's first LLM request is out. */
-  onFirstRequest?: () => void;
+  /** Called when the run's command side starts (run/command-start.ts). */
+  onCommandsStart?: () => void;
   /**
    * Rehearses a run's start while the process waits for run.start (run-rehearsal.ts), `delayMs` after the
    * stored conversation is loaded, unless run.start came first; `done` hears how it went ('done' when it
@@ -174,7 +174,7 @@ export function createRunController(deps: RunControllerDeps): RunController {
       settings,
       logger,
       ...(deps.doneTimeoutMs !== undefined ? { doneTimeoutMs: deps.doneTimeoutMs } : {}),
-      ...(deps.onFirstRequest ? { onFirstRequest: deps.onFirstRequest } : {}),
+      ...(deps.onCommandsStart ? { onCommandsStart: deps.onCommandsStart } : {}),
       render,
       toSpec,
       onLoopEnd: () => (phase = 'finished'),

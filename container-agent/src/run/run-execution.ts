@@ -9,7 +9,6 @@ import type { ConversationMessage, UserMessage } from '../history/conversation.t
 import type { HistoryStore } from '../history/history-store.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { ChatModel, ToolSpec } from '../llm/chat-model.ts';
-import { afterRequestSent } from '../llm/request-sent.ts';
 import type { AgentLogger } from '../logging/stderr-logger.ts';
 import { LIMITS, type ChatMessage, type RunUsage } from '../protocol.ts';
 import { errorMessage } from '../rpc/errors.ts';
@@ -19,6 +18,7 @@ import type { AgentTool } from '../tools/tool.ts';
 import { createToolset } from '../tools/toolset.ts';
 import type { Workspace } from '../workspace/confine.ts';
 import { RunAbortedError, runAgentLoop } from './agent-loop.ts';
+import { createCommandStart } from './command-start.ts';
 import { createDraftThrottle } from './draft-throttle.ts';
 import type { Inbox } from './inbox.ts';
 import type { RunParams } from './run-preparation.ts';
@@ -58,9 +58,15 @@ export interface RunExecutionDeps {
   toSpec?: (tool: AgentTool) => ToolSpec;
   /** The loop is over (the run takes no more input); run.done is still to be sent. */
   onLoopEnd: () => void;
-  /** Called once the run's first LLM request has left the process (the bash parser starts loading then). */
-  onFirstRequest?: () => void;
+  /** Called when the run's command side starts (command-start.ts): the bash parser starts loading then. */
+  onCommandsStart?: () => void;
 }
+
+/**
+ * How long a request is out (its body written) without an answer before the command side starts: longer
+ * than a provider on loopback takes to answer, far shorter than a real one's seconds.
+ */
+const COMMANDS_AFTER_MS = 50;
 
 type Outcome = { status: 'ok' } | { status: 'error'; error: string };
 
@@ -123,20 +129,19 @@ async function loop(active: ActiveRun, deps: RunExecutionDeps, usage: RunUsage):
     }),
     { logger, ...(deps.toSpec ? { toSpec: deps.toSpec } : {}) },
   );
-  // The command executor (and the separation check) and the bash parser start once the first LLM request
-  // has left the process (its body written): not while the container waits, and not ahead of that request
-  // on the container's CPU. A command waits for them.
-  let commandsStarted = false;
+  // The command executor (and the separation check) and the bash parser: not while the container waits, not
+  // ahead of a request on the container's CPU, and not on the way to a text answer (command-start.ts).
+  const commandSide = createCommandStart({
+    start: () => {
+      void deps.commands.separation();
+      deps.onCommandsStart?.();
+    },
+    afterMs: COMMANDS_AFTER_MS,
+  });
   const model: ChatModel = {
     complete(request) {
       const answer = active.model.complete(request);
-      if (!commandsStarted) {
-        commandsStarted = true;
-        afterRequestSent(answer, () => {
-          void deps.commands.separation();
-          deps.onFirstRequest?.();
-        });
-      }
+      commandSide.requested(answer);
       return answer;
     },
   };

@@ -1,6 +1,6 @@
 /**
  * A run's start, rehearsed once with made-up input while the agent waits for run.start: a run.start's
- * params and answer checked by the protocol's schemas, the turn rendered, the system prompt built, every
+ * params and answer, and a reply's, checked by the protocol's schemas, the turn rendered, the system prompt built, every
  * tool's JSON Schema derived (the admin's list and a member's: the run reuses them), and one LLM request
  * sent through the openai SDK and node's HTTP client to a server inside this process. The first run of
  * that code in a fresh process (compiling it, node loading its HTTP client and the parser of its answers)
@@ -17,7 +17,7 @@ import type { CommandRunner } from '../executor/command-runner.ts';
 import type { HostClient } from '../ipc/host-client.ts';
 import type { ChatModel } from '../llm/chat-model.ts';
 import type { BashClassifier } from '../bash-gate/fail-closed-classifier.ts';
-import { agentMethods, type ChatMessage, type RunStartParams } from '../protocol.ts';
+import { agentMethods, hostMethods, type ChatMessage, type RunStartParams } from '../protocol.ts';
 import { createAgentTools } from '../tools/agent-tools.ts';
 import type { AgentTool } from '../tools/tool.ts';
 import { createToolset } from '../tools/toolset.ts';
@@ -105,6 +105,9 @@ const FRAME: RunStartParams = {
   drafts: true,
 };
 
+/** A run's reply as the agent sends it, for the protocol's schemas as FRAME is. */
+const REPLY = { text: 'Rehearsal.', final: true } as const;
+
 /** Rehearses a run's start once; resolves when done or given way to a real run. Never rejects. */
 export async function rehearseRunStart(deps: RehearsalDeps): Promise<'done' | 'superseded' | string> {
   try {
@@ -112,6 +115,10 @@ export async function rehearseRunStart(deps: RehearsalDeps): Promise<'done' | 's
     const frame = agentMethods['run.start'];
     if (!frame.params.safeParse(FRAME).success || !frame.result.safeParse({ accepted: true }).success)
       return 'the made-up run.start does not fit the protocol';
+    // The reply's frame and its answer too: the agent checks both on the way to the group's reply.
+    const reply = hostMethods['message.send'];
+    if (!reply.params.safeParse(REPLY).success || !reply.result.safeParse({ queued: true }).success)
+      return 'the made-up reply does not fit the protocol';
     const turn = deps.render(PARAMS, PARAMS.messages);
     const systemPrompt = await deps.systemPrompt(PARAMS, deps.workspace);
     if (deps.superseded()) return 'superseded';

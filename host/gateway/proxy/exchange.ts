@@ -187,16 +187,21 @@ async function answerStreamed(
   { stripUsageOnlyChunks, reservation }: PreparedCall,
 ): Promise<void> {
   const base = { runId: owner.runId, groupId: owner.groupId, route: route.path };
-  const relay = await relayStream(res, outcome, { stripUsageOnlyChunks, signal: controller.signal });
+  const model = outcome.model;
+  const relay = await relayStream(res, outcome, {
+    stripUsageOnlyChunks,
+    signal: controller.signal,
+    settle: async ({ usage }) => {
+      if (route.billable && model !== undefined && reservation !== undefined)
+        await settleCharge(ctx, owner, day, model, reservation, usage);
+    },
+  });
   if (relay.end === 'upstream_failed') {
     ctx.logger.warn(
       { ...base, model: outcome.model, bytes: relay.bytes, reason: relay.error },
       'gateway: upstream stream broke off',
     );
   }
-  if (route.billable && outcome.model !== undefined && reservation !== undefined)
-    await settleCharge(ctx, owner, day, outcome.model, reservation, relay.usage);
-  if (relay.end === 'complete') res.end();
   ctx.logger.info(
     {
       ...base,

@@ -1,13 +1,10 @@
-import { once } from 'node:events';
-import type { ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { clientResponseHeaders } from './headers.ts';
 import { createUsageTap } from './usage-tap.ts';
+import { readBody, type UpstreamBody } from './upstream-dispatch.ts';
 import type { PartialUsage } from '../spend/usage-extract.ts';
-import { errorMessage } from '../../errors/error-message.ts';
 
-type UpstreamBody = Dispatcher.ResponseData['body'];
-type UpstreamHeaders = Dispatcher.ResponseData['headers'];
+type UpstreamHeaders = IncomingHttpHeaders;
 
 export type RelayEnd = 'complete' | 'client_gone' | 'upstream_failed';
 
@@ -23,15 +20,20 @@ const MAX_BUFFERED_BODY = 8 * 1024 * 1024;
 
 /**
  * Relays a successful upstream response as it arrives: headers are flushed at once, every chunk is written
- * when it comes (SSE stays unbuffered), backpressure from the client pauses the upstream read. Usage is
- * read off the bytes on the way through. On 'complete' the response is left open for the caller to end
- * once usage is settled (counted against the cap), so a client never sees a finished reply whose cost is not
- * yet counted.
+ * from the upstream parser's callback as it comes (SSE stays unbuffered), and a client that does not keep
+ * up pauses the upstream read until its 'drain'. Usage is read off the bytes on the way through.
+ * `settle` runs once the relay has ended, whichever way; on 'complete' the response is ended only after it,
+ * so a client never sees a finished reply whose cost is not yet counted. Meanwhile the socket is corked:
+ * the last bytes and the end of the response leave in one write.
  */
-export async function relayStream(
+export function relayStream(
   res: ServerResponse,
   upstream: { status: number; headers: UpstreamHeaders; body: UpstreamBody },
-  options: { stripUsageOnlyChunks: boolean; signal: AbortSignal },
+  options: {
+    stripUsageOnlyChunks: boolean;
+    signal: AbortSignal;
+    settle: (result: StreamRelayResult) => Promise<void>;
+  },
 ): Promise<StreamRelayResult> {
   const contentType =
     typeof upstream.headers['content-type'] === 'string' ? upstream.headers['content-type'] : undefined;
@@ -53,7 +55,7 @@ export async function relayStream(
   // The pieces of one upstream chunk leave in one write to the socket, as the chunk came. The socket is
   // corked, not the response: a corked ServerResponse reports backpressure from its own buffer but only
   // relays the socket's 'drain', so a wait for it could last forever.
-  // Returns whether the client keeps up; only then is there nothing to wait for (no promise per chunk).
+  // Returns whether the client keeps up.
   const write = (pieces: readonly Buffer[]): boolean => {
     if (pieces.length > 0) started = true;
     if (pieces.length === 1) {
@@ -72,46 +74,55 @@ export async function relayStream(
     socket?.uncork();
     return drained;
   };
-  const drain = () => once(res, 'drain', { signal: options.signal });
-  try {
-    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
-      if (!write(tap.chunk(chunk))) await drain();
-    }
-    const { tail, usage } = tap.finish();
-    if (!write(tail)) await drain();
-    return { end: 'complete', usage, bytes };
-  } catch (error) {
-    clearImmediate(flushHeaders);
-    const { usage } = tap.finish();
-    if (options.signal.aborted) return { end: 'client_gone', usage, bytes };
-    // Headers (and maybe bytes) are out; cutting the connection is the only honest way to say "incomplete".
-    res.destroy();
-    upstream.body.destroy();
-    return {
-      end: 'upstream_failed',
-      usage,
-      bytes,
-      error: errorMessage(error),
+  const relayed = new Promise<StreamRelayResult>((resolve) => {
+    const resume = () => upstream.body.resume();
+    res.on('drain', resume);
+    const done = (result: StreamRelayResult) => {
+      res.off('drain', resume);
+      // Undone once the response is ended, below.
+      if (result.end === 'complete') res.socket?.cork();
+      resolve(result);
     };
-  }
+    // What the body holds already (often all of a short answer) leaves in one write with the headers.
+    const socket = res.socket;
+    socket?.cork();
+    upstream.body.consume({
+      data: (chunk) => write(tap.chunk(chunk)),
+      end: () => {
+        const { tail, usage } = tap.finish();
+        write(tail);
+        done({ end: 'complete', usage, bytes });
+      },
+      error: (error) => {
+        clearImmediate(flushHeaders);
+        const { usage } = tap.finish();
+        if (options.signal.aborted) {
+          done({ end: 'client_gone', usage, bytes });
+          return;
+        }
+        // Headers (and maybe bytes) are out; cutting the connection is the only honest way to say "incomplete".
+        res.destroy();
+        done({ end: 'upstream_failed', usage, bytes, error: error.message });
+      },
+    });
+    socket?.uncork();
+  });
+  return relayed.then(async (result) => {
+    try {
+      await options.settle(result);
+    } finally {
+      if (result.end === 'complete') {
+        res.end();
+        res.socket?.uncork();
+      }
+    }
+    return result;
+  });
 }
 
 /** Reads a whole (small) upstream body, e.g. an error or the model list. Undefined when too large. */
-export async function readUpstreamBody(
-  body: UpstreamBody,
-  limit = MAX_BUFFERED_BODY,
-): Promise<Buffer | undefined> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      return undefined;
-    }
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts, size);
+export function readUpstreamBody(body: UpstreamBody, limit = MAX_BUFFERED_BODY): Promise<Buffer | undefined> {
+  return readBody(body, limit);
 }
 
 export function sendBuffered(

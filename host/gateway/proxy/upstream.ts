@@ -1,10 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { LogLevels } from '../../logging/logger.ts';
 import { isRetryableStatus, retryAfterMs, UPSTREAM_RETRY_JITTER } from './retry-policy.ts';
 import { errorMessage } from '../../errors/error-message.ts';
 import { backoffMs } from '../../time/backoff.ts';
 import { errorCodeInChain } from '../../errors/error-code.ts';
+import { dispatchUpstream, readBody, type UpstreamBody } from './upstream-dispatch.ts';
 
 export interface UpstreamSettings {
   dispatcher: Dispatcher;
@@ -40,7 +41,7 @@ export type UpstreamOutcome =
       model: string | undefined;
       status: number;
       headers: IncomingHttpHeaders;
-      body: Dispatcher.ResponseData['body'];
+      body: UpstreamBody;
       /** The gateway already retried or fell back: the client should not retry a failure on top. */
       exhaustedRetries: boolean;
     }
@@ -49,7 +50,7 @@ export type UpstreamOutcome =
   | { kind: 'aborted' };
 
 type Attempt =
-  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Dispatcher.ResponseData['body'] }
+  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: UpstreamBody }
   | { kind: 'timeout' }
   | { kind: 'unreachable'; reason: string }
   | { kind: 'aborted' };
@@ -63,36 +64,44 @@ function describe(error: unknown): string {
 async function attempt(
   settings: UpstreamSettings,
   call: UpstreamCall,
+  target: { origin: string; path: string },
   model: string | undefined,
 ): Promise<Attempt> {
+  // The body names the first model of the chain already: only a fallback needs a copy with its own.
   const body =
     call.body === undefined
       ? undefined
-      : JSON.stringify(model === undefined ? call.body : { ...call.body, model });
-  try {
-    const response = await request(settings.apiBase + call.suffix, {
-      dispatcher: settings.dispatcher,
+      : JSON.stringify(
+          model === undefined || call.body.model === model ? call.body : { ...call.body, model },
+        );
+  const head = await dispatchUpstream(
+    settings.dispatcher,
+    {
+      origin: target.origin,
+      path: target.path,
       method: call.method,
       headers: call.headers,
       body,
-      signal: call.signal,
       headersTimeout: call.firstByteTimeoutMs,
       bodyTimeout: settings.timeoutMs,
-    });
-    return { kind: 'response', status: response.statusCode, headers: response.headers, body: response.body };
-  } catch (error) {
-    if (call.signal.aborted) return { kind: 'aborted' };
-    if (errorCodeInChain(error) === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout' };
-    return { kind: 'unreachable', reason: describe(error) };
-  }
+    },
+    call.signal,
+  );
+  if (head.kind === 'response') return head;
+  if (call.signal.aborted) return { kind: 'aborted' };
+  if (errorCodeInChain(head.error) === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout' };
+  return { kind: 'unreachable', reason: describe(head.error) };
 }
 
-async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {
-  try {
-    await body.dump({ limit: 1024 * 1024 });
-  } catch {
-    // The connection is dropped instead of reused; nothing else to do.
-  }
+async function discard(body: UpstreamBody): Promise<void> {
+  // Past the limit the connection is dropped instead of reused; nothing else to do.
+  await readBody(body, 1024 * 1024).catch(() => undefined);
+}
+
+/** The origin and path of a call's URL: what the dispatcher takes. */
+function targetOf(apiBase: string, suffix: string): { origin: string; path: string } {
+  const url = new URL(apiBase + suffix);
+  return { origin: url.origin, path: url.pathname + url.search };
 }
 
 /**
@@ -103,11 +112,12 @@ async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {
  */
 export async function callUpstream(settings: UpstreamSettings, call: UpstreamCall): Promise<UpstreamOutcome> {
   const chain: readonly (string | undefined)[] = call.models.length > 0 ? call.models : [undefined];
+  const target = targetOf(settings.apiBase, call.suffix);
   let tried = 0;
   for (const [modelIndex, model] of chain.entries()) {
     const lastModel = modelIndex === chain.length - 1;
     for (let retry = 0; ; retry++) {
-      const result = await attempt(settings, call, model);
+      const result = await attempt(settings, call, target, model);
       tried++;
       if (result.kind === 'aborted' || result.kind === 'timeout') return result;
       if (result.kind === 'response' && !isRetryableStatus(result.status)) {

@@ -25,7 +25,12 @@ const scriptedModel = (steps: ScriptStep[]) =>
 /** The real protocol over in-memory streams: a host that records calls, and the controller behind an agent peer. */
 function harness(
   model: ChatModel,
-  options: { defaultModel?: string; host?: Partial<RpcHandlers<HostMethods>> } = {},
+  options: {
+    defaultModel?: string;
+    host?: Partial<RpcHandlers<HostMethods>>;
+    /** Records the run's command side as it starts (run/command-start.ts). */
+    commandSide?: string[];
+  } = {},
 ) {
   const calls: Array<{ method: string; params: unknown }> = [];
   const toHost = new PassThrough();
@@ -83,7 +88,19 @@ function harness(
     logger: createStderrLogger({ write: () => {} }),
     exit: (code) => exits.push(code),
     ripgrep: async () => null,
-    commands: inProcessCommands,
+    commands: options.commandSide
+      ? {
+          run: (o) => {
+            options.commandSide?.push('command');
+            return inProcessCommands.run(o);
+          },
+          separation: () => {
+            options.commandSide?.push('separation');
+            return inProcessCommands.separation();
+          },
+        }
+      : inProcessCommands,
+    ...(options.commandSide ? { onCommandsStart: () => options.commandSide?.push('parser') } : {}),
     createNonce: () => 'n0nce',
   });
   Object.assign(handlers, controller.handlers);
@@ -181,6 +198,30 @@ describe('run controller', () => {
     expect(fs.readFileSync(path.join(workspace, 'session', 'history.jsonl'), 'utf8')).not.toContain(
       'gw-only-in-memory',
     );
+  });
+
+  it('starts no command side for a run answered in text at once', async () => {
+    const commandSide: string[] = [];
+    const { model } = scriptedModel([{ content: 'Noted.' }]);
+    const h = harness(model, { commandSide });
+    await h.host.request('run.start', start([chat(5, 'please note this')]));
+    expect(await h.finished).toBe(0);
+    expect(h.calls.map((c) => c.method)).toEqual(['message.send', 'run.done']);
+    expect(commandSide).toEqual([]);
+  });
+
+  it('starts the command side once the model asks for a command, before the command runs', async () => {
+    const commandSide: string[] = [];
+    const { model } = scriptedModel([
+      { toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'echo hi' }) }] },
+      { content: 'Done.' },
+    ]);
+    const h = harness(model, { commandSide });
+    await h.host.request('run.start', start([chat(5, 'run echo')]));
+    expect(await h.finished).toBe(0);
+    expect(commandSide.slice(0, 2)).toEqual(['separation', 'parser']);
+    expect(commandSide).toContain('command');
+    expect(commandSide.filter((step) => step === 'parser')).toHaveLength(1);
   });
 
   it('takes in a retried message once and does not answer an answered conversation again', async () => {

@@ -488,4 +488,22 @@ describe('usage tap fast path', () => {
       mentionsUsageObject(Buffer.from('data: {"text":"the word \\"usage\\" here","usage":null}\n\n')),
     ).toBe(false);
   });
+
+  it('finds the usage key by its g wherever it is: first in the event, after other g bytes, and not in lookalikes', () => {
+    expect(mentionsUsageObject(Buffer.from('"usage":{"prompt_tokens":1}'))).toBe(true);
+    expect(
+      mentionsUsageObject(
+        Buffer.from(
+          'data: {"choices":[{"delta":{"content":"big dog, gig, egg"}}],"usage":{"total_tokens":2}}\n\n',
+        ),
+      ),
+    ).toBe(true);
+    expect(
+      mentionsUsageObject(Buffer.from('data: {"usages":{"a":1},"usage_x":{"b":2},"usage":null}\n\n')),
+    ).toBe(false);
+    expect(
+      mentionsUsageObject(Buffer.from('data: {"usage":null,"other":{"usage":{"prompt_tokens":1}}}\n\n')),
+    ).toBe(true);
+    expect(mentionsUsageObject(Buffer.from('ggg'))).toBe(false);
+  });
 });

@@ -36,4 +36,13 @@ describe('the words the memory index keeps', () => {
     expect(indexTerms('g1', 'Call Sam, call now')).toBe('6731xcall 6731xsam 6731xnow');
     expect(indexTerms('g1', '')).toBe('');
   });
+
+  it('keeps the first of each word in order, however many words a row has', () => {
+    const random = lcg(41);
+    for (const length of [3, 64, 65, 500]) {
+      const text = Array.from({ length }, () => `w${Math.floor(random() * 40)}`).join(' ');
+      const once = [...new Set(words(text))].map((w) => `6731x${w}`).join(' ');
+      expect(indexTerms('g1', text)).toBe(once);
+    }
+  });
 });
