@@ -1,9 +1,14 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../../host/store/store.ts';
-import { startWalCheckpoints, type WalCheckpoints } from '../../../host/store/wal-checkpoints.ts';
+import {
+  startWalCheckpoints,
+  WORKER_NICE,
+  type WalCheckpoints,
+} from '../../../host/store/wal-checkpoints.ts';
 import { fakeClock, type FakeClock } from '../../helpers/fake-clock.ts';
 import { useTempDirs } from '../../helpers/temp-dir.ts';
 
@@ -77,6 +82,33 @@ describe('WAL checkpoints off the message path', () => {
     await checkpoints.settled();
     expect(checkpoints.counts.checkpoints).toBe(10);
   });
+
+  /** The nice value of each of this process's threads (Linux: field 19 of /proc/self/task/<tid>/stat). */
+  const threadNices = () =>
+    fs.readdirSync('/proc/self/task').map((tid) => {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    });
+
+  it.runIf(process.platform === 'linux')(
+    "runs the copy at a lower priority than the host's event loop, which keeps its own",
+    async () => {
+      const own = os.getPriority();
+      const before = threadNices().filter((n) => n === WORKER_NICE).length;
+      checkpoints = startWalCheckpoints({
+        db: store.db,
+        clock: time.clock,
+        logger: silent,
+        intervalMs: 1000,
+      });
+      write(40);
+      time.advance(1000);
+      await checkpoints.settled();
+      expect(checkpoints.counts.checkpoints).toBe(1);
+      expect(threadNices().filter((n) => n === WORKER_NICE).length).toBe(before + 1);
+      expect(os.getPriority()).toBe(own);
+    },
+  );
 
   it('the host connection keeps committing while the worker checkpoints', async () => {
     checkpoints = startWalCheckpoints({ db: store.db, clock: time.clock, logger: silent, intervalMs: 1000 });
