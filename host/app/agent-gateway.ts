@@ -17,7 +17,7 @@ export function startAgentGateway(
   const { config, store, logger } = deps;
   return createGateway({
     // The caps with the account layer of the groups bound to accounts, read at each request.
-    config: () => ({ ...deps.live().gateway, ...capsWithAccounts(deps.live(), store.groups.list()) }),
+    config: () => ({ ...deps.live().gateway, ...capsWithAccounts(deps.live(), (id) => store.groups.get(id)) }),
     provider: config.provider,
     providerApiKey: deps.providerApiKey ?? '',
     // The host's one usage store, whose queue the run queue's cap check counts too; a runtime made

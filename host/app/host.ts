@@ -233,7 +233,7 @@ export async function startHost(deps: HostDeps): Promise<RunningHost> {
     const spend = createSpendView({
       reporter: createSpendReporter(store.db, () => usage.flush()),
       groupIds: () => store.groups.list().map((g) => g.id),
-      gateway: () => capsWithAccounts(core.live(), store.groups.list()),
+      gateway: () => capsWithAccounts(core.live(), (id) => store.groups.get(id)),
       timezone: () => core.live().assistant.timezone,
       now: clock.now,
     });
@@ -354,7 +354,7 @@ function startRuns(core: HostCore, owner: OwnerParts, runtime: RunnerRuntime): G
     usage: core.usage,
     runner: runtime.runner,
     live: core.live,
-    caps: () => capsWithAccounts(core.live(), core.store.groups.list()),
+    caps: () => capsWithAccounts(core.live(), (id) => core.store.groups.get(id)),
     limits: {
       maxConcurrent: config.runs.max_concurrent,
       maxAttempts: config.runs.max_attempts,

@@ -39,11 +39,16 @@ export interface GroupDefaults {
 /** `[channels.telegram.work]` for the label `telegram.work`, `[channels.telegram]` for the default account. */
 function accountTable(label: string): string {
   const channel = channelOfAccount(label);
-  return label === channel ? `[channels.${channel}]` : `[channels.${channel}.${label.slice(channel.length + 1)}]`;
+  return label === channel
+    ? `[channels.${channel}]`
+    : `[channels.${channel}.${label.slice(channel.length + 1)}]`;
 }
 
 /** The first layer that sets a value, else the fallback. */
-function firstSet<T>(layers: readonly (readonly [T | undefined, string])[], fallback: Resolved<T>): Resolved<T> {
+function firstSet<T>(
+  layers: readonly (readonly [T | undefined, string])[],
+  fallback: Resolved<T>,
+): Resolved<T> {
   for (const [value, setting] of layers) if (value !== undefined) return { value, setting };
   return fallback;
 }
@@ -53,25 +58,30 @@ function inherited(config: ConfigForDefaults, group: GroupBinding) {
   return group.isAdmin ? {} : accountDefaultsOf(config.channels[group.channel]);
 }
 
-/** The account layer of the caps, by group id, for the gateway's and the router's cap checks. */
-export function accountCaps(
+/** The account layer of a group's cap: its account's `daily_cap_usd` and where that is written. */
+function accountCapOf(
   config: ConfigForDefaults,
-  groups: readonly GroupBinding[],
-): NonNullable<CapConfig['account_caps_usd']> {
-  const out: Record<string, { usd: number; setting: string }> = {};
-  for (const group of groups) {
-    const usd = inherited(config, group).daily_cap_usd;
-    if (usd !== undefined) out[group.id] = { usd, setting: `${accountTable(group.channel)}.daily_cap_usd` };
-  }
-  return out;
+  group: GroupBinding,
+): { usd: number; setting: string } | undefined {
+  const usd = inherited(config, group).daily_cap_usd;
+  return usd === undefined ? undefined : { usd, setting: `${accountTable(group.channel)}.daily_cap_usd` };
 }
 
-/** The caps as the gateway reads them: `[gateway]` with the account layer of these groups. */
+/**
+ * The caps as the gateway and the run queue read them: `[gateway]` with the account layer, each group
+ * looked up (`groupById`, one row by its key) only when its cap is asked for.
+ */
 export function capsWithAccounts(
   config: ConfigForDefaults,
-  groups: readonly GroupBinding[],
-): HostConfig['gateway'] & Required<Pick<CapConfig, 'account_caps_usd'>> {
-  return { ...config.gateway, account_caps_usd: accountCaps(config, groups) };
+  groupById: (groupId: string) => GroupBinding | undefined,
+): HostConfig['gateway'] & Required<Pick<CapConfig, 'accountCap'>> {
+  return {
+    ...config.gateway,
+    accountCap: (groupId) => {
+      const group = groupById(groupId);
+      return group && accountCapOf(config, group);
+    },
+  };
 }
 
 /** The group's persona, cap and credentials, each with the setting it comes from. */
@@ -79,7 +89,10 @@ export function groupDefaults(config: ConfigForDefaults, group: GroupBinding): G
   const own = config.groups[group.id];
   const account = inherited(config, group);
   const table = accountTable(group.channel);
-  const cap = groupCap(capsWithAccounts(config, [group]), group.id);
+  const cap = groupCap(
+    capsWithAccounts(config, (id) => (id === group.id ? group : undefined)),
+    group.id,
+  );
   return {
     persona: firstSet<string | undefined>(
       [

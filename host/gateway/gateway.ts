@@ -28,7 +28,7 @@ export interface GatewayDeps {
    * Read at each request: caps, prices, allowed models and the size limit of a reloaded config apply to
    * the next one. The port, retry settings and upstream timeout are taken once, at creation.
    */
-  config: () => GatewayConfig & Pick<CapConfig, 'account_caps_usd'>;
+  config: () => GatewayConfig & Pick<CapConfig, 'accountCap'>;
   provider: ProviderConfig;
   /** The real provider key, read by the host from its environment. Empty for providers without keys. */
   providerApiKey: string;

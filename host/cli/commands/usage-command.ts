@@ -33,7 +33,7 @@ export async function usageCommand(ctx: CliContext, args: string[]): Promise<num
     const view = createSpendView({
       reporter: createSpendReporter(store.db),
       groupIds: () => store.groups.list().map((g) => g.id),
-      gateway: () => capsWithAccounts(config, store.groups.list()),
+      gateway: () => capsWithAccounts(config, (id) => store.groups.get(id)),
       timezone: () => config.assistant.timezone,
       now: () => Date.now(),
     });

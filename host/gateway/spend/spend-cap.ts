@@ -48,24 +48,29 @@ interface GroupDay {
 }
 
 /**
- * What a group's cap is read from: the default, the groups' own overrides and, by group id, the cap of the
- * account a group is bound to with the setting it is written in (`config/group-defaults.ts` fills it in).
+ * What a group's cap is read from: the default, the groups' own overrides and the cap of the account a group
+ * is bound to with the setting it is written in, looked up for the one group asked about
+ * (`config/group-defaults.ts` gives it): a cap is read for every message and every LLM request, and a table
+ * of every group's account cap cost a read of the whole groups table each time.
  */
 export type CapConfig = Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd'> & {
-  account_caps_usd?: Readonly<Record<string, { usd: number; setting: string }>>;
+  accountCap?: (groupId: string) => { usd: number; setting: string } | undefined;
 };
 
 /**
  * A group's daily cap, and the setting it comes from: its own override, else its account's cap, else the
  * default (the order `config/group-defaults.ts` gives every per-account default).
  */
-export function groupCap(config: CapConfig, groupId: string): { usd: number; micros: number; setting: string } {
+export function groupCap(
+  config: CapConfig,
+  groupId: string,
+): { usd: number; micros: number; setting: string } {
   const own = config.group_caps_usd[groupId];
-  const account = config.account_caps_usd?.[groupId];
+  const account = config.accountCap?.(groupId);
   const [usd, setting] =
     Object.hasOwn(config.group_caps_usd, groupId) && own !== undefined
       ? [own, `[gateway].group_caps_usd."${groupId}"`]
-      : account !== undefined && Object.hasOwn(config.account_caps_usd ?? {}, groupId)
+      : account !== undefined
         ? [account.usd, account.setting]
         : [config.daily_cap_usd, '[gateway].daily_cap_usd'];
   return { usd, micros: usdToMicros(usd), setting };
@@ -86,10 +91,7 @@ export function mayReserve(capMicros: number, settledMicros: number, reservedMic
 }
 
 /** What a refusal at the cap says: the cap, the group, and the setting that raises it. */
-export function spendCapMessage(
-  config: CapConfig,
-  groupId: string,
-): string {
+export function spendCapMessage(config: CapConfig, groupId: string): string {
   const cap = groupCap(config, groupId);
   return capText(groupId, cap.usd, cap.setting);
 }

@@ -15,7 +15,7 @@ import type { TotalsRow } from './usage-store-sqlite.ts';
 
 /** The caps and prices a report is read against: the running `[gateway]` section, or the file's. */
 export type SpendConfig = Pick<GatewayConfig, 'daily_cap_usd' | 'group_caps_usd' | 'prices'> &
-  Pick<CapConfig, 'account_caps_usd'>;
+  Pick<CapConfig, 'accountCap'>;
 
 export interface SpendQuery {
   /** Today in the assistant's time zone, "YYYY-MM-DD" (`createDayFormatter`): the day caps are counted on. */

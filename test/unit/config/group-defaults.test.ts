@@ -116,7 +116,7 @@ describe('per-account defaults of persona, caps and credentials', () => {
   });
 
   it("counts the account's cap where the gateway and the router check caps, naming the setting to raise", () => {
-    const caps = capsWithAccounts(c, [work('clients'), work('standup')]);
+    const caps = capsWithAccounts(c, (id) => [work('clients'), work('standup')].find((g) => g.id === id));
     expect(groupCap(caps, 'clients')).toMatchObject({
       usd: 2,
       setting: '[channels.telegram.work].daily_cap_usd',
