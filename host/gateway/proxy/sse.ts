@@ -20,10 +20,17 @@ const CR = 0x0d;
  * joined (the held-back start with the chunk's head up to the event's end). Joining whole chunks instead
  * copied every streamed byte and was most of the gateway's CPU on a large stream (see DESIGN.md, "LLM
  * gateway"). An event that grows past `maxEventBytes` without ending is emitted as it is, to bound memory.
+ * `onEvent` also gets where in the current chunk the event ends.
+ *
+ * `nextWanted(chunk, from)` says where, from `from` on, the first byte worth looking at lies (the usage
+ * tap: the start of a usage object), or -1 for none: the events wholly before it are only stepped over,
+ * not handed out. The event the chunk's start finishes and the one its end starts are handed out as
+ * ever, once whole.
  */
 export function createSseFramer(
-  onEvent: (event: Buffer) => void,
+  onEvent: (event: Buffer, end: number) => void,
   maxEventBytes = 16 * 1024 * 1024,
+  nextWanted?: (chunk: Buffer, from: number) => number,
 ): SseFramer {
   let pending: Buffer = EMPTY;
 
@@ -38,27 +45,32 @@ export function createSseFramer(
         if (end === -1) {
           pending = Buffer.concat([pending, chunk]);
           if (pending.length > maxEventBytes) {
-            onEvent(pending);
+            onEvent(pending, chunk.length);
             pending = EMPTY;
           }
           return;
         }
-        onEvent(Buffer.concat([pending, chunk.subarray(0, end)]));
+        onEvent(Buffer.concat([pending, chunk.subarray(0, end)]), end);
         pending = EMPTY;
         start = end;
       }
+      let wanted = nextWanted === undefined ? start : nextWanted(chunk, start);
       for (let end = boundary(chunk, start); end !== -1; end = boundary(chunk, start)) {
-        onEvent(chunk.subarray(start, end));
+        if (wanted !== -1 && end > wanted) {
+          onEvent(chunk.subarray(start, end), end);
+          if (nextWanted !== undefined) wanted = nextWanted(chunk, end);
+          else wanted = end;
+        }
         start = end;
       }
       const rest = chunk.subarray(start);
-      if (rest.length > maxEventBytes) onEvent(rest);
+      if (rest.length > maxEventBytes) onEvent(rest, chunk.length);
       // A view, not a copy: it pins the chunk (one socket read) until the event ends, but copying every
       // event a chunk boundary cuts was, with the join below, most of a large stream's garbage.
       else if (rest.length > 0) pending = rest;
     },
     end() {
-      if (pending.length > 0) onEvent(pending);
+      if (pending.length > 0) onEvent(pending, 0);
       pending = EMPTY;
     },
     pending: () => pending,

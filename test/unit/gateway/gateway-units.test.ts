@@ -174,6 +174,18 @@ describe('gateway keys', () => {
     expect(registry.size).toBe(1);
   });
 
+  it('never gives two live runs the same key: a repeated draw is drawn again, a stuck random source refused', () => {
+    const draws = [Buffer.alloc(32, 1), Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
+    const registry = createKeyRegistry(() => draws.shift() ?? Buffer.alloc(32, 1));
+    const a = registry.issue({ runId: 'r1', groupId: 'g1' });
+    const b = registry.issue({ runId: 'r2', groupId: 'g2' });
+    expect(b.key).not.toBe(a.key);
+    expect(registry.verify(a.key)).toEqual({ runId: 'r1', groupId: 'g1' });
+    expect(registry.verify(b.key)).toEqual({ runId: 'r2', groupId: 'g2' });
+    expect(() => registry.issue({ runId: 'r3', groupId: 'g3' })).toThrow(/not random/);
+    expect(registry.size).toBe(2);
+  });
+
   it('reads the key from a bearer header or x-api-key, and a non-bearer authorization wins over x-api-key', () => {
     expect(gatewayKeyFrom({ authorization: 'Bearer gw-abc' })).toBe('gw-abc');
     expect(gatewayKeyFrom({ 'x-api-key': 'gw-abc' })).toBe('gw-abc');
