@@ -235,57 +235,11 @@ const messagesBody = z.strictObject({
     .optional(),
 });
 
-/** The most key sets remembered per route; bodies with others are parsed by the route's whole schema. */
-const MAX_KEY_SETS = 64;
-
-/**
- * The route's strict schema cut down to the fields a body has (and the required ones), one per key set
- * seen: zod's strict object runs every field's schema, most of twenty-odd absent in a usual request, and
- * that was most of the allowlist's cost per request. The cut schema is strict too, so a body it accepts
- * the whole schema accepts, with the same output; it reports the same first issue (the fields' own in the
- * schema's order, then the unknown ones). Bodies with a field the route does not know go to the whole
- * schema, and the cache is not grown by them.
- */
-function createFieldCut(
-  schema: z.ZodObject,
-): (json: Record<string, unknown>) => z.ZodType<Record<string, unknown>> {
-  const shape = schema.shape as Record<string, z.ZodType>;
-  const known = new Set(Object.keys(shape));
-  const required = Object.keys(shape).filter((name) => !shape[name]?.safeParse(undefined).success);
-  const cuts = new Map<string, z.ZodType<Record<string, unknown>>>();
-  return (json: Record<string, unknown>): z.ZodType<Record<string, unknown>> => {
-    const keys = Object.keys(json);
-    const id = keys.join('\n');
-    const cut = cuts.get(id);
-    if (cut !== undefined) return cut;
-    if (cuts.size >= MAX_KEY_SETS || !keys.every((key) => known.has(key))) return schema;
-    const wanted = new Set([...keys, ...required]);
-    const fields = Object.keys(shape).filter((name) => wanted.has(name));
-    const made = z.strictObject(Object.fromEntries(fields.map((name) => [name, shape[name] as z.ZodType])));
-    cuts.set(id, made);
-    return made;
-  };
-}
-
-const SCHEMAS = { chat: chatBody, responses: responsesBody, messages: messagesBody } as const;
-
-/** Which schema parses a body of a route: its whole strict schema, or one cut to the body's fields. */
-export type BodySchemas = (
-  kind: BodyKind,
-  json: Record<string, unknown>,
-) => z.ZodType<Record<string, unknown>>;
-
-const WHOLE_SCHEMAS: BodySchemas = (kind) => SCHEMAS[kind];
-
-/** The gateway's schemas, cut to the fields of each key set its bodies bring (see createFieldCut). */
-export function createBodySchemas(): BodySchemas {
-  const cuts: Record<BodyKind, ReturnType<typeof createFieldCut>> = {
-    chat: createFieldCut(chatBody),
-    responses: createFieldCut(responsesBody),
-    messages: createFieldCut(messagesBody),
-  };
-  return (kind, json) => cuts[kind](json);
-}
+const SCHEMAS: Readonly<Record<BodyKind, z.ZodType<Record<string, unknown>>>> = {
+  chat: chatBody,
+  responses: responsesBody,
+  messages: messagesBody,
+};
 
 export type AllowedBody = { ok: true; body: Record<string, unknown> } | { ok: false; message: string };
 
@@ -322,20 +276,15 @@ function describeIssue(
 }
 
 function shapeOf(kind: BodyKind): Record<string, unknown> {
-  return SCHEMAS[kind].shape;
+  return (SCHEMAS[kind] as unknown as { shape: Record<string, unknown> }).shape;
 }
 
 /** Validates a request body against its route's allowlist; the message says which field was refused. */
-export function allowBody(
-  kind: BodyKind,
-  routePath: string,
-  json: unknown,
-  schemas: BodySchemas = WHOLE_SCHEMAS,
-): AllowedBody {
+export function allowBody(kind: BodyKind, routePath: string, json: unknown): AllowedBody {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     return { ok: false, message: 'invalid request body: expected a JSON object' };
   }
-  const parsed = schemas(kind, json as Record<string, unknown>).safeParse(json);
+  const parsed = SCHEMAS[kind].safeParse(json);
   if (parsed.success) return { ok: true, body: parsed.data };
   const issue = parsed.error.issues[0];
   return {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createBodySchemas, IMAGE_WORST_TOKENS, inlineImages } from './body-allowlist.ts';
+import { IMAGE_WORST_TOKENS, inlineImages } from './body-allowlist.ts';
 import { gatewayErrors, sendError, type ErrorDialect } from './errors.ts';
 import { gatewayKeyFrom } from './headers.ts';
 import type { KeyOwner } from '../key-registry.ts';
@@ -22,7 +22,6 @@ export function createRequestHandler(
   ctx: HandlerContext,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const exchange = createExchange(ctx);
-  const bodySchemas = createBodySchemas();
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const started = ctx.clock.now();
@@ -100,7 +99,7 @@ export function createRequestHandler(
         sendError(res, dialect, gatewayErrors.tooLarge(ctx.config().max_request_bytes));
       return undefined;
     }
-    const prepared = prepareBody(read.body, route, ctx.provider.model, ctx.maxOutputTokens, bodySchemas);
+    const prepared = prepareBody(read.body, route, ctx.provider.model, ctx.maxOutputTokens);
     if (!prepared.ok) {
       ctx.logger.warn(
         { runId: owner.runId, groupId: owner.groupId, route: route.path, reason: prepared.message },

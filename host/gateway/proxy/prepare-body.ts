@@ -1,4 +1,4 @@
-import { allowBody, clampOutputTokens, type BodySchemas } from './body-allowlist.ts';
+import { allowBody, clampOutputTokens } from './body-allowlist.ts';
 import type { Route } from './routes.ts';
 
 interface StreamFlags {
@@ -40,7 +40,6 @@ export function prepareBody(
   route: Route,
   defaultModel: string,
   outputLimit: number,
-  schemas: BodySchemas,
 ): PreparedBody {
   let json: unknown;
   try {
@@ -49,7 +48,7 @@ export function prepareBody(
     return { ok: false, message: 'request body is not valid JSON' };
   }
   if (route.body === undefined) return { ok: false, message: `${route.path} takes no request body` };
-  const allowed = allowBody(route.body, route.path, json, schemas);
+  const allowed = allowBody(route.body, route.path, json);
   if (!allowed.ok) return { ok: false, message: allowed.message };
   const body = allowed.body;
   const flags = streamFlags(body);
