@@ -19,9 +19,9 @@ const MAX_JSON_FOR_USAGE = 16 * 1024 * 1024;
 const MAX_BUFFERED_BODY = 8 * 1024 * 1024;
 
 /**
- * Relays a successful upstream response as it arrives: headers are flushed at once, every chunk is written
- * from the upstream parser's callback as it comes (SSE stays unbuffered), and a client that does not keep
- * up pauses the upstream read until its 'drain'. Usage is read off the bytes on the way through.
+ * Relays a successful upstream response as it arrives: headers leave in this turn of the event loop, every
+ * chunk is written from the upstream parser's callback as it comes (SSE stays unbuffered), and a client that
+ * does not keep up pauses the upstream read until its 'drain'. Usage is read off the bytes on the way through.
  * `settle` runs once the relay has ended, whichever way; on 'complete' the response is ended only after it,
  * so a client never sees a finished reply whose cost is not yet counted. Meanwhile the socket is corked:
  * the last bytes and the end of the response leave in one write.
